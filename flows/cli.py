@@ -1,0 +1,221 @@
+"""The ``reconstruct`` command line.
+
+Exit codes: 0 every session was written (ok or partial) and no input was quarantined;
+3 the run finished but something was quarantined (see ``reconstruct quarantine``);
+4 the run could not start (bad path, bad configuration, the ledger or Prefect unavailable);
+2 the command line itself was wrong.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import orjson
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.table import Table
+
+from models.settings import Settings
+
+EXIT_OK, EXIT_USAGE, EXIT_QUARANTINED, EXIT_CANNOT_START = 0, 2, 3, 4
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, help="Rebuild chat sessions from raw log archives.")
+console = Console(stderr=True)
+
+PREFECT_DEFAULTS = {
+    "DO_NOT_TRACK": "1",
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180",
+    "PREFECT_LOGGING_LEVEL": "WARNING",
+}
+
+ConfigOpt = Annotated[Path | None, typer.Option("--config", help="TOML config file (default ./reconstruct.toml).")]
+OutOpt = Annotated[Path, typer.Option("--out", "-o", help="Output root.")]
+
+
+def prefect_env() -> None:
+    """Embedded Prefect, offline: no telemetry, a patient start-up for a fresh database."""
+    for key, value in PREFECT_DEFAULTS.items():
+        os.environ.setdefault(key, value)
+
+
+def load_settings(config: Path | None, **flags) -> Settings:
+    try:
+        return Settings.load(config, **flags)
+    except ValidationError as exc:
+        console.print(f"[red]invalid configuration:[/red] {exc}")
+        raise typer.Exit(EXIT_CANNOT_START) from None
+
+
+def _print_summary(summary: dict) -> None:
+    c = summary["counts"]
+    console.print(
+        f"run {summary['run_id']}: {c['files']} files ({c['files_skipped']} skipped, "
+        f"{c['files_quarantined']} quarantined, {c['files_companion']} companions); sessions "
+        f"ok {c['sessions_ok']}, partial {c['sessions_partial']}, quarantined {c['sessions_quarantined']}; "
+        f"{summary['seconds']:.2f} s"
+    )
+    if summary["quarantined"]:
+        _quarantine_table(summary["quarantined"])
+
+
+def _quarantine_table(rows: list[dict]) -> None:
+    table = Table("what", "source", "session", "reasons", "detail", title="Quarantined")
+    for q in rows:
+        table.add_row(q["what"], q["source_path"], str(q["session_id"] or ""), q["reasons"], (q["detail"] or "")[:200])
+    console.print(table)
+
+
+def _run(paths: list[Path], out: Path, settings: Settings, force: bool) -> int:
+    missing = [str(p) for p in paths if not p.exists() and not p.is_symlink()]
+    if missing:
+        console.print(f"[red]cannot start:[/red] no such path: {', '.join(missing)}")
+        return EXIT_CANNOT_START
+    prefect_env()
+    try:
+        from flows.pipeline import run_archive
+    except Exception as exc:  # an environment problem, not an input problem
+        console.print(f"[red]cannot start:[/red] Prefect is unavailable: {exc}")
+        return EXIT_CANNOT_START
+    summary = run_archive(paths, out, settings, force=force, show_progress=sys.stderr.isatty())
+    _print_summary(summary)
+    c = summary["counts"]
+    return EXIT_QUARANTINED if (c["files_quarantined"] or c["sessions_quarantined"]) else EXIT_OK
+
+
+@app.command()
+def run(
+    paths: Annotated[list[Path], typer.Argument(help="Files, folders or zip exports.")],
+    out: OutOpt = Path("output"),
+    config: ConfigOpt = None,
+    source_tz: Annotated[str | None, typer.Option(help="Zone of timestamps without one (default UTC).")] = None,
+    runtime_identity: Annotated[str | None, typer.Option(help="This AI's provider:name@version (rule A2).")] = None,
+    format: Annotated[str | None, typer.Option("--format", help="Force a grammar (see `formats`).")] = None,
+    secrets_policy: Annotated[str | None, typer.Option(help="redact | report | off")] = None,
+    workers: Annotated[int | None, typer.Option(help="Worker processes.")] = None,
+    dask_address: Annotated[str | None, typer.Option(help="Run shards on this Dask scheduler.")] = None,
+    force: Annotated[bool, typer.Option(help="Reprocess inputs the ledger says are unchanged.")] = False,
+) -> None:
+    """Reconstruct every session found under PATHS into OUT."""
+    settings = load_settings(config, source_tz=source_tz, runtime_identity=runtime_identity, format=format,
+                             secrets_policy=secrets_policy, workers=workers, dask_address=dask_address)
+    if settings.format:
+        from models.errors import RegistryError
+        from parsers import registry
+
+        try:
+            registry.get(settings.format)
+        except RegistryError as exc:
+            console.print(f"[red]cannot start:[/red] {exc.detail}")
+            raise typer.Exit(EXIT_CANNOT_START) from None
+    raise typer.Exit(_run(paths, out, settings, force))
+
+
+@app.command()
+def rerun(
+    failed: Annotated[bool, typer.Option("--failed", help="Only inputs that failed or were quarantined.")] = True,
+    run_id: Annotated[str | None, typer.Option("--run", help="Which run (default the latest).")] = None,
+    out: OutOpt = Path("output"),
+    config: ConfigOpt = None,
+) -> None:
+    """Reprocess the inputs of a run that failed or were quarantined (nothing else)."""
+    from flows.ledger import Ledger
+    from flows.pipeline import ledger_path_for
+
+    settings = load_settings(config)
+    ledger = Ledger(ledger_path_for(out, settings))
+    try:
+        run_id = run_id or ledger.latest_run_id()
+        sources = ledger.failed_sources(run_id) if failed else []
+        args = ledger.runs(50)
+    finally:
+        ledger.close()
+    if not sources:
+        console.print(f"nothing to rerun in run {run_id}")
+        raise typer.Exit(EXIT_OK)
+    roots = next((orjson.loads(r["args"])["paths"] for r in args if r["run_id"] == run_id), [])
+    paths = _paths_for(sources, [Path(r) for r in roots])
+    console.print(f"rerunning {len(paths)} inputs of run {run_id}")
+    raise typer.Exit(_run(paths, out, settings, force=True))
+
+
+def _paths_for(sources: list[str], roots: list[Path]) -> list[Path]:
+    """Map ledger source paths (root name / relative path) back to files under the run's roots."""
+    out: list[Path] = []
+    for src in sources:
+        head, _, rest = src.partition("/")
+        for root in roots:
+            if root.name == head or root.resolve().name == head:
+                candidate = root / rest if rest else root
+                # zip members: rerun the whole zip
+                while not candidate.exists() and candidate != root:
+                    candidate = candidate.parent
+                if candidate not in out:
+                    out.append(candidate)
+                break
+    return out
+
+
+@app.command()
+def status(out: OutOpt = Path("output"), config: ConfigOpt = None,
+           limit: Annotated[int, typer.Option(help="How many runs.")] = 10) -> None:
+    """Recent runs and their counts."""
+    from flows.ledger import Ledger
+    from flows.pipeline import ledger_path_for
+
+    ledger = Ledger(ledger_path_for(out, load_settings(config)))
+    try:
+        rows = ledger.runs(limit)
+    finally:
+        ledger.close()
+    table = Table("run", "started", "status", "files", "skipped", "files q.", "ok", "partial", "sessions q.", "s")
+    for r in rows:
+        table.add_row(r["run_id"], r["started_at"], r["status"], str(r["files"]), str(r["files_skipped"]),
+                      str(r["files_quarantined"]), str(r["sessions_ok"]), str(r["sessions_partial"]),
+                      str(r["sessions_quarantined"]), f"{r['seconds'] or 0:.2f}")
+    Console().print(table)
+
+
+@app.command()
+def quarantine(out: OutOpt = Path("output"), config: ConfigOpt = None,
+               run_id: Annotated[str | None, typer.Option("--run")] = None) -> None:
+    """Quarantined inputs and sessions of a run (default the latest) with their reasons."""
+    from flows.ledger import Ledger
+    from flows.pipeline import ledger_path_for
+
+    ledger = Ledger(ledger_path_for(out, load_settings(config)))
+    try:
+        rows = ledger.quarantined(run_id)
+    finally:
+        ledger.close()
+    if not rows:
+        console.print("nothing quarantined")
+    else:
+        _quarantine_table(rows)
+
+
+@app.command()
+def formats() -> None:
+    """The registered grammars, each with an example of its input."""
+    from parsers import registry
+
+    table = Table("name", "version", "kind", "description", "example")
+    for g in registry.all_grammars():
+        table.add_row(g.name, g.version, "json" if g.structured else "text", g.description, g.example)
+    Console().print(table)
+
+
+@app.command()
+def schema(out: Annotated[Path | None, typer.Option("--out")] = None) -> None:
+    """Print (or write) the JSON Schema of the session document."""
+    from models.document import json_schema
+
+    data = orjson.dumps(json_schema(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
+    if out:
+        out.write_bytes(data)
+    else:
+        sys.stdout.buffer.write(data)

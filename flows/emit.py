@@ -1,0 +1,94 @@
+"""Where documents go and how they are written: atomic, never outside the output root.
+
+Layout under the output root (documented in the README):
+
+- ``sessions/<source key>/<sessionId>.json``: a session whose id comes from the source;
+- ``sessions/<source key>/unidentified-<n>/999.json``: the n-th session of a source without an id
+  (rule C1), so two id-less sessions never share a file;
+- ``quarantine/<source key>/session-<n>.json`` or ``quarantine/<source key>/file.json``: what the
+  gate or ingest refused, with every reason (these are not session documents);
+- ``ledger.sqlite``: the run ledger.
+
+``<source key>`` is the input's path below its root, prefixed by the root's name, each part passed
+through the same safe mapping as session ids (normalizers.ids), so nothing from the input can
+name a path outside the root.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import orjson
+
+from normalizers.ids import NO_ID
+
+
+class PathEscape(ValueError):
+    """A computed output path would leave the output root (a bug guard: ids are made safe first)."""
+
+
+def document_relpath(source_key: str, session_id: str, ordinal: int) -> str:
+    if session_id == NO_ID:
+        return f"sessions/{source_key}/unidentified-{ordinal}/{NO_ID}.json"
+    return f"sessions/{source_key}/{session_id}.json"
+
+
+def quarantine_relpath(source_key: str, ordinal: int | None) -> str:
+    leaf = "file.json" if ordinal is None else f"session-{ordinal}.json"
+    return f"quarantine/{source_key}/{leaf}"
+
+
+def resolve_inside(root: Path, relpath: str) -> Path:
+    """The absolute path of ``relpath`` under ``root``, refusing anything that escapes it."""
+    base = root.resolve()
+    target = (base / relpath).resolve()
+    if target != base and base not in target.parents:
+        raise PathEscape(f"{relpath!r} escapes the output root")
+    return target
+
+
+def atomic_write(path: Path, data: bytes) -> bool:
+    """Write through a temporary file in the same folder, fsync, then rename over the target.
+
+    Returns False (and writes nothing) when the file already holds exactly these bytes.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        if path.stat().st_size == len(data) and path.read_bytes() == data:
+            return False
+    except FileNotFoundError:
+        pass
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+    return True
+
+
+def quarantine_record(payload: dict) -> bytes:
+    return orjson.dumps(payload, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
+
+
+def clean_temporaries(root: Path) -> int:
+    """Remove temporary files a killed run left behind; returns how many."""
+    removed = 0
+    for sub in ("sessions", "quarantine"):
+        base = root / sub
+        if base.is_dir():
+            for tmp in base.rglob(".*.tmp"):
+                tmp.unlink(missing_ok=True)
+                removed += 1
+    return removed

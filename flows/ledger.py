@@ -1,0 +1,203 @@
+"""The run ledger: an embedded SQLite database of runs, input files and sessions.
+
+Versioned schema: ``meta.schema_version`` names the version; ``MIGRATIONS[n]`` takes a ledger from
+version n to n+1, applied in order when a ledger is opened, so an old ledger is upgraded in place.
+Only the flow's main process writes to it (shards return their records), so there is one writer.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+MIGRATIONS: list[str] = [
+    # 0 -> 1
+    """
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE runs (
+        run_id TEXT PRIMARY KEY, started_at TEXT NOT NULL, finished_at TEXT, status TEXT NOT NULL,
+        args TEXT NOT NULL, config_fingerprint TEXT NOT NULL, pipeline_version TEXT NOT NULL,
+        files INTEGER DEFAULT 0, files_skipped INTEGER DEFAULT 0, files_quarantined INTEGER DEFAULT 0,
+        sessions_ok INTEGER DEFAULT 0, sessions_partial INTEGER DEFAULT 0,
+        sessions_quarantined INTEGER DEFAULT 0, seconds REAL
+    );
+    CREATE TABLE files (
+        run_id TEXT NOT NULL REFERENCES runs(run_id), source_key TEXT NOT NULL, source_path TEXT NOT NULL,
+        sha256 TEXT, size INTEGER, grammar TEXT, status TEXT NOT NULL, reasons TEXT NOT NULL,
+        detail TEXT NOT NULL, sessions INTEGER NOT NULL, config_fingerprint TEXT NOT NULL, seconds REAL,
+        PRIMARY KEY (run_id, source_key)
+    );
+    CREATE TABLE sessions (
+        run_id TEXT NOT NULL REFERENCES runs(run_id), source_key TEXT NOT NULL, ordinal INTEGER NOT NULL,
+        session_id TEXT NOT NULL, session_id_raw TEXT, status TEXT NOT NULL, reasons TEXT NOT NULL,
+        detail TEXT NOT NULL, output_path TEXT, output_sha256 TEXT, interactions INTEGER,
+        source_turns INTEGER, characters INTEGER, seconds REAL,
+        PRIMARY KEY (run_id, source_key, ordinal)
+    );
+    CREATE INDEX files_by_key ON files (source_key, sha256);
+    CREATE INDEX sessions_by_status ON sessions (status);
+    """,
+]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+@dataclass(frozen=True, slots=True)
+class FileRow:
+    source_key: str
+    source_path: str
+    sha256: str | None
+    size: int
+    grammar: str | None
+    status: str
+    reasons: list[str]
+    detail: str
+    sessions: int
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRow:
+    source_key: str
+    ordinal: int
+    session_id: str
+    session_id_raw: str | None
+    status: str
+    reasons: list[str]
+    detail: str
+    output_path: str | None
+    output_sha256: str | None
+    interactions: int
+    source_turns: int
+    characters: int
+    seconds: float
+
+
+class Ledger:
+    """A connection to the ledger with the queries the CLI and the flow need."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.db = sqlite3.connect(path, timeout=30)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self._migrate()
+
+    def close(self) -> None:
+        self.db.close()
+
+    def _version(self) -> int:
+        has_meta = self.db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
+        if not has_meta:
+            return 0
+        row = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        return int(row[0]) if row else 0
+
+    def _migrate(self) -> None:
+        version = self._version()
+        if version > SCHEMA_VERSION:
+            raise RuntimeError(f"ledger {self.path} has schema {version}, newer than this version knows")
+        for step in range(version, SCHEMA_VERSION):
+            with self.db:
+                self.db.executescript(MIGRATIONS[step])
+                self.db.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(step + 1),))
+
+    # -- writing ---------------------------------------------------------------------------------
+    def start_run(self, run_id: str, started_at: str, args: dict[str, Any], fingerprint: str,
+                  pipeline_version: str) -> None:
+        with self.db:
+            self.db.execute(
+                "INSERT INTO runs (run_id, started_at, status, args, config_fingerprint, pipeline_version) "
+                "VALUES (?, ?, 'running', ?, ?, ?)",
+                (run_id, started_at, orjson.dumps(args, default=str).decode(), fingerprint, pipeline_version),
+            )
+
+    def record(self, run_id: str, fingerprint: str, files: Iterable[FileRow], sessions: Iterable[SessionRow]) -> None:
+        with self.db:
+            self.db.executemany(
+                "INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                [(run_id, f.source_key, f.source_path, f.sha256, f.size, f.grammar, f.status,
+                  ",".join(f.reasons), f.detail, f.sessions, fingerprint, f.seconds) for f in files],
+            )
+            self.db.executemany(
+                "INSERT OR REPLACE INTO sessions VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                [(run_id, s.source_key, s.ordinal, s.session_id, s.session_id_raw, s.status,
+                  ",".join(s.reasons), s.detail, s.output_path, s.output_sha256, s.interactions,
+                  s.source_turns, s.characters, s.seconds) for s in sessions],
+            )
+
+    def finish_run(self, run_id: str, finished_at: str, status: str, seconds: float) -> dict[str, int]:
+        counts = self.run_counts(run_id)
+        with self.db:
+            self.db.execute(
+                "UPDATE runs SET finished_at=?, status=?, seconds=?, files=?, files_skipped=?, "
+                "files_quarantined=?, sessions_ok=?, sessions_partial=?, sessions_quarantined=? WHERE run_id=?",
+                (finished_at, status, seconds, counts["files"], counts["files_skipped"],
+                 counts["files_quarantined"], counts["sessions_ok"], counts["sessions_partial"],
+                 counts["sessions_quarantined"], run_id),
+            )
+        return counts
+
+    # -- reading ---------------------------------------------------------------------------------
+    def run_counts(self, run_id: str) -> dict[str, int]:
+        q = self.db.execute
+        files = dict(q("SELECT status, COUNT(*) FROM files WHERE run_id=? GROUP BY status", (run_id,)).fetchall())
+        sess = dict(q("SELECT status, COUNT(*) FROM sessions WHERE run_id=? GROUP BY status", (run_id,)).fetchall())
+        return {
+            "files": sum(files.values()),
+            "files_skipped": files.get("skipped", 0),
+            "files_quarantined": files.get("quarantined", 0),
+            "files_companion": files.get("companion", 0),
+            "sessions_ok": sess.get("ok", 0),
+            "sessions_partial": sess.get("partial", 0),
+            "sessions_quarantined": sess.get("quarantined", 0),
+        }
+
+    def done_before(self, source_key: str, sha256: str, fingerprint: str) -> bool:
+        """True when this exact input was processed with these settings and nothing in it failed."""
+        row = self.db.execute(
+            "SELECT status FROM files WHERE source_key=? AND sha256=? AND config_fingerprint=? "
+            "AND status IN ('ok','partial','skipped') ORDER BY rowid DESC LIMIT 1",
+            (source_key, sha256, fingerprint),
+        ).fetchone()
+        return row is not None
+
+    def runs(self, limit: int = 10) -> list[dict[str, Any]]:
+        cur = self.db.execute("SELECT * FROM runs ORDER BY started_at DESC, rowid DESC LIMIT ?", (limit,))
+        cols = [c[0] for c in cur.description]
+        return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
+
+    def latest_run_id(self) -> str | None:
+        row = self.db.execute("SELECT run_id FROM runs ORDER BY started_at DESC, rowid DESC LIMIT 1").fetchone()
+        return row[0] if row else None
+
+    def quarantined(self, run_id: str | None = None) -> list[dict[str, Any]]:
+        """Quarantined files and sessions of a run (default: the latest), with their reasons."""
+        run_id = run_id or self.latest_run_id()
+        rows = self.db.execute(
+            "SELECT 'file' AS what, source_key, source_path, NULL AS ordinal, NULL AS session_id, reasons, detail "
+            "FROM files WHERE run_id=? AND status='quarantined' "
+            "UNION ALL "
+            "SELECT 'session', s.source_key, f.source_path, s.ordinal, s.session_id, s.reasons, s.detail "
+            "FROM sessions s JOIN files f ON f.run_id=s.run_id AND f.source_key=s.source_key "
+            "WHERE s.run_id=? AND s.status='quarantined' ORDER BY 2, 4",
+            (run_id, run_id),
+        )
+        cols = [c[0] for c in rows.description]
+        return [dict(zip(cols, r, strict=True)) for r in rows.fetchall()]
+
+    def failed_sources(self, run_id: str | None = None) -> list[str]:
+        """Source paths of a run (default: the latest) with a quarantined or failed file or session."""
+        run_id = run_id or self.latest_run_id()
+        rows = self.db.execute(
+            "SELECT DISTINCT source_path FROM files WHERE run_id=? AND (status IN ('quarantined','failed') "
+            "OR source_key IN (SELECT source_key FROM sessions WHERE run_id=? AND status IN "
+            "('quarantined','failed'))) ORDER BY 1",
+            (run_id, run_id),
+        )
+        return [r[0] for r in rows.fetchall()]

@@ -1,0 +1,198 @@
+"""The Prefect flow: one flow run per archive run, one task per shard of files.
+
+A Prefect task costs tens of milliseconds, a session must cost microseconds: inputs are grouped
+into shards (by bytes and file count, in key order, so the grouping is deterministic) and each
+shard is one task run on a process pool (or on Dask when an address is given). Transient I/O
+errors fail the shard task, which Prefect retries; everything else is quarantined inside it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from uuid import uuid4
+
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_markdown_artifact
+from prefect.cache_policies import NO_CACHE
+from prefect.task_runners import ProcessPoolTaskRunner, ThreadPoolTaskRunner
+
+from models.settings import PIPELINE_VERSION, Settings
+
+from . import emit, ingest
+from .ledger import Ledger
+from .shard import ShardResult, run_shard
+
+
+def plan_shards(refs: list[ingest.InputRef], settings: Settings) -> list[list[ingest.InputRef]]:
+    """Contiguous groups of inputs in key order, at most shard_bytes / shard_files each, and at
+    least as many shards as workers when there are enough files to keep every worker busy."""
+    if not refs:
+        return []
+    total = sum(r.size for r in refs)
+    target = min(settings.shard_bytes, max(1, math.ceil(total / settings.workers)))
+    per_files = min(settings.shard_files, max(1, math.ceil(len(refs) / settings.workers)))
+    shards: list[list[ingest.InputRef]] = [[]]
+    size = 0
+    for ref in refs:
+        if shards[-1] and (size + ref.size > target or len(shards[-1]) >= per_files):
+            shards.append([])
+            size = 0
+        shards[-1].append(ref)
+        size += ref.size
+    return shards
+
+
+@task(name="reconstruct-shard", retries=2, retry_delay_seconds=1, persist_result=False, cache_policy=NO_CACHE)
+def process_shard(refs: list[ingest.InputRef], out_root: str, settings: Settings,
+                  companions: dict[str, ingest.InputRef], ledger_path: str, force: bool) -> ShardResult:
+    return run_shard(refs, Path(out_root), settings, companions=companions,
+                     ledger_path=Path(ledger_path), force=force)
+
+
+def ledger_path_for(out_root: Path, settings: Settings) -> Path:
+    return settings.ledger_path or (out_root / "ledger.sqlite")
+
+
+def task_runner(settings: Settings):
+    """The runner for the shard tasks: Dask when an address is set, else a local process pool."""
+    if settings.dask_address:
+        from prefect_dask import DaskTaskRunner
+
+        return DaskTaskRunner(address=settings.dask_address)
+    if settings.workers <= 1:
+        return ThreadPoolTaskRunner(max_workers=1)
+    return ProcessPoolTaskRunner(max_workers=settings.workers)
+
+
+def _summary_markdown(run_id: str, counts: dict[str, int], quarantined: list[dict[str, Any]], seconds: float) -> str:
+    lines = [
+        f"# reconstruct run {run_id}",
+        "",
+        "| files | skipped | files quarantined | sessions ok | partial | quarantined | seconds |",
+        "|---|---|---|---|---|---|---|",
+        f"| {counts['files']} | {counts['files_skipped']} | {counts['files_quarantined']} | {counts['sessions_ok']} "
+        f"| {counts['sessions_partial']} | {counts['sessions_quarantined']} | {seconds:.2f} |",
+    ]
+    if quarantined:
+        lines += ["", "## Quarantined", "", "| what | source | session | reasons |", "|---|---|---|---|"]
+        for q in quarantined[:200]:
+            lines.append(f"| {q['what']} | {q['source_path']} | {q['session_id'] or ''} | {q['reasons']} |")
+    return "\n".join(lines)
+
+
+def reconstruct(paths: list[Path], out_root: Path, settings: Settings, *, force: bool = False,
+                run_id: str | None = None, runner=None, progress=None) -> dict[str, Any]:
+    """Run the archive through the shards and record it in the ledger; returns the run summary.
+
+    Called inside the Prefect flow below; ``runner`` submits shards (a Prefect task runner's
+    submit, or None to run them in this process, as the benchmark's core measurement does).
+    """
+    started = time.perf_counter()
+    run_id = run_id or f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid4().hex[:6]}"
+    out_root.mkdir(parents=True, exist_ok=True)
+    cleaned = emit.clean_temporaries(out_root)
+    lpath = ledger_path_for(out_root, settings)
+    ledger = Ledger(lpath)
+    try:
+        ledger.start_run(run_id, f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ}",
+                         {"paths": [str(p) for p in paths], "out": str(out_root), "force": force},
+                         settings.fingerprint(), PIPELINE_VERSION)
+        refs = ingest.discover(paths, settings)
+        companions = {r.key: r for r in refs if r.companion}
+        shards = plan_shards(refs, settings)
+        if progress:
+            progress(0, len(refs))
+        results = runner(shards, companions, str(lpath)) if runner else (
+            run_shard(s, out_root, settings, companions=companions, ledger_path=lpath, force=force) for s in shards
+        )
+        done = 0
+        written = 0
+        for result in results:
+            ledger.record(run_id, settings.fingerprint(), result.files, result.sessions)
+            done += len(result.files)
+            written += result.written
+            if progress:
+                progress(done, len(refs))
+        seconds = time.perf_counter() - started
+        counts = ledger.finish_run(run_id, f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ}", "completed", seconds)
+        quarantined = ledger.quarantined(run_id)
+    except BaseException:
+        ledger.finish_run(run_id, f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ}", "crashed",
+                          time.perf_counter() - started)
+        raise
+    finally:
+        ledger.close()
+    return {"run_id": run_id, "counts": counts, "quarantined": quarantined, "seconds": seconds,
+            "shards": len(shards), "written": written, "temporaries_removed": cleaned, "ledger": str(lpath)}
+
+
+@flow(name="reconstruct-archive", log_prints=False, validate_parameters=False)
+def reconstruct_archive(paths: list[str], out: str, settings: Settings, force: bool = False,
+                        show_progress: bool = False) -> dict[str, Any]:
+    """Reconstruct every session of an archive into ``out`` (see README: Output layout).
+
+    Run it with ``run_archive`` (which picks the task runner from the settings) or, for a
+    deployment, ``reconstruct_archive.with_options(task_runner=task_runner(settings))``.
+    """
+    logger = get_run_logger()
+    out_root = Path(out)
+
+    def submit(shards, companions, ledger_path):
+        futures = [process_shard.submit(s, str(out_root), settings, companions, ledger_path, force)
+                   for s in shards]
+        for i, fut in enumerate(futures, 1):
+            result = fut.result()
+            logger.info("shard %d/%d done: %d files, %d sessions", i, len(futures),
+                        len(result.files), len(result.sessions))
+            yield result
+
+    with progress_bar(show_progress) as progress:
+        summary = reconstruct([Path(p) for p in paths], out_root, settings, force=force,
+                              runner=submit, progress=progress)
+    c = summary["counts"]
+    logger.info("run %s: %d files (%d skipped, %d quarantined); sessions ok %d, partial %d, quarantined %d",
+                summary["run_id"], c["files"], c["files_skipped"], c["files_quarantined"],
+                c["sessions_ok"], c["sessions_partial"], c["sessions_quarantined"])
+    create_markdown_artifact(
+        key="reconstruct-run-summary",
+        markdown=_summary_markdown(summary["run_id"], c, summary["quarantined"], summary["seconds"]),
+        description="Sessions by status and every quarantined input",
+    )
+    return summary
+
+
+class progress_bar:
+    """A rich progress bar over input files (a no-op when not shown)."""
+
+    def __init__(self, show: bool) -> None:
+        self.show = show
+        self._bar = None
+        self._task = None
+
+    def __enter__(self):
+        if not self.show:
+            return None
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self._bar = Progress(TextColumn("files"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        self._bar.__enter__()
+        self._task = self._bar.add_task("files", total=None)
+        return self.update
+
+    def update(self, done: int, total: int) -> None:
+        self._bar.update(self._task, completed=done, total=total)
+
+    def __exit__(self, *exc) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(*exc)
+
+
+def run_archive(paths: list[Path], out: Path, settings: Settings, *, force: bool = False,
+                show_progress: bool = False) -> dict[str, Any]:
+    """Run the flow with the task runner the settings ask for."""
+    configured = reconstruct_archive.with_options(task_runner=task_runner(settings))
+    return configured([str(p) for p in paths], str(out), settings, force, show_progress)

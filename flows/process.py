@@ -1,0 +1,160 @@
+"""The core of one input file, with no I/O and no Prefect: bytes in, gated documents out.
+
+decode -> detect -> parse -> count -> normalise/assemble -> encode -> gate. Every failure becomes
+a quarantined outcome with a reason code; nothing raised by a grammar escapes.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from models.errors import Reason, ReconstructError
+from models.records import Detection, SourceText
+from normalizers.assemble import RunContext, assemble
+from parsers import registry
+from parsers.text import decode
+from validators import gate
+
+DETECT_SAMPLE = 65536
+
+
+@dataclass(slots=True)
+class SessionOutcome:
+    """One session's result: the bytes to write (when it passed) and what the ledger records."""
+
+    ordinal: int
+    session_id: str
+    session_id_raw: str | None
+    status: str  # ok | partial | quarantined
+    reasons: list[str]
+    detail: str
+    encoded: bytes | None
+    document: dict[str, Any] | None
+    interactions: int
+    source_turns: int
+    characters: int
+    failures: list[dict[str, str]] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+@dataclass(slots=True)
+class FileOutcome:
+    """One input file's result."""
+
+    name: str
+    sha256: str | None
+    size: int
+    grammar: str | None
+    status: str  # ok | partial | quarantined
+    reasons: list[str]
+    detail: str
+    detection: Detection | None
+    sessions: list[SessionOutcome]
+    seconds: float = 0.0
+
+
+def _encode(doc: dict[str, Any]) -> bytes:
+    return orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
+
+
+def _gate_session(doc: dict[str, Any], counted: int) -> tuple[bytes, gate.GateResult]:
+    encoded = _encode(doc)
+    result = gate.check(doc, encoded, counted)
+    doc["artifacts"]["ai_protocol_performance"]["gate"] = result.summary()
+    return _encode(doc), result
+
+
+def quarantined_file(name: str, size: int, reason: Reason | str, detail: str, sha: str | None = None,
+                     grammar: str | None = None, detection: Detection | None = None) -> FileOutcome:
+    return FileOutcome(name, sha, size, grammar, "quarantined", [str(reason)], detail, detection, [])
+
+
+def process_text(source: SourceText, ctx: RunContext) -> FileOutcome:
+    """Detect, parse and gate every session of one decoded source."""
+    started = time.perf_counter()
+    try:
+        detection = registry.detect(
+            source.text[:DETECT_SAMPLE], source.name,
+            threshold=ctx.settings.detect_threshold, forced=ctx.settings.format,
+        )
+    except ReconstructError as exc:
+        return quarantined_file(source.name, source.size, exc.reason, str(exc), source.sha256)
+    grammar = registry.get(detection.grammar)
+    sessions: list[SessionOutcome] = []
+    seen_ids: dict[str, int] = {}
+    try:
+        for ordinal, parsed in enumerate(grammar.parse(source, ctx.settings), 1):
+            t0 = time.perf_counter()
+            counted = grammar.count_turns(parsed.raw)
+            parsed.raw = None
+            doc = assemble(parsed, counted, source=source, detection=detection,
+                           grammar_version=grammar.version, ctx=ctx)
+            sid = doc["sessionId"]
+            interactions = doc["artifacts"]["Chatthistorik"]["interactions"]
+            chars = sum(len(i["content"]) for i in interactions)
+            if parsed.session_id is not None and sid in seen_ids:
+                sessions.append(SessionOutcome(
+                    ordinal, sid, parsed.session_id, "quarantined", [Reason.DUPLICATE_SESSION_ID.value],
+                    f"session id {parsed.session_id!r} already used by session #{seen_ids[sid]} of this source; "
+                    "not merged, not overwritten",
+                    None, doc, len(interactions), counted, chars, seconds=time.perf_counter() - t0,
+                ))
+                continue
+            seen_ids.setdefault(sid, ordinal)
+            encoded, result = _gate_session(doc, counted)
+            if result.passed:
+                status = "partial" if result.partial else "ok"
+                reason = doc["artifacts"]["Chatthistorik"].get("coverageReason", "")
+                sessions.append(SessionOutcome(
+                    ordinal, sid, parsed.session_id, status, [], reason, encoded, None,
+                    len(interactions), counted, chars, seconds=time.perf_counter() - t0,
+                ))
+            else:
+                detail = "; ".join(f"{f.reason.value} at {f.path}: {f.message}" for f in result.failures[:5])
+                sessions.append(SessionOutcome(
+                    ordinal, sid, parsed.session_id, "quarantined", result.reasons, detail, None, doc,
+                    len(interactions), counted, chars, [f.as_dict() for f in result.failures],
+                    seconds=time.perf_counter() - t0,
+                ))
+    except ReconstructError as exc:
+        return _partial_failure(source, detection, sessions, exc.reason, str(exc), started)
+    except Exception as exc:  # a grammar bug must quarantine the file, not crash the run
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        detail = f"{detection.grammar} failed: {type(exc).__name__}: {exc} ({where.filename}:{where.lineno})"
+        return _partial_failure(source, detection, sessions, Reason.PARSE_ERROR, detail, started)
+    if not sessions:
+        return quarantined_file(source.name, source.size, Reason.NO_TURNS,
+                                f"{detection.grammar} found no session in the input", source.sha256,
+                                detection.grammar, detection)
+    statuses = {s.status for s in sessions}
+    status = "quarantined" if statuses == {"quarantined"} else ("ok" if statuses == {"ok"} else "partial")
+    reasons = sorted({r for s in sessions for r in s.reasons})
+    return FileOutcome(source.name, source.sha256, source.size, detection.grammar, status, reasons, "",
+                       detection, sessions, time.perf_counter() - started)
+
+
+def _partial_failure(source: SourceText, detection: Detection, sessions: list[SessionOutcome],
+                     reason: Reason, detail: str, started: float) -> FileOutcome:
+    """A parse failure after some sessions: keep those, quarantine the file's remainder."""
+    status = "partial" if sessions else "quarantined"
+    return FileOutcome(source.name, source.sha256, source.size, detection.grammar, status, [str(reason)],
+                       detail, detection, sessions, time.perf_counter() - started)
+
+
+def process_bytes(data: bytes, name: str, ctx: RunContext, companions: dict[str, str] | None = None) -> FileOutcome:
+    """The whole core for one input's bytes."""
+    started = time.perf_counter()
+    try:
+        source = decode(data, name)
+    except ReconstructError as exc:
+        return quarantined_file(name, len(data), exc.reason, str(exc))
+    if companions:
+        source = SourceText(source.text, source.name, source.sha256, source.size, source.encoding, companions)
+    outcome = process_text(source, ctx)
+    outcome.seconds = time.perf_counter() - started
+    return outcome

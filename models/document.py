@@ -1,0 +1,142 @@
+"""The session document (the P-RECONSTRUCT output contract) as pydantic models.
+
+The assembler builds documents as plain dicts for speed; these models define the contract,
+generate the shipped JSON Schema (schemas/session_document.schema.json) and let the gate
+validate a document's shape. Field names are the JSON keys.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ISO_Z_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$"
+SPEAKER_PATTERN = r"^[^()]+ \([^:]+:[^@]+@[^)]+\)$"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class ModelInfo(_Strict):
+    provider: str = Field(min_length=1)
+    name: str = Field(min_length=1)
+    version: str = Field(min_length=1)
+
+
+class SourceSpan(_Strict):
+    lines: tuple[int, int] | None = Field(None, description="1-based inclusive line span in the canonical text.")
+    pointer: str | None = Field(None, description="JSON pointer into a structured export.")
+
+
+class Interaction(_Strict):
+    ordinal: int = Field(ge=1)
+    role: Literal["user", "assistant", "system", "tool", "other"]
+    kind: str = Field(description="message, system, media, action, tool_call, tool_result, ...")
+    speakerName: str = Field(min_length=1)
+    model: ModelInfo
+    modelSource: Literal["explicit", "none"]
+    speaker: str = Field(pattern=SPEAKER_PATTERN)
+    date: str | None = Field(None, pattern=ISO_Z_PATTERN)
+    dateRaw: str | None = None
+    content: str
+    source: SourceSpan
+    speakerNameRaw: str | None = Field(None, description="The source's name when the display name had to change.")
+    modelRaw: dict[str, str | None] | None = Field(None, description="The source's model fields when changed.")
+    sourceFields: dict[str, Any] | None = Field(None, description="Format-specific facts (branch, attachments...).")
+
+
+class Chatthistorik(_Strict):
+    title: str | None = None
+    interactions: list[Interaction]
+    coverage: Literal["partial"] | None = None
+    coverageReason: str | None = None
+    preamble: str | None = Field(None, description="Source text before the first turn (not a turn).")
+
+
+class SourceProvenance(_Strict):
+    path: str
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    sizeBytes: int = Field(ge=0)
+    encoding: str
+    lines: tuple[int, int] | None = None
+    pointer: str | None = None
+
+
+class GrammarInfo(_Strict):
+    id: str
+    version: str
+    detectionConfidence: float
+    forced: bool
+    candidates: dict[str, float]
+
+
+class Redaction(_Strict):
+    turn: int
+    type: str
+    field: str
+
+
+class ByggLogg(_Strict):
+    source: SourceProvenance
+    grammar: GrammarInfo
+    pipelineVersion: str
+    configFingerprint: str
+    sessionIdSource: str
+    sessionIdRaw: str | None = None
+    createdAtSource: str
+    assumptions: list[str]
+    warnings: list[str]
+    steps: list[str]
+    redactions: list[Redaction]
+    sessionRecord: dict[str, list[dict[str, Any]]] = Field(
+        description="What the source itself says of builds and protocols: toolCalls, commands, fileChanges, "
+        "patches, heuristicsNamed; each entry points at its turn. Empty when the source says nothing."
+    )
+
+
+class AiProtocolPerformance(_Open):
+    sourceTurnCount: int
+    interactionCount: int
+    coverageRatio: float
+    detectionConfidence: float
+    gate: dict[str, str]
+    unknownFields: dict[str, int]
+    redactions: dict[str, Any]
+    cleanJsonReplies: dict[str, int]
+
+
+class HeuristicRecord(_Strict):
+    id: str = Field(pattern=r"^H-[A-Za-z0-9._-]+$")
+    description: str
+    evidence: dict[str, Any]
+
+
+class FrankensteenLearningDb(_Strict):
+    heuristics: list[HeuristicRecord] = Field(min_length=1)
+
+
+class Artifacts(_Strict):
+    ByggLogg: ByggLogg
+    Chatthistorik: Chatthistorik
+    ai_protocol_performance: AiProtocolPerformance
+    frankensteen_learning_db: FrankensteenLearningDb | None = None
+
+
+class SessionDocument(_Strict):
+    sessionId: str = Field(min_length=1)
+    createdAt: str = Field(pattern=ISO_Z_PATTERN)
+    artifacts: Artifacts
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of the session document, as shipped in schemas/."""
+    schema = SessionDocument.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "P-RECONSTRUCT session document"
+    return schema

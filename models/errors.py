@@ -1,0 +1,92 @@
+"""One error root with reason codes, so callers ask the type and the code, never the message."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Reason(StrEnum):
+    """Reason codes recorded in the ledger and the quarantine records."""
+
+    # ingest
+    UNREADABLE = "unreadable"
+    EMPTY = "empty"
+    UNDECODABLE = "undecodable"
+    BINARY = "binary"
+    TOO_LARGE = "too_large"
+    ZIP_UNSAFE = "zip_unsafe"
+    # detect
+    NO_GRAMMAR = "no_grammar"
+    AMBIGUOUS_GRAMMAR = "ambiguous_grammar"
+    UNKNOWN_GRAMMAR = "unknown_grammar"
+    # parse
+    PARSE_ERROR = "parse_error"
+    NO_TURNS = "no_turns"
+    # gate
+    JSON_SYNTAX = "json_syntax"
+    SPEAKER_FORMAT = "speaker_format"
+    SPEAKER_MIRROR = "speaker_mirror"
+    MODEL_FIELD = "model_field"
+    TURN_COUNT = "turn_count"
+    TIMESTAMP_FORMAT = "timestamp_format"
+    SCHEMA = "schema"
+    # emit
+    DUPLICATE_SESSION_ID = "duplicate_session_id"
+    MASS_LATCH = "mass_latch"
+    WRITE_ERROR = "write_error"
+    INTERNAL = "internal_error"
+
+
+class ReconstructError(Exception):
+    """Root of every error the pipeline raises on purpose.
+
+    ``transient`` marks errors worth retrying (I/O hiccups); everything else is terminal:
+    the input is quarantined with ``reason`` and the run goes on.
+    """
+
+    transient = False
+
+    def __init__(self, reason: Reason, detail: str, *, path: str | None = None,
+                 line: int | None = None, grammar: str | None = None) -> None:
+        self.reason = reason
+        self.detail = detail
+        self.path = path
+        self.line = line
+        self.grammar = grammar
+        super().__init__(self._message())
+
+    def _message(self) -> str:
+        where = "".join(
+            part for part in (
+                f" in {self.path}" if self.path else "",
+                f" line {self.line}" if self.line is not None else "",
+                f" [{self.grammar}]" if self.grammar else "",
+            )
+        )
+        return f"{self.reason.value}{where}: {self.detail}"
+
+
+class IngestError(ReconstructError):
+    """The bytes could not be turned into canonical text."""
+
+
+class TransientIngestError(IngestError):
+    """An I/O error that may pass on retry."""
+
+    transient = True
+
+
+class DetectionError(ReconstructError):
+    """No grammar, or more than one, fits the input."""
+
+
+class ParseError(ReconstructError):
+    """The chosen grammar could not parse the input."""
+
+
+class ConfigError(ReconstructError):
+    """The run's configuration is invalid; the run cannot start."""
+
+
+class RegistryError(ReconstructError):
+    """A grammar was registered twice or asked for by an unknown name."""

@@ -1,0 +1,129 @@
+"""Run settings: built once when a run starts (flags > environment > config file > defaults), then passed down.
+
+Environment variables use the prefix ``RECONSTRUCT_`` (``RECONSTRUCT_SOURCE_TZ=Europe/Stockholm``);
+the config file is TOML (``reconstruct.toml`` in the working folder, or ``--config PATH``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import orjson
+import regex
+from pydantic import Field, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+PIPELINE_VERSION = "0.1.0"
+
+_IDENTITY = regex.compile(r"^(?P<provider>[^:]+):(?P<name>[^@]+)@(?P<version>.+)$")
+
+# Settings that change what a document contains; their hash keys incremental skips.
+DOCUMENT_SETTINGS = (
+    "source_tz",
+    "runtime_identity",
+    "secrets_policy",
+    "redact_pii",
+    "format",
+    "detect_threshold",
+    "max_turn_chars",
+)
+
+
+class Settings(BaseSettings):
+    """Every knob of a run. Documents depend only on the fields named in DOCUMENT_SETTINGS."""
+
+    model_config = SettingsConfigDict(env_prefix="RECONSTRUCT_", extra="forbid", frozen=True)
+
+    source_tz: str = Field("UTC", description="IANA zone assumed for timestamps without a zone.")
+    runtime_identity: str | None = Field(
+        None,
+        description="The reconstructing AI's own identity as provider:name@version; never used to fill "
+        "historical data (rule A2).",
+    )
+    secrets_policy: Literal["redact", "report", "off"] = "redact"
+    redact_pii: bool = Field(False, description="Also redact e-mail addresses and phone numbers.")
+    format: str | None = Field(None, description="Force this grammar instead of detecting one.")
+    detect_threshold: float = Field(0.5, ge=0.0, le=1.0)
+    max_turn_chars: int = Field(1_000_000, ge=1, description="Longer turns are truncated (partial).")
+
+    workers: int = Field(2, ge=1, description="Worker processes for the local process pool.")
+    shard_bytes: int = Field(8 * 1024 * 1024, ge=1, description="Target input bytes per shard task.")
+    shard_files: int = Field(2000, ge=1, description="At most this many files per shard task.")
+    dask_address: str | None = Field(None, description="Run shards on this Dask scheduler.")
+    task_retries: int = Field(2, ge=0)
+    max_file_bytes: int = Field(4 * 1024**3, ge=1, description="Larger inputs are quarantined.")
+    zip_max_total_bytes: int = Field(8 * 1024**3, ge=1)
+    zip_max_ratio: float = Field(200.0, gt=1)
+    zip_max_entries: int = Field(100_000, ge=1)
+
+    ledger_path: Path | None = Field(None, description="SQLite run ledger (default OUT/ledger.sqlite).")
+    mass_latch_threshold: float = Field(0.75, ge=0.0, le=1.0)
+    mass_latch_overrides: dict[str, float] = Field(
+        default_factory=dict, description="Per-dataset thresholds, keyed by the first path component."
+    )
+
+    @field_validator("source_tz")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError) as exc:
+            raise ValueError(f"unknown time zone {value!r}") from exc
+        return value
+
+    @field_validator("runtime_identity")
+    @classmethod
+    def _identity_form(cls, value: str | None) -> str | None:
+        if value is not None and not _IDENTITY.fullmatch(value.strip()):
+            raise ValueError("runtime_identity must look like provider:name@version")
+        return value.strip() if value else None
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        toml = TomlConfigSettingsSource(settings_cls, toml_file=_CONFIG_FILE.get("path"))
+        return init_settings, env_settings, toml
+
+    @classmethod
+    def load(cls, config_file: Path | None = None, **overrides: Any) -> Settings:
+        """Build the settings of one run. ``overrides`` are command-line flags; None means unset."""
+        path = config_file if config_file is not None else Path("reconstruct.toml")
+        _CONFIG_FILE["path"] = path if path.is_file() else None
+        try:
+            return cls(**{k: v for k, v in overrides.items() if v is not None})
+        finally:
+            _CONFIG_FILE.pop("path", None)
+
+    @property
+    def identity(self) -> dict[str, str] | None:
+        """The runtime identity as the dict normalize_speaker takes."""
+        if not self.runtime_identity:
+            return None
+        m = _IDENTITY.fullmatch(self.runtime_identity)
+        return {"provider": m["provider"], "name": m["name"], "version": m["version"]}
+
+    def fingerprint(self) -> str:
+        """sha256 of the settings that shape documents, plus the pipeline version."""
+        payload = {k: getattr(self, k) for k in DOCUMENT_SETTINGS} | {"pipeline": PIPELINE_VERSION}
+        return hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+    def latch_threshold(self, dataset: str) -> float:
+        return self.mass_latch_overrides.get(dataset, self.mass_latch_threshold)
+
+
+# The config-file path for the settings being built (pydantic-settings reads it in the hook above).
+_CONFIG_FILE: dict[str, Path | None] = {}

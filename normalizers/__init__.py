@@ -1,0 +1,1 @@
+"""Normalisation: speakers (normative normalize_speaker), times to UTC, secrets, and the session document."""

@@ -1,0 +1,246 @@
+"""Build the session document (the four artifacts) from a parsed session.
+
+The document is a plain dict shaped by models.document (fast to build and to serialise with
+orjson); the gate validates it against those models. Nothing here reads the wall clock, so the
+same input and settings always give the same document.
+
+``createdAt`` fallback order (documented, deterministic): the session's own time in the source,
+else the earliest turn time, else a date in the file name (``2012-10-18.log``), else the epoch
+sentinel ``1970-01-01T00:00:00Z``; ByggLogg.createdAtSource says which one applied.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import regex
+
+from models.records import Detection, ParsedSession, SourceText
+from models.settings import PIPELINE_VERSION, Settings
+
+from .facts import Facts
+from .ids import NO_ID, safe_id
+from .secrets import Redactor
+from .speaker import normalize_speaker, safe_fields
+from .times import to_utc_z
+
+EPOCH = "1970-01-01T00:00:00Z"
+_NAME_DATE = regex.compile(r"(?<!\d)(?P<y>(?:19|20)\d{2})-(?P<m>\d{2})-(?P<d>\d{2})(?!\d)")
+STEPS = ["ingest", "detect", "parse", "count", "normalize", "redact", "assemble", "gate"]
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What every session of a run shares, built once per run (or per worker) from the settings."""
+
+    settings: Settings
+    zone: ZoneInfo
+    identity: dict[str, str] | None
+    redactor: Redactor
+    fingerprint: str
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> RunContext:
+        return cls(
+            settings, ZoneInfo(settings.source_tz), settings.identity,
+            Redactor(settings.secrets_policy, settings.redact_pii), settings.fingerprint(),
+        )
+
+
+def _speaker_entry(ctx: RunContext, name: str, model, notes: list[str]) -> dict[str, Any]:
+    provider, mname, version = (model.provider, model.name, model.version) if model else (None, None, None)
+    s_name, s_provider, s_model, s_version, changes = safe_fields(name, provider, mname, version)
+    entry = {"speakerName": s_name, "model": {"provider": s_provider, "name": s_model, "version": s_version}}
+    normalize_speaker(entry, ctx.identity, source_has_explicit_model=model is not None)
+    if changes:
+        entry["speakerNameRaw"] = name
+        if model is not None:
+            entry["modelRaw"] = {"provider": provider, "name": mname, "version": version}
+        notes.extend(changes)
+    return entry
+
+
+def _created_from_name(name: str) -> str | None:
+    m = _NAME_DATE.search(name.rsplit("/", 1)[-1])
+    if not m:
+        return None
+    return f"{m['y']}-{m['m']}-{m['d']}T00:00:00Z" if 1 <= int(m["m"]) <= 12 and 1 <= int(m["d"]) <= 31 else None
+
+
+def assemble(
+    session: ParsedSession,
+    counted: int,
+    *,
+    source: SourceText,
+    detection: Detection,
+    grammar_version: str,
+    ctx: RunContext,
+) -> dict[str, Any]:
+    """The session document for one parsed session, with ``counted`` the independent turn count."""
+    warnings = list(session.warnings)
+    assumptions = list(session.assumptions)
+    redactions: list[dict[str, Any]] = []
+    speaker_cache: dict[tuple, dict[str, Any]] = {}
+    name_notes: list[str] = []
+    facts = Facts()
+    unknown = {"provider": 0, "name": 0, "version": 0, "turnsWithoutTime": 0}
+    naive_times = unreadable_times = truncated = 0
+    earliest: str | None = None
+    interactions: list[dict[str, Any]] = []
+    scrub = ctx.redactor.scrub
+    limit = ctx.settings.max_turn_chars
+
+    for ordinal, turn in enumerate(session.turns, 1):
+        key = (turn.speaker, turn.model)
+        entry = speaker_cache.get(key)
+        if entry is None:
+            entry = speaker_cache[key] = _speaker_entry(ctx, turn.speaker, turn.model, name_notes)
+        content, found = scrub(turn.content)
+        for kind in found:
+            redactions.append({"turn": ordinal, "type": kind, "field": "content"})
+        if len(content) > limit:
+            content = content[:limit]
+            truncated += 1
+        model = entry["model"]
+        item: dict[str, Any] = {
+            "ordinal": ordinal,
+            "role": turn.role,
+            "kind": turn.kind,
+            "speakerName": entry["speakerName"],
+            "model": model,
+            "modelSource": "explicit" if turn.model is not None else "none",
+            "speaker": entry["speaker"],
+        }
+        for f in ("provider", "name", "version"):
+            if model[f] == "unknown":
+                unknown[f] += 1
+        if turn.time is not None:
+            if turn.time.tzinfo is None:
+                naive_times += 1
+            date = to_utc_z(turn.time, ctx.zone)
+            if date is None:
+                unreadable_times += 1
+            else:
+                item["date"] = date
+                if earliest is None or date < earliest:
+                    earliest = date
+        elif turn.time_raw:
+            unreadable_times += 1
+        if "date" not in item:
+            unknown["turnsWithoutTime"] += 1
+        if turn.time_raw is not None:
+            item["dateRaw"] = turn.time_raw
+        item["content"] = content
+        item["source"] = {"lines": list(turn.lines)} if turn.lines else {"pointer": turn.pointer}
+        if "speakerNameRaw" in entry:
+            item["speakerNameRaw"] = entry["speakerNameRaw"]
+        if "modelRaw" in entry:
+            item["modelRaw"] = entry["modelRaw"]
+        if turn.extra:
+            item["sourceFields"] = turn.extra
+        facts.observe(ordinal, turn.role, turn.kind, turn.speaker, content)
+        interactions.append(item)
+
+    if naive_times:
+        assumptions.append(
+            f"{naive_times} timestamps without a zone read as {ctx.zone.key} (configured source zone)"
+        )
+    if unreadable_times:
+        warnings.append(f"{unreadable_times} turn times could not be read or are out of range: no date set")
+    warnings.extend(f"display field changed to fit the speaker format: {n}" for n in name_notes)
+
+    session_id = safe_id(session.session_id)
+    created, created_source = None, "none: epoch sentinel (the source gives no time)"
+    if session.created is not None:
+        created = to_utc_z(session.created, ctx.zone)
+        created_source = "source: session time"
+    if created is None and earliest is not None:
+        created, created_source = earliest, "earliest turn time"
+    if created is None:
+        created = _created_from_name(source.name)
+        if created:
+            created_source = "date in the file name"
+    if created is None:
+        created = EPOCH
+
+    reasons = []
+    if session.coverage_reason:
+        reasons.append(session.coverage_reason)
+    if counted != len(interactions):
+        reasons.append(
+            f"the source holds {counted} turns by an independent count, {len(interactions)} were reconstructed"
+        )
+    if truncated:
+        reasons.append(f"{truncated} turns longer than {limit} characters were truncated")
+
+    history: dict[str, Any] = {"title": None, "interactions": interactions}
+    if session.title is not None:
+        history["title"] = scrub(session.title)[0]
+    if reasons:
+        history["coverage"] = "partial"
+        history["coverageReason"] = "; ".join(reasons)
+    if session.meta.get("preamble"):
+        preamble, found = scrub(session.meta["preamble"])
+        redactions.extend({"turn": 0, "type": k, "field": "preamble"} for k in found)
+        history["preamble"] = preamble
+
+    by_type: dict[str, int] = {}
+    for r in redactions:
+        by_type[r["type"]] = by_type.get(r["type"], 0) + 1
+
+    bygglogg: dict[str, Any] = {
+        "source": {
+            "path": source.name,
+            "sha256": source.sha256,
+            "sizeBytes": source.size,
+            "encoding": source.encoding,
+            "lines": list(session.lines) if session.lines else None,
+            "pointer": session.pointer,
+        },
+        "grammar": {
+            "id": detection.grammar,
+            "version": grammar_version,
+            "detectionConfidence": detection.confidence,
+            "forced": detection.forced,
+            "candidates": detection.scores,
+        },
+        "pipelineVersion": PIPELINE_VERSION,
+        "configFingerprint": ctx.fingerprint,
+        "sessionIdSource": session.id_source if session.session_id else "none: no derivable id (rule C1)",
+        "createdAtSource": created_source,
+        "assumptions": assumptions,
+        "warnings": warnings,
+        "steps": STEPS,
+        "redactions": redactions,
+        "sessionRecord": facts.record,
+    }
+    if session.session_id is not None and session_id != session.session_id:
+        bygglogg["sessionIdRaw"] = session.session_id
+    if session_id == NO_ID and session.session_id is None:
+        bygglogg["sessionIdSource"] = "none: no derivable id (rule C1)"
+
+    interaction_count = len(interactions)
+    performance: dict[str, Any] = {
+        "sourceTurnCount": counted,
+        "interactionCount": interaction_count,
+        "coverageRatio": round(interaction_count / counted, 6) if counted else (1.0 if not interactions else 0.0),
+        "detectionConfidence": detection.confidence,
+        "gate": {},
+        "unknownFields": unknown,
+        "redactions": {"policy": ctx.settings.secrets_policy, "total": len(redactions), "byType": by_type},
+        "cleanJsonReplies": {"checked": facts.clean_checked, "compliant": facts.clean_ok},
+        "timing": "per-session time is recorded in the run ledger, not here, so documents stay byte-identical",
+    }
+    artifacts: dict[str, Any] = {
+        "ByggLogg": bygglogg,
+        "Chatthistorik": history,
+        "ai_protocol_performance": performance,
+    }
+    if session.heuristics:
+        artifacts["frankensteen_learning_db"] = {
+            "heuristics": [{"id": h.id, "description": h.description, "evidence": h.evidence}
+                           for h in session.heuristics]
+        }
+    return {"sessionId": session_id, "createdAt": created, "artifacts": artifacts}

@@ -1,0 +1,69 @@
+"""Secret and PII redaction: find keys and tokens in text, replace them with typed placeholders.
+
+One compiled alternation with a named group per type, so a turn is scanned once. Policy (from
+settings): ``redact`` replaces every finding with ``[REDACTED:<type>]``, ``report`` only counts and
+lists them, ``off`` does nothing. Findings are reported by type and location, never by value.
+E-mail addresses and phone numbers are found only when ``redact_pii`` is set.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import regex
+
+SECRET_PATTERNS: dict[str, str] = {
+    "private_key": r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----",
+    "anthropic_api_key": r"\bsk-ant-[A-Za-z0-9_-]{20,}",
+    "openai_api_key": r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}",
+    "aws_access_key_id": r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
+    "aws_secret_access_key": r"(?i:aws_?secret_?access_?key)[\"']?\s*[:=]\s*[\"']?[A-Za-z0-9/+=]{40}\b",
+    "github_token": r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
+    "slack_token": r"\bxox[abposr]-[A-Za-z0-9-]{10,}",
+    "slack_webhook": r"https://hooks\.slack\.com/services/[A-Za-z0-9_/]+",
+    "google_api_key": r"\bAIza[0-9A-Za-z_-]{35}\b",
+    "jwt": r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
+    "url_password": r"(?<=\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]+:)[^\s@/]+(?=@)",
+    "password_assignment": r"(?<=\b(?i:password|passwd|pwd)\s*[:=]\s*[\"']?)[^\s\"']{6,}",
+}
+PII_PATTERNS: dict[str, str] = {
+    "email": r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b",
+    "phone": r"(?<![\w+])\+?\d(?:[ ().-]?\d){7,14}(?!\w)",
+}
+
+
+def _compile(patterns: dict[str, str]) -> regex.Pattern:
+    return regex.compile("|".join(f"(?P<{k}>{v})" for k, v in patterns.items()))
+
+
+_SECRETS = _compile(SECRET_PATTERNS)
+_WITH_PII = _compile(SECRET_PATTERNS | PII_PATTERNS)
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    type: str
+    start: int
+    end: int
+
+
+class Redactor:
+    """Built once per run from the settings; ``scrub`` is called per text field."""
+
+    def __init__(self, policy: str, pii: bool) -> None:
+        self.policy = policy
+        self._pattern = _WITH_PII if pii else _SECRETS
+
+    def scrub(self, text: str) -> tuple[str, list[str]]:
+        """The text to write and the types found in it, in order."""
+        if self.policy == "off" or not text:
+            return text, []
+        found: list[str] = []
+
+        def replace(m: regex.Match) -> str:
+            kind = m.lastgroup or "secret"
+            found.append(kind)
+            return f"[REDACTED:{kind}]" if self.policy == "redact" else m.group(0)
+
+        out = self._pattern.sub(replace, text)
+        return (out if self.policy == "redact" else text), found

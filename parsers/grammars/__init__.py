@@ -1,0 +1,1 @@
+"""One module per input format; each registers its grammar with parsers.registry.register."""

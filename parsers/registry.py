@@ -1,0 +1,86 @@
+"""The one registry of grammars: discovery, lookup and detection.
+
+Adding a format means adding one module to parsers/grammars/ whose grammar class carries
+``@register``; the registry imports every module there, in name order, and refuses duplicates.
+Tests and the ``formats`` command read the registry, never a list written out by hand.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+from models.errors import DetectionError, Reason, RegistryError
+from models.records import Detection
+
+from .base import Grammar
+
+_GRAMMARS: dict[str, Grammar] = {}
+_LOADED = False
+TIE_MARGIN = 1e-9
+
+
+def register(cls: type[Grammar]) -> type[Grammar]:
+    """Class decorator: add one instance of the grammar under its ``name``."""
+    name = cls.name
+    if name in _GRAMMARS:
+        raise RegistryError(
+            Reason.INTERNAL,
+            f"grammar {name!r} registered twice ({type(_GRAMMARS[name]).__module__} and {cls.__module__})",
+        )
+    _GRAMMARS[name] = cls()
+    return cls
+
+
+def _load() -> None:
+    global _LOADED
+    if _LOADED:
+        return
+    from . import grammars
+
+    for info in sorted(pkgutil.iter_modules(grammars.__path__), key=lambda i: i.name):
+        importlib.import_module(f"{grammars.__name__}.{info.name}")
+    _LOADED = True
+
+
+def all_grammars() -> list[Grammar]:
+    """Every registered grammar, ordered by name."""
+    _load()
+    return [_GRAMMARS[k] for k in sorted(_GRAMMARS)]
+
+
+def get(name: str) -> Grammar:
+    _load()
+    try:
+        return _GRAMMARS[name]
+    except KeyError:
+        raise RegistryError(
+            Reason.UNKNOWN_GRAMMAR, f"no grammar {name!r}; registered: {', '.join(sorted(_GRAMMARS))}"
+        ) from None
+
+
+def detect(sample: str, name: str, *, threshold: float, forced: str | None = None) -> Detection:
+    """Score every grammar on a sample; the single best score at or above ``threshold`` wins.
+
+    Raises DetectionError (no grammar, or a tie at the top) with every candidate's score.
+    """
+    if forced:
+        get(forced)
+        return Detection(forced, 1.0, {forced: 1.0}, forced=True)
+    scores: dict[str, float] = {}
+    for grammar in all_grammars():
+        try:
+            score = float(grammar.detect(sample, name))
+        except Exception as exc:  # a detector bug must not hide the other candidates
+            raise DetectionError(
+                Reason.INTERNAL, f"detector failed: {type(exc).__name__}: {exc}", path=name, grammar=grammar.name
+            ) from exc
+        scores[grammar.name] = round(min(max(score, 0.0), 1.0), 4)
+    ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+    best, top = ranked[0]
+    listing = ", ".join(f"{k}={v}" for k, v in ranked if v > 0) or "every grammar scored 0"
+    if top < threshold:
+        raise DetectionError(Reason.NO_GRAMMAR, f"no grammar scored >= {threshold}: {listing}", path=name)
+    if len(ranked) > 1 and top - ranked[1][1] <= TIE_MARGIN:
+        raise DetectionError(Reason.AMBIGUOUS_GRAMMAR, f"tie at the top: {listing}", path=name)
+    return Detection(best, top, {k: v for k, v in ranked if v > 0})

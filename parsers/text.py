@@ -1,0 +1,80 @@
+"""Bytes to canonical text (seed 004): UTF-8, BOM stripped, CRLF/CR to LF, and its sha256."""
+
+from __future__ import annotations
+
+import codecs
+import hashlib
+
+from models.errors import IngestError, Reason
+from models.records import SourceText
+
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+# Control characters other than tab, LF, CR and form feed: a text export has almost none.
+_CONTROL = bytes(c for c in range(32) if c not in (9, 10, 12, 13))
+_BINARY_SHARE = 0.01
+
+
+def canonicalize(text: str) -> str:
+    """CRLF and lone CR become LF (seed 004 §1); nothing else changes."""
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _guess_utf16(data: bytes) -> str | None:
+    """UTF-16 without a BOM shows as NUL in every other byte of mostly-ASCII text."""
+    sample = data[:4096]
+    if len(sample) < 4:
+        return None
+    even_nul = sample[0::2].count(0) / (len(sample) / 2)
+    odd_nul = sample[1::2].count(0) / (len(sample) / 2)
+    if odd_nul > 0.4 and even_nul < 0.05:
+        return "utf-16-le"
+    if even_nul > 0.4 and odd_nul < 0.05:
+        return "utf-16-be"
+    return None
+
+
+def decode(data: bytes, name: str) -> SourceText:
+    """Decode one input to canonical text, or raise IngestError with a specific reason."""
+    if not data.strip():
+        raise IngestError(Reason.EMPTY, "the file is empty or holds only white space", path=name)
+    encoding = "utf-8"
+    body = data
+    for bom, enc in _BOMS:
+        if data.startswith(bom):
+            encoding, body = f"{enc}-bom" if enc == "utf-8" else enc, data[len(bom):]
+            break
+    else:
+        guessed = _guess_utf16(data)
+        if guessed:
+            encoding = guessed
+    codec = encoding.removesuffix("-bom")
+    try:
+        text = body.decode(codec)
+    except UnicodeDecodeError as exc:
+        raise IngestError(
+            Reason.UNDECODABLE,
+            f"not valid {codec}: byte 0x{body[exc.start]:02x} at offset {exc.start} ({exc.reason})",
+            path=name,
+        ) from None
+    if codec == "utf-8" and body.translate(None, _CONTROL) != body:
+        controls = len(body) - len(body.translate(None, _CONTROL))
+        if controls > max(1, len(body) * _BINARY_SHARE):
+            raise IngestError(
+                Reason.BINARY, f"{controls} control bytes in {len(body)}: not a text export", path=name
+            )
+    if not text.strip():
+        raise IngestError(Reason.EMPTY, "the text is empty after decoding", path=name)
+    text = canonicalize(text)
+    return SourceText(text=text, name=name, sha256=sha256_text(text), size=len(data), encoding=encoding)

@@ -1,0 +1,79 @@
+"""Test helpers shared by the test modules: golden snapshots of parsed sessions, shared paths."""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from models.records import ParsedSession, SourceText, Turn
+from models.settings import Settings
+from parsers import registry
+from parsers.text import decode
+
+ROOT = Path(__file__).resolve().parents[1]
+GOLDEN = Path(__file__).resolve().parent / "golden"
+SHARED = ROOT.parent / "shared"
+CONFORMANCE = SHARED / "conformance"
+CHECKER = SHARED / "tools" / "check_session_docs.py"
+UPDATE_GOLDEN = os.environ.get("RECONSTRUCT_UPDATE_GOLDEN") == "1"
+
+
+def _time(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def turn_snapshot(turn: Turn) -> dict[str, Any]:
+    return {
+        "speaker": turn.speaker,
+        "role": turn.role,
+        "kind": turn.kind,
+        "content": turn.content,
+        "time": _time(turn.time),
+        "time_raw": turn.time_raw,
+        "model": [turn.model.provider, turn.model.name, turn.model.version] if turn.model else None,
+        "lines": list(turn.lines) if turn.lines else None,
+        "pointer": turn.pointer,
+        "extra": turn.extra,
+    }
+
+
+def session_snapshot(session: ParsedSession, counted: int) -> dict[str, Any]:
+    return {
+        "session_id": session.session_id,
+        "id_source": session.id_source,
+        "title": session.title,
+        "created": _time(session.created),
+        "lines": list(session.lines) if session.lines else None,
+        "pointer": session.pointer,
+        "counted_turns": counted,
+        "coverage_reason": session.coverage_reason,
+        "warnings": session.warnings,
+        "assumptions": session.assumptions,
+        "heuristics": [
+            {"id": h.id, "description": h.description, "evidence": h.evidence} for h in session.heuristics
+        ],
+        "meta": session.meta,
+        "turns": [turn_snapshot(t) for t in session.turns],
+    }
+
+
+def load_source(path: Path, name: str | None = None) -> SourceText:
+    return decode(path.read_bytes(), name or path.name)
+
+
+def parse_file(path: Path, grammar: str, settings: Settings | None = None) -> list[dict[str, Any]]:
+    """Parse with one grammar and snapshot every session with its independent turn count."""
+    settings = settings or Settings()
+    g = registry.get(grammar)
+    out = []
+    for session in g.parse(load_source(path), settings):
+        out.append(session_snapshot(session, g.count_turns(session.raw)))
+    return out
+
+
+def dump(value: Any) -> bytes:
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"

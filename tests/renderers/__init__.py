@@ -1,0 +1,1 @@
+"""Renderers that write a generated chat in each grammar's format (round-trip tests)."""

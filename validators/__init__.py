@@ -1,0 +1,1 @@
+"""The validation gate: every check of the output contract, with reason codes."""

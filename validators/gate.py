@@ -1,0 +1,186 @@
+"""The validation gate (P-RECONSTRUCT): a document passes, passes as partial, or is quarantined.
+
+Checks, all run, every failure collected with a reason code (the gate never stops at the first):
+
+1. JSON syntax: the bytes to be written are UTF-8, LF only, one JSON object and nothing else.
+2. Speaker: every ``speaker`` fully matches ``^[^()]+ \\([^:]+:[^@]+@[^)]+\\)$`` and mirrors
+   ``speakerName`` and ``model``; every model field is a non-empty string.
+3. Turn count: interactions equal the independent source turn count, or the history carries
+   ``coverage: "partial"`` with a ``coverageReason``.
+4. Timestamps: ``createdAt``, every ``date`` and every key named like a time is
+   ``YYYY-MM-DDTHH:mm:ssZ`` and a real calendar instant (keys holding raw source values are exempt).
+5. Schema: the document validates against models.document.SessionDocument.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import orjson
+import regex
+from pydantic import ValidationError
+
+from models.document import ISO_Z_PATTERN, SPEAKER_PATTERN, SessionDocument
+from models.errors import Reason
+
+SPEAKER = regex.compile(SPEAKER_PATTERN)
+ISO_Z = regex.compile(ISO_Z_PATTERN)
+CHECKS = ("jsonSyntax", "speakerRegex", "turnCount", "timestamps", "schema")
+_CHECK_OF = {
+    Reason.JSON_SYNTAX: "jsonSyntax",
+    Reason.SPEAKER_FORMAT: "speakerRegex",
+    Reason.SPEAKER_MIRROR: "speakerRegex",
+    Reason.MODEL_FIELD: "speakerRegex",
+    Reason.TURN_COUNT: "turnCount",
+    Reason.TIMESTAMP_FORMAT: "timestamps",
+    Reason.SCHEMA: "schema",
+}
+MAX_LISTED = 50
+
+
+@dataclass(frozen=True, slots=True)
+class GateFailure:
+    reason: Reason
+    path: str
+    message: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"reason": self.reason.value, "path": self.path, "message": self.message}
+
+
+@dataclass(slots=True)
+class GateResult:
+    failures: list[GateFailure] = field(default_factory=list)
+    partial: bool = False
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+    @property
+    def reasons(self) -> list[str]:
+        return sorted({f.reason.value for f in self.failures})
+
+    def summary(self) -> dict[str, str]:
+        failed = {_CHECK_OF[f.reason] for f in self.failures}
+        return {c: ("fail" if c in failed else "pass") for c in CHECKS}
+
+
+def is_timestamp_key(key: str) -> bool:
+    k = key.lower()
+    if "raw" in k:
+        return False
+    return k in ("date", "timestamp") or key.endswith(("At", "Date", "Timestamp"))
+
+
+def valid_instant(value: Any) -> bool:
+    if not (isinstance(value, str) and ISO_Z.fullmatch(value)):
+        return False
+    try:
+        datetime.fromisoformat(value[:-1])
+    except ValueError:
+        return False
+    return True
+
+
+class _Collector:
+    def __init__(self) -> None:
+        self.failures: list[GateFailure] = []
+        self.counts: dict[Reason, int] = {}
+
+    def add(self, reason: Reason, path: str, message: str) -> None:
+        n = self.counts.get(reason, 0) + 1
+        self.counts[reason] = n
+        if n <= MAX_LISTED:
+            self.failures.append(GateFailure(reason, path, message))
+        elif n == MAX_LISTED + 1:
+            self.failures.append(GateFailure(reason, path, f"more {reason.value} failures not listed"))
+
+
+def _walk_times(node: Any, path: str, out: _Collector) -> None:
+    if isinstance(node, dict):
+        for k, v in node.items():
+            p = f"{path}.{k}"
+            if is_timestamp_key(k) and v is not None and not isinstance(v, (dict, list)) and not valid_instant(v):
+                out.add(Reason.TIMESTAMP_FORMAT, p, f"{v!r} is not YYYY-MM-DDTHH:mm:ssZ")
+            if isinstance(v, (dict, list)) and k != "interactions":
+                _walk_times(v, p, out)
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            _walk_times(v, f"{path}[{i}]", out)
+
+
+def _check_syntax(encoded: bytes, out: _Collector) -> None:
+    if encoded.startswith(b"\xef\xbb\xbf"):
+        out.add(Reason.JSON_SYNTAX, "$", "starts with a BOM")
+    if b"\r" in encoded:
+        out.add(Reason.JSON_SYNTAX, "$", "contains CR characters")
+    stripped = encoded.strip()
+    if not (stripped.startswith(b"{") and stripped.endswith(b"}")):
+        out.add(Reason.JSON_SYNTAX, "$", "not a single clean JSON object")
+    try:
+        if not isinstance(orjson.loads(encoded), dict):
+            out.add(Reason.JSON_SYNTAX, "$", "root is not an object")
+    except orjson.JSONDecodeError as exc:
+        out.add(Reason.JSON_SYNTAX, "$", f"invalid JSON or UTF-8: {exc}")
+
+
+def _check_interactions(interactions: list[Any], out: _Collector) -> None:
+    for i, it in enumerate(interactions):
+        where = f"$.artifacts.Chatthistorik.interactions[{i}]"
+        if not isinstance(it, dict):
+            out.add(Reason.SCHEMA, where, "not an object")
+            continue
+        name, model, speaker = it.get("speakerName"), it.get("model"), it.get("speaker")
+        fields = [model.get(f) if isinstance(model, dict) else None for f in ("provider", "name", "version")]
+        if not (isinstance(name, str) and name.strip()):
+            out.add(Reason.MODEL_FIELD, f"{where}.speakerName", f"must be a non-empty string, got {name!r}")
+        for f, v in zip(("provider", "name", "version"), fields, strict=True):
+            if not (isinstance(v, str) and v.strip()):
+                out.add(Reason.MODEL_FIELD, f"{where}.model.{f}", f"must be a non-empty string, got {v!r}")
+        if not (isinstance(speaker, str) and SPEAKER.fullmatch(speaker)):
+            out.add(Reason.SPEAKER_FORMAT, f"{where}.speaker", f"{speaker!r} fails the speaker regex")
+        elif isinstance(name, str) and all(isinstance(v, str) for v in fields):
+            expected = f"{name} ({fields[0]}:{fields[1]}@{fields[2]})"
+            if speaker != expected:
+                out.add(Reason.SPEAKER_MIRROR, f"{where}.speaker", f"{speaker!r} does not mirror {expected!r}")
+        date = it.get("date")
+        if date is not None and not valid_instant(date):
+            out.add(Reason.TIMESTAMP_FORMAT, f"{where}.date", f"{date!r} is not YYYY-MM-DDTHH:mm:ssZ")
+        extra = it.get("sourceFields")
+        if extra:
+            _walk_times(extra, f"{where}.sourceFields", out)
+
+
+def check(doc: dict[str, Any], encoded: bytes, source_turns: int, *, schema: bool = True) -> GateResult:
+    """Run every check on a document and the exact bytes that would be written."""
+    out = _Collector()
+    _check_syntax(encoded, out)
+    artifacts = doc.get("artifacts") if isinstance(doc.get("artifacts"), dict) else {}
+    history = artifacts.get("Chatthistorik") if isinstance(artifacts.get("Chatthistorik"), dict) else {}
+    interactions = history.get("interactions")
+    if not isinstance(interactions, list):
+        out.add(Reason.SCHEMA, "$.artifacts.Chatthistorik.interactions", "missing or not a list")
+        interactions = []
+    _check_interactions(interactions, out)
+    partial = history.get("coverage") == "partial"
+    if "coverage" in history and not partial:
+        out.add(Reason.TURN_COUNT, "$.artifacts.Chatthistorik.coverage", "the only flag value is 'partial'")
+    if partial and not (isinstance(history.get("coverageReason"), str) and history["coverageReason"].strip()):
+        out.add(Reason.TURN_COUNT, "$.artifacts.Chatthistorik.coverageReason", "partial without a reason")
+    if len(interactions) != source_turns and not partial:
+        out.add(Reason.TURN_COUNT, "$.artifacts.Chatthistorik.interactions",
+                f"{len(interactions)} interactions for {source_turns} source turns, and no partial flag")
+    if not valid_instant(doc.get("createdAt")):
+        out.add(Reason.TIMESTAMP_FORMAT, "$.createdAt", f"{doc.get('createdAt')!r} is not YYYY-MM-DDTHH:mm:ssZ")
+    _walk_times({k: v for k, v in doc.items() if k != "createdAt"}, "$", out)
+    if schema:
+        try:
+            SessionDocument.model_validate(doc)
+        except ValidationError as exc:
+            for err in exc.errors()[:MAX_LISTED]:
+                loc = "$." + ".".join(str(p) for p in err["loc"])
+                out.add(Reason.SCHEMA, loc, err["msg"])
+    return GateResult(out.failures, partial)
