@@ -219,3 +219,14 @@ def schema(out: Annotated[Path | None, typer.Option("--out")] = None) -> None:
         out.write_bytes(data)
     else:
         sys.stdout.buffer.write(data)
+
+
+def _register_command_groups() -> None:
+    """Commands kept in their own modules (audit trail, operations) add themselves to ``app``."""
+    from flows import cli_audit, cli_ops
+
+    cli_audit.register(app)
+    cli_ops.register(app)
+
+
+_register_command_groups()

@@ -1,0 +1,9 @@
+"""Operations commands: serve (scheduled runs)."""
+
+from __future__ import annotations
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    """Add this module's commands to the ``reconstruct`` app."""

@@ -1,0 +1,49 @@
+"""Decoding and canonicalisation (seed 004 §1) and the specific reasons for bad bytes."""
+
+from __future__ import annotations
+
+import codecs
+
+import pytest
+
+from models.errors import IngestError, Reason
+from parsers.text import decode, sha256_text
+
+
+@pytest.mark.parametrize(
+    ("data", "encoding"),
+    [
+        (b"User: hi\r\nAssistant: yo\r\n", "utf-8"),
+        (codecs.BOM_UTF8 + b"User: hi\rAssistant: yo\r", "utf-8-bom"),
+        (codecs.BOM_UTF16_LE + "User: hi\r\nAssistant: yo\r\n".encode("utf-16-le"), "utf-16-le"),
+        (codecs.BOM_UTF16_BE + "User: hi\nAssistant: yo\n".encode("utf-16-be"), "utf-16-be"),
+        ("User: hi\nAssistant: yo\n".encode("utf-16-le"), "utf-16-le"),
+    ],
+)
+def test_canonical_text(data, encoding):
+    src = decode(data, "a.txt")
+    assert src.text.rstrip("\n") == "User: hi\nAssistant: yo"
+    assert "\r" not in src.text and not src.text.startswith("\ufeff")
+    assert src.encoding == encoding
+    assert src.sha256 == sha256_text(src.text)
+
+
+def test_same_text_same_checksum_whatever_the_line_ends():
+    assert decode(b"a: b\r\nc: d", "x").sha256 == decode(b"a: b\nc: d", "y").sha256
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (b"", Reason.EMPTY),
+        (b"   \n\n", Reason.EMPTY),
+        (b"User: caf\xe9 latin-1\n", Reason.UNDECODABLE),
+        (bytes(range(256)) * 20, Reason.UNDECODABLE),
+        (b"\x00\x01\x02\x03\x04\x05" * 100 + b"text", Reason.BINARY),
+    ],
+)
+def test_bad_bytes_have_specific_reasons(data, reason):
+    with pytest.raises(IngestError) as info:
+        decode(data, "bad.bin")
+    assert info.value.reason == reason
+    assert "bad.bin" in str(info.value)
