@@ -53,12 +53,17 @@ class Markdown(Grammar):
     example = "## Assistant (openai:gpt-4o@2024-08-06) — 2025-08-24 10:00:05"
 
     def detect(self, sample: str, name: str) -> float:
-        hits = [_label(m) for m in HEADER.finditer(sample)]
-        roles = sum(1 for h in hits if split_speaker(h)[0].lower() in ROLE_WORDS)
-        if roles == 0:
+        hits = [m for m in HEADER.finditer(sample) if _is_speaker(_label(m))]
+        if not hits:
+            return 0.0
+        labels = [split_speaker(_label(m))[0] for m in hits]
+        roles = sum(1 for label in labels if label.lower() in ROLE_WORDS)
+        stamped = sum(1 for m in hits if m["hts"] or m["hts2"])
+        repeated = len(labels) - len(set(labels))
+        if not (roles or stamped or repeated):
             return 0.0
         bonus = 0.05 if name.lower().endswith((".md", ".markdown")) else 0.0
-        return min(0.95, 0.6 + 0.05 * roles + bonus)
+        return min(0.95, 0.55 + 0.05 * (roles + stamped + repeated) + bonus)
 
     def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
         text = source.text
