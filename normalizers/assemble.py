@@ -90,6 +90,7 @@ def assemble(
     earliest: str | None = None
     interactions: list[dict[str, Any]] = []
     scrub = ctx.redactor.scrub
+    suspects = ctx.redactor.candidates([t.content for t in session.turns])
     limit = ctx.settings.max_turn_chars
 
     for ordinal, turn in enumerate(session.turns, 1):
@@ -97,9 +98,11 @@ def assemble(
         entry = speaker_cache.get(key)
         if entry is None:
             entry = speaker_cache[key] = _speaker_entry(ctx, turn.speaker, turn.model, name_notes)
-        content, found = scrub(turn.content)
-        for kind in found:
-            redactions.append({"turn": ordinal, "type": kind, "field": "content"})
+        content = turn.content
+        if ordinal - 1 in suspects:
+            content, found = scrub(content)
+            for kind in found:
+                redactions.append({"turn": ordinal, "type": kind, "field": "content"})
         if len(content) > limit:
             content = content[:limit]
             truncated += 1

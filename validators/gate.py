@@ -22,7 +22,7 @@ import orjson
 import regex
 from pydantic import ValidationError
 
-from models.document import ISO_Z_PATTERN, SPEAKER_PATTERN, SessionDocument
+from models.document import ISO_Z_PATTERN, SPEAKER_PATTERN, Interaction, SessionDocument
 from models.errors import Reason
 
 SPEAKER = regex.compile(SPEAKER_PATTERN)
@@ -112,7 +112,12 @@ def _walk_times(node: Any, path: str, out: _Collector) -> None:
             _walk_times(v, f"{path}[{i}]", out)
 
 
+FULL_PARSE_LIMIT = 64 * 1024 * 1024
+
+
 def _check_syntax(encoded: bytes, out: _Collector) -> None:
+    """Up to FULL_PARSE_LIMIT bytes the document is parsed back; above it (a session of a million
+    turns) it is checked as UTF-8 with its object delimiters, since orjson serialised one dict."""
     if encoded.startswith(b"\xef\xbb\xbf"):
         out.add(Reason.JSON_SYNTAX, "$", "starts with a BOM")
     if b"\r" in encoded:
@@ -120,6 +125,12 @@ def _check_syntax(encoded: bytes, out: _Collector) -> None:
     stripped = encoded.strip()
     if not (stripped.startswith(b"{") and stripped.endswith(b"}")):
         out.add(Reason.JSON_SYNTAX, "$", "not a single clean JSON object")
+    if len(encoded) > FULL_PARSE_LIMIT:
+        try:
+            encoded.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            out.add(Reason.JSON_SYNTAX, "$", f"not UTF-8: {exc}")
+        return
     try:
         if not isinstance(orjson.loads(encoded), dict):
             out.add(Reason.JSON_SYNTAX, "$", "root is not an object")
@@ -127,13 +138,41 @@ def _check_syntax(encoded: bytes, out: _Collector) -> None:
         out.add(Reason.JSON_SYNTAX, "$", f"invalid JSON or UTF-8: {exc}")
 
 
+_INTERACTION_KEYS = set(Interaction.model_fields)
+_ROLES = {"user", "assistant", "system", "tool", "other"}
+
+
 def _check_interactions(interactions: list[Any], out: _Collector) -> None:
+    """Per-interaction checks, written out rather than through pydantic: a session can hold a
+    million interactions and these cost a few attribute look-ups each."""
+    seen: set[tuple] = set()
     for i, it in enumerate(interactions):
         where = f"$.artifacts.Chatthistorik.interactions[{i}]"
         if not isinstance(it, dict):
             out.add(Reason.SCHEMA, where, "not an object")
             continue
+        if it.get("ordinal") != i + 1:
+            out.add(Reason.SCHEMA, f"{where}.ordinal", f"{it.get('ordinal')!r}, expected {i + 1}")
+        if it.get("role") not in _ROLES:
+            out.add(Reason.SCHEMA, f"{where}.role", f"{it.get('role')!r} is not one of {sorted(_ROLES)}")
+        if not isinstance(it.get("content"), str) or not isinstance(it.get("kind"), str):
+            out.add(Reason.SCHEMA, where, "content and kind must be strings")
+        if not isinstance(it.get("source"), dict) or it.get("modelSource") not in ("explicit", "none"):
+            out.add(Reason.SCHEMA, where, "source must be an object and modelSource explicit|none")
+        if not it.keys() <= _INTERACTION_KEYS:
+            out.add(Reason.SCHEMA, where, f"unexpected keys {sorted(it.keys() - _INTERACTION_KEYS)}")
         name, model, speaker = it.get("speakerName"), it.get("model"), it.get("speaker")
+        date = it.get("date")
+        if date is not None and not valid_instant(date):
+            out.add(Reason.TIMESTAMP_FORMAT, f"{where}.date", f"{date!r} is not YYYY-MM-DDTHH:mm:ssZ")
+        extra = it.get("sourceFields")
+        if extra:
+            _walk_times(extra, f"{where}.sourceFields", out)
+        if isinstance(model, dict):
+            key = (name, speaker, model.get("provider"), model.get("name"), model.get("version"))
+            if key in seen:  # same speaker fields as an earlier turn: already checked
+                continue
+            seen.add(key)
         fields = [model.get(f) if isinstance(model, dict) else None for f in ("provider", "name", "version")]
         if not (isinstance(name, str) and name.strip()):
             out.add(Reason.MODEL_FIELD, f"{where}.speakerName", f"must be a non-empty string, got {name!r}")
@@ -146,18 +185,20 @@ def _check_interactions(interactions: list[Any], out: _Collector) -> None:
             expected = f"{name} ({fields[0]}:{fields[1]}@{fields[2]})"
             if speaker != expected:
                 out.add(Reason.SPEAKER_MIRROR, f"{where}.speaker", f"{speaker!r} does not mirror {expected!r}")
-        date = it.get("date")
-        if date is not None and not valid_instant(date):
-            out.add(Reason.TIMESTAMP_FORMAT, f"{where}.date", f"{date!r} is not YYYY-MM-DDTHH:mm:ssZ")
-        extra = it.get("sourceFields")
-        if extra:
-            _walk_times(extra, f"{where}.sourceFields", out)
 
 
-def check(doc: dict[str, Any], encoded: bytes, source_turns: int, *, schema: bool = True) -> GateResult:
-    """Run every check on a document and the exact bytes that would be written."""
+def check_bytes(encoded: bytes) -> list[GateFailure]:
+    """Check 1 alone, on the exact bytes that will be written."""
     out = _Collector()
     _check_syntax(encoded, out)
+    return out.failures
+
+
+def check(doc: dict[str, Any], encoded: bytes | None, source_turns: int, *, schema: bool = True) -> GateResult:
+    """Run every check on a document and (when given) the exact bytes that would be written."""
+    out = _Collector()
+    if encoded is not None:
+        _check_syntax(encoded, out)
     artifacts = doc.get("artifacts") if isinstance(doc.get("artifacts"), dict) else {}
     history = artifacts.get("Chatthistorik") if isinstance(artifacts.get("Chatthistorik"), dict) else {}
     interactions = history.get("interactions")
@@ -178,7 +219,9 @@ def check(doc: dict[str, Any], encoded: bytes, source_turns: int, *, schema: boo
     _walk_times({k: v for k, v in doc.items() if k != "createdAt"}, "$", out)
     if schema:
         try:
-            SessionDocument.model_validate(doc)
+            # Interactions were checked above; the envelope goes through the pydantic models.
+            envelope = {**doc, "artifacts": {**artifacts, "Chatthistorik": {**history, "interactions": []}}}
+            SessionDocument.model_validate(envelope)
         except ValidationError as exc:
             for err in exc.errors()[:MAX_LISTED]:
                 loc = "$." + ".".join(str(p) for p in err["loc"])
