@@ -23,7 +23,12 @@ from models.settings import Settings
 
 EXIT_OK, EXIT_USAGE, EXIT_QUARANTINED, EXIT_CANNOT_START = 0, 2, 3, 4
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, help="Rebuild chat sessions from raw log archives.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="Rebuild chat sessions from raw log archives.",
+)
 console = Console(stderr=True)
 
 PREFECT_DEFAULTS = {

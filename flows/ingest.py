@@ -152,3 +152,13 @@ def read(ref: InputRef) -> bytes:
         raise IngestError(Reason.ZIP_UNSAFE, str(exc), path=ref.name) from None
     except OSError as exc:
         raise TransientIngestError(Reason.UNREADABLE, str(exc), path=ref.name) from None
+
+
+def open_binary(ref: InputRef):
+    """A binary file object over one input (a zip member is streamed from the zip)."""
+    if ref.member is None:
+        return open(ref.path, "rb")
+    zf = zipfile.ZipFile(ref.path)
+    member = zf.open(ref.member)
+    member._reconstruct_zip = zf  # keep the archive open as long as the member
+    return member

@@ -11,7 +11,7 @@ import time
 import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -93,42 +93,17 @@ def process_text(source: SourceText, ctx: RunContext) -> FileOutcome:
     except ReconstructError as exc:
         return quarantined_file(source.name, source.size, exc.reason, str(exc), source.sha256)
     grammar = registry.get(detection.grammar)
+    return collect(grammar.parse(source, ctx.settings), grammar, source, detection, ctx, started)
+
+
+def collect(parsed_sessions, grammar, source: SourceText, detection: Detection, ctx: RunContext,
+            started: float) -> FileOutcome:
+    """Count, assemble and gate every session a grammar yields; a grammar failure keeps what came before."""
     sessions: list[SessionOutcome] = []
     seen_ids: dict[str, int] = {}
     try:
-        for ordinal, parsed in enumerate(grammar.parse(source, ctx.settings), 1):
-            t0 = time.perf_counter()
-            counted = grammar.count_turns(parsed.raw)
-            parsed.raw = None
-            doc = assemble(parsed, counted, source=source, detection=detection,
-                           grammar_version=grammar.version, ctx=ctx)
-            sid = doc["sessionId"]
-            interactions = doc["artifacts"]["Chatthistorik"]["interactions"]
-            chars = sum(len(i["content"]) for i in interactions)
-            if parsed.session_id is not None and sid in seen_ids:
-                sessions.append(SessionOutcome(
-                    ordinal, sid, parsed.session_id, "quarantined", [Reason.DUPLICATE_SESSION_ID.value],
-                    f"session id {parsed.session_id!r} already used by session #{seen_ids[sid]} of this source; "
-                    "not merged, not overwritten",
-                    None, doc, len(interactions), counted, chars, seconds=time.perf_counter() - t0,
-                ))
-                continue
-            seen_ids.setdefault(sid, ordinal)
-            encoded, result = _gate_session(doc, counted)
-            if result.passed:
-                status = "partial" if result.partial else "ok"
-                reason = doc["artifacts"]["Chatthistorik"].get("coverageReason", "")
-                sessions.append(SessionOutcome(
-                    ordinal, sid, parsed.session_id, status, [], reason, encoded, None,
-                    len(interactions), counted, chars, seconds=time.perf_counter() - t0,
-                ))
-            else:
-                detail = "; ".join(f"{f.reason.value} at {f.path}: {f.message}" for f in result.failures[:5])
-                sessions.append(SessionOutcome(
-                    ordinal, sid, parsed.session_id, "quarantined", result.reasons, detail, None, doc,
-                    len(interactions), counted, chars, [f.as_dict() for f in result.failures],
-                    seconds=time.perf_counter() - t0,
-                ))
+        for ordinal, parsed in enumerate(parsed_sessions, 1):
+            sessions.append(_session_outcome(ordinal, parsed, grammar, source, detection, ctx, seen_ids))
     except ReconstructError as exc:
         return _partial_failure(source, detection, sessions, exc.reason, str(exc), started)
     except Exception as exc:  # a grammar bug must quarantine the file, not crash the run
@@ -144,6 +119,34 @@ def process_text(source: SourceText, ctx: RunContext) -> FileOutcome:
     reasons = sorted({r for s in sessions for r in s.reasons})
     return FileOutcome(source.name, source.sha256, source.size, detection.grammar, status, reasons, "",
                        detection, sessions, time.perf_counter() - started)
+
+
+def _session_outcome(ordinal, parsed, grammar, source, detection, ctx, seen_ids) -> SessionOutcome:
+    t0 = time.perf_counter()
+    counted = grammar.count_turns(parsed.raw)
+    parsed.raw = None
+    doc = assemble(parsed, counted, source=source, detection=detection, grammar_version=grammar.version, ctx=ctx)
+    sid = doc["sessionId"]
+    interactions = doc["artifacts"]["Chatthistorik"]["interactions"]
+    chars = sum(len(i["content"]) for i in interactions)
+    if parsed.session_id is not None and sid in seen_ids:
+        return SessionOutcome(
+            ordinal, sid, parsed.session_id, "quarantined", [Reason.DUPLICATE_SESSION_ID.value],
+            f"session id {parsed.session_id!r} already used by session #{seen_ids[sid]} of this source; "
+            "not merged, not overwritten",
+            None, doc, len(interactions), counted, chars, seconds=time.perf_counter() - t0,
+        )
+    seen_ids.setdefault(sid, ordinal)
+    encoded, result = _gate_session(doc, counted)
+    if result.passed:
+        status = "partial" if result.partial else "ok"
+        reason = doc["artifacts"]["Chatthistorik"].get("coverageReason", "")
+        return SessionOutcome(ordinal, sid, parsed.session_id, status, [], reason, encoded, None,
+                              len(interactions), counted, chars, seconds=time.perf_counter() - t0)
+    detail = "; ".join(f"{f.reason.value} at {f.path}: {f.message}" for f in result.failures[:5])
+    return SessionOutcome(ordinal, sid, parsed.session_id, "quarantined", result.reasons, detail, None, doc,
+                          len(interactions), counted, chars, [f.as_dict() for f in result.failures],
+                          seconds=time.perf_counter() - t0)
 
 
 def _partial_failure(source: SourceText, detection: Detection, sessions: list[SessionOutcome],
@@ -184,3 +187,21 @@ def _process_bytes(data: bytes, name: str, ctx: RunContext, companions: dict[str
     outcome = process_text(source, ctx)
     outcome.seconds = time.perf_counter() - started
     return outcome
+
+
+def process_stream(fp: BinaryIO, source: SourceText, sample: str, ctx: RunContext) -> FileOutcome | None:
+    """The core for a large input read incrementally; None when its grammar cannot stream
+    (the caller then reads it whole). ``source`` has the checksum and size but no text."""
+    with _no_cyclic_gc():
+        started = time.perf_counter()
+        try:
+            detection = registry.detect(sample, source.name, threshold=ctx.settings.detect_threshold,
+                                        forced=ctx.settings.format)
+        except ReconstructError as exc:
+            return quarantined_file(source.name, source.size, exc.reason, str(exc), source.sha256)
+        grammar = registry.get(detection.grammar)
+        if not grammar.streams:
+            return None
+        outcome = collect(grammar.parse_stream(fp, source, ctx.settings), grammar, source, detection, ctx, started)
+        outcome.seconds = time.perf_counter() - started
+        return outcome

@@ -13,12 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from models.errors import IngestError, Reason
+from models.records import SourceText
 from models.settings import Settings
 from normalizers.assemble import RunContext
 
 from . import emit, ingest
 from .ledger import FileRow, Ledger, SessionRow
-from .process import FileOutcome, process_bytes, quarantined_file
+from .process import DETECT_SAMPLE, FileOutcome, process_bytes, process_stream, quarantined_file
 
 
 @dataclass(slots=True)
@@ -82,6 +83,10 @@ def _one(ref, out_root, ctx, fingerprint, ledger, companions, result: ShardResul
         return
     if ref.problem:
         outcome = quarantined_file(ref.name, ref.size, ref.problem, ref.detail)
+    elif ref.size >= ctx.settings.stream_bytes and (streamed := _streamed(ref, ctx, ledger, fingerprint, result)):
+        if streamed == "skipped":
+            return
+        outcome = streamed
     else:
         try:
             data = ingest.read(ref)
@@ -96,6 +101,26 @@ def _one(ref, out_root, ctx, fingerprint, ledger, companions, result: ShardResul
                 return
             outcome = process_bytes(data, ref.name, ctx, companions_for(ref, companions))
     _emit(ref, outcome, out_root, result)
+
+
+def _streamed(ref, ctx, ledger, fingerprint, result: ShardResult):
+    """A large input through its grammar's streaming parser, or None to read it whole."""
+    from parsers.text import sha256_stream
+
+    try:
+        with ingest.open_binary(ref) as fp:
+            sha, size, encoding = sha256_stream(iter(lambda: fp.read(1 << 20), b""))
+        if ledger is not None and ledger.done_before(ref.key, sha, fingerprint):
+            result.files.append(FileRow(ref.key, ref.name, sha, size, None, "skipped", [],
+                                        "unchanged since an earlier run with the same settings", 0, 0.0))
+            return "skipped"
+        with ingest.open_binary(ref) as fp:
+            sample = fp.read(DETECT_SAMPLE).decode("utf-8-sig", errors="ignore")
+            fp.seek(0)
+            source = SourceText("", ref.name, sha, size, encoding)
+            return process_stream(fp, source, sample, ctx)
+    except OSError:
+        return None
 
 
 def _quick_sha(data: bytes) -> str:

@@ -60,6 +60,9 @@ class Settings(BaseSettings):
     dask_address: str | None = Field(None, description="Run shards on this Dask scheduler.")
     task_retries: int = Field(2, ge=0)
     max_file_bytes: int = Field(4 * 1024**3, ge=1, description="Larger inputs are quarantined.")
+    stream_bytes: int = Field(
+        64 * 1024**2, ge=1, description="Inputs this large are streamed when their grammar can stream."
+    )
     zip_max_total_bytes: int = Field(8 * 1024**3, ge=1)
     zip_max_ratio: float = Field(200.0, gt=1)
     zip_max_entries: int = Field(100_000, ge=1)

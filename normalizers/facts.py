@@ -59,7 +59,8 @@ class Facts:
                 clean = False
         path = _TARGET_PATH.search(content)
         self.record["patches"].append(
-            {"turn": ordinal, "protocolId": "diff_json_v1", "cleanJson": clean, "targetPath": path["p"] if path else None}
+            {"turn": ordinal, "protocolId": "diff_json_v1", "cleanJson": clean,
+             "targetPath": path["p"] if path else None}
         )
         if path:
             self.record["fileChanges"].append({"turn": ordinal, "path": path["p"], "via": "diff_json_v1"})

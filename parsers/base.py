@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
-from typing import Any, ClassVar
+from typing import Any, BinaryIO, ClassVar
 
 from models.records import ParsedSession, SourceText
 from models.settings import Settings
@@ -27,6 +27,14 @@ class Grammar(ABC):
     """File names (``users.json``) that are not sessions but context for this format's files: ingest
     records them as companions and hands their text, from the source's folder or its parents, in
     ``SourceText.companions``."""
+
+    streams: ClassVar[bool] = False
+    """True when ``parse_stream`` reads a large input incrementally (bounded memory)."""
+
+    def parse_stream(self, fp: BinaryIO, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
+        """Yield the sessions of a large input read from a binary file object, holding at most one
+        session in memory. ``source.text`` is empty; its checksum and size are already known."""
+        raise NotImplementedError(f"{self.name} does not stream")
 
     @abstractmethod
     def detect(self, sample: str, name: str) -> float:

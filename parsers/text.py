@@ -78,3 +78,43 @@ def decode(data: bytes, name: str) -> SourceText:
         raise IngestError(Reason.EMPTY, "the text is empty after decoding", path=name)
     text = canonicalize(text)
     return SourceText(text=text, name=name, sha256=sha256_text(text), size=len(data), encoding=encoding)
+
+
+def sha256_stream(chunks) -> tuple[str, int, str]:
+    """sha256 of the canonical text of a UTF-8 input given as byte chunks, without holding it:
+    BOM stripped, CRLF/CR to LF across chunk boundaries. Returns (sha256, size, encoding)."""
+    digest = hashlib.sha256()
+    size = 0
+    first = True
+    chunks = _first_at_least(chunks, len(codecs.BOM_UTF8))
+    pending_cr = False
+    encoding = "utf-8"
+    for chunk in chunks:
+        size += len(chunk)  # counted before the BOM is stripped: the file's size
+        if first:
+            first = False
+            if chunk.startswith(codecs.BOM_UTF8):
+                chunk, encoding = chunk[len(codecs.BOM_UTF8):], "utf-8-bom"
+        if pending_cr:
+            chunk = b"\r" + chunk
+            pending_cr = False
+        if chunk.endswith(b"\r"):
+            chunk, pending_cr = chunk[:-1], True
+        if b"\r" in chunk:
+            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        digest.update(chunk)
+    if pending_cr:
+        digest.update(b"\n")
+    return digest.hexdigest(), size, encoding
+
+
+def _first_at_least(chunks, n: int):
+    """Re-chunk so the first chunk holds at least n bytes (a BOM is never split)."""
+    head = b""
+    it = iter(chunks)
+    for chunk in it:
+        head += chunk
+        if len(head) >= n:
+            break
+    yield head
+    yield from it

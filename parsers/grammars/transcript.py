@@ -28,7 +28,8 @@ from parsers.sessions import segments
 from parsers.speakers import ROLE_WORDS, parse_model_spec, role_of, split_speaker
 from parsers.timeparse import parse_iso
 
-_TS = r"(?:\[(?P<ts>[^\]\n]{4,40})\][ \t]*|(?P<iso>\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2})?(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?)[ \t]+)"
+_ISO = r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2})?(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
+_TS = rf"(?:\[(?P<ts>[^\]\n]{{4,40}})\][ \t]*|(?P<iso>{_ISO})[ \t]+)"
 _LABEL = r"(?P<label>[^\s:()\[\]#*>`|\-][^:()\n]{0,60}?(?:[ \t]*\([^()\n]{1,80}\))?)"
 HEADER = regex.compile(rf"^{_TS}?{_LABEL}[ \t]*:(?:[ \t]+|$)", regex.MULTILINE)
 _CLOCK = regex.compile(r"(?P<h>\d{1,2}):(?P<m>\d{2})(?::(?P<s>\d{2}))?")
