@@ -79,7 +79,13 @@ def atomic_write(path: Path, data: bytes) -> bool:
 
 
 def quarantine_record(payload: dict) -> bytes:
-    return orjson.dumps(payload, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
+    """A quarantine record (not a session document: it has no top-level ``artifacts``)."""
+    try:
+        return orjson.dumps(payload, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
+    except (TypeError, ValueError) as exc:  # the rejected document itself may not serialise
+        slim = {k: v for k, v in payload.items() if k != "rejectedDocument"}
+        slim["rejectedDocument"] = f"not kept: {exc}"
+        return orjson.dumps(slim, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS, default=str) + b"\n"
 
 
 def clean_temporaries(root: Path) -> int:

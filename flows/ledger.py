@@ -131,6 +131,21 @@ class Ledger:
                   s.source_turns, s.characters, s.seconds) for s in sessions],
             )
 
+    def mark_interrupted(self) -> int:
+        """Runs still 'running' whose process on this host is gone were killed: say so."""
+        import os
+        import socket
+
+        rows = self.db.execute("SELECT run_id, args FROM runs WHERE status='running'").fetchall()
+        gone = []
+        for run_id, args in rows:
+            meta = orjson.loads(args)
+            if meta.get("host") == socket.gethostname() and not _alive(meta.get("pid")):
+                gone.append(run_id)
+        with self.db:
+            self.db.executemany("UPDATE runs SET status='interrupted' WHERE run_id=?", [(r,) for r in gone])
+        return len(gone)
+
     def finish_run(self, run_id: str, finished_at: str, status: str, seconds: float) -> dict[str, int]:
         counts = self.run_counts(run_id)
         with self.db:
@@ -201,3 +216,17 @@ class Ledger:
             (run_id, run_id),
         )
         return [r[0] for r in rows.fetchall()]
+
+
+def _alive(pid: int | None) -> bool:
+    import os
+
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

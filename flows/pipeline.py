@@ -9,6 +9,8 @@ errors fail the shard task, which Prefect retries; everything else is quarantine
 from __future__ import annotations
 
 import math
+import os
+import socket
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -98,8 +100,10 @@ def reconstruct(paths: list[Path], out_root: Path, settings: Settings, *, force:
     lpath = ledger_path_for(out_root, settings)
     ledger = Ledger(lpath)
     try:
+        ledger.mark_interrupted()
         ledger.start_run(run_id, f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ}",
-                         {"paths": [str(p) for p in paths], "out": str(out_root), "force": force},
+                         {"paths": [str(p) for p in paths], "out": str(out_root), "force": force,
+                          "pid": os.getpid(), "host": socket.gethostname()},
                          settings.fingerprint(), PIPELINE_VERSION)
         refs = ingest.discover(paths, settings)
         companions = {r.key: r for r in refs if r.companion}

@@ -72,7 +72,11 @@ def _gate_session(doc: dict[str, Any], counted: int) -> tuple[bytes, gate.GateRe
     """
     result = gate.check(doc, None, counted)
     doc["artifacts"]["ai_protocol_performance"]["gate"] = result.summary()
-    encoded = _encode(doc)
+    try:
+        encoded = _encode(doc)
+    except (TypeError, ValueError) as exc:  # e.g. an integer beyond 64 bits in a source field
+        result.failures.append(gate.GateFailure(Reason.JSON_SYNTAX, "$", f"cannot be serialised: {exc}"))
+        return b"", result
     result.failures.extend(gate.check_bytes(encoded))
     return encoded, result
 
