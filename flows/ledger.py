@@ -7,6 +7,8 @@ Only the flow's main process writes to it (shards return their records), so ther
 
 from __future__ import annotations
 
+import os
+import socket
 import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -133,8 +135,6 @@ class Ledger:
 
     def mark_interrupted(self) -> int:
         """Runs still 'running' whose process on this host is gone were killed: say so."""
-        import os
-        import socket
 
         rows = self.db.execute("SELECT run_id, args FROM runs WHERE status='running'").fetchall()
         gone = []
@@ -219,8 +219,6 @@ class Ledger:
 
 
 def _alive(pid: int | None) -> bool:
-    import os
-
     if not pid:
         return False
     try:

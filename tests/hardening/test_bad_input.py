@@ -34,7 +34,7 @@ def _account(out: Path, summary: dict, inputs: int) -> list[tuple]:
     written = sum(1 for status, path in sessions if status in ("ok", "partial"))
     quarantined = sum(1 for status, _ in sessions if status == "quarantined")
     assert written + quarantined == detected == len(sessions)
-    for status, path in sessions:
+    for _status, path in sessions:
         assert path is not None and (out / path).is_file()
     return files
 
