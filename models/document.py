@@ -40,7 +40,7 @@ class Interaction(_Strict):
     kind: str = Field(description="message, system, media, action, tool_call, tool_result, ...")
     speakerName: str = Field(min_length=1)
     model: ModelInfo
-    modelSource: Literal["explicit", "none"]
+    modelSource: Literal["explicit", "session-default", "none"]
     speaker: str = Field(pattern=SPEAKER_PATTERN)
     date: str | None = Field(None, pattern=ISO_Z_PATTERN)
     dateRaw: str | None = None

@@ -43,6 +43,9 @@ class Turn:
     lines: tuple[int, int] | None = None
     pointer: str | None = None
     extra: dict[str, Any] | None = None
+    model_explicit: bool = True
+    """False when ``model`` is a default the source states for the whole session rather than for
+    this turn (ChatGPT's default_model_slug): rule A2 then applies to it."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -49,11 +49,11 @@ class RunContext:
         )
 
 
-def _speaker_entry(ctx: RunContext, name: str, model, notes: list[str]) -> dict[str, Any]:
+def _speaker_entry(ctx: RunContext, name: str, model, explicit: bool, notes: list[str]) -> dict[str, Any]:
     provider, mname, version = (model.provider, model.name, model.version) if model else (None, None, None)
     s_name, s_provider, s_model, s_version, changes = safe_fields(name, provider, mname, version)
     entry = {"speakerName": s_name, "model": {"provider": s_provider, "name": s_model, "version": s_version}}
-    normalize_speaker(entry, ctx.identity, source_has_explicit_model=model is not None)
+    normalize_speaker(entry, ctx.identity, source_has_explicit_model=model is not None and explicit)
     if changes:
         entry["speakerNameRaw"] = name
         if model is not None:
@@ -94,10 +94,11 @@ def assemble(
     limit = ctx.settings.max_turn_chars
 
     for ordinal, turn in enumerate(session.turns, 1):
-        key = (turn.speaker, turn.model)
+        key = (turn.speaker, turn.model, turn.model_explicit)
         entry = speaker_cache.get(key)
         if entry is None:
-            entry = speaker_cache[key] = _speaker_entry(ctx, turn.speaker, turn.model, name_notes)
+            entry = speaker_cache[key] = _speaker_entry(ctx, turn.speaker, turn.model, turn.model_explicit,
+                                                        name_notes)
         content = turn.content
         if ordinal - 1 in suspects:
             content, found = scrub(content)
@@ -113,7 +114,7 @@ def assemble(
             "kind": turn.kind,
             "speakerName": entry["speakerName"],
             "model": model,
-            "modelSource": "explicit" if turn.model is not None else "none",
+            "modelSource": "none" if turn.model is None else ("explicit" if turn.model_explicit else "session-default"),
             "speaker": entry["speaker"],
         }
         for f in ("provider", "name", "version"):

@@ -140,6 +140,7 @@ def _check_syntax(encoded: bytes, out: _Collector) -> None:
 
 _INTERACTION_KEYS = set(Interaction.model_fields)
 _ROLES = {"user", "assistant", "system", "tool", "other"}
+_MODEL_SOURCES = {"explicit", "session-default", "none"}
 
 
 def _check_interactions(interactions: list[Any], out: _Collector) -> None:
@@ -157,8 +158,8 @@ def _check_interactions(interactions: list[Any], out: _Collector) -> None:
             out.add(Reason.SCHEMA, f"{where}.role", f"{it.get('role')!r} is not one of {sorted(_ROLES)}")
         if not isinstance(it.get("content"), str) or not isinstance(it.get("kind"), str):
             out.add(Reason.SCHEMA, where, "content and kind must be strings")
-        if not isinstance(it.get("source"), dict) or it.get("modelSource") not in ("explicit", "none"):
-            out.add(Reason.SCHEMA, where, "source must be an object and modelSource explicit|none")
+        if not isinstance(it.get("source"), dict) or it.get("modelSource") not in _MODEL_SOURCES:
+            out.add(Reason.SCHEMA, where, "source must be an object and modelSource explicit|session-default|none")
         if not it.keys() <= _INTERACTION_KEYS:
             out.add(Reason.SCHEMA, where, f"unexpected keys {sorted(it.keys() - _INTERACTION_KEYS)}")
         name, model, speaker = it.get("speakerName"), it.get("model"), it.get("speaker")
