@@ -130,6 +130,7 @@ def _session_outcome(ordinal, parsed, grammar, source, detection, ctx, seen_ids)
     counted = grammar.count_turns(parsed.raw)
     parsed.raw = None
     doc = assemble(parsed, counted, source=source, detection=detection, grammar_version=grammar.version, ctx=ctx)
+    parsed.turns.clear()  # the document holds what is needed; free the turn records before encoding
     sid = doc["sessionId"]
     interactions = doc["artifacts"]["Chatthistorik"]["interactions"]
     chars = sum(len(i["content"]) for i in interactions)
