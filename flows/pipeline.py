@@ -2,16 +2,23 @@
 
 A Prefect task costs tens of milliseconds, a session must cost microseconds: inputs are grouped
 into shards (by bytes and file count, in key order, so the grouping is deterministic) and each
-shard is one task run on a process pool (or on Dask when an address is given). Transient I/O
-errors fail the shard task, which Prefect retries; everything else is quarantined inside it.
+shard is one task run. Locally the tasks are Prefect task runs on a thread pool whose bodies hand
+the CPU work to one process pool per flow run (forkserver workers preloaded with the core, so a
+worker starts in milliseconds instead of re-importing Prefect as ProcessPoolTaskRunner's workers
+do); on Dask the task body runs on the Dask worker itself. Transient I/O errors fail the shard
+task, which Prefect retries; everything else is quarantined inside it.
 """
 
 from __future__ import annotations
 
 import math
+import multiprocessing
 import os
 import socket
 import time
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,7 +27,7 @@ from uuid import uuid4
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
-from prefect.task_runners import ProcessPoolTaskRunner, ThreadPoolTaskRunner
+from prefect.task_runners import ThreadPoolTaskRunner
 
 from models.settings import PIPELINE_VERSION, Settings
 
@@ -51,8 +58,33 @@ def plan_shards(refs: list[ingest.InputRef], settings: Settings) -> list[list[in
 @task(name="reconstruct-shard", retries=2, retry_delay_seconds=1, persist_result=False, cache_policy=NO_CACHE)
 def process_shard(refs: list[ingest.InputRef], out_root: str, settings: Settings,
                   companions: dict[str, ingest.InputRef], ledger_path: str, force: bool) -> ShardResult:
-    return run_shard(refs, Path(out_root), settings, companions=companions,
-                     ledger_path=Path(ledger_path), force=force)
+    args = (refs, Path(out_root), settings)
+    kwargs = {"companions": companions, "ledger_path": Path(ledger_path), "force": force}
+    pool = _LOCAL_POOL.get()
+    get_run_logger().debug("shard of %d inputs on %s", len(refs), "the local process pool" if pool else "this worker")
+    if pool is None:  # on a Dask worker, or a single local worker: run here
+        return run_shard(*args, **kwargs)
+    return pool.submit(run_shard, *args, **kwargs).result()
+
+
+# The flow run's process pool, seen by its shard tasks (they run on threads of the same process).
+_LOCAL_POOL: ContextVar[ProcessPoolExecutor | None] = ContextVar("reconstruct_local_pool", default=None)
+
+
+@contextmanager
+def local_pool(settings: Settings):
+    """A process pool for one flow run (none for Dask or a single worker)."""
+    if settings.dask_address or settings.workers <= 1:
+        yield None
+        return
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["flows.shard"])
+    with ProcessPoolExecutor(max_workers=settings.workers, mp_context=context) as pool:
+        token = _LOCAL_POOL.set(pool)
+        try:
+            yield pool
+        finally:
+            _LOCAL_POOL.reset(token)
 
 
 def ledger_path_for(out_root: Path, settings: Settings) -> Path:
@@ -60,14 +92,13 @@ def ledger_path_for(out_root: Path, settings: Settings) -> Path:
 
 
 def task_runner(settings: Settings):
-    """The runner for the shard tasks: Dask when an address is set, else a local process pool."""
+    """The runner for the shard tasks: Dask when an address is set, else threads that feed the
+    flow run's local process pool (see ``local_pool``)."""
     if settings.dask_address:
         from prefect_dask import DaskTaskRunner
 
         return DaskTaskRunner(address=settings.dask_address)
-    if settings.workers <= 1:
-        return ThreadPoolTaskRunner(max_workers=1)
-    return ProcessPoolTaskRunner(max_workers=settings.workers)
+    return ThreadPoolTaskRunner(max_workers=settings.workers)
 
 
 def _summary_markdown(run_id: str, counts: dict[str, int], quarantined: list[dict[str, Any]], seconds: float) -> str:
@@ -154,7 +185,7 @@ def reconstruct_archive(paths: list[str], out: str, settings: Settings, force: b
                         len(result.files), len(result.sessions))
             yield result
 
-    with progress_bar(show_progress) as progress:
+    with progress_bar(show_progress) as progress, local_pool(settings):
         summary = reconstruct([Path(p) for p in paths], out_root, settings, force=force,
                               runner=submit, progress=progress)
     c = summary["counts"]
