@@ -9,6 +9,9 @@ Layout under the output root (documented in the README):
   gate or ingest refused, with every reason (these are not session documents);
 - ``ledger.sqlite``: the run ledger.
 
+A source key part ending in ``.json`` gets ``.d`` appended as a folder name
+(``sessions/export/conversations.json.d/<id>.json``), so no folder matches ``*.json``.
+
 ``<source key>`` is the input's path below its root, prefixed by the root's name, each part passed
 through the same safe mapping as session ids (normalizers.ids), so nothing from the input can
 name a path outside the root.
@@ -28,15 +31,21 @@ class PathEscape(ValueError):
     """A computed output path would leave the output root (a bug guard: ids are made safe first)."""
 
 
+def folder(source_key: str) -> str:
+    """The output folder of a source: its key, with ``.d`` after any part ending in ``.json``, so
+    that no folder looks like a JSON file to tools that glob ``*.json`` (conversations.json.d/)."""
+    return "/".join(p + ".d" if p.lower().endswith(".json") else p for p in source_key.split("/"))
+
+
 def document_relpath(source_key: str, session_id: str, ordinal: int) -> str:
     if session_id == NO_ID:
-        return f"sessions/{source_key}/unidentified-{ordinal}/{NO_ID}.json"
-    return f"sessions/{source_key}/{session_id}.json"
+        return f"sessions/{folder(source_key)}/unidentified-{ordinal}/{NO_ID}.json"
+    return f"sessions/{folder(source_key)}/{session_id}.json"
 
 
 def quarantine_relpath(source_key: str, ordinal: int | None) -> str:
     leaf = "file.json" if ordinal is None else f"session-{ordinal}.json"
-    return f"quarantine/{source_key}/{leaf}"
+    return f"quarantine/{folder(source_key)}/{leaf}"
 
 
 def resolve_inside(root: Path, relpath: str) -> Path:

@@ -162,11 +162,14 @@ class Ledger:
     def run_counts(self, run_id: str) -> dict[str, int]:
         q = self.db.execute
         files = dict(q("SELECT status, COUNT(*) FROM files WHERE run_id=? GROUP BY status", (run_id,)).fetchall())
+        # A file whose grammar broke after some sessions is partial, and its remainder quarantined.
+        broken = q("SELECT COUNT(*) FROM files WHERE run_id=? AND status='partial' AND reasons != ''",
+                   (run_id,)).fetchone()[0]
         sess = dict(q("SELECT status, COUNT(*) FROM sessions WHERE run_id=? GROUP BY status", (run_id,)).fetchall())
         return {
             "files": sum(files.values()),
             "files_skipped": files.get("skipped", 0),
-            "files_quarantined": files.get("quarantined", 0),
+            "files_quarantined": files.get("quarantined", 0) + broken,
             "files_companion": files.get("companion", 0),
             "sessions_ok": sess.get("ok", 0),
             "sessions_partial": sess.get("partial", 0),
@@ -196,7 +199,7 @@ class Ledger:
         run_id = run_id or self.latest_run_id()
         rows = self.db.execute(
             "SELECT 'file' AS what, source_key, source_path, NULL AS ordinal, NULL AS session_id, reasons, detail "
-            "FROM files WHERE run_id=? AND status='quarantined' "
+            "FROM files WHERE run_id=? AND (status='quarantined' OR (status='partial' AND reasons != '')) "
             "UNION ALL "
             "SELECT 'session', s.source_key, f.source_path, s.ordinal, s.session_id, s.reasons, s.detail "
             "FROM sessions s JOIN files f ON f.run_id=s.run_id AND f.source_key=s.source_key "

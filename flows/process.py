@@ -120,8 +120,8 @@ def collect(parsed_sessions, grammar, source: SourceText, detection: Detection, 
                                 detection.grammar, detection)
     statuses = {s.status for s in sessions}
     status = "quarantined" if statuses == {"quarantined"} else ("ok" if statuses == {"ok"} else "partial")
-    reasons = sorted({r for s in sessions for r in s.reasons})
-    return FileOutcome(source.name, source.sha256, source.size, detection.grammar, status, reasons, "",
+    # The file's own reasons are file-level failures only; each session carries its own.
+    return FileOutcome(source.name, source.sha256, source.size, detection.grammar, status, [], "",
                        detection, sessions, time.perf_counter() - started)
 
 

@@ -94,6 +94,9 @@ class ByggLogg(_Strict):
     warnings: list[str]
     steps: list[str]
     redactions: list[Redaction]
+    sourceMeta: dict[str, Any] | None = Field(
+        None, description="What the grammar noted about the session (dialect, left-out branch nodes...)."
+    )
     sessionRecord: dict[str, list[dict[str, Any]]] = Field(
         description="What the source itself says of builds and protocols: toolCalls, commands, fileChanges, "
         "patches, heuristicsNamed; each entry points at its turn. Empty when the source says nothing."

@@ -49,6 +49,28 @@ class RunContext:
         )
 
 
+_TIME_KEY = regex.compile(r"(?:^(?:date|timestamp)$|(?:At|Date|Timestamp)$)", regex.IGNORECASE)
+_ISO_Z = regex.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
+
+
+def raw_time_keys(value: Any) -> Any:
+    """Source fields keep their values, but a key named like a time whose value is not in the
+    contract's form gets the suffix ``Raw`` (``timestampEdited`` -> ``timestampEditedRaw``), so the
+    document never carries a malformed timestamp under a timestamp key."""
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            key = str(k)
+            if (_TIME_KEY.search(key) and "raw" not in key.lower() and v is not None
+                    and not isinstance(v, (dict, list)) and not (isinstance(v, str) and _ISO_Z.match(v))):
+                key = f"{key}Raw"
+            out[key] = raw_time_keys(v)
+        return out
+    if isinstance(value, list):
+        return [raw_time_keys(v) for v in value]
+    return value
+
+
 def _speaker_entry(ctx: RunContext, name: str, model, explicit: bool, notes: list[str]) -> dict[str, Any]:
     provider, mname, version = (model.provider, model.name, model.version) if model else (None, None, None)
     s_name, s_provider, s_model, s_version, changes = safe_fields(name, provider, mname, version)
@@ -143,7 +165,7 @@ def assemble(
         if "modelRaw" in entry:
             item["modelRaw"] = entry["modelRaw"]
         if turn.extra:
-            item["sourceFields"] = turn.extra
+            item["sourceFields"] = raw_time_keys(turn.extra)
         facts.observe(ordinal, turn.role, turn.kind, turn.speaker, content)
         interactions.append(item)
 
@@ -220,6 +242,9 @@ def assemble(
         "redactions": redactions,
         "sessionRecord": facts.record,
     }
+    facts_meta = {k: v for k, v in session.meta.items() if not k.startswith("preamble")}
+    if facts_meta:
+        bygglogg["sourceMeta"] = raw_time_keys(facts_meta)
     if session.session_id is not None and session_id != session.session_id:
         bygglogg["sessionIdRaw"] = session.session_id
     if session_id == NO_ID and session.session_id is None:

@@ -123,7 +123,7 @@ class WhatsApp(Grammar):
             return 0.95
         # '[2019-12-24 11:23:45] Name:' is also a plain transcript; WhatsApp's own marks decide.
         native = any(len(m["d1"]) <= 2 or not m["open"] or m["ampm"] for m in hits)
-        return 0.93 if native else 0.6
+        return 0.93 if native else 0.45
 
     def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
         text = source.text

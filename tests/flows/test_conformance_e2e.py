@@ -21,3 +21,18 @@ def test_conformance_end_to_end(case):
     assert len(outcome.sessions) == case["sessions"]
     assert sum(s.interactions for s in outcome.sessions) == case["turns"]
     assert all(s.status == "ok" and s.encoded for s in outcome.sessions)
+
+
+def test_conformance_archive_written_and_checked_independently(tmp_path):
+    import subprocess
+    import sys
+
+    from flows.pipeline import reconstruct
+    from tests.helpers import CHECKER
+
+    summary = reconstruct([CONFORMANCE / "fixtures"], tmp_path, Settings())
+    c = summary["counts"]
+    assert c["files_quarantined"] == c["sessions_quarantined"] == c["sessions_partial"] == 0, summary["quarantined"]
+    assert c["sessions_ok"] == sum(case["sessions"] for case in EXPECTED)
+    proc = subprocess.run([sys.executable, str(CHECKER), str(tmp_path)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout

@@ -32,7 +32,10 @@ def test_golden(path):
     assert detection.grammar == grammar, detection.scores
     got = parse_file(path, grammar)
     for session in got:
-        assert session["counted_turns"] == len(session["turns"]), "independent count disagrees"
+        if session["coverage_reason"] is None:  # a grammar that leaves something out must say so
+            assert session["counted_turns"] == len(session["turns"]), "independent count disagrees"
+        else:
+            assert session["counted_turns"] > len(session["turns"])
     expected_path = path.with_name(path.name + ".expected.json")
     if UPDATE_GOLDEN or not expected_path.exists():
         expected_path.write_bytes(dump(got))
