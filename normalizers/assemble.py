@@ -49,7 +49,7 @@ class RunContext:
         )
 
 
-_TIME_KEY = regex.compile(r"(?:^(?:date|timestamp)$|(?:At|Date|Timestamp)$)", regex.IGNORECASE)
+_TIME_KEY = regex.compile(r"^(?i:date|timestamp)$|(?:At|Date|Timestamp)$")
 _ISO_Z = regex.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
 
 
