@@ -10,7 +10,8 @@ def _mojibake(text: str) -> str:
 
 
 def render(session):
-    messages = [{"sender_name": _mojibake(t.speaker), "timestamp_ms": int(t.time.replace(tzinfo=UTC).timestamp()) * 1000,
+    messages = [{"sender_name": _mojibake(t.speaker),
+                 "timestamp_ms": int(t.time.replace(tzinfo=UTC).timestamp()) * 1000,
                  "content": _mojibake(t.content), "type": "Generic"} for t in session.turns]
     doc = {"participants": [{"name": _mojibake(n)} for n in sorted({t.speaker for t in session.turns})],
            "messages": messages[::-1], "title": "Generated", "thread_path": "inbox/generated_1"}
