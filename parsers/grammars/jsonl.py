@@ -88,7 +88,8 @@ def message_turn(m: dict[str, Any], lines: tuple[int, int] | None, pointer: str 
     if m.get("tool_calls"):
         extra["toolCalls"] = m["tool_calls"]
         kind = "tool_call"
-        calls = ", ".join(str((c.get("function") or {}).get("name", "")) for c in m["tool_calls"] if isinstance(c, dict))
+        calls = ", ".join(str((c.get("function") or {}).get("name", ""))
+                          for c in m["tool_calls"] if isinstance(c, dict))
         content = f"{content}\n[tool_calls: {calls}]".lstrip("\n")
     if m.get("tool_call_id"):
         extra["toolCallId"] = m["tool_call_id"]
