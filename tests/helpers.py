@@ -65,12 +65,16 @@ def load_source(path: Path, name: str | None = None) -> SourceText:
     return decode(path.read_bytes(), name or path.name)
 
 
-def parse_file(path: Path, grammar: str, settings: Settings | None = None) -> list[dict[str, Any]]:
+def parse_file(path: Path, grammar: str, settings: Settings | None = None, *, name: str | None = None,
+               companions: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """Parse with one grammar and snapshot every session with its independent turn count."""
     settings = settings or Settings()
     g = registry.get(grammar)
+    source = load_source(path, name)
+    if companions:
+        source = SourceText(source.text, source.name, source.sha256, source.size, source.encoding, companions)
     out = []
-    for session in g.parse(load_source(path), settings):
+    for session in g.parse(source, settings):
         out.append(session_snapshot(session, g.count_turns(session.raw)))
     return out
 

@@ -61,18 +61,15 @@ class Transcript(Grammar):
 
     def detect(self, sample: str, name: str) -> float:
         lines = [ln for ln in sample.split("\n")[:400] if ln.strip()]
-        if not lines:
+        hits = [(m["label"], bool(m["ts"] or m["iso"])) for ln in lines
+                if (m := HEADER.match(ln)) and _plausible(m["label"])]
+        ok = accepted_labels(hits)
+        turns = [label for label, _ in hits if label in ok]
+        if not turns:
             return 0.0
-        hits = [m for ln in lines if (m := HEADER.match(ln)) and _plausible(m["label"])]
-        if not hits:
-            return 0.0
-        labels = Counter(split_speaker(m["label"])[0] for m in hits)
-        repeated = sum(c for c in labels.values() if c >= 2) + sum(
-            1 for k in labels if k.lower() in ROLE_WORDS
-        )
-        share = len(hits) / len(lines)
-        score = 0.35 + 0.35 * min(1.0, share * 2) + 0.2 * min(1.0, repeated / max(1, len(hits)))
-        return min(score, 0.9)
+        share = len(turns) / len(lines)
+        roles = sum(1 for label in set(turns) if split_speaker(label)[0].lower() in ROLE_WORDS)
+        return min(0.9, 0.45 + 0.35 * min(1.0, share * 2) + 0.1 * min(1, roles))
 
     def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
         text = source.text

@@ -12,30 +12,50 @@ import pytest
 from parsers import registry
 from tests.helpers import GOLDEN, UPDATE_GOLDEN, dump, load_source, parse_file
 
+COMPANIONS = {n for g in registry.all_grammars() for n in g.companion_names}
 CASES = sorted(
-    p for p in GOLDEN.glob("*/*") if p.is_file() and not p.name.endswith(".expected.json")
+    p for p in GOLDEN.glob("*/**/*")
+    if p.is_file() and not p.name.endswith(".expected.json") and p.name not in COMPANIONS
 )
+
+
+def _grammar_dir(path):
+    return GOLDEN / path.relative_to(GOLDEN).parts[0]
+
+
+def _companions(path):
+    """Companion files (Slack's users.json) from the case's folder up to its grammar folder."""
+    found = {}
+    folder = path.parent
+    while True:
+        for name in COMPANIONS:
+            if name not in found and (folder / name).is_file():
+                found[name] = (folder / name).read_text(encoding="utf-8")
+        if folder == _grammar_dir(path):
+            return found
+        folder = folder.parent
 
 
 def test_every_grammar_has_golden_cases():
     names = {g.name for g in registry.all_grammars()}
-    covered = {p.parent.name for p in CASES}
+    covered = {_grammar_dir(p).name for p in CASES}
     assert names <= covered, f"grammars without golden cases: {sorted(names - covered)}"
     assert covered <= names, f"golden folders without a grammar: {sorted(covered - names)}"
 
 
-@pytest.mark.parametrize("path", CASES, ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize("path", CASES, ids=lambda p: str(p.relative_to(GOLDEN)))
 def test_golden(path):
-    grammar = path.parent.name
-    source = load_source(path)
-    detection = registry.detect(source.text[:65536], path.name, threshold=0.5)
+    grammar = _grammar_dir(path).name
+    name = str(path.relative_to(_grammar_dir(path)))
+    source = load_source(path, name)
+    detection = registry.detect(source.text[:65536], name, threshold=0.5)
     assert detection.grammar == grammar, detection.scores
-    got = parse_file(path, grammar)
+    got = parse_file(path, grammar, name=name, companions=_companions(path))
     for session in got:
         if session["coverage_reason"] is None:  # a grammar that leaves something out must say so
             assert session["counted_turns"] == len(session["turns"]), "independent count disagrees"
         else:
-            assert session["counted_turns"] > len(session["turns"])
+            assert session["counted_turns"] >= len(session["turns"])
     expected_path = path.with_name(path.name + ".expected.json")
     if UPDATE_GOLDEN or not expected_path.exists():
         expected_path.write_bytes(dump(got))
