@@ -2,11 +2,12 @@
 
 The shape of each line's start is generalised (digit runs -> ``\\d+``, white space -> ``\\s+``,
 punctuation kept, the first word run -> the speaker, up to the next punctuation mark, which ends
-the header). When one shape starts at least 3 lines and 40% of the non-blank lines (the rest may be continuation lines), and has a
-digit or a punctuation mark before the speaker, it becomes a header pattern, the file is parsed
-with it, and the pattern is recorded as a heuristic ``H-INFER-<hash>`` with its evidence in
-``frankensteen_learning_db`` for a person to review and promote to a grammar. The pattern is a
-guess, so coverage is always marked partial. Detection scores low (0.5): any real grammar wins.
+the header). When one shape starts at least 3 lines and 40% of the non-blank lines (the rest
+may be continuation lines), and has a digit or a punctuation mark before the speaker, it becomes
+a header pattern, the file is parsed with it, and the pattern is recorded as a heuristic
+``H-INFER-<hash>`` with its evidence in ``frankensteen_learning_db`` for a person to review and
+promote to a grammar. The pattern is a guess, so coverage is always marked partial. Detection
+scores low (0.5): any real grammar wins.
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ from parsers.registry import register
 from parsers.speakers import role_of
 
 _TOKEN = regex.compile(r"\d+|[^\W\d_]+|[ \t]+|.")
-_STAMP = regex.compile(r"(?P<y>\d{4})[-/.](?P<m>\d{1,2})[-/.](?P<d>\d{1,2})[ T]+(?P<H>\d{1,2}):(?P<M>\d{2})(?::(?P<S>\d{2}))?")
+_STAMP = regex.compile(
+    r"(?P<y>\d{4})[-/.](?P<m>\d{1,2})[-/.](?P<d>\d{1,2})[ T]+(?P<H>\d{1,2}):(?P<M>\d{2})(?::(?P<S>\d{2}))?"
+)
 MIN_LINES, MIN_SHARE, SCORE = 3, 0.4, 0.5
 
 
