@@ -68,11 +68,24 @@ def _print_summary(summary: dict) -> None:
         _quarantine_table(summary["quarantined"])
 
 
+def show_rows(headers: list[str], rows: list[list[str]], title: str | None = None) -> None:
+    """A table on a terminal; tab-separated lines with a header otherwise (grep-able, log-friendly)."""
+    out = Console()
+    if not out.is_terminal:
+        for row in [headers, *rows]:
+            out.print("\t".join(str(c).replace("\n", " ") for c in row), soft_wrap=True, markup=False,
+                      highlight=False)
+        return
+    table = Table(*headers, title=title)
+    for row in rows:
+        table.add_row(*[str(c) for c in row])
+    out.print(table)
+
+
 def _quarantine_table(rows: list[dict]) -> None:
-    table = Table("what", "source", "session", "reasons", "detail", title="Quarantined")
-    for q in rows:
-        table.add_row(q["what"], q["source_path"], str(q["session_id"] or ""), q["reasons"], (q["detail"] or "")[:200])
-    console.print(table)
+    show_rows(["what", "source", "session", "reasons", "detail"],
+              [[q["what"], q["source_path"], q["session_id"] or "-", q["reasons"], (q["detail"] or "")[:300]]
+               for q in rows], title="Quarantined")
 
 
 def _run(paths: list[Path], out: Path, settings: Settings, force: bool) -> int:
@@ -177,12 +190,11 @@ def status(out: OutOpt = Path("output"), config: ConfigOpt = None,
         rows = ledger.runs(limit)
     finally:
         ledger.close()
-    table = Table("run", "started", "status", "files", "skipped", "files q.", "ok", "partial", "sessions q.", "s")
-    for r in rows:
-        table.add_row(r["run_id"], r["started_at"], r["status"], str(r["files"]), str(r["files_skipped"]),
-                      str(r["files_quarantined"]), str(r["sessions_ok"]), str(r["sessions_partial"]),
-                      str(r["sessions_quarantined"]), f"{r['seconds'] or 0:.2f}")
-    Console().print(table)
+    show_rows(["run", "started", "status", "files", "skipped", "files_quarantined", "ok", "partial",
+               "sessions_quarantined", "seconds"],
+              [[r["run_id"], r["started_at"], r["status"], r["files"], r["files_skipped"], r["files_quarantined"],
+                r["sessions_ok"], r["sessions_partial"], r["sessions_quarantined"], f"{r['seconds'] or 0:.2f}"]
+               for r in rows], title="Runs")
 
 
 @app.command()
@@ -208,10 +220,9 @@ def formats() -> None:
     """The registered grammars, each with an example of its input."""
     from parsers import registry
 
-    table = Table("name", "version", "kind", "description", "example")
-    for g in registry.all_grammars():
-        table.add_row(g.name, g.version, "json" if g.structured else "text", g.description, g.example)
-    Console().print(table)
+    show_rows(["name", "version", "kind", "description", "example"],
+              [[g.name, g.version, "json" if g.structured else "text", g.description, g.example]
+               for g in registry.all_grammars()], title="Grammars")
 
 
 @app.command()
