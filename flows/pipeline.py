@@ -12,13 +12,9 @@ task, which Prefect retries; everything else is quarantined inside it.
 from __future__ import annotations
 
 import math
-import multiprocessing
 import os
 import socket
 import time
-from concurrent.futures import ProcessPoolExecutor
-from contextlib import contextmanager
-from contextvars import ContextVar
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -31,7 +27,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from models.settings import PIPELINE_VERSION, Settings
 
-from . import emit, ingest
+from . import emit, ingest, pool
 from .ledger import Ledger
 from .shard import ShardResult, run_shard
 
@@ -58,33 +54,10 @@ def plan_shards(refs: list[ingest.InputRef], settings: Settings) -> list[list[in
 @task(name="reconstruct-shard", retries=2, retry_delay_seconds=1, persist_result=False, cache_policy=NO_CACHE)
 def process_shard(refs: list[ingest.InputRef], out_root: str, settings: Settings,
                   companions: dict[str, ingest.InputRef], ledger_path: str, force: bool) -> ShardResult:
-    args = (refs, Path(out_root), settings)
-    kwargs = {"companions": companions, "ledger_path": Path(ledger_path), "force": force}
-    pool = _LOCAL_POOL.get()
-    get_run_logger().debug("shard of %d inputs on %s", len(refs), "the local process pool" if pool else "this worker")
-    if pool is None:  # on a Dask worker, or a single local worker: run here
-        return run_shard(*args, **kwargs)
-    return pool.submit(run_shard, *args, **kwargs).result()
-
-
-# The flow run's process pool, seen by its shard tasks (they run on threads of the same process).
-_LOCAL_POOL: ContextVar[ProcessPoolExecutor | None] = ContextVar("reconstruct_local_pool", default=None)
-
-
-@contextmanager
-def local_pool(settings: Settings):
-    """A process pool for one flow run (none for Dask or a single worker)."""
-    if settings.dask_address or settings.workers <= 1:
-        yield None
-        return
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["flows.shard"])
-    with ProcessPoolExecutor(max_workers=settings.workers, mp_context=context) as pool:
-        token = _LOCAL_POOL.set(pool)
-        try:
-            yield pool
-        finally:
-            _LOCAL_POOL.reset(token)
+    result, where = pool.dispatch(refs, Path(out_root), settings, companions=companions,
+                                  ledger_path=Path(ledger_path), force=force)
+    get_run_logger().debug("shard of %d inputs ran on %s", len(refs), where)
+    return result
 
 
 def ledger_path_for(out_root: Path, settings: Settings) -> Path:
@@ -185,7 +158,7 @@ def reconstruct_archive(paths: list[str], out: str, settings: Settings, force: b
                         len(result.files), len(result.sessions))
             yield result
 
-    with progress_bar(show_progress) as progress, local_pool(settings):
+    with progress_bar(show_progress) as progress, pool.local_pool(settings):
         summary = reconstruct([Path(p) for p in paths], out_root, settings, force=force,
                               runner=submit, progress=progress)
     c = summary["counts"]
