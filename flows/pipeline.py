@@ -139,8 +139,8 @@ def reconstruct(paths: list[Path], out_root: Path, settings: Settings, *, force:
 
 
 @flow(name="reconstruct-archive", log_prints=False, validate_parameters=False)
-def reconstruct_archive(paths: list[str], out: str, settings: Settings, force: bool = False,
-                        show_progress: bool = False) -> dict[str, Any]:
+def reconstruct_archive(paths: list[str], out: str, settings: Settings | dict[str, Any] | None = None,
+                        force: bool = False, show_progress: bool = False) -> dict[str, Any]:
     """Reconstruct every session of an archive into ``out`` (see README: Output layout).
 
     Run it with ``run_archive`` (which picks the task runner from the settings) or, for a
@@ -148,6 +148,8 @@ def reconstruct_archive(paths: list[str], out: str, settings: Settings, force: b
     """
     logger = get_run_logger()
     out_root = Path(out)
+    if not isinstance(settings, Settings):  # a deployment passes the settings as a plain mapping
+        settings = Settings(**(settings or {}))
 
     def submit(shards, companions, ledger_path):
         futures = [process_shard.submit(s, str(out_root), settings, companions, ledger_path, force)
