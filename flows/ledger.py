@@ -166,6 +166,8 @@ class Ledger:
         broken = q("SELECT COUNT(*) FROM files WHERE run_id=? AND status='partial' AND reasons != ''",
                    (run_id,)).fetchone()[0]
         sess = dict(q("SELECT status, COUNT(*) FROM sessions WHERE run_id=? GROUP BY status", (run_id,)).fetchall())
+        turns = q("SELECT COALESCE(SUM(interactions), 0) FROM sessions WHERE run_id=? AND status IN ('ok','partial')",
+                  (run_id,)).fetchone()[0]
         return {
             "files": sum(files.values()),
             "files_skipped": files.get("skipped", 0),
@@ -174,6 +176,7 @@ class Ledger:
             "sessions_ok": sess.get("ok", 0),
             "sessions_partial": sess.get("partial", 0),
             "sessions_quarantined": sess.get("quarantined", 0),
+            "interactions": turns,
         }
 
     def done_before(self, source_key: str, sha256: str, fingerprint: str) -> bool:

@@ -1,10 +1,23 @@
-"""DiscordChatExporter JSON exports (``{"guild", "channel", "messages": [...]}``), one session per channel.
+"""DiscordChatExporter JSON exports (``{"guild", "channel", "dateRange", "messages": [...]}``): one session.
 
-Messages of type ``Default`` and ``Reply`` are their author's turns; every other type
-(ChannelNameChange, ChannelIconChange, RecipientAdd, Call, ThreadCreated, ChannelPinnedMessage,
-GuildMemberJoin...) is a System turn with the author as actor. An author's display name is their
-nickname, else their name. Attachments, embeds, stickers, reactions and the reply reference are
-kept as source fields; an edit time is kept raw.
+Dialects: guild text channels, threads and forum posts, direct messages and group DMs (guild
+"Direct Messages"), old and new exporter versions (with or without ``callEndedTimestamp``,
+``stickers``, ``inlineEmojis``, ``interaction``).
+
+Decisions:
+- Messages of type ``Default`` and ``Reply`` are their author's turns (role "user"; a bot author,
+  ``isBot``, gets role "other": a Discord bot is not a language model). Every other type
+  (ChannelNameChange, ChannelIconChange, RecipientAdd, Call, ThreadCreated, ChannelPinnedMessage,
+  GuildMemberJoin...) is a System turn with the author as ``actor``; its content is the exporter's
+  text ("Pinned a message.") or, when empty, the type.
+- An author's display name is their nickname, else their name ("nickname beats name").
+- Attachments and stickers add ``[attachment: name]`` / ``[sticker: name]`` marker lines; embeds
+  add a marker only when the message has no text of its own (a bot's embed-only post), because a
+  link preview repeats a URL that is already in the text. Attachments, embeds, stickers,
+  reactions, mentions and the reply reference are kept in ``extra``; ``timestampEdited`` and
+  ``callEndedTimestamp`` are kept raw as ``editedRaw`` / ``callEndedRaw``.
+- session_id = channel id; title = ``<guild name> / <channel name>``. A ``messageCount`` that
+  differs from the number of messages (a cut-short export) is a warning.
 """
 
 from __future__ import annotations
@@ -18,73 +31,111 @@ from models.errors import ParseError, Reason
 from models.records import ParsedSession, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
+from parsers.grammars._chatjson import TimeLog, compact, markers, note_odd, odd_entry, raw_text, string
 from parsers.jsonload import load_json
 from parsers.registry import register
 from parsers.timeparse import parse_iso
 
-_SIGNATURE = regex.compile(r'"guild"\s*:\s*\{')
-_SUPPORT = regex.compile(r'"channel"\s*:\s*\{|"messages"\s*:\s*\[')
-MESSAGE_TYPES = {"Default", "Reply"}
+_GUILD = regex.compile(r'"guild"\s*:\s*\{')
+_CHANNEL = regex.compile(r'"channel"\s*:\s*\{')
+_SUPPORT = regex.compile(r'"messages"\s*:\s*\[|"dateRange"\s*:|"author"\s*:\s*\{')
+MESSAGE_TYPES = frozenset({"Default", "Reply"})
+_EVENT_KINDS = {"RecipientAdd": "join", "GuildMemberJoin": "join", "RecipientRemove": "part",
+                "ChannelNameChange": "topic"}
+
+
+def _names(items: Any, *keys: str) -> list[str]:
+    out = []
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, dict):
+            out.append(next((str(item[k]) for k in keys if item.get(k)), "?"))
+    return out
 
 
 @register
 class Discord(Grammar):
     name = "discord"
-    version = "1"
+    version = "2"
     structured = True
-    description = "DiscordChatExporter JSON export (one channel)"
-    example = '{"guild": {"name": "…"}, "channel": {"id": "…"}, "messages": [{"type": "Default", "author": {…}}]}'
+    description = "DiscordChatExporter JSON export (one channel, thread or DM per file)"
+    example = ('{"guild": {"id": "0", "name": "Direct Messages"}, "channel": {"id": "1064990764406419508", '
+               '"name": "a group chat"}, "messages": [{"id": "1", "type": "Default", "timestamp": '
+               '"2023-01-17T19:33:19.087+00:00", "content": "hi", "author": {"name": "not a plant", '
+               '"nickname": "theplant", "isBot": false}}]}')
 
     def detect(self, sample: str, name: str) -> float:
-        return 0.95 if _SIGNATURE.search(sample) and _SUPPORT.search(sample) else 0.0
+        if _GUILD.search(sample) and _CHANNEL.search(sample) and _SUPPORT.search(sample):
+            return 0.95
+        return 0.0
 
     def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
         data = load_json(source.text, source.name, self.name)
         if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
             raise ParseError(Reason.PARSE_ERROR, "expected an object with a messages list", path=source.name,
                              grammar=self.name)
-        channel = data.get("channel") if isinstance(data.get("channel"), dict) else {}
-        guild = data.get("guild") if isinstance(data.get("guild"), dict) else {}
+        messages = data["messages"]
+        channel = data["channel"] if isinstance(data.get("channel"), dict) else {}
+        guild = data["guild"] if isinstance(data.get("guild"), dict) else {}
         cid = channel.get("id")
-        session = ParsedSession(None if cid is None else str(cid), "source:channel.id" if cid else "none", [],
-                                raw=data["messages"], pointer="/")
-        names = [x for x in (guild.get("name"), channel.get("category"), channel.get("name")) if x]
-        session.title = " / ".join(str(x) for x in names) or None
-        if data.get("messageCount") is not None:
-            session.meta["declaredMessageCount"] = data["messageCount"]
-        for i, m in enumerate(data["messages"]):
-            session.turns.append(self._turn(m, f"/messages/{i}"))
+        session = ParsedSession(None if cid in (None, "") else str(cid),
+                                "none" if cid in (None, "") else "source:channel.id", [], raw=messages, pointer="/")
+        names = [str(x) for x in (guild.get("name"), channel.get("name")) if x]
+        session.title = " / ".join(names) or None
+        session.meta.update(compact({"guildId": guild.get("id"), "channelType": channel.get("type"),
+                                     "category": channel.get("category"), "topic": channel.get("topic"),
+                                     "declaredMessageCount": data.get("messageCount")}) or {})
+        declared = data.get("messageCount")
+        if isinstance(declared, int) and declared != len(messages):
+            session.warnings.append(f"messageCount says {declared} but the export holds {len(messages)} messages")
+        times = TimeLog()
+        for i, m in enumerate(messages):
+            session.turns.append(self._turn(m, f"/messages/{i}", times))
+        note_odd(session, messages)
+        times.flush(session)
         yield session
 
     @staticmethod
-    def _turn(m: Any, pointer: str) -> Turn:
+    def _turn(m: Any, pointer: str, times: TimeLog) -> Turn:
         if not isinstance(m, dict):
-            return Turn("System", "other", str(m), pointer=pointer, kind="unknown")
-        author = m.get("author") if isinstance(m.get("author"), dict) else {}
-        display = author.get("nickname") or author.get("name") or str(author.get("id") or "unknown")
-        raw = m.get("timestamp")
-        when = parse_iso(raw) if isinstance(raw, str) else None
-        extra: dict[str, Any] = {"messageId": m.get("id"), "type": m.get("type")}
-        if author.get("isBot"):
-            extra["bot"] = True
-        if m.get("timestampEdited"):
-            extra["editedRaw"] = m["timestampEdited"]
-        for key in ("attachments", "embeds", "stickers", "reactions", "mentions"):
-            if m.get(key):
-                extra[key] = m[key]
-        if isinstance(m.get("reference"), dict):
-            extra["replyTo"] = m["reference"].get("messageId")
-        content = m.get("content") if isinstance(m.get("content"), str) else ""
-        if m.get("attachments"):
-            names = ", ".join(str(a.get("fileName", "")) for a in m["attachments"] if isinstance(a, dict))
-            content = f"{content}\n[attachments: {names}]" if content else f"[attachments: {names}]"
-        if m.get("type") in MESSAGE_TYPES:
-            kind = "media" if m.get("attachments") and not m.get("content") else "message"
+            return odd_entry(m, pointer)
+        author = m["author"] if isinstance(m.get("author"), dict) else {}
+        display = str(author.get("nickname") or author.get("name") or author.get("id") or "unknown")
+        raw = raw_text(m.get("timestamp"))
+        when = times.read(parse_iso(raw) if raw else None, raw, pointer)
+        mtype = m.get("type")
+        reference = m["reference"] if isinstance(m.get("reference"), dict) else {}
+        extra = {
+            "messageId": m.get("id"),
+            "type": mtype,
+            "authorId": author.get("id"),
+            "bot": bool(author.get("isBot")),
+            "pinned": bool(m.get("isPinned")),
+            "editedRaw": raw_text(m.get("timestampEdited")),
+            "callEndedRaw": raw_text(m.get("callEndedTimestamp")),
+            "replyTo": reference.get("messageId"),
+            "attachments": m.get("attachments"),
+            "embeds": m.get("embeds"),
+            "stickers": m.get("stickers"),
+            # Reactions and mentions carry avatar URLs and user lists; who and how many is what matters.
+            "reactions": [{"emoji": (r.get("emoji") or {}).get("name"), "count": r.get("count")}
+                          for r in m["reactions"] if isinstance(r, dict)] if isinstance(m.get("reactions"), list)
+            else None,
+            "mentions": _names(m.get("mentions"), "nickname", "name", "id") or None,
+            "interaction": m.get("interaction"),
+        }
+        text = string(m.get("content"))
+        lines = [f"[attachment: {n}]" for n in _names(m.get("attachments"), "fileName", "url")]
+        lines += [f"[sticker: {n}]" for n in _names(m.get("stickers"), "name", "id")]
+        if not text and not lines:
+            lines += [f"[embed: {n}]" for n in _names(m.get("embeds"), "title", "description", "url")]
+        content = markers(text, lines)
+        if mtype in MESSAGE_TYPES or mtype is None:  # very old exports carry no type
+            kind = "media" if lines and not text else "message"
             role = "other" if author.get("isBot") else "user"
-            return Turn(str(display), role, content, when, raw, None, kind, pointer=pointer, extra=extra)
+            return Turn(display, role, content, when, raw, None, kind, pointer=pointer, extra=compact(extra))
         extra["actor"] = display
-        return Turn("System", "system", content or str(m.get("type")), when, raw, None, "system",
-                    pointer=pointer, extra=extra)
+        return Turn("System", "system", content or str(mtype or "event"), when, raw, None,
+                    _EVENT_KINDS.get(str(mtype), "system"), pointer=pointer, extra=compact(extra))
 
     def count_turns(self, raw: Any) -> int:
-        return len(raw)
+        return len(raw) if isinstance(raw, list) else 0

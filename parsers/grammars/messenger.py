@@ -1,15 +1,29 @@
-"""Facebook Messenger JSON exports (``message_1.json``: ``participants``, ``messages``, ``title``).
+"""Facebook Messenger JSON exports (``message_N.json``: ``participants``, ``messages``, ``title``, ``thread_path``).
 
-Facebook writes UTF-8 as ``\\u00XX`` escapes of each byte (latin-1 mojibake): every string is
-repaired with ``encode("latin-1").decode("utf-8")`` when that round-trips, and kept as it is
-otherwise. Messages are stored newest first; they are emitted oldest first, by ``timestamp_ms``,
-and messages with the same timestamp keep the reverse of their file order (the file's order is
-newest first). ``Subscribe``/``Unsubscribe`` and call events are System turns with the actor.
+Dialects: one-to-one and group threads, long threads split over ``message_1.json``,
+``message_2.json``... (each file is a session with the thread's id; ``meta.filePart`` says which),
+and Instagram direct-message exports, which use the same layout.
+
+Decisions:
+- Facebook writes UTF-8 as ``\\u00XX`` escapes of each byte (latin-1 mojibake): every string is
+  repaired with ``encode("latin-1").decode("utf-8")`` when that round-trips, and kept as it is
+  otherwise (a genuine "é" does not round-trip and stays).
+- Messages are stored newest first; they are emitted oldest first by ``timestamp_ms``. Messages
+  with the same millisecond keep the REVERSE of their file order, since the file is newest first
+  (only when the file's own times run oldest first, an unusual export, do ties keep file order;
+  the assumption says which). A message without ``timestamp_ms`` stays beside its neighbours.
+- ``Subscribe`` / ``Unsubscribe`` (people added to or leaving a group) and ``Call`` events are
+  System turns with the sender as ``actor``. Everything else (Generic, Share...) is its sender's
+  turn; photos, videos, audio, files, GIFs and stickers add ``[photo: name]`` marker lines (kind
+  ``media`` when there is no text); a shared link the text does not already show adds ``[share: link]``.
+- session_id = ``thread_path``, else None.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from itertools import pairwise
+from pathlib import PurePosixPath
 from typing import Any
 
 import regex
@@ -18,18 +32,23 @@ from models.errors import ParseError, Reason
 from models.records import ParsedSession, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
+from parsers.grammars._chatjson import TimeLog, compact, markers, note_odd, odd_entry, raw_text, string
 from parsers.jsonload import load_json
 from parsers.registry import register
 from parsers.timeparse import from_epoch
 
 _SIGNATURE = regex.compile(r'"sender_name"\s*:')
 _SUPPORT = regex.compile(r'"timestamp_ms"\s*:')
-SYSTEM_TYPES = {"Subscribe", "Unsubscribe", "Call"}
+_PART = regex.compile(r"message_(\d+)")
+SYSTEM_KINDS = {"Subscribe": "join", "Unsubscribe": "part", "Call": "system"}
+_MEDIA = (("photos", "photo"), ("videos", "video"), ("audio_files", "audio"), ("files", "file"), ("gifs", "gif"))
 
 
 def repair(value: Any) -> Any:
     """Undo Facebook's latin-1 mojibake in every string of a JSON value."""
     if isinstance(value, str):
+        if value.isascii():
+            return value
         try:
             return value.encode("latin-1").decode("utf-8")
         except (UnicodeEncodeError, UnicodeDecodeError):
@@ -41,66 +60,119 @@ def repair(value: Any) -> Any:
     return value
 
 
+def _ms(m: Any) -> int | None:
+    value = m.get("timestamp_ms") if isinstance(m, dict) else None
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        return None
+
+
+def chronological(messages: list[Any]) -> tuple[list[int], bool]:
+    """Indexes of ``messages`` oldest first, and whether the file itself runs newest first.
+
+    A message without a time takes its older neighbour's, so it stays where the file has it.
+    """
+    stamps = [_ms(m) for m in messages]
+    known = [s for s in stamps if s is not None]
+    ups = sum(1 for a, b in pairwise(known) if b > a)
+    downs = sum(1 for a, b in pairwise(known) if b < a)
+    newest_first = downs >= ups
+    order = range(len(messages) - 1, -1, -1) if newest_first else range(len(messages))
+    keys: dict[int, tuple[int, int]] = {}
+    last = None
+    for rank, i in enumerate(order):
+        last = stamps[i] if stamps[i] is not None else last
+        keys[i] = (last if last is not None else -(2**62), rank)
+    return sorted(keys, key=keys.__getitem__), newest_first
+
+
 @register
 class Messenger(Grammar):
     name = "messenger"
-    version = "1"
+    version = "2"
     structured = True
-    description = "Facebook Messenger JSON export (message_N.json)"
-    example = '{"participants": [{"name": "Ann"}], "messages": [{"sender_name": "Ann", "timestamp_ms": 1668628203612}]}'
+    description = "Facebook Messenger (and Instagram) JSON export, message_N.json, one thread per file"
+    example = ('{"participants": [{"name": "John Doe"}], "messages": [{"sender_name": "Allan Smith", '
+               '"timestamp_ms": 1668628203612, "content": "Hello John", "type": "Generic"}], '
+               '"title": "John Doe", "thread_path": "inbox/johndoe_abc123"}')
 
     def detect(self, sample: str, name: str) -> float:
         return 0.95 if _SIGNATURE.search(sample) and _SUPPORT.search(sample) else 0.0
 
     def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
-        data = repair(load_json(source.text, source.name, self.name))
+        data = load_json(source.text, source.name, self.name)
         if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
             raise ParseError(Reason.PARSE_ERROR, "expected an object with a messages list", path=source.name,
                              grammar=self.name)
+        data = repair(data)
         messages = data["messages"]
         tid = data.get("thread_path")
-        session = ParsedSession(tid if isinstance(tid, str) and tid else None,
-                                "source:thread_path" if tid else "none", [], raw=messages, pointer="/")
+        tid = tid if isinstance(tid, str) and tid else None
+        session = ParsedSession(tid, "source:thread_path" if tid else "none", [], raw=messages, pointer="/")
         session.title = data.get("title") if isinstance(data.get("title"), str) else None
         if isinstance(data.get("participants"), list):
             session.meta["participants"] = [p.get("name") for p in data["participants"] if isinstance(p, dict)]
-        order = sorted(range(len(messages)), key=lambda i: (_ms(messages[i]), -i))
-        if order != list(range(len(messages))):
-            session.assumptions.append("messages re-ordered oldest first by timestamp_ms (the file is newest first)")
+        if data.get("thread_type"):
+            session.meta["threadType"] = data["thread_type"]
+        part = _PART.fullmatch(PurePosixPath(source.name).stem)
+        if part:
+            session.meta["filePart"] = int(part[1])
+        order, newest_first = chronological(messages)
+        if len(messages) > 1:
+            session.assumptions.append(
+                "messages emitted oldest first by timestamp_ms; the file runs newest first, so messages with "
+                "the same timestamp keep the reverse of their file order" if newest_first else
+                "messages emitted oldest first by timestamp_ms; this file runs oldest first, so messages with "
+                "the same timestamp keep their file order"
+            )
+        times = TimeLog()
         for i in order:
-            session.turns.append(self._turn(messages[i], f"/messages/{i}"))
+            session.turns.append(self._turn(messages[i], f"/messages/{i}", times))
+        note_odd(session, messages)
+        times.flush(session)
         yield session
 
     @staticmethod
-    def _turn(m: Any, pointer: str) -> Turn:
+    def _turn(m: Any, pointer: str, times: TimeLog) -> Turn:
         if not isinstance(m, dict):
-            return Turn("System", "other", str(m), pointer=pointer, kind="unknown")
-        raw = m.get("timestamp_ms")
-        when = from_epoch(raw, millis=True)
-        content = m.get("content") if isinstance(m.get("content"), str) else ""
-        extra: dict[str, Any] = {"type": m.get("type")}
-        media = [k for k in ("photos", "videos", "audio_files", "files", "gifs", "sticker") if m.get(k)]
-        for key in (*media, "share", "reactions"):
-            if m.get(key):
-                extra[key] = m[key]
+            return odd_entry(m, pointer)
+        raw = raw_text(m.get("timestamp_ms"))
+        when = times.read(from_epoch(raw, millis=True) if _ms(m) is not None else None, raw, pointer)
+        text = string(m.get("content"))
+        mtype = m.get("type")
+        lines = []
+        for key, label in _MEDIA:
+            for item in m.get(key) if isinstance(m.get(key), list) else []:
+                uri = string(item.get("uri")) if isinstance(item, dict) else ""
+                lines.append(f"[{label}: {PurePosixPath(uri).name}]" if uri else f"[{label}]")
+        if isinstance(m.get("sticker"), dict):
+            uri = string(m["sticker"].get("uri"))
+            lines.append(f"[sticker: {PurePosixPath(uri).name}]" if uri else "[sticker]")
+        share = m["share"] if isinstance(m.get("share"), dict) else {}
+        link = string(share.get("link"))
+        if link and link not in text:
+            lines.append(f"[share: {link}]")
+        extra = {
+            "type": mtype,
+            "share": share or None,
+            "reactions": m.get("reactions"),
+            "unsent": bool(m.get("is_unsent")),
+            "callDuration": m.get("call_duration"),
+            "missed": m.get("missed"),
+            "members": [u.get("name") for u in m["users"] if isinstance(u, dict)]
+            if isinstance(m.get("users"), list) else None,
+        }
+        content = markers(text, lines)
         sender = str(m.get("sender_name") or "unknown")
-        if m.get("type") in SYSTEM_TYPES:
+        if mtype in SYSTEM_KINDS:
             extra["actor"] = sender
-            return Turn("System", "system", content or str(m.get("type")), when, None if raw is None else str(raw),
-                        None, "system", pointer=pointer, extra=extra)
-        kind = "message"
-        if media:
-            kind = "media" if not content else "message"
-            content = "\n".join(x for x in (content, f"[{', '.join(media)}]") if x)
-        return Turn(sender, "user", content, when, None if raw is None else str(raw), None, kind,
-                    pointer=pointer, extra=extra)
+            return Turn("System", "system", content or str(mtype), when, raw, None, SYSTEM_KINDS[mtype],
+                        pointer=pointer, extra=compact(extra))
+        kind = "media" if lines and not text and not link else "message"
+        return Turn(sender, "user", content, when, raw, None, kind, pointer=pointer, extra=compact(extra))
 
     def count_turns(self, raw: Any) -> int:
-        return len(raw)
-
-
-def _ms(m: Any) -> int:
-    try:
-        return int(m.get("timestamp_ms") or 0) if isinstance(m, dict) else 0
-    except (TypeError, ValueError):
-        return 0
+        return len(raw) if isinstance(raw, list) else 0

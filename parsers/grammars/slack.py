@@ -1,17 +1,28 @@
-"""Slack workspace exports: a folder per channel with one JSON file per day (``general/2020-01-01.json``).
+"""Slack workspace exports: a folder per channel with one JSON list of messages per day (``general/2020-01-01.json``).
 
-Each day file is one session, id ``<channel>-<date>`` from its path (id source "file-name"),
-messages in file order; thread replies stay where the day file has them, with ``threadTs``.
-User ids are resolved through the export's ``users.json`` (a companion file: the ingest hands
-it over from the day file's folder or a folder above), else through the message's own
-``user_profile``, else kept as the id. Subtype messages that are events (channel_join,
-channel_topic, pinned_item...) are System turns with the user as actor; ``bot_message`` turns
-belong to the bot (role "other": a bot is not a language model).
+Dialects: public channel folders, private channel / DM / group DM folders of Business+ exports
+(named by the conversation's name or id), messages from people, bots (``bot_message``, or a
+``bot_id`` without a user), apps posting as bot users, and events (subtypes).
+
+Decisions:
+- Each day file is one session, id ``<channel>-<date>`` from its path (id source "file-name"),
+  title ``#<channel> <date>``; messages in file order. Thread replies stay where the day file has
+  them (Slack files them under the day they were posted), with ``threadTs`` in ``extra``.
+- Speaker: the user id resolved through the export's ``users.json`` (display name, else real name,
+  else user name), handed over as a companion file by the ingest; without it, the message's own
+  ``user_profile`` (display name, else real name); else the id as it is (noted in assumptions).
+- Subtypes that are events (channel_join, channel_leave, channel_topic, channel_purpose,
+  channel_name, pinned_item, bot_add, tombstone...) are System turns with the user as ``actor``.
+  ``bot_message`` and other bot posts belong to the bot (username, else bot profile name, else
+  bot id) with role "other": a Slack bot is not a language model. ``me_message`` is kind "action";
+  a post with files and no text is kind "media".
+- ``ts`` ("1580000000.000200") is an exact instant: aware UTC. ``edited.ts`` is kept as ``editedRaw``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import lru_cache
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -22,51 +33,89 @@ from models.errors import ParseError, Reason
 from models.records import ParsedSession, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
+from parsers.grammars._chatjson import TimeLog, compact, markers, note_odd, odd_entry, raw_text, string
 from parsers.jsonload import load_json
 from parsers.registry import register
 from parsers.timeparse import from_epoch
 
-_SIGNATURE = regex.compile(r'\A\s*\[\s*\{')
+_LIST_OF_OBJECTS = regex.compile(r"\A\s*\[\s*\{")
 _TS = regex.compile(r'"ts"\s*:\s*"\d+\.\d+"')
 _MESSAGE = regex.compile(r'"type"\s*:\s*"message"')
-_DAY = regex.compile(r"^\d{4}-\d{2}-\d{2}$")
-EVENT_SUBTYPES = {
-    "channel_join", "channel_leave", "channel_topic", "channel_purpose", "channel_name", "channel_archive",
-    "channel_unarchive", "group_join", "group_leave", "group_topic", "group_purpose", "group_name",
-    "pinned_item", "unpinned_item", "bot_add", "bot_remove", "reminder_add", "channel_convert_to_private",
+_AUTHOR = regex.compile(r'"(?:user|bot_id)"\s*:\s*"')
+_DAY = regex.compile(r"\d{4}-\d{2}-\d{2}")
+COMPANIONS = ("users.json", "channels.json", "groups.json", "dms.json", "mpims.json", "integration_logs.json")
+EVENT_KINDS = {
+    "channel_join": "join", "group_join": "join", "channel_leave": "part", "group_leave": "part",
+    "app_conversation_leave": "part", "channel_topic": "topic", "group_topic": "topic",
+    "channel_purpose": "topic", "group_purpose": "topic", "channel_name": "topic", "group_name": "topic",
+    **dict.fromkeys((
+        "channel_archive", "channel_unarchive", "group_archive", "group_unarchive", "channel_convert_to_private",
+        "channel_convert_to_public", "channel_posting_permissions", "pinned_item", "unpinned_item", "bot_add",
+        "bot_remove", "bot_enable", "bot_disable", "reminder_add", "reminder_delete", "sh_room_created",
+        "huddle_thread", "tombstone", "joiner_notification", "channel_canvas_updated",
+    ), "system"),
 }
 
 
-def user_names(users_json: str | None) -> dict[str, str]:
-    """User id -> display name from users.json (display name, else real name, else name)."""
+@lru_cache(maxsize=4)
+def user_directory(users_json: str | None) -> tuple[dict[str, str], frozenset[str]]:
+    """User id -> display name, and the ids of bot users, from users.json (cached: one per export)."""
     if not users_json:
-        return {}
+        return {}, frozenset()
     try:
         users = orjson.loads(users_json)
     except orjson.JSONDecodeError:
-        return {}
-    names = {}
+        return {}, frozenset()
+    names: dict[str, str] = {}
+    bots = set()
     for u in users if isinstance(users, list) else []:
-        if isinstance(u, dict) and u.get("id"):
-            profile = u.get("profile") or {}
-            names[u["id"]] = profile.get("display_name") or u.get("real_name") or profile.get("real_name") \
-                or u.get("name") or u["id"]
-    return names
+        if isinstance(u, dict) and isinstance(u.get("id"), str):
+            profile = u["profile"] if isinstance(u.get("profile"), dict) else {}
+            names[u["id"]] = str(profile.get("display_name") or profile.get("real_name") or u.get("real_name")
+                                 or u.get("name") or u["id"])
+            if u.get("is_bot"):
+                bots.add(u["id"])
+    return names, frozenset(bots)
+
+
+@lru_cache(maxsize=4)
+def channel_directory(channels_json: str | None) -> dict[str, dict[str, Any]]:
+    """Channel name -> {id, topic, purpose} from channels.json (or groups/mpims/dms.json)."""
+    if not channels_json:
+        return {}
+    try:
+        channels = orjson.loads(channels_json)
+    except orjson.JSONDecodeError:
+        return {}
+    out = {}
+    for c in channels if isinstance(channels, list) else []:
+        if isinstance(c, dict) and c.get("id"):
+            facts = {"channelId": c["id"]}
+            for key in ("topic", "purpose"):
+                if isinstance(c.get(key), dict) and c[key].get("value"):
+                    facts[key] = c[key]["value"]
+            out[str(c.get("name") or c["id"])] = facts
+            out.setdefault(str(c["id"]), facts)
+    return out
 
 
 @register
 class Slack(Grammar):
     name = "slack"
-    version = "1"
+    version = "2"
     structured = True
-    companion_names = ("users.json", "channels.json", "groups.json", "dms.json", "mpims.json", "integration_logs.json")
-    description = "Slack export day file (<channel>/<YYYY-MM-DD>.json), users resolved via users.json"
+    companion_names = COMPANIONS
+    description = "Slack export day file (<channel>/<YYYY-MM-DD>.json), user ids resolved via users.json"
     example = '[{"type": "message", "user": "U024BE7LH", "text": "Hello", "ts": "1580000000.000200"}]'
 
     def detect(self, sample: str, name: str) -> float:
-        if not (_SIGNATURE.search(sample) and _TS.search(sample) and _MESSAGE.search(sample)):
+        path = PurePosixPath(name)
+        if path.name in COMPANIONS:
             return 0.0
-        return 0.95 if _DAY.match(PurePosixPath(name).stem) else 0.85
+        if not (_LIST_OF_OBJECTS.match(sample) and _TS.search(sample) and _MESSAGE.search(sample)
+                and _AUTHOR.search(sample)):
+            return 0.0
+        return 0.95 if _DAY.fullmatch(path.stem) else 0.85
 
     def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
         data = load_json(source.text, source.name, self.name)
@@ -77,45 +126,86 @@ class Slack(Grammar):
         channel, day = path.parent.name or "channel", path.stem
         session = ParsedSession(f"{channel}-{day}", "file-name", [], raw=data, pointer="/")
         session.title = f"#{channel} {day}"
-        names = user_names(source.companions.get("users.json"))
-        if not names:
-            session.assumptions.append("no users.json beside the export: user ids resolved from message profiles")
+        session.meta["channel"] = channel
+        for companion in ("channels.json", "groups.json", "mpims.json", "dms.json"):
+            facts = channel_directory(source.companions.get(companion)).get(channel)
+            if facts:
+                session.meta.update(facts)
+                break
+        names, bots = user_directory(source.companions.get("users.json"))
+        times = TimeLog()
+        unresolved: set[str] = set()
         for i, m in enumerate(data):
-            session.turns.append(self._turn(m, f"/{i}", names))
+            session.turns.append(self._turn(m, f"/{i}", names, bots, times, unresolved))
+        note_odd(session, data)
+        times.flush(session)
+        if unresolved:
+            why = "not in users.json" if names else "no users.json beside the export"
+            session.assumptions.append(f"{len(unresolved)} user ids kept as they are ({why}): "
+                                       + ", ".join(sorted(unresolved)[:5]))
         yield session
 
     @staticmethod
-    def _turn(m: Any, pointer: str, names: dict[str, str]) -> Turn:
+    def _turn(m: Any, pointer: str, names: dict[str, str], bots: frozenset[str], times: TimeLog,
+              unresolved: set[str]) -> Turn:
         if not isinstance(m, dict):
-            return Turn("System", "other", str(m), pointer=pointer, kind="unknown")
-        uid = m.get("user")
-        profile = m.get("user_profile") or {}
-        person = names.get(uid) or profile.get("display_name") or profile.get("real_name") or uid
-        ts = m.get("ts")
-        when = from_epoch(ts)
-        extra: dict[str, Any] = {"ts": ts}
-        if uid:
-            extra["userId"] = uid
-        if m.get("thread_ts"):
-            extra["threadTs"] = m["thread_ts"]
-        for key in ("reply_count", "reactions", "edited"):
-            if m.get(key):
-                extra[key] = m[key]
-        text = m.get("text") if isinstance(m.get("text"), str) else ""
-        files = [f.get("name") or f.get("title") or "file" for f in m.get("files") or [] if isinstance(f, dict)]
-        if files:
-            text = "\n".join(x for x in (text, f"[files: {', '.join(files)}]") if x)
+            return odd_entry(m, pointer)
+        uid = m.get("user") if isinstance(m.get("user"), str) else None
+        profile = m["user_profile"] if isinstance(m.get("user_profile"), dict) else {}
+        person = names.get(uid) if uid else None
+        if person is None:
+            person = profile.get("display_name") or profile.get("real_name")
+            if not person and uid == "USLACKBOT":  # Slack's own bot is in no users.json
+                person = "Slackbot"
+        person = str(person or uid or "unknown")
+        ts = raw_text(m.get("ts"))
+        when = times.read(from_epoch(ts), ts, pointer)
         subtype = m.get("subtype")
-        if subtype:
-            extra["subtype"] = subtype
-        if subtype in EVENT_SUBTYPES:
+        edited = m["edited"] if isinstance(m.get("edited"), dict) else {}
+        extra = {
+            "ts": ts,
+            "subtype": subtype,
+            "userId": uid,
+            "botId": m.get("bot_id"),
+            "threadTs": m.get("thread_ts"),
+            "parentUserId": m.get("parent_user_id"),
+            "replyCount": m.get("reply_count"),
+            "reactions": m.get("reactions"),
+            "editedRaw": raw_text(edited.get("ts")),
+        }
+        text = string(m.get("text"))
+        lines = []
+        for f in m.get("files") if isinstance(m.get("files"), list) else []:
+            if isinstance(f, dict):
+                # A file past the plan's limit or deleted has only an id and a mode ("hidden_by_limit", "tombstone").
+                label = f.get("name") or f.get("title") or f"{f.get('id') or '?'} ({f.get('mode') or 'no name'})"
+                lines.append(f"[file: {label}]")
+        has_files = bool(lines)
+        if not text:
+            for a in m.get("attachments") if isinstance(m.get("attachments"), list) else []:
+                if isinstance(a, dict):
+                    lines.append(f"[attachment: {a.get('fallback') or a.get('title') or a.get('text') or '?'}]")
+        content = markers(text, lines)
+        if subtype in EVENT_KINDS:
+            if uid and person == uid:
+                unresolved.add(uid)
             extra["actor"] = person
-            return Turn("System", "system", text or subtype, when, ts, None, "system", pointer=pointer, extra=extra)
-        if subtype == "bot_message" or (m.get("bot_id") and not uid):
-            bot = m.get("username") or (m.get("bot_profile") or {}).get("name") or m.get("bot_id") or "bot"
-            return Turn(str(bot), "other", text, when, ts, None, "message", pointer=pointer, extra=extra)
-        kind = "media" if files and not m.get("text") else "message"
-        return Turn(str(person or "unknown"), "user", text, when, ts, None, kind, pointer=pointer, extra=extra)
+            return Turn("System", "system", content or str(subtype), when, ts, None, EVENT_KINDS[subtype],
+                        pointer=pointer, extra=compact(extra))
+        if subtype == "bot_message" or (m.get("bot_id") and not uid) or (uid in bots):
+            bot_profile = m["bot_profile"] if isinstance(m.get("bot_profile"), dict) else {}
+            bot = m.get("username") or bot_profile.get("name") or uid or m.get("bot_id") or "bot"
+            if uid and bot == uid:
+                bot = person
+                unresolved.update([uid] if person == uid else [])
+            return Turn(str(bot), "other", content, when, ts, None, "media" if has_files and not text else "message",
+                        pointer=pointer, extra=compact(extra))
+        if uid and person == uid:
+            unresolved.add(uid)
+        if subtype == "slackbot_response" or uid == "USLACKBOT":
+            return Turn(person, "other", content, when, ts, None, "message", pointer=pointer, extra=compact(extra))
+        kind = "action" if subtype == "me_message" else ("media" if has_files and not text else "message")
+        return Turn(person, "user", content, when, ts, None, kind, pointer=pointer, extra=compact(extra))
 
     def count_turns(self, raw: Any) -> int:
-        return len(raw)
+        return len(raw) if isinstance(raw, list) else 0

@@ -1,0 +1,83 @@
+"""DiscordChatExporter exports: nickname beats name, event types as System turns, markers, raw times."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from models.records import SourceText
+from models.settings import Settings
+from parsers import registry
+from tests.helpers import CONFORMANCE, GOLDEN, load_source
+
+G = registry.get("discord")
+
+
+def _msg(i, mtype="Default", content="hi", **author):
+    return {"id": str(i), "type": mtype, "timestamp": "2024-01-01T10:00:00.5+01:00", "timestampEdited": None,
+            "content": content, "author": {"id": "1", "name": "ann_1", "nickname": None, "isBot": False, **author},
+            "attachments": [], "embeds": [], "reactions": [], "mentions": []}
+
+
+def _parse(*messages, **doc):
+    body = {"guild": {"id": "9", "name": "Guild"}, "channel": {"id": "77", "name": "general"},
+            "messages": list(messages), **doc}
+    text = orjson.dumps(body).decode()
+    (s,) = G.parse(SourceText(text, "general.json", "0" * 64, len(text), "utf-8"), Settings())
+    return s
+
+
+@pytest.mark.skipif(not CONFORMANCE.is_dir(), reason="../shared/conformance is absent")
+def test_conformance_group_dm():
+    (s,) = G.parse(load_source(CONFORMANCE / "fixtures" / "chatanalytics_discord_dce_GC_3A_5M.json"), Settings())
+    assert [(t.speaker, t.role) for t in s.turns] == [
+        ("System", "system"), ("theplant", "user"), ("System", "system"), ("lombi", "user"), ("mlomb", "user")]
+    assert [t.extra.get("actor") for t in s.turns if t.role == "system"] == ["lombi", "lombi"]
+    assert s.turns[4].extra["replyTo"] == "1064990824305274930"
+    assert s.session_id == "1064990764406419508" and s.title == "Direct Messages / a group chat"
+    assert s.turns[0].time.utcoffset().total_seconds() == 0 and s.turns[0].time_raw.endswith(".489+00:00")
+
+
+def test_nickname_beats_name_and_name_is_the_fallback():
+    s = _parse(_msg(1, nickname="Ann"), _msg(2))
+    assert [t.speaker for t in s.turns] == ["Ann", "ann_1"]
+
+
+@pytest.mark.parametrize("mtype", ["ChannelNameChange", "ChannelIconChange", "RecipientAdd", "Call", "ThreadCreated",
+                                   "ChannelPinnedMessage", "GuildMemberJoin", "SomethingNew"])
+def test_every_other_type_is_a_system_turn_with_the_author_as_actor(mtype):
+    s = _parse(_msg(1, mtype, content="", nickname="Ann"))
+    t = s.turns[0]
+    assert (t.speaker, t.role, t.extra["actor"]) == ("System", "system", "Ann")
+    assert t.content == mtype  # the exporter wrote no text: the type says what happened
+
+
+def test_bots_are_other_and_attachments_add_markers():
+    m = _msg(1, "Reply", content="", isBot=True, name="ci")
+    m["attachments"] = [{"id": "a", "url": "https://cdn/x.png", "fileName": "x.png", "fileSizeBytes": 1}]
+    s = _parse(m)
+    t = s.turns[0]
+    assert (t.speaker, t.role, t.kind, t.content) == ("ci", "other", "media", "[attachment: x.png]")
+
+
+def test_edit_and_call_end_are_kept_raw_and_count_mismatch_warns():
+    m = _msg(1, "Call", content="Started a call.")
+    m["timestampEdited"] = "2024-01-01T10:05:00+01:00"
+    m["callEndedTimestamp"] = "2024-01-01T10:30:00+01:00"
+    s = _parse(m, messageCount=3)
+    assert s.turns[0].extra["editedRaw"] == "2024-01-01T10:05:00+01:00"
+    assert s.turns[0].extra["callEndedRaw"] == "2024-01-01T10:30:00+01:00"
+    assert s.warnings == ["messageCount says 3 but the export holds 1 messages"]
+
+
+def test_extra_keys_follow_the_raw_time_convention():
+    for path in (GOLDEN / "discord").glob("*.expected.json"):
+        for session in orjson.loads(path.read_bytes()):
+            for turn in session["turns"]:
+                for key in turn["extra"] or {}:
+                    assert key not in ("date", "timestamp") and not key.endswith(("At", "Date", "Timestamp"))
+
+
+def test_detection_needs_guild_and_channel():
+    assert G.detect('{"guild": {"id": "0"}, "channel": {"id": "1"}, "dateRange": {}, "messages": [', "a.json") == 0.95
+    assert G.detect('{"channel": {"id": "1"}, "messages": [{"type": "message"}]}', "a.json") == 0.0

@@ -1,0 +1,72 @@
+"""Facebook Messenger exports: mojibake repair, newest-first order, ties, System events."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from models.records import SourceText
+from models.settings import Settings
+from parsers import registry
+from parsers.grammars.messenger import repair
+from tests.helpers import CONFORMANCE, load_source
+
+G = registry.get("messenger")
+
+
+def _parse(messages, name="inbox/x_1/message_1.json", **doc):
+    body = {"participants": [{"name": "A"}], "messages": messages, "title": "T", "thread_path": "inbox/x_1", **doc}
+    text = orjson.dumps(body).decode()
+    (s,) = G.parse(SourceText(text, name, "0" * 64, len(text), "utf-8"), Settings())
+    return s
+
+
+def _m(content, ms, sender="A", mtype="Generic", **kw):
+    return {"sender_name": sender, "timestamp_ms": ms, "content": content, "type": mtype, **kw}
+
+
+def test_repair_undoes_latin1_mojibake_and_keeps_what_does_not_round_trip():
+    assert repair("Bj\u00c3\u00b6rn") == "Björn"
+    assert repair("\u00f0\u009f\u0091\u008d") == "👍"
+    assert repair("café") == "café"  # a real é is not UTF-8 bytes: kept
+    assert repair({"a": ["Ã¥"]}) == {"a": ["å"]}
+
+
+def test_newest_first_file_is_emitted_oldest_first_and_ties_keep_reverse_file_order():
+    s = _parse([_m("c", 3000), _m("b2", 2000), _m("b1", 2000), _m("a", 1000)])
+    assert [t.content for t in s.turns] == ["a", "b1", "b2", "c"]
+    assert [t.pointer for t in s.turns] == ["/messages/3", "/messages/2", "/messages/1", "/messages/0"]
+    assert "reverse of their file order" in s.assumptions[0]
+
+
+def test_an_oldest_first_file_keeps_file_order_for_ties():
+    s = _parse([_m("a", 1000), _m("b1", 2000), _m("b2", 2000), _m("c", 3000)])
+    assert [t.content for t in s.turns] == ["a", "b1", "b2", "c"]
+    assert "keep their file order" in s.assumptions[0]
+
+
+def test_a_message_without_a_time_stays_beside_its_neighbours():
+    s = _parse([_m("c", 3000), {"sender_name": "A", "content": "no time", "type": "Generic"}, _m("a", 1000)])
+    assert [t.content for t in s.turns] == ["a", "no time", "c"]
+    assert s.turns[1].time is None and s.warnings == ["1 messages carry no time: no date set"]
+
+
+@pytest.mark.parametrize(("mtype", "kind"), [("Subscribe", "join"), ("Unsubscribe", "part"), ("Call", "system")])
+def test_membership_and_call_events_are_system(mtype, kind):
+    s = _parse([_m("Ann added Bo to the group.", 1000, "Ann", mtype)])
+    t = s.turns[0]
+    assert (t.speaker, t.role, t.kind, t.extra["actor"]) == ("System", "system", kind, "Ann")
+
+
+def test_time_is_aware_utc_from_milliseconds_raw_kept():
+    s = _parse([_m("a", 1668628203612)])
+    assert s.turns[0].time.isoformat() == "2022-11-16T19:50:03+00:00" and s.turns[0].time_raw == "1668628203612"
+    assert (s.session_id, s.id_source, s.meta["filePart"]) == ("inbox/x_1", "source:thread_path", 1)
+
+
+@pytest.mark.skipif(not CONFORMANCE.is_dir(), reason="../shared/conformance is absent")
+def test_conformance_fixture_same_millisecond():
+    (s,) = G.parse(load_source(CONFORMANCE / "fixtures" / "chatminer_fb_messenger.json"), Settings())
+    # Both at 1668628203612: the file is newest first, so the second entry is the older one.
+    assert [t.speaker for t in s.turns] == ["John Doe", "Allan Smith"]
+    assert s.session_id is None and s.id_source == "none"

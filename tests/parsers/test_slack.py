@@ -1,0 +1,97 @@
+"""Slack export day files: ids from the path, users.json resolution, events, bots, detection."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from models.records import SourceText
+from models.settings import Settings
+from parsers import registry
+from tests.helpers import GOLDEN
+
+G = registry.get("slack")
+USERS = orjson.dumps([{"id": "U1", "name": "ann", "real_name": "Ann A", "profile": {"display_name": "Ann"}},
+                      {"id": "U2", "name": "bo", "profile": {"display_name": "", "real_name": "Bo B"}},
+                      {"id": "U3", "name": "cibot", "is_bot": True, "profile": {"real_name": "CI"}}]).decode()
+
+
+def _parse(messages, name="general/2024-01-01.json", companions=None):
+    text = orjson.dumps(messages).decode()
+    source = SourceText(text, name, "0" * 64, len(text), "utf-8", companions or {})
+    (s,) = G.parse(source, Settings())
+    return s
+
+
+def _m(user="U1", text="hi", ts="1704103200.000100", **kw):
+    return {"type": "message", "user": user, "text": text, "ts": ts, **kw}
+
+
+def test_session_id_and_title_come_from_the_path():
+    s = _parse([_m()], name="export/dev-ops/2024-01-01.json")
+    assert (s.session_id, s.id_source, s.title) == ("dev-ops-2024-01-01", "file-name", "#dev-ops 2024-01-01")
+
+
+def test_users_json_resolves_ids_display_name_first():
+    s = _parse([_m("U1"), _m("U2"), _m("U9", user_profile={"real_name": "Gil"}), _m("U8")],
+               companions={"users.json": USERS})
+    assert [t.speaker for t in s.turns] == ["Ann", "Bo B", "Gil", "U8"]
+    assert s.assumptions == ["1 user ids kept as they are (not in users.json): U8"]
+
+
+def test_without_users_json_ids_are_kept_and_said():
+    s = _parse([_m("U1")])
+    assert s.turns[0].speaker == "U1"
+    assert "no users.json" in s.assumptions[0]
+
+
+def test_ts_is_aware_utc_and_bad_ts_warns_once():
+    s = _parse([_m(ts="1704103200.000100"), _m(ts="x"), _m(ts="y")])
+    assert s.turns[0].time.isoformat() == "2024-01-01T10:00:00+00:00" and s.turns[0].time_raw == "1704103200.000100"
+    assert [t.time for t in s.turns[1:]] == [None, None]
+    assert len(s.warnings) == 1 and s.warnings[0].startswith("2 messages have a time")
+
+
+@pytest.mark.parametrize(("subtype", "kind"), [("channel_join", "join"), ("channel_leave", "part"),
+                                              ("channel_topic", "topic"), ("channel_purpose", "topic"),
+                                              ("channel_name", "topic"), ("pinned_item", "system")])
+def test_event_subtypes_are_system_turns_with_the_user_as_actor(subtype, kind):
+    s = _parse([_m("U1", "<@U1> did something", subtype=subtype)], companions={"users.json": USERS})
+    t = s.turns[0]
+    assert (t.speaker, t.role, t.kind, t.extra["actor"]) == ("System", "system", kind, "Ann")
+
+
+def test_bots_are_other_never_assistant():
+    s = _parse([{"type": "message", "subtype": "bot_message", "bot_id": "B1", "username": "deploy", "text": "ok",
+                 "ts": "1.0"},
+                {"type": "message", "bot_id": "B2", "text": "", "ts": "2.0",
+                 "attachments": [{"fallback": "Alert: disk full"}]},
+                _m("U3", "build green", bot_id="B3")], companions={"users.json": USERS})
+    assert [(t.speaker, t.role, t.content) for t in s.turns] == [
+        ("deploy", "other", "ok"), ("B2", "other", "[attachment: Alert: disk full]"), ("CI", "other", "build green")]
+
+
+def test_thread_replies_keep_their_place():
+    s = _parse([_m(text="parent", ts="1.0", thread_ts="1.0", reply_count=1), _m(text="other", ts="2.0"),
+                _m(text="reply", ts="3.0", thread_ts="1.0")])
+    assert [t.content for t in s.turns] == ["parent", "other", "reply"]
+    assert s.turns[2].extra["threadTs"] == "1.0"
+
+
+def test_channels_json_adds_the_channel_id():
+    channels = orjson.dumps([{"id": "C1", "name": "general", "topic": {"value": "t"}}]).decode()
+    s = _parse([_m()], companions={"channels.json": channels})
+    assert s.meta == {"channel": "general", "channelId": "C1", "topic": "t"}
+
+
+def test_companion_files_score_zero_and_day_files_score_high():
+    day = '[{"type": "message", "user": "U1", "text": "hi", "ts": "1704103200.000100"}]'
+    assert G.detect(day, "general/2024-01-01.json") == 0.95
+    assert G.detect(day, "general/export.json") == 0.85
+    for name in ("users.json", "channels.json", "export/users.json"):
+        assert G.detect(day, name) == 0.0
+    for path in (GOLDEN / "slack" / "acme").glob("*.json"):
+        text = path.read_text(encoding="utf-8")
+        assert G.detect(text, f"acme/{path.name}") == 0.0
+        assert G.detect(text, "acme/general/2024-01-01.json") == 0.0  # not message lists either
+    assert G.detect('[{"type": "message", "ts": "1.2", "text": "no author"}]', "c/2024-01-01.json") == 0.0
