@@ -13,9 +13,9 @@ Decisions:
 - An author's display name is their nickname, else their name ("nickname beats name").
 - Attachments and stickers add ``[attachment: name]`` / ``[sticker: name]`` marker lines; embeds
   add a marker only when the message has no text of its own (a bot's embed-only post), because a
-  link preview repeats a URL that is already in the text. Attachments, embeds, stickers,
-  reactions, mentions and the reply reference are kept in ``extra``; ``timestampEdited`` and
-  ``callEndedTimestamp`` are kept raw as ``editedRaw`` / ``callEndedRaw``.
+  link preview repeats a URL that is already in the text. Attachments, embeds, stickers, the
+  reply reference, reactions (emoji and count) and mentions (names) are kept in ``extra``;
+  ``timestampEdited`` and ``callEndedTimestamp`` are kept raw as ``editedRaw`` / ``callEndedRaw``.
 - session_id = channel id; title = ``<guild name> / <channel name>``. A ``messageCount`` that
   differs from the number of messages (a cut-short export) is a warning.
 """
@@ -31,10 +31,19 @@ from models.errors import ParseError, Reason
 from models.records import ParsedSession, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
-from parsers.grammars._chatjson import TimeLog, compact, markers, note_odd, odd_entry, raw_text, string
+from parsers.grammars._chatjson import (
+    TimeLog,
+    compact,
+    gc_paused,
+    iso_time,
+    markers,
+    note_odd,
+    odd_entry,
+    raw_text,
+    string,
+)
 from parsers.jsonload import load_json
 from parsers.registry import register
-from parsers.timeparse import parse_iso
 
 _GUILD = regex.compile(r'"guild"\s*:\s*\{')
 _CHANNEL = regex.compile(r'"channel"\s*:\s*\{')
@@ -69,6 +78,11 @@ class Discord(Grammar):
         return 0.0
 
     def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
+        with gc_paused():
+            session = self._read(source)
+        yield session
+
+    def _read(self, source: SourceText) -> ParsedSession:
         data = load_json(source.text, source.name, self.name)
         if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
             raise ParseError(Reason.PARSE_ERROR, "expected an object with a messages list", path=source.name,
@@ -92,50 +106,58 @@ class Discord(Grammar):
             session.turns.append(self._turn(m, f"/messages/{i}", times))
         note_odd(session, messages)
         times.flush(session)
-        yield session
+        return session
 
     @staticmethod
     def _turn(m: Any, pointer: str, times: TimeLog) -> Turn:
         if not isinstance(m, dict):
             return odd_entry(m, pointer)
-        author = m["author"] if isinstance(m.get("author"), dict) else {}
+        get = m.get
+        author = get("author")
+        if not isinstance(author, dict):
+            author = {}
         display = str(author.get("nickname") or author.get("name") or author.get("id") or "unknown")
-        raw = raw_text(m.get("timestamp"))
-        when = times.read(parse_iso(raw) if raw else None, raw, pointer)
-        mtype = m.get("type")
-        reference = m["reference"] if isinstance(m.get("reference"), dict) else {}
-        extra = {
-            "messageId": m.get("id"),
-            "type": mtype,
-            "authorId": author.get("id"),
-            "bot": bool(author.get("isBot")),
-            "pinned": bool(m.get("isPinned")),
-            "editedRaw": raw_text(m.get("timestampEdited")),
-            "callEndedRaw": raw_text(m.get("callEndedTimestamp")),
-            "replyTo": reference.get("messageId"),
-            "attachments": m.get("attachments"),
-            "embeds": m.get("embeds"),
-            "stickers": m.get("stickers"),
-            # Reactions and mentions carry avatar URLs and user lists; who and how many is what matters.
-            "reactions": [{"emoji": (r.get("emoji") or {}).get("name"), "count": r.get("count")}
-                          for r in m["reactions"] if isinstance(r, dict)] if isinstance(m.get("reactions"), list)
-            else None,
-            "mentions": _names(m.get("mentions"), "nickname", "name", "id") or None,
-            "interaction": m.get("interaction"),
-        }
-        text = string(m.get("content"))
-        lines = [f"[attachment: {n}]" for n in _names(m.get("attachments"), "fileName", "url")]
-        lines += [f"[sticker: {n}]" for n in _names(m.get("stickers"), "name", "id")]
-        if not text and not lines:
-            lines += [f"[embed: {n}]" for n in _names(m.get("embeds"), "title", "description", "url")]
-        content = markers(text, lines)
+        raw = raw_text(get("timestamp"))
+        when = times.read(iso_time(raw) if raw else None, raw, pointer)
+        mtype = get("type")
+        # Most messages carry empty lists for everything below: test before building anything.
+        extra: dict[str, Any] = {"messageId": get("id"), "type": mtype, "authorId": author.get("id")}
+        if author.get("isBot"):
+            extra["bot"] = True
+        if get("isPinned"):
+            extra["pinned"] = True
+        for key, out in (("timestampEdited", "editedRaw"), ("callEndedTimestamp", "callEndedRaw")):
+            if get(key):
+                extra[out] = raw_text(m[key])
+        reference = get("reference")
+        if isinstance(reference, dict) and reference.get("messageId"):
+            extra["replyTo"] = reference["messageId"]
+        for key in ("attachments", "embeds", "stickers", "interaction"):
+            if get(key):
+                extra[key] = m[key]
+        if get("reactions") and isinstance(m["reactions"], list):
+            # Reactions and mentions carry avatar URLs and user lists; which and how many is what matters.
+            extra["reactions"] = [{"emoji": (r.get("emoji") or {}).get("name"), "count": r.get("count")}
+                                  for r in m["reactions"] if isinstance(r, dict)]
+        if get("mentions"):
+            extra["mentions"] = _names(m["mentions"], "nickname", "name", "id")
+        text = string(get("content"))
+        lines = []
+        if get("attachments"):
+            lines += [f"[attachment: {n}]" for n in _names(m["attachments"], "fileName", "url")]
+        if get("stickers"):
+            lines += [f"[sticker: {n}]" for n in _names(m["stickers"], "name", "id")]
+        if not text and not lines and get("embeds"):
+            lines += [f"[embed: {n}]" for n in _names(m["embeds"], "title", "description", "url")]
+        content = markers(text, lines) if lines else text
+        extra = {k: v for k, v in extra.items() if v is not None}
         if mtype in MESSAGE_TYPES or mtype is None:  # very old exports carry no type
             kind = "media" if lines and not text else "message"
             role = "other" if author.get("isBot") else "user"
-            return Turn(display, role, content, when, raw, None, kind, pointer=pointer, extra=compact(extra))
+            return Turn(display, role, content, when, raw, None, kind, pointer=pointer, extra=extra or None)
         extra["actor"] = display
         return Turn("System", "system", content or str(mtype or "event"), when, raw, None,
-                    _EVENT_KINDS.get(str(mtype), "system"), pointer=pointer, extra=compact(extra))
+                    _EVENT_KINDS.get(str(mtype), "system"), pointer=pointer, extra=extra)
 
     def count_turns(self, raw: Any) -> int:
         return len(raw) if isinstance(raw, list) else 0

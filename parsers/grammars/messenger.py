@@ -32,13 +32,14 @@ from models.errors import ParseError, Reason
 from models.records import ParsedSession, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
-from parsers.grammars._chatjson import TimeLog, compact, markers, note_odd, odd_entry, raw_text, string
+from parsers.grammars._chatjson import TimeLog, gc_paused, markers, note_odd, odd_entry, raw_text, string
 from parsers.jsonload import load_json
 from parsers.registry import register
 from parsers.timeparse import from_epoch
 
 _SIGNATURE = regex.compile(r'"sender_name"\s*:')
 _SUPPORT = regex.compile(r'"timestamp_ms"\s*:')
+_MOJIBAKE = regex.compile(r"\\u00[89a-fA-F][0-9a-fA-F]|[\x80-\xff]")
 _PART = regex.compile(r"message_(\d+)")
 SYSTEM_KINDS = {"Subscribe": "join", "Unsubscribe": "part", "Call": "system"}
 _MEDIA = (("photos", "photo"), ("videos", "video"), ("audio_files", "audio"), ("files", "file"), ("gifs", "gif"))
@@ -70,8 +71,8 @@ def _ms(m: Any) -> int | None:
         return None
 
 
-def chronological(messages: list[Any]) -> tuple[list[int], bool]:
-    """Indexes of ``messages`` oldest first, and whether the file itself runs newest first.
+def chronological(messages: list[Any]) -> tuple[list[int], list[int | None], bool]:
+    """Indexes of ``messages`` oldest first, their times, and whether the file itself runs newest first.
 
     A message without a time takes its older neighbour's, so it stays where the file has it.
     """
@@ -86,7 +87,7 @@ def chronological(messages: list[Any]) -> tuple[list[int], bool]:
     for rank, i in enumerate(order):
         last = stamps[i] if stamps[i] is not None else last
         keys[i] = (last if last is not None else -(2**62), rank)
-    return sorted(keys, key=keys.__getitem__), newest_first
+    return sorted(keys, key=keys.__getitem__), stamps, newest_first
 
 
 @register
@@ -103,11 +104,17 @@ class Messenger(Grammar):
         return 0.95 if _SIGNATURE.search(sample) and _SUPPORT.search(sample) else 0.0
 
     def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
+        with gc_paused():
+            session = self._read(source)
+        yield session
+
+    def _read(self, source: SourceText) -> ParsedSession:
         data = load_json(source.text, source.name, self.name)
         if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
             raise ParseError(Reason.PARSE_ERROR, "expected an object with a messages list", path=source.name,
                              grammar=self.name)
-        data = repair(data)
+        if _MOJIBAKE.search(source.text):  # an all-English thread has no escaped bytes to repair
+            data = repair(data)
         messages = data["messages"]
         tid = data.get("thread_path")
         tid = tid if isinstance(tid, str) and tid else None
@@ -120,7 +127,7 @@ class Messenger(Grammar):
         part = _PART.fullmatch(PurePosixPath(source.name).stem)
         if part:
             session.meta["filePart"] = int(part[1])
-        order, newest_first = chronological(messages)
+        order, stamps, newest_first = chronological(messages)
         if len(messages) > 1:
             session.assumptions.append(
                 "messages emitted oldest first by timestamp_ms; the file runs newest first, so messages with "
@@ -130,49 +137,55 @@ class Messenger(Grammar):
             )
         times = TimeLog()
         for i in order:
-            session.turns.append(self._turn(messages[i], f"/messages/{i}", times))
+            session.turns.append(self._turn(messages[i], f"/messages/{i}", stamps[i], times))
         note_odd(session, messages)
         times.flush(session)
-        yield session
+        return session
 
     @staticmethod
-    def _turn(m: Any, pointer: str, times: TimeLog) -> Turn:
+    def _turn(m: Any, pointer: str, stamp: int | None, times: TimeLog) -> Turn:
         if not isinstance(m, dict):
             return odd_entry(m, pointer)
         raw = raw_text(m.get("timestamp_ms"))
-        when = times.read(from_epoch(raw, millis=True) if _ms(m) is not None else None, raw, pointer)
+        when = times.read(from_epoch(stamp, millis=True) if stamp is not None else None, raw, pointer)
         text = string(m.get("content"))
         mtype = m.get("type")
+        extra: dict[str, Any] = {"type": mtype}
         lines = []
+        link = ""
         for key, label in _MEDIA:
-            for item in m.get(key) if isinstance(m.get(key), list) else []:
+            items = m.get(key)
+            for item in items if isinstance(items, list) else ():
                 uri = string(item.get("uri")) if isinstance(item, dict) else ""
                 lines.append(f"[{label}: {PurePosixPath(uri).name}]" if uri else f"[{label}]")
         if isinstance(m.get("sticker"), dict):
             uri = string(m["sticker"].get("uri"))
             lines.append(f"[sticker: {PurePosixPath(uri).name}]" if uri else "[sticker]")
-        share = m["share"] if isinstance(m.get("share"), dict) else {}
-        link = string(share.get("link"))
-        if link and link not in text:
-            lines.append(f"[share: {link}]")
-        extra = {
-            "type": mtype,
-            "share": share or None,
-            "reactions": m.get("reactions"),
-            "unsent": bool(m.get("is_unsent")),
-            "callDuration": m.get("call_duration"),
-            "missed": m.get("missed"),
-            "members": [u.get("name") for u in m["users"] if isinstance(u, dict)]
-            if isinstance(m.get("users"), list) else None,
-        }
-        content = markers(text, lines)
+        share = m.get("share")
+        if isinstance(share, dict) and share:
+            extra["share"] = share
+            link = string(share.get("link"))
+            if link and link not in text:
+                lines.append(f"[share: {link}]")
+        if m.get("reactions"):
+            extra["reactions"] = m["reactions"]
+        if m.get("is_unsent"):
+            extra["unsent"] = True
+        for key, out in (("call_duration", "callDuration"), ("missed", "missed")):
+            if m.get(key) is not None:
+                extra[out] = m[key]
+        if isinstance(m.get("users"), list):
+            extra["members"] = [u.get("name") for u in m["users"] if isinstance(u, dict)]
+        if mtype is None:
+            del extra["type"]
+        content = markers(text, lines) if lines else text
         sender = str(m.get("sender_name") or "unknown")
         if mtype in SYSTEM_KINDS:
             extra["actor"] = sender
             return Turn("System", "system", content or str(mtype), when, raw, None, SYSTEM_KINDS[mtype],
-                        pointer=pointer, extra=compact(extra))
+                        pointer=pointer, extra=extra)
         kind = "media" if lines and not text and not link else "message"
-        return Turn(sender, "user", content, when, raw, None, kind, pointer=pointer, extra=compact(extra))
+        return Turn(sender, "user", content, when, raw, None, kind, pointer=pointer, extra=extra or None)
 
     def count_turns(self, raw: Any) -> int:
         return len(raw) if isinstance(raw, list) else 0

@@ -33,7 +33,7 @@ from models.errors import ParseError, Reason
 from models.records import ParsedSession, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
-from parsers.grammars._chatjson import TimeLog, compact, markers, note_odd, odd_entry, raw_text, string
+from parsers.grammars._chatjson import TimeLog, compact, gc_paused, markers, note_odd, odd_entry, raw_text, string
 from parsers.jsonload import load_json
 from parsers.registry import register
 from parsers.timeparse import from_epoch
@@ -118,6 +118,11 @@ class Slack(Grammar):
         return 0.95 if _DAY.fullmatch(path.stem) else 0.85
 
     def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
+        with gc_paused():
+            session = self._read(source)
+        yield session
+
+    def _read(self, source: SourceText) -> ParsedSession:
         data = load_json(source.text, source.name, self.name)
         if not isinstance(data, list):
             raise ParseError(Reason.PARSE_ERROR, "expected a JSON list of messages", path=source.name,
@@ -143,7 +148,7 @@ class Slack(Grammar):
             why = "not in users.json" if names else "no users.json beside the export"
             session.assumptions.append(f"{len(unresolved)} user ids kept as they are ({why}): "
                                        + ", ".join(sorted(unresolved)[:5]))
-        yield session
+        return session
 
     @staticmethod
     def _turn(m: Any, pointer: str, names: dict[str, str], bots: frozenset[str], times: TimeLog,
@@ -197,7 +202,8 @@ class Slack(Grammar):
             bot = m.get("username") or bot_profile.get("name") or uid or m.get("bot_id") or "bot"
             if uid and bot == uid:
                 bot = person
-                unresolved.update([uid] if person == uid else [])
+                if person == uid:
+                    unresolved.add(uid)
             return Turn(str(bot), "other", content, when, ts, None, "media" if has_files and not text else "message",
                         pointer=pointer, extra=compact(extra))
         if uid and person == uid:

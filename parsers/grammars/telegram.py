@@ -29,10 +29,19 @@ from models.errors import ParseError, Reason
 from models.records import ParsedSession, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
-from parsers.grammars._chatjson import TimeLog, compact, markers, note_odd, odd_entry, raw_text, string
+from parsers.grammars._chatjson import (
+    TimeLog,
+    gc_paused,
+    iso_time,
+    markers,
+    note_odd,
+    odd_entry,
+    raw_text,
+    string,
+)
 from parsers.jsonload import load_json
 from parsers.registry import register
-from parsers.timeparse import from_epoch, parse_iso
+from parsers.timeparse import from_epoch
 
 _FULL = regex.compile(r'"chats"\s*:\s*\{|"personal_information"\s*:\s*\{|"left_chats"\s*:\s*\{')
 _MESSAGES = regex.compile(r'"messages"\s*:\s*\[')
@@ -44,8 +53,11 @@ _STRONG = regex.compile(
 _WEAK = regex.compile(r'"type"\s*:\s*"(?:message|service)"[^{}]*"date"\s*:\s*"\d{4}-\d{2}-\d{2}T')
 # Other chat exports with a messages list: never claim them.
 _FOREIGN = regex.compile(r'"sender_name"\s*:|"guild"\s*:\s*\{|"timestamp_ms"\s*:')
-_MEDIA_KEYS = ("photo", "file", "media_type", "sticker_emoji", "poll", "location_information",
-               "contact_information", "place_name", "game_title", "invoice_information")
+_MEDIA_KEYS = frozenset({"photo", "file", "media_type", "sticker_emoji", "poll", "location_information",
+                         "contact_information", "place_name", "game_title", "invoice_information"})
+_EXTRA_KEYS = (("reply_to_message_id", "replyTo"), ("forwarded_from", "forwardedFrom"), ("saved_from", "savedFrom"),
+               ("via_bot", "viaBot"), ("author", "signature"))
+_OPTIONAL = frozenset({k for k, _ in _EXTRA_KEYS} | {"edited", "reactions"})
 _SERVICE_KINDS = {"invite_members": "join", "join_group_by_link": "join", "join_group_by_request": "join",
                   "remove_members": "part", "edit_group_title": "topic"}
 
@@ -123,7 +135,8 @@ class Telegram(Grammar):
         return 0.0
 
     def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
-        data = load_json(source.text, source.name, self.name)
+        with gc_paused():
+            data = load_json(source.text, source.name, self.name)
         if not isinstance(data, dict):
             raise ParseError(Reason.PARSE_ERROR, "expected a JSON object", path=source.name, grammar=self.name)
         if "messages" not in data and (isinstance(data.get("chats"), dict) or isinstance(data.get("left_chats"), dict)):
@@ -149,8 +162,9 @@ class Telegram(Grammar):
             session.meta["chatType"] = chat["type"]
         times = TimeLog()
         turns = session.turns
-        for i, m in enumerate(messages):
-            turns.append(self._turn(m, f"{pointer}/messages/{i}", times))
+        with gc_paused():
+            for i, m in enumerate(messages):
+                turns.append(self._turn(m, f"{pointer}/messages/{i}", times))
         note_odd(session, messages)
         times.flush(session)
         return session
@@ -164,38 +178,38 @@ class Telegram(Grammar):
             when = from_epoch(raw)
         else:
             raw = raw_text(m.get("date"))
-            when = parse_iso(raw) if raw else None
+            when = iso_time(raw) if raw else None
         when = times.read(when, raw, pointer)
         text = entity_text(m.get("text"))
-        extra = {
-            "messageId": m.get("id"),
-            "replyTo": m.get("reply_to_message_id"),
-            "forwardedFrom": m.get("forwarded_from"),
-            "savedFrom": m.get("saved_from"),
-            "viaBot": m.get("via_bot"),
-            "signature": m.get("author"),
-            "editedRaw": raw_text(m.get("edited")),
-            "fromId": m.get("from_id") or m.get("actor_id"),
-        }
+        extra: dict[str, Any] = {"messageId": m.get("id"), "fromId": m.get("from_id") or m.get("actor_id")}
+        if not _OPTIONAL.isdisjoint(m):  # most messages have none of these: skip the lookups
+            for key, out in _EXTRA_KEYS:
+                if m.get(key) not in (None, ""):
+                    extra[out] = m[key]
+            if m.get("edited"):
+                extra["editedRaw"] = raw_text(m["edited"])
+            if isinstance(m.get("reactions"), list):
+                extra["reactions"] = [{"emoji": r.get("emoji") or r.get("document_id"), "count": r.get("count")}
+                                      for r in m["reactions"] if isinstance(r, dict)]
         if isinstance(m.get("text"), list):  # a text_link shows a label; keep where it pointed
-            extra["links"] = [p["href"] for p in m["text"] if isinstance(p, dict) and p.get("href")]
-        if isinstance(m.get("reactions"), list):
-            extra["reactions"] = [{"emoji": r.get("emoji") or r.get("document_id"), "count": r.get("count")}
-                                  for r in m["reactions"] if isinstance(r, dict)]
+            links = [p["href"] for p in m["text"] if isinstance(p, dict) and p.get("href")]
+            if links:
+                extra["links"] = links
         if m.get("type") == "service":
             extra["actor"] = m.get("actor") or m.get("actor_id")
             extra["action"] = m.get("action")
             kind = _SERVICE_KINDS.get(string(m.get("action")), "system")
             return Turn("System", "system", _service_text(m, text), when, raw, None, kind, pointer=pointer,
-                        extra=compact(extra))
+                        extra={k: v for k, v in extra.items() if v is not None})
         kind = "message"
-        if any(m.get(k) for k in _MEDIA_KEYS):
+        if not _MEDIA_KEYS.isdisjoint(m) and any(m.get(k) for k in _MEDIA_KEYS):
             marker = _media_marker(m)
             if marker:
                 kind, text = "media", markers(marker, [text])
         # A deleted account exports "from": null; its id still tells the turns apart.
         speaker = m.get("from") or m.get("from_id") or "unknown"
-        return Turn(str(speaker), "user", text, when, raw, None, kind, pointer=pointer, extra=compact(extra))
+        return Turn(str(speaker), "user", text, when, raw, None, kind, pointer=pointer,
+                    extra={k: v for k, v in extra.items() if v is not None} or None)
 
     def count_turns(self, raw: Any) -> int:
         return len(raw) if isinstance(raw, list) else 0
