@@ -125,6 +125,9 @@ def reconstruct(paths: list[Path], out_root: Path, settings: Settings, *, force:
             written += result.written
             if progress:
                 progress(done, len(refs))
+        from .datasets import write as write_datasets
+
+        write_datasets(out_root)
         seconds = time.perf_counter() - started
         counts = ledger.finish_run(run_id, f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ}", "completed", seconds)
         quarantined = ledger.quarantined(run_id)

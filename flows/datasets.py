@@ -1,0 +1,83 @@
+"""Audit datasets: sessions and turns of every document under OUT/sessions, as polars tables.
+
+One row per session document and one per interaction, with provenance columns (source path,
+source sha256, span, grammar, status, output path), in a deterministic order (output path, then
+ordinal), written as Parquet after every run and exportable as CSV or JSON Lines.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import polars as pl
+
+SESSION_COLUMNS = {
+    "output_path": pl.Utf8, "session_id": pl.Utf8, "created_at": pl.Utf8, "status": pl.Utf8,
+    "coverage_reason": pl.Utf8, "source_path": pl.Utf8, "source_sha256": pl.Utf8, "source_lines": pl.Utf8,
+    "source_pointer": pl.Utf8, "grammar": pl.Utf8, "grammar_version": pl.Utf8, "interactions": pl.Int64,
+    "source_turns": pl.Int64, "redactions": pl.Int64, "output_sha256": pl.Utf8,
+}
+TURN_COLUMNS = {
+    "output_path": pl.Utf8, "session_id": pl.Utf8, "ordinal": pl.Int64, "role": pl.Utf8, "kind": pl.Utf8,
+    "speaker_name": pl.Utf8, "provider": pl.Utf8, "model_name": pl.Utf8, "model_version": pl.Utf8,
+    "model_source": pl.Utf8, "speaker": pl.Utf8, "date": pl.Utf8, "content": pl.Utf8, "source_lines": pl.Utf8,
+    "source_pointer": pl.Utf8, "source_path": pl.Utf8, "grammar": pl.Utf8,
+}
+
+
+def tables(out_root: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(sessions, turns) for every session document currently under OUT/sessions."""
+    import hashlib
+
+    sessions, turns = [], []
+    for path in sorted(p for p in (out_root / "sessions").rglob("*.json") if p.is_file()):
+        raw = path.read_bytes()
+        doc = orjson.loads(raw)
+        arts = doc["artifacts"]
+        log, hist, perf = arts["ByggLogg"], arts["Chatthistorik"], arts["ai_protocol_performance"]
+        rel = str(path.relative_to(out_root))
+        src = log["source"]
+        lines = orjson.dumps(src.get("lines")).decode() if src.get("lines") else None
+        sessions.append({
+            "output_path": rel, "session_id": doc["sessionId"], "created_at": doc["createdAt"],
+            "status": "partial" if hist.get("coverage") == "partial" else "ok",
+            "coverage_reason": hist.get("coverageReason"), "source_path": src["path"],
+            "source_sha256": src["sha256"], "source_lines": lines, "source_pointer": src.get("pointer"),
+            "grammar": log["grammar"]["id"], "grammar_version": log["grammar"]["version"],
+            "interactions": perf["interactionCount"], "source_turns": perf["sourceTurnCount"],
+            "redactions": perf["redactions"]["total"], "output_sha256": hashlib.sha256(raw).hexdigest(),
+        })
+        for it in hist["interactions"]:
+            span = it["source"]
+            turns.append({
+                "output_path": rel, "session_id": doc["sessionId"], "ordinal": it["ordinal"], "role": it["role"],
+                "kind": it["kind"], "speaker_name": it["speakerName"], "provider": it["model"]["provider"],
+                "model_name": it["model"]["name"], "model_version": it["model"]["version"],
+                "model_source": it["modelSource"], "speaker": it["speaker"], "date": it.get("date"),
+                "content": it["content"],
+                "source_lines": orjson.dumps(span["lines"]).decode() if span.get("lines") else None,
+                "source_pointer": span.get("pointer"), "source_path": src["path"], "grammar": log["grammar"]["id"],
+            })
+    return pl.DataFrame(sessions, schema=SESSION_COLUMNS), pl.DataFrame(turns, schema=TURN_COLUMNS)
+
+
+def write(out_root: Path, fmt: str = "parquet", folder: Path | None = None) -> list[Path]:
+    """Write sessions.<ext> and turns.<ext> (parquet, csv or jsonl) under OUT/datasets (or ``folder``)."""
+    folder = folder or out_root / "datasets"
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, frame in zip(("sessions", "turns"), tables(out_root), strict=True):
+        target = folder / f"{name}.{fmt}"
+        tmp = target.with_name(f".{target.name}.tmp")
+        if fmt == "parquet":
+            frame.write_parquet(tmp)
+        elif fmt == "csv":
+            frame.write_csv(tmp)
+        elif fmt == "jsonl":
+            frame.write_ndjson(tmp)
+        else:
+            raise ValueError(f"unknown format {fmt!r}: parquet, csv or jsonl")
+        tmp.replace(target)
+        written.append(target)
+    return written
