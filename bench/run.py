@@ -202,7 +202,9 @@ def main() -> None:
         print(f"generated in {time.perf_counter() - t0:.1f} s", flush=True)
     sets = {"whatsapp": data_dir / "whatsapp.txt", "transcripts": data_dir / "transcripts",
             "chatgpt": data_dir / "chatgpt" / "conversations.json"}
-    results: dict = {"scale": scale, "cpus": os.cpu_count(), "python": sys.version.split()[0], "sets": {}}
+    commit = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=ROOT, capture_output=True, text=True)
+    results: dict = {"scale": scale, "cpus": os.cpu_count(), "python": sys.version.split()[0],
+                     "commit": commit.stdout.strip() or None, "sets": {}}
     for name, path in sets.items():
         if args.only and name not in args.only:
             continue
