@@ -13,7 +13,9 @@ name; the conversation's ``default_model_slug`` is a session default (rule A2 ap
 provider ``openai`` comes from the export format itself (recorded as an assumption). A null
 ``create_time`` gives no time. Non-text parts are rendered as readable text with a marker.
 Large exports are streamed one conversation at a time (ijson), so memory follows the largest
-conversation, not the file.
+conversation, not the file. A time that is present but unreadable (out of range) gives no time,
+its raw text kept, and one warning per session. A ``mapping`` node whose message is not an object
+is not a message (the export writes ``null`` for the root), so it is neither parsed nor counted.
 """
 
 from __future__ import annotations
@@ -21,17 +23,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any, BinaryIO
 
-import ijson
-import orjson
 import regex
 
 from models.errors import ParseError, Reason
 from models.records import ModelRef, ParsedSession, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
+from parsers.grammars._aiexport import TimeNotes, json_text, plural, read_time, stream_items
 from parsers.jsonload import load_json, pointer_part
 from parsers.registry import register
-from parsers.timeparse import from_epoch
 
 _SIGNATURE = regex.compile(r'"mapping"\s*:\s*\{')
 _SUPPORT = regex.compile(r'"(?:current_node|content_type|author|create_time)"')
@@ -48,8 +48,10 @@ def _part_text(part: Any) -> str:
             return f"[image: {part.get('asset_pointer', '')}]"
         if kind in ("audio_transcription",) and isinstance(part.get("text"), str):
             return part["text"]
+        if isinstance(part.get("text"), str):
+            return f"[{kind}]\n{part['text']}"
         return f"[{kind}]"
-    return orjson.dumps(part).decode()
+    return json_text(part)
 
 
 def render_content(content: Any) -> str:
@@ -70,9 +72,17 @@ def render_content(content: Any) -> str:
     if kind == "system_error":
         return f"[error: {content.get('name', '')}]\n{content.get('text', '')}"
     if kind == "user_editable_context":
-        return "\n".join(x for x in (content.get("user_profile"), content.get("user_instructions")) if x)
+        return "\n".join(f"[{label}]\n{content[key]}" for key, label in
+                         (("user_profile", "user profile"), ("user_instructions", "user instructions"))
+                         if content.get(key))
+    if kind == "thoughts":  # reasoning models: a list of {summary, content}
+        steps = [t for t in content.get("thoughts") or [] if isinstance(t, dict)]
+        return "\n".join(["[thoughts]"] + [
+            "\n".join(x for x in (t.get("summary"), t.get("content")) if isinstance(x, str) and x) for t in steps])
+    if kind == "reasoning_recap":
+        return f"[reasoning recap] {content.get('content') or ''}".rstrip()
     rest = {k: v for k, v in content.items() if k != "content_type"}
-    return f"[{kind}]\n{orjson.dumps(rest, option=orjson.OPT_SORT_KEYS).decode()}"
+    return f"[{kind}]\n{json_text(rest)}"
 
 
 def current_branch(mapping: dict[str, Any], current: str | None) -> list[str]:
@@ -99,7 +109,7 @@ def current_branch(mapping: dict[str, Any], current: str | None) -> list[str]:
 @register
 class ChatGPT(Grammar):
     name = "chatgpt"
-    version = "1"
+    version = "2"
     structured = True
     streams = True
     description = "ChatGPT export conversations.json (mapping tree per conversation)"
@@ -116,14 +126,7 @@ class ChatGPT(Grammar):
         yield from self._sessions(items, source.name)
 
     def parse_stream(self, fp: BinaryIO, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
-        head = fp.read(64).lstrip()
-        fp.seek(0)
-        prefix = "item" if head.startswith(b"[") else ""
-        try:
-            yield from self._sessions(ijson.items(fp, prefix, use_float=True), source.name)
-        except ijson.JSONError as exc:
-            raise ParseError(Reason.PARSE_ERROR, f"not valid JSON: {exc}", path=source.name,
-                             grammar=self.name) from None
+        yield from self._sessions(stream_items(fp, source.name, self.name), source.name)
 
     def _sessions(self, items: Iterable[Any], name: str) -> Iterator[ParsedSession]:
         for index, conv in enumerate(items):
@@ -135,11 +138,13 @@ class ChatGPT(Grammar):
     def _conversation(self, index: int, conv: dict[str, Any]) -> ParsedSession:
         mapping: dict[str, Any] = conv["mapping"]
         cid = conv.get("id") or conv.get("conversation_id")
-        session = ParsedSession(str(cid) if cid else None, "source:id" if cid else "none", [], raw=conv)
-        session.title = conv.get("title") if isinstance(conv.get("title"), str) else None
-        session.created = from_epoch(conv.get("create_time"))
-        session.created_raw = None if conv.get("create_time") is None else str(conv.get("create_time"))
+        id_field = "id" if conv.get("id") else "conversation_id"
+        session = ParsedSession(str(cid) if cid else None, f"source:{id_field}" if cid else "none", [], raw=conv)
+        session.title = conv.get("title") if isinstance(conv.get("title"), str) and conv.get("title") else None
+        session.created, session.created_raw = read_time(conv.get("create_time"), guess_millis=False)
         session.pointer = f"/{index}"
+        times = TimeNotes()
+        times.note(session.created, session.created_raw, f"/{index}/create_time")
         default_slug = conv.get("default_model_slug")
         branch = current_branch(mapping, conv.get("current_node"))
         on_branch = set(branch)
@@ -147,27 +152,44 @@ class ChatGPT(Grammar):
             node = mapping[node_id]
             message = node.get("message") if isinstance(node, dict) else None
             if isinstance(message, dict):
-                session.turns.append(self._turn(index, node_id, message, default_slug))
-        off = sorted(k for k, v in mapping.items()
-                     if k not in on_branch and isinstance(v, dict) and isinstance(v.get("message"), dict))
-        if off:
-            forks = {mapping[k].get("parent") for k in off if mapping[k].get("parent") in on_branch}
-            session.coverage_reason = (
-                f"{len(off)} messages on {max(1, len(forks))} alternative branches (edits or regenerations) are not "
-                "on the current branch and are not included"
-            )
-            session.meta["offBranchNodes"] = off
+                session.turns.append(self._turn(index, node_id, message, default_slug, times))
+        self._note_branches(session, mapping, on_branch)
+        forked = any(isinstance(v, dict) and len(v.get("children") or []) > 1 for v in mapping.values())
+        if conv.get("current_node") not in mapping and forked:
+            session.assumptions.append("no usable current_node: the branch followed is the last child from the root")
+        for key, label in (("gizmo_id", "gizmoId"), ("conversation_template_id", "templateId")):
+            if isinstance(conv.get(key), str) and conv[key]:
+                session.meta[label] = conv[key]
+        times.flush(session)
         if any(t.role == "assistant" for t in session.turns):
             session.assumptions.append(PROVIDER_NOTE)
         return session
 
     @staticmethod
-    def _turn(index: int, node_id: str, message: dict[str, Any], default_slug: str | None) -> Turn:
-        author = message.get("author") or {}
+    def _note_branches(session: ParsedSession, mapping: dict[str, Any], on_branch: set[str]) -> None:
+        """Coverage reason and node ids for the messages the current-branch decision leaves out."""
+        off = sorted(k for k, v in mapping.items()
+                     if k not in on_branch and isinstance(v, dict) and isinstance(v.get("message"), dict))
+        if not off:
+            return
+        # Each leaf off the current path ends one alternative version of the conversation.
+        leaves = sum(1 for k, v in mapping.items() if k not in on_branch and isinstance(v, dict)
+                     and not any(c in mapping for c in v.get("children") or []))
+        shown = ", ".join(off[:10]) + (f" and {len(off) - 10} more" if len(off) > 10 else "")
+        session.coverage_reason = (
+            f"{plural(len(off), 'message')} on {plural(max(1, leaves), 'alternative branch', 'es')} "
+            f"(edits/regenerations) {'is' if len(off) == 1 else 'are'} not on the current branch: {shown}"
+        )
+        session.meta["offBranchNodes"] = off
+
+    @staticmethod
+    def _turn(index: int, node_id: str, message: dict[str, Any], default_slug: str | None,
+              times: TimeNotes) -> Turn:
+        author = message.get("author") if isinstance(message.get("author"), dict) else {}
         raw_role = author.get("role") or "unknown"
         role = ROLES.get(raw_role, "other")
         speaker = author.get("name") or raw_role
-        metadata = message.get("metadata") or {}
+        metadata = message.get("metadata") if isinstance(message.get("metadata"), dict) else {}
         model, explicit = None, True
         if role == "assistant":
             slug = metadata.get("model_slug")
@@ -194,12 +216,11 @@ class ChatGPT(Grammar):
         for key in ("citations", "attachments"):
             if metadata.get(key):
                 extra[key] = metadata[key]
-        created = message.get("create_time")
-        return Turn(
-            speaker, role, render_content(message.get("content")), from_epoch(created),
-            None if created is None else str(created), model, kind,
-            pointer=f"/{index}/mapping/{pointer_part(node_id)}", extra=extra, model_explicit=explicit,
-        )
+        pointer = f"/{index}/mapping/{pointer_part(node_id)}"
+        when, raw = read_time(message.get("create_time"), guess_millis=False)
+        times.note(when, raw, pointer)
+        return Turn(speaker, role, render_content(message.get("content")), when, raw, model, kind,
+                    pointer=pointer, extra=extra, model_explicit=explicit)
 
     def count_turns(self, raw: Any) -> int:
         """Every message in the mapping, on any branch."""

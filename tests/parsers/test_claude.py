@@ -1,0 +1,136 @@
+"""Claude.ai exports: senders, content blocks, attachments, models, odd entries, streaming, detection."""
+
+from __future__ import annotations
+
+import io
+
+import orjson
+import pytest
+
+from models.errors import ParseError
+from models.records import ModelRef, SourceText
+from models.settings import Settings
+from parsers import registry
+from parsers.grammars.claude import render_blocks
+from tests.helpers import GOLDEN, load_source
+
+G = registry.get("claude")
+
+
+def _source(doc, name="conversations.json"):
+    text = doc if isinstance(doc, str) else orjson.dumps(doc).decode()
+    return SourceText(text, name, "0" * 64, len(text), "utf-8")
+
+
+def _parse(doc, name="conversations.json"):
+    return list(G.parse(_source(doc, name), Settings()))
+
+
+def _conv(*messages, **fields):
+    return {"uuid": "c-1", "name": "Chat", "created_at": "2024-05-01T10:00:00Z", **fields,
+            "chat_messages": list(messages)}
+
+
+def test_senders_map_to_human_and_claude_and_others_are_kept():
+    (s,) = _parse([_conv({"sender": "human", "text": "hi"}, {"sender": "assistant", "text": "hello"},
+                         {"sender": "Alice", "text": "me too"}, {"text": "no sender"})])
+    assert [(t.speaker, t.role) for t in s.turns] == [
+        ("Human", "user"), ("Claude", "assistant"), ("Alice", "other"), ("unknown", "other")]
+    assert G.count_turns(s.raw) == 4
+
+
+def test_provider_from_the_format_and_a_model_only_when_named():
+    (s,) = _parse([_conv({"sender": "human", "text": "q"}, {"sender": "assistant", "text": "a"})])
+    assert s.turns[0].model is None
+    assert s.turns[1].model == ModelRef("anthropic", None, None)
+    assert any("anthropic" in a for a in s.assumptions)
+    (s,) = _parse([_conv({"sender": "assistant", "text": "a"},
+                         {"sender": "assistant", "text": "b", "model": "claude-3-haiku-20240307"},
+                         model="claude-3-5-sonnet-20241022")])
+    assert [t.model.name for t in s.turns] == ["claude-3-5-sonnet-20241022", "claude-3-haiku-20240307"]
+    (s,) = _parse([_conv({"sender": "human", "text": "only me"})])
+    assert s.assumptions == []
+
+
+def test_blocks_render_in_order_with_markers():
+    message = {"text": "ignored when blocks exist", "content": [
+        {"type": "thinking", "thinking": "hmm"},
+        {"type": "text", "text": "Let me check."},
+        {"type": "tool_use", "name": "search", "input": {"q": "x", "a": [1]}},
+        {"type": "tool_result", "name": "search", "content": [{"type": "text", "text": "found"}]},
+        {"type": "tool_result", "is_error": True, "content": "bad"},
+        {"type": "token_budget"},
+    ]}
+    assert render_blocks(message) == (
+        "[thinking]\nhmm\nLet me check.\n[tool_use: search]\n{\"a\":[1],\"q\":\"x\"}\n"
+        "[tool_result: search]\nfound\n[tool_result (error)]\nbad\n[token_budget]")
+    assert render_blocks({"text": "plain", "content": []}) == "plain"
+    assert render_blocks({}) == ""
+
+
+def test_tool_kinds():
+    (s,) = _parse([_conv(
+        {"sender": "assistant", "content": [{"type": "text", "text": "x"}, {"type": "tool_use", "name": "t"}]},
+        {"sender": "human", "content": [{"type": "tool_result", "content": "r"}]},
+        {"sender": "human", "content": [{"type": "tool_result", "content": "r"}, {"type": "text", "text": "and"}]},
+    )])
+    assert [t.kind for t in s.turns] == ["tool_call", "tool_result", "message"]
+
+
+def test_attachments_and_files_are_marked_and_listed():
+    (s,) = _parse([_conv({"sender": "human", "text": "see", "attachments": [
+        {"file_name": "a.csv", "file_type": "text/csv", "file_size": 10, "extracted_content": "x,y"}],
+        "files": [{"file_name": "b.png"}]})])
+    t = s.turns[0]
+    assert t.content == "see\n[attachment: a.csv]\nx,y\n[file: b.png]"
+    assert t.extra["attachments"] == [{"file_name": "a.csv", "file_type": "text/csv", "file_size": 10}]
+    assert t.extra["files"] == ["b.png"]
+
+
+def test_an_entry_that_is_not_an_object_is_still_a_turn():
+    (s,) = _parse([_conv({"sender": "human", "text": "a"}, None, 7)])
+    assert [(t.speaker, t.role, t.kind, t.content) for t in s.turns[1:]] == [
+        ("System", "system", "notice", "null"), ("System", "system", "notice", "7")]
+    assert G.count_turns(s.raw) == len(s.turns) == 3
+    assert s.warnings == ["2 of the chat_messages entries are not objects: kept verbatim as System notices"]
+
+
+def test_times_aware_with_fractions_and_unreadable_ones_warned_once():
+    (s,) = _parse([_conv({"sender": "human", "text": "a", "created_at": "2024-05-01T10:00:01.123456Z"},
+                         {"sender": "human", "text": "b", "created_at": "2024-02-30T10:00:00Z"},
+                         {"sender": "human", "text": "c", "created_at": "soon"})])
+    assert s.created.isoformat() == "2024-05-01T10:00:00+00:00"
+    assert s.turns[0].time.isoformat() == "2024-05-01T10:00:01+00:00"
+    assert [t.time_raw for t in s.turns[1:]] == ["2024-02-30T10:00:00Z", "soon"]
+    assert [t.time for t in s.turns[1:]] == [None, None]
+    assert s.warnings == ["2 times could not be read (first '2024-02-30T10:00:00Z' at /0/chat_messages/1): "
+                          "no time set there"]
+
+
+def test_a_single_conversation_object_and_an_empty_title():
+    (s,) = _parse(_conv({"sender": "human", "text": "hi"}, name=""))
+    assert s.session_id == "c-1" and s.id_source == "source:uuid" and s.title is None and s.pointer == "/0"
+
+
+def test_streaming_gives_the_same_sessions_as_parse():
+    path = GOLDEN / "claude" / "conversations.json"
+    source = load_source(path)
+    whole = list(G.parse(source, Settings()))
+    streamed = list(G.parse_stream(io.BytesIO(path.read_bytes()), source, Settings()))
+    assert [(s.session_id, s.turns, s.assumptions) for s in streamed] == \
+           [(s.session_id, s.turns, s.assumptions) for s in whole]
+
+
+def test_conversations_without_chat_messages_are_parse_errors():
+    with pytest.raises(ParseError):
+        _parse([{"uuid": "x", "name": "n"}])
+    with pytest.raises(ParseError):
+        _parse('[{"uuid": "x", "chat_messages": [')
+
+
+def test_detection_is_claude_and_not_chatgpt():
+    text = (GOLDEN / "claude" / "conversations.json").read_text()
+    assert registry.detect(text, "conversations.json", threshold=0.5).grammar == "claude"
+    assert registry.detect(text[:400], "data-2024/conversations.json", threshold=0.5).grammar == "claude"
+    chatgpt = (GOLDEN / "chatgpt" / "conversations.json").read_text()
+    assert G.detect(chatgpt, "conversations.json") == 0.0

@@ -1,0 +1,131 @@
+"""JSON Lines message logs: grouping, bad lines, the fine-tuning shape, models, times, detection."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from models.records import ModelRef, SourceText
+from models.settings import Settings
+from parsers import registry
+
+G = registry.get("jsonl")
+
+
+def _text(*rows):
+    return "\n".join(r if isinstance(r, str) else orjson.dumps(r).decode() for r in rows) + "\n"
+
+
+def _parse(*rows, name="chat.jsonl"):
+    text = _text(*rows)
+    return list(G.parse(SourceText(text, name, "0" * 64, len(text), "utf-8"), Settings()))
+
+
+def test_one_session_per_file_with_a_text_scan_count():
+    sessions = _parse({"role": "user", "content": "a"}, "", "   ", {"role": "assistant", "content": "b"})
+    (s,) = sessions
+    assert [t.content for t in s.turns] == ["a", "b"]
+    assert [t.lines for t in s.turns] == [(1, 1), (4, 4)]
+    assert (s.session_id, s.id_source, s.lines) == (None, "none", (1, 4))
+    assert G.count_turns(s.raw) == 2
+
+
+def test_a_line_that_is_not_json_is_named_and_seen_by_the_count():
+    (s,) = _parse({"role": "user", "content": "a"}, "{oops", {"role": "assistant", "content": "b"}, "42")
+    assert len(s.turns) == 2
+    assert G.count_turns(s.raw) == 4
+    assert s.coverage_reason == "2 lines are not JSON message objects (lines 2, 4)"
+
+
+def test_grouped_by_session_field_in_order_of_first_appearance():
+    sessions = _parse(
+        {"conversation_id": "b", "role": "user", "content": "b1"},
+        {"conversation_id": "a", "role": "user", "content": "a1"},
+        {"role": "assistant", "content": "a2 (no field: the session of the line before)"},
+        "not json",
+        {"conversation_id": "b", "role": "assistant", "content": "b2"},
+    )
+    assert [(s.session_id, s.id_source) for s in sessions] == [("b", "source:conversation_id"),
+                                                                ("a", "source:conversation_id")]
+    b, a = sessions
+    assert [t.content for t in b.turns] == ["b1", "b2"] and b.coverage_reason is None
+    assert G.count_turns(b.raw) == 2
+    assert len(a.turns) == 2 and G.count_turns(a.raw) == 3 and "lines 4" in a.coverage_reason
+
+
+def test_fine_tuning_lines_are_one_session_each_in_file_order():
+    sessions = _parse(
+        {"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]},
+        {"thread_id": "t9", "messages": [{"role": "assistant", "content": "x"}, "odd"]},
+    )
+    first, second = sessions
+    assert [t.kind for t in first.turns] == ["system", "message"] and first.lines == (1, 1)
+    assert [t.pointer for t in first.turns] == ["/messages/0", "/messages/1"]
+    assert (second.session_id, second.id_source) == ("t9", "source:thread_id")
+    assert second.turns[1].speaker == "System" and second.turns[1].extra == {"malformedEntry": True}
+    assert [G.count_turns(s.raw) for s in sessions] == [2, 2]
+
+
+def test_speaker_role_and_kinds():
+    (s,) = _parse(
+        {"role": "user", "name": "Dana", "content": "hi"},
+        {"role": "assistant", "content": None,
+         "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "42"},
+        {"role": "developer", "content": "be nice"},
+        {"role": "narrator", "content": "meanwhile"},
+    )
+    assert [(t.speaker, t.role, t.kind) for t in s.turns] == [
+        ("Dana", "user", "message"), ("assistant", "assistant", "tool_call"), ("tool", "tool", "tool_result"),
+        ("developer", "system", "system"), ("narrator", "other", "message")]
+    assert s.turns[1].content == "[tool_calls: f]"
+    assert s.turns[2].extra == {"toolCallId": "c1"}
+
+
+@pytest.mark.parametrize(("row", "model"), [
+    ({"model": "gpt-4o"}, ModelRef(None, "gpt-4o", None)),
+    ({"model": "openai/gpt-4o"}, ModelRef("openai", "gpt-4o", None)),
+    ({"model": "claude-3-opus", "provider": "anthropic"}, ModelRef("anthropic", "claude-3-opus", None)),
+    ({"model": ""}, None),
+    ({}, None),
+])
+def test_model_only_as_given(row, model):
+    (s,) = _parse({"role": "assistant", "content": "x", **row})
+    assert s.turns[0].model == model
+
+
+def test_times_iso_epoch_seconds_and_milliseconds():
+    (s,) = _parse(
+        {"role": "user", "content": "a", "timestamp": "2025-01-01T10:00:00"},
+        {"role": "user", "content": "b", "created": 1735725600},
+        {"role": "user", "content": "c", "created_at": 1735725600000},
+        {"role": "user", "content": "d", "timestamp": "2025-01-01T10:00:00+01:00"},
+        {"role": "user", "content": "e", "timestamp": "last tuesday"},
+        {"role": "user", "content": "f"},
+    )
+    times = [t.time.isoformat() if t.time else None for t in s.turns]
+    assert times == ["2025-01-01T10:00:00", "2025-01-01T10:00:00+00:00", "2025-01-01T10:00:00+00:00",
+                     "2025-01-01T10:00:00+01:00", None, None]
+    assert [t.time_raw for t in s.turns] == ["2025-01-01T10:00:00", "1735725600", "1735725600000",
+                                             "2025-01-01T10:00:00+01:00", "last tuesday", None]
+    assert s.warnings == ["1 time could not be read (first 'last tuesday' at line 5): no time set there"]
+
+
+def test_session_id_from_the_file_name_only_for_a_single_session_without_a_field():
+    (s,) = _parse({"role": "user", "content": "a"}, name="logs/session-42.jsonl")
+    assert (s.session_id, s.id_source) == ("42", "file-name")
+    sessions = _parse({"role": "user", "content": "a"}, {"messages": []}, name="session-42.jsonl")
+    assert sessions[0].session_id is None
+
+
+def test_detection():
+    text = _text({"role": "user", "content": "a"}, {"role": "assistant", "content": "b"})
+    assert G.detect(text, "x.jsonl") == 0.95
+    assert G.detect(text, "x.log") == 0.9
+    assert registry.detect(text, "x.jsonl", threshold=0.5).grammar == "jsonl"
+    assert G.detect('[{"role": "user", "content": "a"}]', "x.json") == 0.0  # a JSON array is not JSON Lines
+    assert G.detect(_text({"user": "a", "text": "b"}, {"user": "c", "text": "d"}), "x.jsonl") == 0.0
+    assert G.detect("[10:00] <alice> hi\n", "x.log") == 0.0
+    # a 64 KiB sample may end inside a line: that line is not held against the file
+    long = _text(*[{"role": "user", "content": "x" * 100}] * 700)
+    assert G.detect(long[:65536], "chat.jsonl") == 0.95
