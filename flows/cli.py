@@ -88,7 +88,7 @@ def _quarantine_table(rows: list[dict]) -> None:
                for q in rows], title="Quarantined")
 
 
-def _run(paths: list[Path], out: Path, settings: Settings, force: bool) -> int:
+def _run(paths: list[Path], out: Path, settings: Settings, force: bool, allow_shrink: bool = False) -> int:
     missing = [str(p) for p in paths if not p.exists() and not p.is_symlink()]
     if missing:
         console.print(f"[red]cannot start:[/red] no such path: {', '.join(missing)}")
@@ -99,7 +99,8 @@ def _run(paths: list[Path], out: Path, settings: Settings, force: bool) -> int:
     except Exception as exc:  # an environment problem, not an input problem
         console.print(f"[red]cannot start:[/red] Prefect is unavailable: {exc}")
         return EXIT_CANNOT_START
-    summary = run_archive(paths, out, settings, force=force, show_progress=sys.stderr.isatty())
+    summary = run_archive(paths, out, settings, force=force, show_progress=sys.stderr.isatty(),
+                          allow_shrink=allow_shrink)
     _print_summary(summary)
     c = summary["counts"]
     return EXIT_QUARANTINED if (c["files_quarantined"] or c["sessions_quarantined"]) else EXIT_OK
@@ -117,6 +118,9 @@ def run(
     workers: Annotated[int | None, typer.Option(help="Worker processes.")] = None,
     dask_address: Annotated[str | None, typer.Option(help="Run shards on this Dask scheduler.")] = None,
     force: Annotated[bool, typer.Option(help="Reprocess inputs the ledger says are unchanged.")] = False,
+    allow_shrink: Annotated[bool, typer.Option(
+        "--allow-shrink", help="Let a document replace an accepted one it shrinks past the mass latch "
+        "(recorded in the ledger and the revision note).")] = False,
 ) -> None:
     """Reconstruct every session found under PATHS into OUT."""
     settings = load_settings(config, source_tz=source_tz, runtime_identity=runtime_identity, format=format,
@@ -130,7 +134,7 @@ def run(
         except RegistryError as exc:
             console.print(f"[red]cannot start:[/red] {exc.detail}")
             raise typer.Exit(EXIT_CANNOT_START) from None
-    raise typer.Exit(_run(paths, out, settings, force))
+    raise typer.Exit(_run(paths, out, settings, force, allow_shrink))
 
 
 @app.command()

@@ -1,22 +1,31 @@
 """Audit datasets: sessions and turns of every document under OUT/sessions, as polars tables.
 
 One row per session document and one per interaction, with provenance columns (source path,
-source sha256, span, grammar, status, output path), in a deterministic order (output path, then
-ordinal), written as Parquet after every run and exportable as CSV or JSON Lines.
+source sha256, span, grammar, status, output path, the run that last wrote the document), in a
+deterministic order (output path, then ordinal), written as Parquet after every run and
+exportable as CSV or JSON Lines.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
 import polars as pl
+
+if TYPE_CHECKING:
+    from .ledger import Ledger
+
+TABLES = ("sessions", "turns")
+FORMATS = ("parquet", "csv", "jsonl")
 
 SESSION_COLUMNS = {
     "output_path": pl.Utf8, "session_id": pl.Utf8, "created_at": pl.Utf8, "status": pl.Utf8,
     "coverage_reason": pl.Utf8, "source_path": pl.Utf8, "source_sha256": pl.Utf8, "source_lines": pl.Utf8,
     "source_pointer": pl.Utf8, "grammar": pl.Utf8, "grammar_version": pl.Utf8, "interactions": pl.Int64,
-    "source_turns": pl.Int64, "redactions": pl.Int64, "output_sha256": pl.Utf8,
+    "source_turns": pl.Int64, "redactions": pl.Int64, "redaction_types": pl.Utf8, "output_sha256": pl.Utf8,
+    "run_id": pl.Utf8,
 }
 TURN_COLUMNS = {
     "output_path": pl.Utf8, "session_id": pl.Utf8, "ordinal": pl.Int64, "role": pl.Utf8, "kind": pl.Utf8,
@@ -26,10 +35,15 @@ TURN_COLUMNS = {
 }
 
 
-def tables(out_root: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(sessions, turns) for every session document currently under OUT/sessions."""
+def tables(out_root: Path, ledger: Ledger | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(sessions, turns) for every session document currently under OUT/sessions.
+
+    ``run_id`` is the latest run whose ledger row has these exact bytes at this path (None when
+    no run wrote them, e.g. after a revert to bytes no run recorded, or without a ledger).
+    """
     import hashlib
 
+    writers = ledger.writers() if ledger is not None else {}
     sessions, turns = [], []
     for path in sorted(p for p in (out_root / "sessions").rglob("*.json") if p.is_file()):
         raw = path.read_bytes()
@@ -39,6 +53,7 @@ def tables(out_root: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
         rel = str(path.relative_to(out_root))
         src = log["source"]
         lines = orjson.dumps(src.get("lines")).decode() if src.get("lines") else None
+        sha = hashlib.sha256(raw).hexdigest()
         sessions.append({
             "output_path": rel, "session_id": doc["sessionId"], "created_at": doc["createdAt"],
             "status": "partial" if hist.get("coverage") == "partial" else "ok",
@@ -46,7 +61,10 @@ def tables(out_root: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
             "source_sha256": src["sha256"], "source_lines": lines, "source_pointer": src.get("pointer"),
             "grammar": log["grammar"]["id"], "grammar_version": log["grammar"]["version"],
             "interactions": perf["interactionCount"], "source_turns": perf["sourceTurnCount"],
-            "redactions": perf["redactions"]["total"], "output_sha256": hashlib.sha256(raw).hexdigest(),
+            "redactions": perf["redactions"]["total"],
+            "redaction_types": orjson.dumps(perf["redactions"].get("byType") or {},
+                                            option=orjson.OPT_SORT_KEYS).decode(),
+            "output_sha256": sha, "run_id": writers.get((rel, sha)),
         })
         for it in hist["interactions"]:
             span = it["source"]
@@ -62,22 +80,32 @@ def tables(out_root: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
     return pl.DataFrame(sessions, schema=SESSION_COLUMNS), pl.DataFrame(turns, schema=TURN_COLUMNS)
 
 
-def write(out_root: Path, fmt: str = "parquet", folder: Path | None = None) -> list[Path]:
-    """Write sessions.<ext> and turns.<ext> (parquet, csv or jsonl) under OUT/datasets (or ``folder``)."""
+def _write_frame(frame: pl.DataFrame, target: Path, fmt: str) -> Path:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.tmp")  # readers never see a half-written table
+    if fmt == "parquet":
+        frame.write_parquet(tmp)
+    elif fmt == "csv":
+        frame.write_csv(tmp)
+    elif fmt == "jsonl":
+        frame.write_ndjson(tmp)
+    else:
+        raise ValueError(f"unknown format {fmt!r}: parquet, csv or jsonl")
+    tmp.replace(target)
+    return target
+
+
+def write(out_root: Path, fmt: str = "parquet", folder: Path | None = None, *, ledger: Ledger | None = None,
+          table: str | None = None, out_file: Path | None = None) -> list[Path]:
+    """Write sessions.<ext> and turns.<ext> (parquet, csv or jsonl) under OUT/datasets (or
+    ``folder``); with ``table`` only that one, to ``out_file`` when given."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}: parquet, csv or jsonl")
     folder = folder or out_root / "datasets"
-    folder.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, frame in zip(("sessions", "turns"), tables(out_root), strict=True):
-        target = folder / f"{name}.{fmt}"
-        tmp = target.with_name(f".{target.name}.tmp")
-        if fmt == "parquet":
-            frame.write_parquet(tmp)
-        elif fmt == "csv":
-            frame.write_csv(tmp)
-        elif fmt == "jsonl":
-            frame.write_ndjson(tmp)
-        else:
-            raise ValueError(f"unknown format {fmt!r}: parquet, csv or jsonl")
-        tmp.replace(target)
-        written.append(target)
+    for name, frame in zip(TABLES, tables(out_root, ledger), strict=True):
+        if table is not None and name != table:
+            continue
+        target = out_file if (out_file is not None and table is not None) else folder / f"{name}.{fmt}"
+        written.append(_write_frame(frame, target, fmt))
     return written

@@ -44,8 +44,30 @@ MIGRATIONS: list[str] = [
     CREATE INDEX files_by_key ON files (source_key, sha256);
     CREATE INDEX sessions_by_status ON sessions (status);
     """,
+    # 1 -> 2: the revision index of the output documents (seed 001); blobs live under OUT/.revisions
+    """
+    CREATE TABLE revisions (
+        output_path TEXT NOT NULL, rev INTEGER NOT NULL, sha256 TEXT NOT NULL, note TEXT NOT NULL,
+        ts TEXT NOT NULL, run_id TEXT,
+        PRIMARY KEY (output_path, rev)
+    );
+    -- the mass-latch check of an unchanged input looks up its latest sessions by key
+    CREATE INDEX sessions_by_key ON sessions (source_key);
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
+
+
+@dataclass(frozen=True, slots=True)
+class RevisionRow:
+    """A document a shard wrote (or found already written): a revision unless the index already
+    ends with this sha256. ``previous_sha256`` is what the file held before, if anything."""
+
+    output_path: str
+    sha256: str
+    note: str
+    ts: str
+    previous_sha256: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +155,34 @@ class Ledger:
                   s.source_turns, s.characters, s.seconds) for s in sessions],
             )
 
+    def add_revisions(self, rows: Iterable[RevisionRow], run_id: str | None = None) -> list[tuple[str, int]]:
+        """Append each row as the next revision of its document unless the index already ends with
+        that sha256; returns (output_path, rev) of what was appended.
+
+        A document with no history whose file held other bytes before (written before the store
+        existed) gets those as v0 first, so every replaced content stays reachable.
+        """
+        added = []
+        with self.db:
+            for r in rows:
+                last = self.db.execute("SELECT rev, sha256 FROM revisions WHERE output_path=? ORDER BY rev DESC "
+                                       "LIMIT 1", (r.output_path,)).fetchone()
+                if last is not None and last[1] == r.sha256:
+                    continue
+                rev = 0 if last is None else last[0] + 1
+                note = r.note or "rerun"
+                if last is None and r.previous_sha256 and r.previous_sha256 != r.sha256:
+                    self.db.execute("INSERT INTO revisions VALUES (?,?,?,?,?,?)",
+                                    (r.output_path, 0, r.previous_sha256, "init|found before the revision store",
+                                     r.ts, None))
+                    rev = 1
+                elif last is None:
+                    note = f"init|{r.note}" if r.note else "init"
+                self.db.execute("INSERT INTO revisions VALUES (?,?,?,?,?,?)",
+                                (r.output_path, rev, r.sha256, note, r.ts, run_id))
+                added.append((r.output_path, rev))
+        return added
+
     def mark_interrupted(self) -> int:
         """Runs still 'running' whose process on this host is gone were killed: say so."""
 
@@ -178,6 +228,57 @@ class Ledger:
             "sessions_quarantined": sess.get("quarantined", 0),
             "interactions": turns,
         }
+
+    def held_by_latch(self, source_key: str) -> bool:
+        """True when the latest run that processed this input held a session back by the mass
+        latch: such an input is not 'unchanged', since --allow-shrink may now decide otherwise."""
+        row = self.db.execute(
+            "SELECT 1 FROM sessions WHERE source_key=? AND reasons LIKE '%mass_latch%' AND run_id = "
+            "(SELECT run_id FROM sessions WHERE source_key=? ORDER BY rowid DESC LIMIT 1) LIMIT 1",
+            (source_key, source_key)).fetchone()
+        return row is not None
+
+    def revisions(self, output_path: str | None = None) -> list[dict[str, Any]]:
+        """Revisions of one document (or all), oldest first, in (output_path, rev) order."""
+        where, args = ("WHERE output_path=?", (output_path,)) if output_path is not None else ("", ())
+        cur = self.db.execute(f"SELECT output_path, rev, sha256, note, ts, run_id FROM revisions {where} "
+                              "ORDER BY output_path, rev", args)
+        cols = [c[0] for c in cur.description]
+        return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
+
+    def latest_revisions(self) -> dict[str, str]:
+        """output_path -> sha256 of its newest revision."""
+        rows = self.db.execute("SELECT output_path, sha256 FROM revisions r WHERE rev = "
+                               "(SELECT MAX(rev) FROM revisions WHERE output_path=r.output_path)").fetchall()
+        return dict(rows)
+
+    def paths_for_session_id(self, session_id: str) -> list[str]:
+        """Document paths a session id was written to (any run), for naming a document by its id."""
+        rows = self.db.execute("SELECT DISTINCT output_path FROM sessions WHERE session_id=? AND output_path "
+                               "LIKE 'sessions/%' ORDER BY 1", (session_id,)).fetchall()
+        return [r[0] for r in rows]
+
+    def writers(self) -> dict[tuple[str, str], str]:
+        """(output_path, output_sha256) -> run id of the latest run that produced those bytes."""
+        rows = self.db.execute(
+            "SELECT s.output_path, s.output_sha256, s.run_id FROM sessions s JOIN runs r ON r.run_id=s.run_id "
+            "WHERE s.output_sha256 IS NOT NULL ORDER BY r.started_at, r.rowid").fetchall()
+        return {(p, h): run for p, h, run in rows}
+
+    def session_rows(self, run_id: str) -> list[dict[str, Any]]:
+        cur = self.db.execute("SELECT * FROM sessions WHERE run_id=? ORDER BY source_key, ordinal", (run_id,))
+        cols = [c[0] for c in cur.description]
+        return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
+
+    def file_rows(self, run_id: str) -> list[dict[str, Any]]:
+        cur = self.db.execute("SELECT * FROM files WHERE run_id=? ORDER BY source_key", (run_id,))
+        cols = [c[0] for c in cur.description]
+        return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
+
+    def run(self, run_id: str) -> dict[str, Any] | None:
+        cur = self.db.execute("SELECT * FROM runs WHERE run_id=?", (run_id,))
+        row = cur.fetchone()
+        return dict(zip([c[0] for c in cur.description], row, strict=True)) if row else None
 
     def done_before(self, source_key: str, sha256: str, fingerprint: str) -> bool:
         """True when this exact input was processed with these settings and nothing in it failed."""

@@ -53,9 +53,10 @@ def plan_shards(refs: list[ingest.InputRef], settings: Settings) -> list[list[in
 
 @task(name="reconstruct-shard", retries=2, retry_delay_seconds=1, persist_result=False, cache_policy=NO_CACHE)
 def process_shard(refs: list[ingest.InputRef], out_root: str, settings: Settings,
-                  companions: dict[str, ingest.InputRef], ledger_path: str, force: bool) -> ShardResult:
+                  companions: dict[str, ingest.InputRef], ledger_path: str, force: bool,
+                  allow_shrink: bool = False) -> ShardResult:
     result, where = pool.dispatch(refs, Path(out_root), settings, companions=companions,
-                                  ledger_path=Path(ledger_path), force=force)
+                                  ledger_path=Path(ledger_path), force=force, allow_shrink=allow_shrink)
     get_run_logger().debug("shard of %d inputs ran on %s", len(refs), where)
     return result
 
@@ -91,7 +92,7 @@ def _summary_markdown(run_id: str, counts: dict[str, int], quarantined: list[dic
 
 
 def reconstruct(paths: list[Path], out_root: Path, settings: Settings, *, force: bool = False,
-                run_id: str | None = None, runner=None, progress=None) -> dict[str, Any]:
+                run_id: str | None = None, runner=None, progress=None, allow_shrink: bool = False) -> dict[str, Any]:
     """Run the archive through the shards and record it in the ledger; returns the run summary.
 
     Called inside the Prefect flow below; ``runner`` submits shards (a Prefect task runner's
@@ -107,7 +108,7 @@ def reconstruct(paths: list[Path], out_root: Path, settings: Settings, *, force:
         ledger.mark_interrupted()
         ledger.start_run(run_id, f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ}",
                          {"paths": [str(p) for p in paths], "out": str(out_root), "force": force,
-                          "pid": os.getpid(), "host": socket.gethostname()},
+                          "allow_shrink": allow_shrink, "pid": os.getpid(), "host": socket.gethostname()},
                          settings.fingerprint(), PIPELINE_VERSION)
         refs = ingest.discover(paths, settings)
         companions = {r.key: r for r in refs if r.companion}
@@ -115,19 +116,23 @@ def reconstruct(paths: list[Path], out_root: Path, settings: Settings, *, force:
         if progress:
             progress(0, len(refs))
         results = runner(shards, companions, str(lpath)) if runner else (
-            run_shard(s, out_root, settings, companions=companions, ledger_path=lpath, force=force) for s in shards
+            run_shard(s, out_root, settings, companions=companions, ledger_path=lpath, force=force,
+                      allow_shrink=allow_shrink) for s in shards
         )
         done = 0
         written = 0
         for result in results:
             ledger.record(run_id, settings.fingerprint(), result.files, result.sessions)
+            ledger.add_revisions(result.revisions, run_id)  # the index's one writer: this process
             done += len(result.files)
             written += result.written
             if progress:
                 progress(done, len(refs))
         from .datasets import write as write_datasets
+        from .revisions import write_index
 
-        write_datasets(out_root)
+        write_index(out_root, ledger)
+        write_datasets(out_root, ledger=ledger)
         seconds = time.perf_counter() - started
         counts = ledger.finish_run(run_id, f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ}", "completed", seconds)
         quarantined = ledger.quarantined(run_id)
@@ -143,7 +148,8 @@ def reconstruct(paths: list[Path], out_root: Path, settings: Settings, *, force:
 
 @flow(name="reconstruct-archive", log_prints=False, validate_parameters=False)
 def reconstruct_archive(paths: list[str], out: str, settings: Settings | dict[str, Any] | None = None,
-                        force: bool = False, show_progress: bool = False) -> dict[str, Any]:
+                        force: bool = False, show_progress: bool = False,
+                        allow_shrink: bool = False) -> dict[str, Any]:
     """Reconstruct every session of an archive into ``out`` (see README: Output layout).
 
     Run it with ``run_archive`` (which picks the task runner from the settings) or, for a
@@ -155,7 +161,7 @@ def reconstruct_archive(paths: list[str], out: str, settings: Settings | dict[st
         settings = Settings(**(settings or {}))
 
     def submit(shards, companions, ledger_path):
-        futures = [process_shard.submit(s, str(out_root), settings, companions, ledger_path, force)
+        futures = [process_shard.submit(s, str(out_root), settings, companions, ledger_path, force, allow_shrink)
                    for s in shards]
         for i, fut in enumerate(futures, 1):
             result = fut.result()
@@ -165,7 +171,7 @@ def reconstruct_archive(paths: list[str], out: str, settings: Settings | dict[st
 
     with progress_bar(show_progress) as progress, pool.local_pool(settings):
         summary = reconstruct([Path(p) for p in paths], out_root, settings, force=force,
-                              runner=submit, progress=progress)
+                              runner=submit, progress=progress, allow_shrink=allow_shrink)
     c = summary["counts"]
     logger.info("run %s: %d files (%d skipped, %d quarantined); sessions ok %d, partial %d, quarantined %d",
                 summary["run_id"], c["files"], c["files_skipped"], c["files_quarantined"],
@@ -205,7 +211,7 @@ class progress_bar:
 
 
 def run_archive(paths: list[Path], out: Path, settings: Settings, *, force: bool = False,
-                show_progress: bool = False) -> dict[str, Any]:
+                show_progress: bool = False, allow_shrink: bool = False) -> dict[str, Any]:
     """Run the flow with the task runner the settings ask for."""
     configured = reconstruct_archive.with_options(task_runner=task_runner(settings))
-    return configured([str(p) for p in paths], str(out), settings, force, show_progress)
+    return configured([str(p) for p in paths], str(out), settings, force, show_progress, allow_shrink)

@@ -12,13 +12,15 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+import orjson
+
 from models.errors import IngestError, Reason
 from models.records import SourceText
 from models.settings import Settings
 from normalizers.assemble import RunContext
 
-from . import emit, ingest
-from .ledger import FileRow, Ledger, SessionRow
+from . import emit, ingest, revisions
+from .ledger import FileRow, Ledger, RevisionRow, SessionRow
 from .process import DETECT_SAMPLE, FileOutcome, process_bytes, process_stream, quarantined_file
 
 
@@ -28,6 +30,7 @@ class ShardResult:
     sessions: list[SessionRow] = field(default_factory=list)
     written: int = 0
     unchanged: int = 0
+    revisions: list[RevisionRow] = field(default_factory=list)
 
 
 def companions_for(ref: ingest.InputRef, companions: dict[str, ingest.InputRef]) -> dict[str, str]:
@@ -61,22 +64,26 @@ def run_shard(
     companions: dict[str, ingest.InputRef] | None = None,
     ledger_path: Path | None = None,
     force: bool = False,
+    allow_shrink: bool = False,
 ) -> ShardResult:
-    """Process every input of a shard; a broken input is quarantined and the shard goes on."""
+    """Process every input of a shard; a broken input is quarantined and the shard goes on.
+
+    ``allow_shrink`` lets a document replace an accepted one that held much more (the mass latch).
+    """
     ctx = RunContext.from_settings(settings)
     fingerprint = ctx.fingerprint
     ledger = Ledger(ledger_path) if (ledger_path is not None and not force) else None
     result = ShardResult()
     try:
         for ref in refs:
-            _one(ref, out_root, ctx, fingerprint, ledger, companions or {}, result)
+            _one(ref, out_root, ctx, fingerprint, ledger, companions or {}, result, allow_shrink)
     finally:
         if ledger is not None:
             ledger.close()
     return result
 
 
-def _one(ref, out_root, ctx, fingerprint, ledger, companions, result: ShardResult) -> None:
+def _one(ref, out_root, ctx, fingerprint, ledger, companions, result: ShardResult, allow_shrink: bool) -> None:
     if ref.companion:
         result.files.append(FileRow(ref.key, ref.name, None, ref.size, None, "companion", [],
                                     "context file for its folder's inputs", 0, 0.0))
@@ -100,7 +107,7 @@ def _one(ref, out_root, ctx, fingerprint, ledger, companions, result: ShardResul
                                             "unchanged since an earlier run with the same settings", 0, 0.0))
                 return
             outcome = process_bytes(data, ref.name, ctx, companions_for(ref, companions))
-    _emit(ref, outcome, out_root, result)
+    _emit(ref, outcome, out_root, result, ctx.settings, allow_shrink)
 
 
 def _streamed(ref, ctx, ledger, fingerprint, result: ShardResult):
@@ -110,7 +117,7 @@ def _streamed(ref, ctx, ledger, fingerprint, result: ShardResult):
     try:
         with ingest.open_binary(ref) as fp:
             sha, size, encoding = sha256_stream(iter(lambda: fp.read(1 << 20), b""))
-        if ledger is not None and ledger.done_before(ref.key, sha, fingerprint):
+        if ledger is not None and ledger.done_before(ref.key, sha, fingerprint) and not ledger.held_by_latch(ref.key):
             result.files.append(FileRow(ref.key, ref.name, sha, size, None, "skipped", [],
                                         "unchanged since an earlier run with the same settings", 0, 0.0))
             return "skipped"
@@ -133,10 +140,39 @@ def _quick_sha(data: bytes) -> str:
 
 
 def _unchanged(ledger: Ledger, ref, data: bytes, fingerprint: str) -> bool:
-    return ledger.done_before(ref.key, _quick_sha(data), fingerprint)
+    return ledger.done_before(ref.key, _quick_sha(data), fingerprint) and not ledger.held_by_latch(ref.key)
 
 
-def _emit(ref: ingest.InputRef, outcome: FileOutcome, out_root: Path, result: ShardResult) -> None:
+def _mass(doc_bytes: bytes) -> tuple[int, int] | None:
+    """(interactions, content characters) of an accepted document, None when it is not one."""
+    try:
+        interactions = orjson.loads(doc_bytes)["artifacts"]["Chatthistorik"]["interactions"]
+        return len(interactions), sum(len(i["content"]) for i in interactions)
+    except (orjson.JSONDecodeError, KeyError, TypeError):
+        return None
+
+
+def _latch(old: bytes, s, threshold: float) -> str | None:
+    """Why replacing ``old`` with session ``s`` trips the mass latch (seed 003), or None."""
+    before = _mass(old)
+    if before is None:
+        return None
+    (old_i, old_c), (new_i, new_c) = before, (s.interactions, s.characters)
+    if (old_i and new_i < threshold * old_i) or (old_c and new_c < threshold * old_c):
+        return (f"interactions {old_i}->{new_i}, characters {old_c}->{new_c}, "
+                f"below {threshold:g} of the accepted document")
+    return None
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def _emit(ref: ingest.InputRef, outcome: FileOutcome, out_root: Path, result: ShardResult,
+          settings: Settings | None = None, allow_shrink: bool = False) -> None:
     started = time.perf_counter()
     if outcome.status == "quarantined" and not outcome.sessions:
         rel = emit.quarantine_relpath(ref.key, None)
@@ -152,17 +188,48 @@ def _emit(ref: ingest.InputRef, outcome: FileOutcome, out_root: Path, result: Sh
             "reasons": outcome.reasons, "detail": outcome.detail,
         }))
     for s in outcome.sessions:
+        latched = None
         if s.encoded is not None:
             rel = emit.document_relpath(ref.key, s.session_id, s.ordinal)
+            target = emit.resolve_inside(out_root, rel)
+            old = _read(target)
+            note = ""
+            if old is not None and old != s.encoded and settings is not None:
+                dataset = ref.key.split("/", 1)[0]
+                latched = _latch(old, s, settings.latch_threshold(dataset))
+                if latched and allow_shrink:
+                    # the override is on record: in the ledger detail and in the revision note
+                    note = f"allow-shrink: {latched}"
+                    override = f"mass latch overridden (--allow-shrink): {latched}"
+                    s.detail = "; ".join(x for x in (s.detail, override) if x)
+                    latched = None
+        if latched:
+            # the accepted document stays; the smaller one is kept aside with both masses
+            before = _mass(old)
+            rel = emit.quarantine_relpath(ref.key, s.ordinal)
+            emit.atomic_write(emit.resolve_inside(out_root, rel), emit.quarantine_record({
+                "status": "quarantined", "source": ref.name, "ordinal": s.ordinal, "sessionId": s.session_id,
+                "reasons": [Reason.MASS_LATCH.value], "detail": latched,
+                "acceptedDocument": emit.document_relpath(ref.key, s.session_id, s.ordinal),
+                "mass": {"accepted": {"interactions": before[0], "characters": before[1]},
+                         "rejected": {"interactions": s.interactions, "characters": s.characters}},
+                "rejectedDocument": orjson.loads(s.encoded),
+            }))
+            s.status, s.reasons, s.detail = "quarantined", [Reason.MASS_LATCH.value], latched
+            sha = None
+        elif s.encoded is not None:
             try:
-                changed = emit.atomic_write(emit.resolve_inside(out_root, rel), s.encoded)
+                # blobs first (the old bytes, then the new): a revision is never indexed without them
+                previous = revisions.put_blob(out_root, old) if old is not None and old != s.encoded else None
+                sha = revisions.put_blob(out_root, s.encoded)
+                changed = emit.atomic_write(target, s.encoded)
             except OSError as exc:
                 s.status, s.reasons, s.detail = "quarantined", [Reason.WRITE_ERROR.value], str(exc)
                 rel, sha = None, None
             else:
-                sha = hashlib.sha256(s.encoded).hexdigest()
                 result.written += changed
                 result.unchanged += not changed
+                result.revisions.append(RevisionRow(rel, sha, note, revisions.now(), previous))
         else:
             rel = emit.quarantine_relpath(ref.key, s.ordinal)
             emit.atomic_write(emit.resolve_inside(out_root, rel), emit.quarantine_record({

@@ -35,6 +35,8 @@ class Reason(StrEnum):
     MASS_LATCH = "mass_latch"
     WRITE_ERROR = "write_error"
     INTERNAL = "internal_error"
+    # audit trail
+    DIFF_CHECKSUM = "diff_checksum"
 
 
 class ReconstructError(Exception):

@@ -1,0 +1,184 @@
+"""The audit report: one self-contained HTML page (inline SVG, no scripts, no external assets).
+
+Figures of the chosen run come from the ledger (sessions by status, coverage, quarantine reasons);
+figures of the archive as it stands come from the datasets of OUT/sessions (formats, turns per
+session, unknown models, redactions). Every chart prints its numbers, and every number sits in a
+table cell marked ``data-figure``/``data-key`` so a test (or an auditor's script) can read them.
+"""
+
+from __future__ import annotations
+
+import json
+from html import escape
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from . import datasets, emit
+from .ledger import Ledger
+
+PALETTE = ["#2b6cb0", "#38a169", "#d69e2e", "#c53030", "#805ad5", "#319795", "#dd6b20", "#718096"]
+HIST_BINS = [(1, 1), (2, 2), (3, 5), (6, 10), (11, 20), (21, 50), (51, 100), (101, 1000), (1001, None)]
+
+
+class ReportError(Exception):
+    """The report cannot be made (no such run, nothing ran)."""
+
+
+def figures(out_root: Path, ledger: Ledger, run_id: str | None = None) -> dict[str, Any]:
+    """Every number the report shows, as plain data."""
+    run_id = run_id or ledger.latest_run_id()
+    run = ledger.run(run_id) if run_id else None
+    if run is None:
+        raise ReportError(f"no run {run_id!r} in the ledger" if run_id else "the ledger has no run yet")
+    counts = ledger.run_counts(run_id)
+    sess = ledger.session_rows(run_id)
+    by_status = {s: 0 for s in ("ok", "partial", "quarantined", "failed")}
+    for row in sess:
+        by_status[row["status"]] = by_status.get(row["status"], 0) + 1
+    reasons: dict[str, int] = {}
+    for q in ledger.quarantined(run_id):
+        for r in filter(None, (q["reasons"] or "").split(",")):
+            reasons[r] = reasons.get(r, 0) + 1
+    sessions, turns = datasets.tables(out_root, ledger)
+    formats = _counts(sessions["grammar"].to_list())
+    hist = {_bin_label(lo, hi): 0 for lo, hi in HIST_BINS}
+    hist["0"] = 0
+    for n in sessions["interactions"].to_list():
+        hist[_bin_of(n)] += 1
+    hist = {"0": hist.pop("0"), **hist}
+    ai = turns.filter(pl.col("role") == "assistant")
+    unknown = ai.filter(pl.col("model_name") == "unknown").height
+    redactions: dict[str, int] = {}
+    for cell in sessions["redaction_types"].to_list():
+        for kind, n in json.loads(cell or "{}").items():
+            redactions[kind] = redactions.get(kind, 0) + n
+    return {
+        "run": {k: run[k] for k in ("run_id", "started_at", "finished_at", "status", "pipeline_version")},
+        "run_counts": counts,
+        "status": by_status,
+        "coverage": {"ok": by_status["ok"], "partial": by_status["partial"]},
+        "quarantine_reasons": dict(sorted(reasons.items())),
+        "archive": {"documents": sessions.height, "turns": turns.height},
+        "formats": formats,
+        "turns_histogram": hist,
+        "models": {"assistant_turns": ai.height, "unknown": unknown,
+                   "unknown_share": round(unknown / ai.height, 4) if ai.height else 0.0},
+        "redactions": dict(sorted(redactions.items())),
+    }
+
+
+def _counts(values: list[Any]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for v in values:
+        out[str(v)] = out.get(str(v), 0) + 1
+    return dict(sorted(out.items()))
+
+
+def _bin_label(lo: int, hi: int | None) -> str:
+    return f"{lo}+" if hi is None else (str(lo) if lo == hi else f"{lo}-{hi}")
+
+
+def _bin_of(n: int) -> str:
+    if n <= 0:
+        return "0"
+    for lo, hi in HIST_BINS:
+        if n >= lo and (hi is None or n <= hi):
+            return _bin_label(lo, hi)
+    raise AssertionError(n)
+
+
+# -- rendering ---------------------------------------------------------------------------------
+
+
+def _bars(values: dict[str, int | float], *, color_by_key: bool = True) -> str:
+    """Horizontal bars, label left, value printed right of each bar."""
+    if not values:
+        return '<p class="none">none</p>'
+    row, label_w, bar_w = 26, 200, 520
+    top = max(values.values()) or 1
+    height = row * len(values) + 10
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{label_w + bar_w + 90}" height="{height}" '
+             f'role="img">']
+    for i, (key, value) in enumerate(values.items()):
+        y = 5 + i * row
+        w = max(1, round(bar_w * value / top)) if value else 0
+        color = PALETTE[i % len(PALETTE)] if color_by_key else PALETTE[0]
+        parts.append(f'<text x="{label_w - 8}" y="{y + 17}" text-anchor="end" font-size="13">{escape(key)}</text>')
+        parts.append(f'<rect x="{label_w}" y="{y + 3}" width="{w}" height="{row - 8}" fill="{color}"/>')
+        parts.append(f'<text x="{label_w + w + 6}" y="{y + 17}" font-size="13">{value}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _share(part: int, whole: int, label: str) -> str:
+    """One stacked bar: the share ``part`` of ``whole``."""
+    width = 600
+    w = round(width * part / whole) if whole else 0
+    pct = f"{100 * part / whole:.1f}%" if whole else "n/a"
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width + 20}" height="60" role="img">'
+            f'<rect x="10" y="10" width="{width}" height="24" fill="#cbd5e0"/>'
+            f'<rect x="10" y="10" width="{w}" height="24" fill="#c53030"/>'
+            f'<text x="10" y="52" font-size="13">{escape(label)}: {part} of {whole} ({pct})</text></svg>')
+
+
+def _table(figure: str, values: dict[str, Any], head: tuple[str, str] = ("", "count")) -> str:
+    rows = "".join(f'<tr><th scope="row">{escape(str(k))}</th><td data-figure="{figure}" data-key="{escape(str(k))}">'
+                   f"{escape(str(v))}</td></tr>" for k, v in values.items())
+    return (f'<table><thead><tr><th>{escape(head[0])}</th><th>{escape(head[1])}</th></tr></thead>'
+            f"<tbody>{rows}</tbody></table>")
+
+
+def _section(title: str, note: str, chart: str, table: str) -> str:
+    return (f"<section><h2>{escape(title)}</h2><p class=\"note\">{escape(note)}</p>"
+            f'<div class="fig">{chart}{table}</div></section>')
+
+
+CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px;color:#1a202c;background:#fff}
+h1{font-size:24px;margin:0 0 4px}h2{font-size:18px;margin:24px 0 4px;border-bottom:1px solid #e2e8f0}
+.note{color:#4a5568;font-size:13px;margin:2px 0 8px}.none{color:#718096}
+table{border-collapse:collapse;font-size:13px;margin:6px 0}
+th,td{border:1px solid #e2e8f0;padding:3px 8px;text-align:left}
+td{text-align:right;font-variant-numeric:tabular-nums}.fig{display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start}
+"""
+
+
+def render(fig: dict[str, Any]) -> str:
+    run, models = fig["run"], fig["models"]
+    archive = fig["archive"]
+    sections = [
+        _section("Sessions by status", f"Run {run['run_id']}: every session the run produced (ledger).",
+                 _bars(fig["status"]), _table("status", fig["status"], ("status", "sessions"))),
+        _section("Coverage", "Accepted sessions of the run: complete (ok) against partial.",
+                 _bars(fig["coverage"]), _table("coverage", fig["coverage"], ("coverage", "sessions"))),
+        _section("Quarantine reasons", "Quarantined files and sessions of the run, by reason code (ledger).",
+                 _bars(fig["quarantine_reasons"]),
+                 _table("quarantine", fig["quarantine_reasons"], ("reason", "count"))),
+        _section("Formats", f"Documents now under OUT/sessions by grammar ({archive['documents']} documents).",
+                 _bars(fig["formats"]), _table("formats", fig["formats"], ("grammar", "documents"))),
+        _section("Turns per session", f"Interactions per document ({archive['turns']} in all), histogram.",
+                 _bars(fig["turns_histogram"], color_by_key=False),
+                 _table("turns", fig["turns_histogram"], ("interactions", "documents"))),
+        _section("Unknown models", "Assistant turns whose model name is unknown (no evidence in the source).",
+                 _share(models["unknown"], models["assistant_turns"], "unknown model"),
+                 _table("models", {"assistant_turns": models["assistant_turns"], "unknown": models["unknown"],
+                                   "unknown_share": models["unknown_share"]}, ("", "value"))),
+        _section("Redactions by type", "Secrets (and PII when enabled) found in the documents now under OUT.",
+                 _bars(fig["redactions"]), _table("redactions", fig["redactions"], ("type", "findings"))),
+    ]
+    meta = _table("run", {k: v if v is not None else "" for k, v in run.items()}, ("run", ""))
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f"<title>reconstruct audit report {escape(run['run_id'])}</title><style>{CSS}</style></head><body>"
+        f"<h1>reconstruct audit report</h1><p class=\"note\">Run figures from the ledger; archive figures "
+        f"from the datasets of the output root as it stands.</p>{meta}{''.join(sections)}</body></html>\n"
+    )
+
+
+def write_report(out_root: Path, ledger: Ledger, run_id: str | None = None, out_file: Path | None = None) -> Path:
+    """Render the report of a run (default the latest) to ``out_file`` (default OUT/report.html)."""
+    target = out_file or out_root / "report.html"
+    emit.atomic_write(target.resolve(), render(figures(out_root, ledger, run_id)).encode("utf-8"))
+    return target

@@ -1,0 +1,137 @@
+"""Rerun mass latch (seed 003): a rerun may not shrink an accepted document past the threshold."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import orjson
+import pytest
+from typer.testing import CliRunner
+
+from flows.cli import app
+from flows.ledger import Ledger
+from flows.pipeline import reconstruct
+from models.settings import Settings
+
+DOC = "sessions/in/chat.txt/unidentified-1/999.json"
+QUARANTINE = "quarantine/in/chat.txt/session-1.json"
+# Turns of equal length, so the interaction and character ratios are the same.
+TURNS = ["User: aaaa", "Assistant: bbbb", "User: cccc", "Assistant: dddd"]
+
+
+def _text(n: int) -> str:
+    return "\n".join(TURNS[:n]) + "\n"
+
+
+def _run(tmp_path: Path, n: int, settings: Settings | None = None, **kw) -> dict:
+    src = tmp_path / "in"
+    src.mkdir(exist_ok=True)
+    (src / "chat.txt").write_text(_text(n))
+    return reconstruct([src], tmp_path / "out", settings or Settings(), **kw)
+
+
+def _session_row(out: Path, run_id: str) -> dict:
+    ledger = Ledger(out / "ledger.sqlite")
+    try:
+        [row] = ledger.session_rows(run_id)
+        return row
+    finally:
+        ledger.close()
+
+
+def _history(out: Path) -> list[dict]:
+    return orjson.loads((out / ".revisions" / "index.json").read_bytes())["files"][0]["history"]
+
+
+def test_a_shrinking_rerun_is_quarantined_and_the_old_document_stays(tmp_path):
+    out = tmp_path / "out"
+    _run(tmp_path, 4)
+    accepted = (out / DOC).read_bytes()
+    summary = _run(tmp_path, 2)
+    assert (out / DOC).read_bytes() == accepted
+    assert summary["counts"]["sessions_quarantined"] == 1 and summary["counts"]["sessions_ok"] == 0
+    row = _session_row(out, summary["run_id"])
+    assert (row["status"], row["reasons"]) == ("quarantined", "mass_latch")
+    assert "interactions 4->2" in row["detail"] and "characters 16->8" in row["detail"]
+    record = orjson.loads((out / QUARANTINE).read_bytes())
+    assert record["reasons"] == ["mass_latch"]
+    assert record["mass"] == {"accepted": {"interactions": 4, "characters": 16},
+                              "rejected": {"interactions": 2, "characters": 8}}
+    assert len(record["rejectedDocument"]["artifacts"]["Chatthistorik"]["interactions"]) == 2
+    assert record["acceptedDocument"] == DOC
+    assert [h["rev"] for h in _history(out)] == ["v0"]  # nothing replaced, nothing indexed
+    assert summary["quarantined"][0]["reasons"] == "mass_latch"
+
+
+def test_growth_and_small_shrink_pass(tmp_path):
+    out = tmp_path / "out"
+    _run(tmp_path, 3)
+    _run(tmp_path, 4)
+    four = hashlib.sha256((out / DOC).read_bytes()).hexdigest()
+    # 3/4 is exactly the threshold, not below it (force: this input was seen in the first run)
+    summary = _run(tmp_path, 3, force=True)
+    assert summary["counts"]["sessions_ok"] == 1
+    assert hashlib.sha256((out / DOC).read_bytes()).hexdigest() != four
+    assert [h["rev"] for h in _history(out)] == ["v0", "v1", "v2"]
+
+
+def test_allow_shrink_overrides_and_is_recorded(tmp_path):
+    out = tmp_path / "out"
+    _run(tmp_path, 4)
+    latched = _run(tmp_path, 2)
+    assert latched["counts"]["sessions_quarantined"] == 1
+    # the held input is not 'unchanged': the next run may decide otherwise without --force
+    summary = _run(tmp_path, 2, allow_shrink=True)
+    assert summary["counts"]["sessions_ok"] == 1
+    doc = orjson.loads((out / DOC).read_bytes())
+    assert len(doc["artifacts"]["Chatthistorik"]["interactions"]) == 2
+    row = _session_row(out, summary["run_id"])
+    assert row["status"] == "ok" and "mass latch overridden (--allow-shrink)" in row["detail"]
+    last = _history(out)[-1]
+    assert last["rev"] == "v1" and last["note"].startswith("allow-shrink: interactions 4->2")
+    ledger = Ledger(out / "ledger.sqlite")
+    try:
+        assert orjson.loads(ledger.run(summary["run_id"])["args"])["allow_shrink"] is True
+    finally:
+        ledger.close()
+    # accepted now: an unchanged rerun is skipped again
+    again = _run(tmp_path, 2)
+    assert again["counts"]["files_skipped"] == 1
+
+
+@pytest.mark.parametrize("overrides, latched", [
+    ({"in": 0.5}, False),     # this dataset allows halving
+    ({"other": 0.1}, True),   # another dataset's threshold does not apply
+    ({}, True),
+])
+def test_threshold_per_dataset(tmp_path, overrides, latched):
+    settings = Settings(mass_latch_overrides=overrides)
+    _run(tmp_path, 4, settings)
+    summary = _run(tmp_path, 2, settings)
+    assert summary["counts"]["sessions_quarantined"] == int(latched)
+
+
+def test_global_threshold(tmp_path):
+    settings = Settings(mass_latch_threshold=0.4)
+    _run(tmp_path, 4, settings)
+    assert _run(tmp_path, 1, settings)["counts"]["sessions_quarantined"] == 1
+    assert _run(tmp_path, 2, settings)["counts"]["sessions_ok"] == 1
+
+
+def test_run_command_has_the_allow_shrink_flag():
+    result = CliRunner().invoke(app, ["run", "--help"], env={"COLUMNS": "200"})
+    assert "--allow-shrink" in result.output
+
+
+def test_allow_shrink_through_the_prefect_flow(tmp_path, prefect_harness):
+    from flows.pipeline import run_archive
+
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "chat.txt").write_text(_text(4))
+    settings = Settings(workers=1)
+    run_archive([src], tmp_path / "out", settings)
+    (src / "chat.txt").write_text(_text(2))
+    assert run_archive([src], tmp_path / "out", settings)["counts"]["sessions_quarantined"] == 1
+    assert run_archive([src], tmp_path / "out", settings, allow_shrink=True)["counts"]["sessions_ok"] == 1
