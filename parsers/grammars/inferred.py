@@ -1,13 +1,23 @@
-"""A line-oriented format no registered grammar knows, with a repeated header prefix: inferred.
+"""A line-oriented chat format no registered grammar knows, with a repeated header prefix: inferred.
 
-The shape of each line's start is generalised (digit runs -> ``\\d+``, white space -> ``\\s+``,
-punctuation kept, the first word run -> the speaker, up to the next punctuation mark, which ends
-the header). When one shape starts at least 3 lines and 40% of the non-blank lines (the rest
-may be continuation lines), and has a digit or a punctuation mark before the speaker, it becomes
-a header pattern, the file is parsed with it, and the pattern is recorded as a heuristic
-``H-INFER-<hash>`` with its evidence in ``frankensteen_learning_db`` for a person to review and
-promote to a grammar. The pattern is a guess, so coverage is always marked partial. Detection
-scores low (0.5): any real grammar wins.
+Examples: ``<<2024/03/01 10:00>> alice | text``, ``#42 [alice] text``. The start of each line is
+generalised into a shape: digit runs become ``\\d+``, white space ``[ \\t]+``, punctuation stays
+literal, and the first run of letters after at least one digit or punctuation mark becomes the
+speaker (up to four words), ended by the next punctuation mark, which closes the header. When one
+shape starts at least 3 lines and at least 60% of the non-blank lines (the rest may be continuation
+lines), it is taken as the file's header pattern.
+
+Decisions:
+- The pattern is a guess, so every session says so in ``coverage_reason`` (coverage cannot be
+  guaranteed) and records the pattern as a heuristic ``H-INFER-<first 8 hex of its sha256>`` with its
+  evidence (pattern, lines matched, sample line numbers) for a person to review and promote to a
+  grammar (it lands in frankensteen_learning_db).
+- Detection scores at most 0.55 (0.5 at 60% of the lines, 0.55 from 90%): any real grammar wins.
+  Text that starts like JSON is never claimed.
+- A time is read only from a year-first date and clock in the header (``2024/03/01 10:00``); a
+  clock time alone has no date, so its time stays None (raw kept, one warning). A header without
+  a time keeps its text in ``extra.header``. Roles come from role words (``Assistant``), else user.
+- Lines before the first header are kept in meta as the preamble.
 """
 
 from __future__ import annotations
@@ -15,7 +25,6 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from collections.abc import Iterator
-from datetime import datetime
 from typing import Any
 
 import regex
@@ -26,12 +35,18 @@ from parsers.base import Grammar
 from parsers.engine import split_blocks
 from parsers.registry import register
 from parsers.speakers import role_of
+from parsers.timeparse import from_parts
+
+from ._lines import line_count, unreadable_times
 
 _TOKEN = regex.compile(r"\d+|[^\W\d_]+|[ \t]+|.")
 _STAMP = regex.compile(
     r"(?P<y>\d{4})[-/.](?P<m>\d{1,2})[-/.](?P<d>\d{1,2})[ T]+(?P<H>\d{1,2}):(?P<M>\d{2})(?::(?P<S>\d{2}))?"
 )
-MIN_LINES, MIN_SHARE, SCORE = 3, 0.4, 0.5
+_CLOCK = regex.compile(r"\b\d{1,2}:\d{2}(?::\d{2})?\b")
+_JSON_START = regex.compile(r'\A\s*(?:\{\s*(?:"|$)|\[\s*(?:[\[{"\]]|$))')  # '{"', '[{', '[[', '["', '[]'
+MIN_LINES, MIN_SHARE, SAMPLE_LINES = 3, 0.6, 2000
+_MAX_NAME_WORDS = 4
 
 
 def shape(line: str) -> str | None:
@@ -45,7 +60,7 @@ def shape(line: str) -> str | None:
                 continue
             if tok.isalnum() or tok in ".'-":
                 words += 1
-                if words > 4:
+                if words > _MAX_NAME_WORDS:
                     return None  # a sentence, not a name before a delimiter
                 continue
             parts.append(r"[ \t]*" + regex.escape(tok) + r"[ \t]?")
@@ -66,10 +81,13 @@ def shape(line: str) -> str | None:
     return None
 
 
-def infer(text: str) -> tuple[str, int, list[int]] | None:
-    """(pattern, lines it starts, first line numbers) of the dominant header shape, if any."""
-    numbered = [(i, ln) for i, ln in enumerate(text.split("\n")[:2000], 1) if ln.strip()]
-    shapes = Counter()
+def infer(text: str) -> tuple[str, float, list[int]] | None:
+    """(pattern, share of non-blank lines it starts, its first line numbers) of the dominant header
+    shape in the first lines of ``text``, or None when no shape qualifies."""
+    if _JSON_START.match(text):
+        return None
+    numbered = [(i, ln) for i, ln in enumerate(text.split("\n", SAMPLE_LINES)[:SAMPLE_LINES], 1) if ln.strip()]
+    shapes: Counter[str] = Counter()
     where: dict[str, list[int]] = {}
     for number, line in numbered:
         s = shape(line)
@@ -79,54 +97,79 @@ def infer(text: str) -> tuple[str, int, list[int]] | None:
     if not shapes:
         return None
     pattern, count = max(shapes.items(), key=lambda kv: (kv[1], kv[0]))
-    if count < MIN_LINES or count < MIN_SHARE * len(numbered):
+    share = count / len(numbered)
+    if count < MIN_LINES or share < MIN_SHARE:
         return None
-    return pattern, count, where[pattern][:5]
+    return pattern, share, where[pattern][:5]
+
+
+def heuristic_id(pattern: str) -> str:
+    return "H-INFER-" + hashlib.sha256(pattern.encode("utf-8")).hexdigest()[:8]
 
 
 @register
 class Inferred(Grammar):
     name = "inferred"
-    version = "1"
+    version = "2"
     description = "Unknown line format with a repeated header prefix: pattern inferred, coverage partial"
     example = "<<2024/03/01 10:00>> alice | the header shape is learned from the file"
 
     def detect(self, sample: str, name: str) -> float:
-        return SCORE if infer(sample) else 0.0
+        found = infer(sample)
+        if found is None:
+            return 0.0
+        return 0.55 if found[1] >= 0.9 else 0.5
 
     def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
         text = source.text
         found = infer(text)
         if found is None:
             return
-        pattern, count, samples = found
+        pattern, share, samples = found
         header = regex.compile(pattern, regex.MULTILINE)
-        hid = "H-INFER-" + hashlib.sha256(pattern.encode()).hexdigest()[:8].upper()
+        hid = heuristic_id(pattern)
         session = ParsedSession(None, "none", [], raw=(pattern, text))
-        session.lines = (1, text.count("\n") + (0 if text.endswith("\n") else 1))
+        session.lines = (1, line_count(text))
         session.coverage_reason = (
-            f"the header pattern was inferred from this file ({hid}); a guessed pattern cannot guarantee coverage"
+            f"the header pattern was inferred from this file ({hid}): a guessed pattern cannot guarantee"
+            " that every turn was found"
         )
-        session.heuristics.append(Heuristic(hid, "Header pattern inferred from a repeated line prefix", {
-            "pattern": pattern, "linesMatched": count, "sampleLines": samples, "source": source.name,
-        }))
+        clock_only = unreadable = 0
         for block in split_blocks(text, header):
             if block.header is None:
-                session.meta["preamble"] = block.body.strip("\n")
+                session.meta["preamble"] = block.body
                 continue
-            prefix = block.header.group(0)[: block.header.start("name") - block.header.start()]
-            speaker = block.header["name"].strip()
-            when = None
+            h = block.header
+            prefix = h.string[h.start():h.start("name")]
+            speaker = h["name"].strip()
+            when, raw, extra = None, None, None
             if m := _STAMP.search(prefix):
-                try:
-                    when = datetime(int(m["y"]), int(m["m"]), int(m["d"]), int(m["H"]), int(m["M"]), int(m["S"] or 0))
-                except ValueError:
-                    when = None
-            session.turns.append(Turn(speaker, role_of(speaker), block.body, when, prefix.strip() or None, None,
-                                      "message", (block.line_start, block.line_end)))
+                raw = m.group(0)
+                when = from_parts(int(m["y"]), int(m["m"]), int(m["d"]), int(m["H"]), int(m["M"]), int(m["S"] or 0))
+                unreadable += when is None
+            elif m := _CLOCK.search(prefix):
+                raw = m.group(0)
+                clock_only += 1
+            else:
+                extra = {"header": h.group(0).strip()} if prefix.strip() else None
+            session.turns.append(Turn(speaker, role_of(speaker), block.body, when, raw, None, "message",
+                                      (block.line_start, block.line_end), extra=extra))
+        if clock_only:
+            session.warnings.append(unreadable_times(clock_only, "a clock time without a date"))
+        if unreadable:
+            session.warnings.append(unreadable_times(unreadable, "not a calendar date or clock time"))
+        session.heuristics.append(Heuristic(hid, "Turn header pattern inferred from a repeated line prefix", {
+            "pattern": pattern,
+            "linesMatched": len(session.turns),
+            "sampleShare": round(share, 3),
+            "sampleLines": samples,
+            "source": source.name,
+        }))
         yield session
 
     def count_turns(self, raw: Any) -> int:
+        # The pattern travels with the raw text; its matches are counted line by line, without the
+        # block engine the parse uses.
         pattern, text = raw
         compiled = regex.compile(pattern)
         return sum(1 for line in text.split("\n") if compiled.match(line))

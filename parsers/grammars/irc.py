@@ -1,16 +1,25 @@
 """IRC logs: supybot/limnoria, irssi and weechat styles, one session per file.
 
 Dialects (decided from the sample, one per file):
-- supybot: ``2012-10-18T09:30:30+0000  <nick> text``, ``... *** nick has joined #chan``, ``... * nick waves``;
+- supybot: ``2012-10-18T09:30:30+0000  <nick> text``, ``... *** nick has joined #chan``, ``... * nick waves``,
+  ``... -nick- a notice``;
 - irssi: ``10:00 <@nick> text``, ``10:01 -!- nick [~u@host] has joined #chan``, ``10:02  * nick waves``,
-  with ``--- Log opened Thu Oct 18 09:00:00 2012`` and ``--- Day changed Thu Oct 18 2012`` lines
-  giving the date of the clock-only times that follow (without one: no date, and a warning);
+  ``10:03 -NickServ- a notice``, with ``--- Log opened Thu Oct 18 09:00:00 2012`` and ``--- Day changed
+  Thu Oct 18 2012`` lines giving the date of the clock-only times that follow;
 - weechat: ``2012-10-18 09:30:30<TAB>nick<TAB>text`` with ``-->``, ``<--``, ``--`` and `` *`` prefixes.
 
-Every line is a turn (B1): messages and notices of people, actions (kind ``action``), and joins,
-parts, quits, nick and topic changes as System turns with the nick as ``actor``. Mode prefixes
-(``@``, ``+``) are not part of a nick. The ``--- Log opened/closed`` and ``Day changed`` lines are
-the logger's own and are not turns.
+Decisions:
+- Every logged line is one turn (B1): messages, actions (kind ``action``) and notices (kind ``notice``)
+  are their nick's turns; joins, parts, quits, kicks, nick, mode and topic changes are System turns
+  with the nick who caused them as ``actor`` (kinds join/part/quit/topic, else system with
+  ``extra.event``). Mode prefixes (``@``, ``+``...) are not part of a nick.
+- The logger's own ``--- Log opened/closed`` and ``--- Day changed`` lines are not chat entries and
+  not turns: they only date the irssi clock times that follow (their count is in meta). Irssi times
+  before any such line have no date: time None, time_raw kept, one warning.
+- supybot stamps carry a zone (aware times); weechat and irssi times are naive.
+- session_id: the file-name rule (``chat_<id>.log``...); otherwise, when the log names one channel
+  (``has joined #ceph``, ``Log opened``/topic lines) and has a date, ``<channel>_<first date>``
+  (``ceph_2012-10-18``, the channel without its ``#``), id_source ``source:channel``; else none.
 """
 
 from __future__ import annotations
@@ -26,7 +35,9 @@ from parsers.base import Grammar
 from parsers.engine import split_blocks
 from parsers.registry import register
 from parsers.sessions import file_name_id
-from parsers.timeparse import parse_iso
+from parsers.timeparse import from_parts, parse_iso
+
+from ._lines import line_count, unreadable_times
 
 _MONTHS = {m: i for i, m in enumerate(
     ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), 1)}
@@ -34,17 +45,29 @@ DIALECTS: dict[str, re.Pattern] = {
     "supybot": re.compile(r"^(?P<ts>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:Z|[+-]\d{2}:?\d{2}))[ \t]+", re.M),
     "weechat": re.compile(r"^(?P<ts>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})\t", re.M),
     "irssi": re.compile(
-        r"^(?:(?P<clock>\d{2}:\d{2}(?::\d{2})?)[ \t]|(?P<marker>--- (?:Log opened|Log closed|Day changed) ))", re.M
+        r"^(?:(?P<clock>(?P<h>\d{2}):(?P<mi>\d{2})(?::(?P<s>\d{2}))?)[ \t]"
+        r"|(?P<marker>--- (?:Log opened|Log closed|Day changed) ))", re.M
     ),
 }
-_IRSSI_DATE = re.compile(r"(?P<mon>[A-Z][a-z]{2}) (?P<day>\d{1,2})(?: \d{2}:\d{2}:\d{2})? (?P<year>\d{4})")
-_NICK = r"[@+%~& ]?(?P<nick>[^\s>]+)"
-_MESSAGE = re.compile(rf"^<{_NICK}>[ \t]?(?P<text>.*)$", re.S)
+# What a chat line looks like after its stamp, in any dialect: detection's second signature.
+_SHAPED = re.compile(r"^\S+(?: \S+)?[ \t]+(?:<[^>\s]+>|\*\*\*|-!-|-->|<--|--[ \t]|[ \t]?\* |-[^\s-]+-)|\t")
+_IRSSI_DATE = re.compile(r"(?P<mon>[A-Z][a-z]{2}) +(?P<day>\d{1,2})(?: \d{2}:\d{2}:\d{2})? (?P<year>\d{4})")
+_NICK = r"[@+%~&!]?(?P<nick>[^\s>]+)"
+_MESSAGE = re.compile(rf"^<[ ]?{_NICK}>[ \t]?(?P<text>.*)$", re.S)
 _ACTION = re.compile(r"^\*[ \t]+(?P<nick>[^\s*]+)[ \t]?(?P<text>.*)$", re.S)
 _NOTICE = re.compile(r"^-(?P<nick>[^\s-][^\s]*?)(?:\([^)]*\))?-[ \t]?(?P<text>.*)$", re.S)
 _EVENT = re.compile(r"^(?:\*\*\*|-!-|-->|<--|--)[ \t]+(?P<text>.*)$", re.S)
-_EVENT_KIND = (("has joined", "join"), ("has left", "part"), ("has quit", "quit"), ("is now known as", "nick"),
-               ("changed the topic", "topic"), ("mode/", "mode"), ("sets mode", "mode"))
+# (phrase, kind, event): the first phrase found in an event line decides.
+_EVENT_KINDS = (
+    ("has joined", "join", "join"), ("has left", "part", "part"), ("has quit", "quit", "quit"),
+    ("was kicked", "part", "kick"), ("is now known as", "system", "nick"),
+    ("topic", "topic", "topic"), ("mode/", "system", "mode"), ("sets mode", "system", "mode"),
+    ("Mode ", "system", "mode"),
+)
+_MODE_BY = re.compile(r"\bby (?P<nick>[^\s\]]+)\s*$")
+_KICK_BY = re.compile(r"^(?P<target>\S+) was kicked from \S+ by (?P<nick>\S+)")
+_NEW_NICK = re.compile(r"is now known as (?P<nick>\S+)")
+_CHANNEL = re.compile(r"(?<![^\s(\[])[#&][^\s,:\]]+")
 
 
 def _dialect(sample: str) -> tuple[str | None, int, int]:
@@ -57,16 +80,33 @@ def _dialect(sample: str) -> tuple[str | None, int, int]:
     return best, hits, len(lines)
 
 
-def _event(text: str) -> tuple[str, str | None]:
-    kind = next((k for phrase, k in _EVENT_KIND if phrase in text), "system")
-    actor = text.split(" ", 1)[0] if text else None
-    return kind, actor
+def event_of(text: str) -> tuple[str, str | None, dict[str, Any]]:
+    """(kind, actor, extra facts) of a join/part/quit/nick/mode/topic line (its text after the prefix)."""
+    kind, event = "system", None
+    for phrase, k, e in _EVENT_KINDS:
+        if phrase in text:
+            kind, event = k, e
+            break
+    first = text.split(" ", 1)[0] if text else ""
+    actor = first if first and not first.endswith(":") else None  # 'Irssi: Join to #x was synced'
+    extra: dict[str, Any] = {}
+    if event == "mode" and (m := _MODE_BY.search(text)):
+        actor = m["nick"]
+    elif event == "kick" and (m := _KICK_BY.match(text)):
+        actor, extra["target"] = m["nick"], m["target"]
+    elif event == "nick" and (m := _NEW_NICK.search(text)):
+        extra["newNick"] = m["nick"]
+    if event and kind == "system":
+        extra["event"] = event
+    if actor:
+        extra["actor"] = actor
+    return kind, actor, extra
 
 
 @register
 class Irc(Grammar):
     name = "irc"
-    version = "1"
+    version = "2"
     description = "IRC log (supybot/limnoria, irssi, weechat)"
     example = "2012-10-18T09:30:30+0000  <jamespage> the new ones do things quite differently"
 
@@ -74,77 +114,99 @@ class Irc(Grammar):
         dialect, hits, lines = _dialect(sample)
         if not dialect or hits < max(1, 0.5 * lines):
             return 0.0
-        shaped = sum(1 for ln in sample.split("\n")[:300]
-                     if re.search(r"^\S+(?: \S+)?[ \t]+(?:<[^>\s]+>|\*\*\*|-!-|-->|<--|\* )", ln)
-                     or "\t" in ln)
+        shaped = sum(1 for ln in sample.split("\n")[:300] if _SHAPED.search(ln))
         return 0.93 if shaped >= 0.5 * hits else 0.4
 
     def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
         text = source.text
         dialect, _, _ = _dialect(text[:65536])
-        header = DIALECTS[dialect or "supybot"]
-        sid = file_name_id(source.name)
-        session = ParsedSession(sid, "file-name" if sid else "none", [], raw=(dialect, text))
-        session.lines = (1, text.count("\n") + (0 if text.endswith("\n") else 1))
+        dialect = dialect or "supybot"
+        session = ParsedSession(None, "none", [], raw=(dialect, text))
+        session.lines = (1, line_count(text))
         session.meta["dialect"] = dialect
         day: datetime | None = None
-        undated = 0
-        for block in split_blocks(text, header):
+        undated = unreadable = markers = 0
+        turns = session.turns
+        for block in split_blocks(text, DIALECTS[dialect]):
             h = block.header
             if h is None:
-                if block.body.strip():
-                    session.meta["preamble"] = block.body.strip("\n")
+                session.meta["preamble"] = block.body
                 continue
             if dialect == "irssi" and h["marker"]:
+                markers += 1
                 m = _IRSSI_DATE.search(block.body)
                 if m and m["mon"].lower() in _MONTHS:
-                    day = datetime(int(m["year"]), _MONTHS[m["mon"].lower()], int(m["day"]))
+                    day = from_parts(int(m["year"]), _MONTHS[m["mon"].lower()], int(m["day"]))
                 continue
-            when, raw = self._time(h, dialect, day)
-            if when is None and dialect == "irssi":
-                undated += 1
-            session.turns.append(self._turn(block.body, dialect, when, raw, (block.line_start, block.line_end)))
+            if dialect == "irssi":
+                raw = h["clock"]
+                when = None
+                if day is None:
+                    undated += 1
+                else:
+                    when = from_parts(day.year, day.month, day.day, int(h["h"]), int(h["mi"]), int(h["s"] or 0))
+                    unreadable += when is None
+            else:
+                raw = h["ts"]
+                when = parse_iso(raw)
+                unreadable += when is None
+            turns.append(_turn(block.body, dialect, when, raw, (block.line_start, block.line_end)))
+        if markers:
+            session.meta["loggerLines"] = markers
         if undated:
-            session.warnings.append(f"{undated} lines have a clock time but no Day changed/Log opened date: no date")
+            session.warnings.append(unreadable_times(undated, "a clock time before any Day changed/Log opened date"))
+        if unreadable:
+            session.warnings.append(unreadable_times(unreadable, "not a calendar date or clock time"))
+        self._identify(session, source.name)
         yield session
 
     @staticmethod
-    def _time(h: re.Match, dialect: str | None, day: datetime | None) -> tuple[datetime | None, str]:
-        if dialect == "irssi":
-            raw = h["clock"]
-            if day is None:
-                return None, raw
-            parts = [int(p) for p in raw.split(":")]
-            return day.replace(hour=parts[0], minute=parts[1], second=parts[2] if len(parts) > 2 else 0), raw
-        raw = h["ts"]
-        return parse_iso(raw), raw
-
-    @staticmethod
-    def _turn(body: str, dialect: str | None, when, raw: str, lines: tuple[int, int]) -> Turn:
-        if dialect == "weechat":
-            prefix, _, text = body.partition("\t")
-            prefix = prefix.strip()
-            if prefix in ("-->", "<--", "--"):
-                body = f"{prefix} {text}"
-            elif prefix == "*":
-                body = f"* {text}"
-            else:
-                body = f"<{prefix}> {text}"
-        body = body.lstrip(" ") if not body.startswith(" *") else body.lstrip()
-        if m := _MESSAGE.match(body):
-            return Turn(m["nick"], "user", m["text"], when, raw, None, "message", lines)
-        if m := _EVENT.match(body):
-            kind, actor = _event(m["text"])
-            return Turn("System", "system", m["text"], when, raw, None, kind, lines,
-                        extra={"actor": actor} if actor else None)
-        if m := _ACTION.match(body):
-            return Turn(m["nick"], "user", m["text"], when, raw, None, "action", lines)
-        if m := _NOTICE.match(body):
-            return Turn(m["nick"], "user", m["text"], when, raw, None, "notice", lines)
-        return Turn("System", "system", body, when, raw, None, "system", lines)
+    def _identify(session: ParsedSession, name: str) -> None:
+        sid = file_name_id(name)
+        if sid:
+            session.session_id, session.id_source = sid, "file-name"
+            return
+        channels = {c for t in session.turns if t.role == "system" for c in _CHANNEL.findall(t.content)}
+        channels |= set(_CHANNEL.findall(session.meta.get("preamble", "")))
+        first_day = next((t.time for t in session.turns if t.time is not None), None)
+        if len(channels) == 1 and first_day is not None:
+            channel = channels.pop()
+            session.session_id = f"{channel.lstrip('#&')}_{first_day.date().isoformat()}"
+            session.id_source = "source:channel"
+            session.meta["channel"] = channel
+        elif len(channels) > 1:
+            session.assumptions.append(f"no session id: the log names {len(channels)} channels")
 
     def count_turns(self, raw: Any) -> int:
         dialect, text = raw
         if dialect == "irssi":
-            return sum(1 for ln in text.split("\n") if re.match(r"\d{2}:\d{2}", ln))
-        return len(DIALECTS[dialect or "supybot"].findall(text))
+            return len(re.findall(r"^\d\d:\d\d", text, re.M))
+        if dialect == "weechat":
+            return len(re.findall(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\t", text, re.M))
+        return len(re.findall(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\S*\s", text, re.M))
+
+
+def _turn(body: str, dialect: str, when: datetime | None, raw: str, lines: tuple[int, int]) -> Turn:
+    if dialect == "weechat":
+        # weechat puts the nick (or an event prefix) in a column of its own: rewrite it as the
+        # other dialects write it so one set of line shapes serves all three.
+        prefix, _, text = body.partition("\t")
+        prefix = prefix.strip()
+        if prefix in ("-->", "<--", "--"):
+            body = f"{prefix} {text}"
+        elif prefix == "*":
+            body = f"* {text}"
+        else:
+            body = f"<{prefix}> {text}"
+    else:
+        body = body.lstrip(" \t")
+    if m := _MESSAGE.match(body):
+        return Turn(m["nick"], "user", m["text"], when, raw, None, "message", lines)
+    if m := _EVENT.match(body):
+        kind, _, extra = event_of(m["text"])
+        return Turn("System", "system", m["text"], when, raw, None, kind, lines, extra=extra or None)
+    if m := _ACTION.match(body):
+        return Turn(m["nick"], "user", m["text"], when, raw, None, "action", lines)
+    if m := _NOTICE.match(body):
+        return Turn(m["nick"], "user", m["text"], when, raw, None, "notice", lines)
+    return Turn("System", "system", body, when, raw, None, "system", lines)

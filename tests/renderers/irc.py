@@ -1,10 +1,32 @@
-"""Render a generated chat as a supybot IRC log (nicks have no spaces; one line per message)."""
+"""Render a generated chat as an IRC log: supybot, weechat or irssi (picked by the number of turns).
+
+Nicks have no spaces and messages one line. The irssi log opens with ``--- Log opened`` and has a
+``--- Day changed`` line wherever the date changes, so every clock time has its date.
+"""
 
 from tests import strategies
 
 STRATEGY = strategies.sessions(names=("alice", "bob_", "Ca[r]ol", "dave-2", "åsa"), multiline=False)
 
 
+def _irssi(session):
+    first = session.turns[0].time
+    lines = [f"--- Log opened {first:%a %b %d %H:%M:%S %Y}"]
+    day = first.date()
+    for t in session.turns:
+        if t.time.date() != day:
+            day = t.time.date()
+            lines.append(f"--- Day changed {t.time:%a %b %d %Y}")
+        lines.append(f"{t.time:%H:%M:%S} <@{t.speaker}> {t.content}")
+    return lines
+
+
 def render(session):
-    lines = [f"{t.time:%Y-%m-%dT%H:%M:%S}+0000  <{t.speaker}> {t.content}" for t in session.turns]
+    style = len(session.turns) % 3
+    if style == 0:
+        lines = [f"{t.time:%Y-%m-%dT%H:%M:%S}+0000  <{t.speaker}> {t.content}" for t in session.turns]
+    elif style == 1:
+        lines = [f"{t.time:%Y-%m-%d %H:%M:%S}\t{t.speaker}\t{t.content}" for t in session.turns]
+    else:
+        lines = _irssi(session)
     return "#chan.log", ("\n".join(lines) + "\n").encode()

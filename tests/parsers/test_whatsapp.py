@@ -1,0 +1,182 @@
+"""WhatsApp grammar: date-order decisions, clocks, notices, placeholders, marks, speed-critical paths."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+
+from models.settings import Settings
+from parsers import registry
+from parsers.grammars.whatsapp import actor_of, chat_title, date_order
+from parsers.text import decode
+
+WA = registry.get("whatsapp")
+
+
+def parse(text: str, name: str = "WhatsApp Chat with Test.txt"):
+    (session,) = WA.parse(decode(text.encode(), name), Settings())
+    assert WA.count_turns(session.raw) == len(session.turns)
+    return session
+
+
+def test_a_day_above_12_decides_day_first_with_its_line():
+    s = parse("01/02/2020, 10:00 - A: one\n05/02/2020, 10:00 - B: two\n31/03/2020, 10:00 - A: three\n")
+    assert s.assumptions == ["date order D/M/Y: first field reaches 31 (line 3)"]
+    assert [t.time.date().isoformat() for t in s.turns] == ["2020-02-01", "2020-02-05", "2020-03-31"]
+    assert not s.warnings
+
+
+def test_a_second_field_above_12_decides_month_first():
+    s = parse("1/2/20, 10:00 - A: one\n1/25/20, 10:00 - B: two\n")
+    assert s.assumptions == ["date order M/D/Y: second field reaches 25 (line 2)"]
+    assert s.turns[0].time == datetime(2020, 1, 2, 10, 0)
+
+
+def test_late_evidence_beyond_the_sample_still_decides_the_whole_file():
+    # 64 KiB of dates that never exceed 12 and vary in the second field, then a 13 in the first:
+    # the whole file decides (D/M/Y), and every time is rebuilt in that order.
+    early = "".join(f"01/{d:02d}/2020, 10:{i % 60:02d} - A: message {i}\n" for d in range(1, 13) for i in range(200))
+    late = "13/12/2020, 09:00 - B: the thirteenth\n"
+    s = parse(early + late)
+    assert s.assumptions[0].startswith("date order D/M/Y: first field reaches 13 (line 2401)")
+    assert s.turns[0].time == datetime(2020, 1, 1, 10, 0)
+    assert s.turns[200].time == datetime(2020, 2, 1, 10, 0)
+    assert s.turns[-1].time == datetime(2020, 12, 13, 9, 0)
+
+
+def test_without_a_field_above_12_the_more_varying_field_is_the_day():
+    s = parse("[03/10/22 10:00:00] A: x\n[04/10/22 10:00:00] B: y\n[05/10/22 10:00:00] A: z\n")
+    assert "the first field changes more often" in s.assumptions[0]
+    assert s.turns[0].time == datetime(2022, 10, 3, 10, 0)
+
+
+def test_no_evidence_is_a_warning():
+    s = parse("03/10/22, 10:00 - A: x\n03/10/22, 10:05 - B: y\n")
+    assert s.assumptions[0].startswith("date order D/M/Y: no field exceeds 12 and neither")
+    assert s.warnings and s.warnings[0].startswith("date order uncertain")
+
+
+def test_contradictory_dates_warn_and_the_majority_decides():
+    order = date_order([("13/01/20", 0), ("14/01/20", 1), ("01/13/20", 2)])
+    assert order.order == "dmy" and order.basis == "contradiction"
+
+
+@pytest.mark.parametrize("stamp, expected", [
+    ("12/24/19, 11:23 -", datetime(2019, 12, 24, 11, 23)),
+    ("12/24/2019 11:30 p.m. -", datetime(2019, 12, 24, 23, 30)),
+    ("12/24/2019 11:30 a. m. -", datetime(2019, 12, 24, 11, 30)),
+    ("12/24/2019 12:05 a. m. -", datetime(2019, 12, 24, 0, 5)),
+    ("[12/24/19, 12:30:15\u202fPM]", datetime(2019, 12, 24, 12, 30, 15)),
+    ("[12/24/19 13:37:00 p.m.]", datetime(2019, 12, 24, 13, 37)),  # an hour above 12 ignores p.m.
+    ("\u200e[12/24/19, 9:05:01\u202fAM]", datetime(2019, 12, 24, 9, 5, 1)),
+    ("24.12.19, 09:05 -", datetime(2019, 12, 24, 9, 5)),
+    ("2019-12-24 09:05 -", datetime(2019, 12, 24, 9, 5)),
+])
+def test_clocks_and_separators(stamp, expected):
+    s = parse(f"{stamp} Ann: hi\n")
+    assert s.turns[0].time == expected
+    assert "\u200e" not in s.turns[0].time_raw and "\u202f" not in s.turns[0].time_raw
+
+
+def test_unreadable_times_are_kept_raw_with_one_warning():
+    s = parse("31/02/2020, 10:00 - A: x\n01/03/2020, 24:30 - B: y\n01/03/2020, 10:00 - A: z\n")
+    assert [t.time for t in s.turns][:2] == [None, None]
+    assert s.turns[0].time_raw == "31/02/2020, 10:00"
+    assert s.warnings == ["2 turn times could not be read (not a calendar date or clock time): time left empty,"
+                          " raw text kept"]
+
+
+def test_system_notices_and_their_actors():
+    s = parse(
+        "12/24/14, 17:08 - Messages and calls are end-to-end encrypted. Tap to learn more.\n"
+        "12/24/14, 17:08 - +12 345 578 created group \"Group: one\"\n"
+        "12/24/14, 17:08 - You were added\n"
+        "12/24/14, 17:09 - Ann changed the subject from \"a\" to \"b: c\"\n"
+        "12/24/14, 17:10 - Pokemon Chat: Messages and calls are end-to-end encrypted. No one outside...\n"
+        "12/24/14, 17:11 - Bob: I added Carol: she is in\n"
+        "12/24/14, 17:12 - +12 345 578: Lorem ipsum.\n"
+    )
+    got = [(t.speaker, t.role, t.kind, t.extra) for t in s.turns]
+    assert got == [
+        ("System", "system", "system", None),
+        ("System", "system", "system", {"actor": "+12 345 578"}),
+        ("System", "system", "system", None),
+        ("System", "system", "system", {"actor": "Ann"}),
+        ("System", "system", "system", {"sourceLabel": "Pokemon Chat"}),
+        ("Bob", "user", "message", None),
+        ("+12 345 578", "user", "message", None),
+    ]
+    assert s.turns[3].content == "Ann changed the subject from \"a\" to \"b: c\""
+
+
+def test_ios_marks_are_stripped_from_headers_only():
+    s = parse(
+        "\u200e[8/15/23, 9:12:33 AM] Dr. Feather: \u200eMessages and calls are end-to-end encrypted.\n"
+        "\u200e[8/15/23, 9:12:48 AM] Dr. Feather: \u200eimage omitted\n"
+        "[8/15/23, 9:13:00 AM] Jane: keep \u200e this mark\n"
+        "\u200e[8/15/23, 9:14:00 AM] Group: \u200eJane added Bob\n"
+    )
+    assert [(t.speaker, t.kind) for t in s.turns] == [
+        ("System", "system"), ("Dr. Feather", "media"), ("Jane", "message"), ("System", "system")]
+    assert s.turns[0].extra == {"sourceLabel": "Dr. Feather"}
+    assert s.turns[1].content == "image omitted"
+    assert s.turns[2].content == "keep \u200e this mark"
+    assert s.turns[3].extra == {"sourceLabel": "Group", "actor": "Jane"}
+
+
+@pytest.mark.parametrize("text", ["<Media omitted>", "image omitted", "<attached: 0001-PHOTO.jpg>",
+                                  "IMG-1.jpg (file attached)", "<Medien ausgeschlossen>"])
+def test_media_placeholders(text):
+    s = parse(f"1/2/20, 10:00 - Ann: {text}\n")
+    assert (s.turns[0].speaker, s.turns[0].kind, s.turns[0].content) == ("Ann", "media", text)
+
+
+def test_a_placeholder_with_more_lines_is_a_message():
+    s = parse("1/2/20, 10:00 - Ann: image omitted\nbut I wrote more\n")
+    assert s.turns[0].kind == "message"
+
+
+def test_multiline_messages_and_line_spans():
+    s = parse("intro line\n1/2/20, 10:00 - Ann: one\ntwo\n\nthree\n1/2/20, 10:01 - Bob: x\n")
+    assert s.meta["preamble"] == "intro line"
+    assert [(t.content, t.lines) for t in s.turns] == [("one\ntwo\n\nthree", (2, 5)), ("x", (6, 6))]
+
+
+def test_session_id_and_title_from_the_file_name():
+    s = parse("1/2/20, 10:00 - Ann: one\n", name="chat_family.txt")
+    assert (s.session_id, s.id_source, s.title) == ("family", "file-name", None)
+    assert chat_title("exports/WhatsApp Chat - Hiking Club/_chat.txt") == "Hiking Club"
+    assert chat_title("WhatsApp Chat with Ann.txt") == "Ann"
+
+
+def test_actor_of():
+    assert actor_of("Åsa Öberg added Bob") == "Åsa Öberg"
+    assert actor_of("You were added") is None
+    assert actor_of("Messages and calls are end-to-end encrypted.") is None
+
+
+def test_detect_scores():
+    assert WA.detect("12/24/19, 11:23 - John Doe: hi\n", "x.txt") >= 0.9
+    assert WA.detect("[2019-12-24 11:23:45] John Doe: hi\n", "x.txt") < 0.5  # a plain transcript
+    assert WA.detect("hello\n", "x.txt") == 0.0
+
+
+def test_a_large_export_parses_with_every_turn():
+    lines = [f"{1 + i // 1440 % 28}/{1 + i // 40320 % 12}/21, {i // 60 % 24:02d}:{i % 60:02d} - P{i % 7}: m {i}"
+             for i in range(50_000)]
+    s = parse("\n".join(lines) + "\n")
+    assert len(s.turns) == 50_000
+    assert s.turns[-1].content == "m 49999"
+
+
+def test_a_sample_guess_the_whole_file_overturns_is_redone():
+    # The first 64 KiB suggest day first (the first field changes), the whole file says month
+    # first (the second field changes far more often later): every time is rebuilt.
+    early = "".join(f"{1 + i // 200:02d}/01/2020, 10:{i % 60:02d} - A: message number {i}\n" for i in range(2400))
+    late = "".join(f"01/{1 + i % 12:02d}/2020, 11:00 - B: late {i}\n" for i in range(120))
+    s = parse(early + late)
+    assert s.assumptions[0].startswith("date order M/D/Y: no field exceeds 12; the second field changes more often")
+    assert s.turns[0].time == datetime(2020, 1, 1, 10, 0)
+    assert s.turns[1000].time == datetime(2020, 6, 1, 10, 40)
+    assert s.turns[2401].time == datetime(2020, 1, 2, 11, 0)
