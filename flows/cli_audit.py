@@ -14,6 +14,8 @@ from typing import Annotated
 
 import typer
 
+from flows.revisions import RevisionError
+
 EXIT_PROBLEM = 1
 OutOpt = Annotated[Path, typer.Option("--out", "-o", help="Output root of the runs.")]
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="TOML config file (default ./reconstruct.toml).")]
@@ -26,6 +28,7 @@ def _err(message: str) -> None:
 
 @contextmanager
 def _ledger(out: Path, config: Path | None):
+    """The run ledger of OUT; a RevisionError inside the block becomes a message and exit 1."""
     from flows.cli import load_settings
     from flows.ledger import Ledger
     from flows.pipeline import ledger_path_for
@@ -37,6 +40,9 @@ def _ledger(out: Path, config: Path | None):
     ledger = Ledger(path)
     try:
         yield ledger
+    except RevisionError as exc:  # every audit command reports a revision problem the same way
+        _err(str(exc))
+        raise typer.Exit(EXIT_PROBLEM) from None
     finally:
         ledger.close()
 
@@ -64,8 +70,6 @@ def _refresh(out: Path, ledger) -> None:
 
 def register(app: typer.Typer) -> None:
     """Add this module's commands to the ``reconstruct`` app."""
-    from flows.revisions import RevisionError
-
     @app.command()
     def history(
         session: Annotated[str, typer.Argument(help="Document path under OUT (sessions/...) or a session id.")],
@@ -77,12 +81,8 @@ def register(app: typer.Typer) -> None:
         from flows.cli import show_rows
 
         with _ledger(out, config) as ledger:
-            try:
-                rel = revisions.resolve(ledger, out, session)
-                rows = revisions.history(ledger, rel)
-            except RevisionError as exc:
-                _err(str(exc))
-                raise typer.Exit(EXIT_PROBLEM) from None
+            rel = revisions.resolve(ledger, out, session)
+            rows = revisions.history(ledger, rel)
         show_rows(["rev", "ts", "note", "sha256"], [[f"v{r['rev']}", r["ts"], r["note"], r["sha256"]] for r in rows],
                   title=rel)
 
@@ -98,17 +98,13 @@ def register(app: typer.Typer) -> None:
         from flows import revisions
 
         with _ledger(out, config) as ledger:
-            try:
-                rel = revisions.resolve(ledger, out, session)
-                target = revisions.revision(ledger, rel, to)
-                revisions.check_current(ledger, out, rel)
-                rev = f"v{target['rev']}"
-                if not confirmed(f"CONFIRM REVERT {session} {rev}", confirm):
-                    raise typer.Exit(EXIT_PROBLEM)
-                new = revisions.revert(ledger, out, rel, rev)
-            except RevisionError as exc:
-                _err(str(exc))
-                raise typer.Exit(EXIT_PROBLEM) from None
+            rel = revisions.resolve(ledger, out, session)
+            target = revisions.revision(ledger, rel, to)
+            revisions.check_current(ledger, out, rel)
+            rev = f"v{target['rev']}"
+            if not confirmed(f"CONFIRM REVERT {session} {rev}", confirm):
+                raise typer.Exit(EXIT_PROBLEM)
+            new = revisions.revert(ledger, out, rel, rev)
             _refresh(out, ledger)
         typer.echo(f"{rel}: v{new} = revert->{rev}")
 
@@ -140,13 +136,9 @@ def register(app: typer.Typer) -> None:
         from validators.diffjson import dumps, make_diff
 
         with _ledger(out, config) as ledger:
-            try:
-                rel = revisions.resolve(ledger, out, session)
-                a = revisions.get_blob(out, revisions.revision(ledger, rel, rev_a)["sha256"])
-                b = revisions.get_blob(out, revisions.revision(ledger, rel, rev_b)["sha256"])
-            except RevisionError as exc:
-                _err(str(exc))
-                raise typer.Exit(EXIT_PROBLEM) from None
+            rel = revisions.resolve(ledger, out, session)
+            a = revisions.get_blob(out, revisions.revision(ledger, rel, rev_a)["sha256"])
+            b = revisions.get_blob(out, revisions.revision(ledger, rel, rev_b)["sha256"])
         sys.stdout.write(dumps(make_diff(a.decode("utf-8"), b.decode("utf-8"), rel)) + "\n")
 
     @app.command("apply-diff")
@@ -181,9 +173,6 @@ def register(app: typer.Typer) -> None:
                 new = revisions.commit(ledger, out, rel, result, f"apply-diff on {rev} ({diff_file.name})")
             except DiffError as exc:
                 _err(f"refused: {exc}")
-                raise typer.Exit(EXIT_PROBLEM) from None
-            except RevisionError as exc:
-                _err(str(exc))
                 raise typer.Exit(EXIT_PROBLEM) from None
             _refresh(out, ledger)
         typer.echo(f"{rel}: v{new} = apply-diff on {rev}")

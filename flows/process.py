@@ -6,10 +6,8 @@ a quarantined outcome with a reason code; nothing raised by a grammar escapes.
 
 from __future__ import annotations
 
-import gc
 import time
 import traceback
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
@@ -19,6 +17,7 @@ from models.errors import Reason, ReconstructError
 from models.records import Detection, SourceText
 from normalizers.assemble import RunContext, assemble
 from parsers import registry
+from parsers.memory import paused_gc
 from parsers.text import decode
 from validators import gate
 
@@ -162,22 +161,9 @@ def _partial_failure(source: SourceText, detection: Detection, sessions: list[Se
                        detail, detection, sessions, time.perf_counter() - started)
 
 
-@contextmanager
-def _no_cyclic_gc():
-    """Building millions of small containers triggers the cyclic collector over and over
-    (quadratic in effect); nothing here makes reference cycles, so pause it for one file."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def process_bytes(data: bytes, name: str, ctx: RunContext, companions: dict[str, str] | None = None) -> FileOutcome:
     """The whole core for one input's bytes."""
-    with _no_cyclic_gc():
+    with paused_gc():
         return _process_bytes(data, name, ctx, companions)
 
 
@@ -197,7 +183,7 @@ def _process_bytes(data: bytes, name: str, ctx: RunContext, companions: dict[str
 def process_stream(fp: BinaryIO, source: SourceText, sample: str, ctx: RunContext) -> FileOutcome | None:
     """The core for a large input read incrementally; None when its grammar cannot stream
     (the caller then reads it whole). ``source`` has the checksum and size but no text."""
-    with _no_cyclic_gc():
+    with paused_gc():
         started = time.perf_counter()
         try:
             detection = registry.detect(sample, source.name, threshold=ctx.settings.detect_threshold,

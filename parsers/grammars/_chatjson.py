@@ -7,32 +7,15 @@ session rather than one per message, and format-specific facts go to ``extra`` o
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
 import orjson
 
 from models.records import ParsedSession, Turn
+from parsers.memory import paused_gc as gc_paused  # noqa: F401 - one implementation, shared
 from parsers.timeparse import parse_iso
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a big export is decoded and its turns are built.
-
-    Millions of new dicts and Turns trigger full collections over and over (3-4x the decode time
-    of a 60 MB export) and none of them is garbage yet. Callers leave the block before they yield.
-    """
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 class TimeLog:

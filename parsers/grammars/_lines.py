@@ -9,10 +9,8 @@ header on the very first line), so the body of one turn is simply ``text[previou
 
 from __future__ import annotations
 
-import gc
 import re
 from collections.abc import Iterator
-from contextlib import contextmanager
 from itertools import chain
 
 
@@ -43,19 +41,3 @@ def drop_final_newline(text: str) -> str:
 def unreadable_times(count: int, why: str) -> str:
     """The one aggregated warning line for the turns whose time could not be read."""
     return f"{count} turn time{'s' if count != 1 else ''} could not be read ({why}): time left empty, raw text kept"
-
-
-@contextmanager
-def paused_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a parse builds millions of acyclic objects.
-
-    Every few hundred allocations of turns would otherwise start a collection that walks all the
-    turns made so far: on a million-message export that is more than half the parse time.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()

@@ -31,7 +31,7 @@ pattern also captures the author and the first line; the scan jumps from line en
 (``_lines.scan``); times come from a per-date and a per-clock cache in the date order the first
 64 KiB (or the first day above 12 anywhere) suggest, and are shifted once at the end in the rare
 file whose whole run of dates decides otherwise; author checks are cached per distinct author; the
-cyclic garbage collector is paused while the turns are built (``_lines.paused_gc``).
+cyclic garbage collector is paused while the turns are built (``parsers.memory.paused_gc``).
 """
 
 from __future__ import annotations
@@ -47,11 +47,12 @@ from typing import Any, NamedTuple
 from models.records import ParsedSession, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
+from parsers.memory import paused_gc
 from parsers.registry import register
 from parsers.sessions import file_name_id
 from parsers.timeparse import clock_24h
 
-from ._lines import drop_final_newline, line_count, line_patterns, paused_gc, scan, unreadable_times
+from ._lines import drop_final_newline, line_count, line_patterns, scan, unreadable_times
 
 _MARKS = "\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
 _SP = "[ \u00a0\u202f\u200e\u200f]"  # a space in a header: WhatsApp uses NBSP, NNBSP and marks there
