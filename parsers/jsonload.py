@@ -8,11 +8,17 @@ import orjson
 
 from models.errors import ParseError, Reason
 
+from .memory import paused_gc
+
 
 def load_json(text: str, name: str, grammar: str) -> Any:
-    """The decoded JSON document, or ParseError naming where it broke."""
+    """The decoded JSON document, or ParseError naming where it broke.
+
+    The cyclic garbage collector is paused while orjson builds the objects (3-4x faster on a
+    60 MB export; see parsers.memory)."""
     try:
-        return orjson.loads(text)
+        with paused_gc():
+            return orjson.loads(text)
     except orjson.JSONDecodeError as exc:
         raise ParseError(Reason.PARSE_ERROR, f"not valid JSON: {exc}", path=name, grammar=grammar) from None
 

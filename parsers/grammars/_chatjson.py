@@ -14,7 +14,6 @@ from typing import Any
 import orjson
 
 from models.records import ParsedSession, Turn
-from parsers.memory import paused_gc as gc_paused  # noqa: F401 - one implementation, shared
 from parsers.timeparse import parse_iso
 
 

@@ -34,7 +34,6 @@ from parsers.base import Grammar
 from parsers.grammars._chatjson import (
     TimeLog,
     compact,
-    gc_paused,
     iso_time,
     markers,
     note_odd,
@@ -78,9 +77,7 @@ class Discord(Grammar):
         return 0.0
 
     def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
-        with gc_paused():
-            session = self._read(source)
-        yield session
+        yield self._read(source)
 
     def _read(self, source: SourceText) -> ParsedSession:
         data = load_json(source.text, source.name, self.name)

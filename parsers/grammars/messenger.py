@@ -32,7 +32,7 @@ from models.errors import ParseError, Reason
 from models.records import ParsedSession, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
-from parsers.grammars._chatjson import TimeLog, gc_paused, markers, note_odd, odd_entry, raw_text, string
+from parsers.grammars._chatjson import TimeLog, markers, note_odd, odd_entry, raw_text, string
 from parsers.jsonload import load_json
 from parsers.registry import register
 from parsers.timeparse import from_epoch
@@ -104,9 +104,7 @@ class Messenger(Grammar):
         return 0.95 if _SIGNATURE.search(sample) and _SUPPORT.search(sample) else 0.0
 
     def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
-        with gc_paused():
-            session = self._read(source)
-        yield session
+        yield self._read(source)
 
     def _read(self, source: SourceText) -> ParsedSession:
         data = load_json(source.text, source.name, self.name)

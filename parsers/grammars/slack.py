@@ -33,7 +33,7 @@ from models.errors import ParseError, Reason
 from models.records import ParsedSession, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
-from parsers.grammars._chatjson import TimeLog, compact, gc_paused, markers, note_odd, odd_entry, raw_text, string
+from parsers.grammars._chatjson import TimeLog, compact, markers, note_odd, odd_entry, raw_text, string
 from parsers.jsonload import load_json
 from parsers.registry import register
 from parsers.timeparse import from_epoch
@@ -118,9 +118,7 @@ class Slack(Grammar):
         return 0.95 if _DAY.fullmatch(path.stem) else 0.85
 
     def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
-        with gc_paused():
-            session = self._read(source)
-        yield session
+        yield self._read(source)
 
     def _read(self, source: SourceText) -> ParsedSession:
         data = load_json(source.text, source.name, self.name)

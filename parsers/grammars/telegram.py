@@ -31,7 +31,6 @@ from models.settings import Settings
 from parsers.base import Grammar
 from parsers.grammars._chatjson import (
     TimeLog,
-    gc_paused,
     iso_time,
     markers,
     note_odd,
@@ -135,8 +134,7 @@ class Telegram(Grammar):
         return 0.0
 
     def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
-        with gc_paused():
-            data = load_json(source.text, source.name, self.name)
+        data = load_json(source.text, source.name, self.name)
         if not isinstance(data, dict):
             raise ParseError(Reason.PARSE_ERROR, "expected a JSON object", path=source.name, grammar=self.name)
         if "messages" not in data and (isinstance(data.get("chats"), dict) or isinstance(data.get("left_chats"), dict)):
@@ -162,9 +160,8 @@ class Telegram(Grammar):
             session.meta["chatType"] = chat["type"]
         times = TimeLog()
         turns = session.turns
-        with gc_paused():
-            for i, m in enumerate(messages):
-                turns.append(self._turn(m, f"{pointer}/messages/{i}", times))
+        for i, m in enumerate(messages):
+            turns.append(self._turn(m, f"{pointer}/messages/{i}", times))
         note_odd(session, messages)
         times.flush(session)
         return session
