@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import StrEnum
 from typing import Any, Literal
 
 Role = Literal["user", "assistant", "system", "tool", "other"]
@@ -57,12 +58,54 @@ class Heuristic:
     evidence: dict[str, Any]
 
 
+class RegionKind(StrEnum):
+    """Why a part of the source is deliberately not an interaction (source accounting)."""
+
+    PREAMBLE = "preamble"
+    """Text before the first turn of a session (a title line, an exporter's banner)."""
+    FRONT_MATTER = "front_matter"
+    """A ``---`` front-matter block or a similar key/value header."""
+    SESSION_HEADER = "session_header"
+    """A line or record that opens or describes a session (``Session: 42``, ``# aider chat started at``)."""
+    BOILERPLATE = "boilerplate"
+    """Export furniture: rules, column headings, day separators, page markers."""
+    METADATA = "metadata"
+    """A record that describes the session rather than being said in it (summary, snapshot, turn context)."""
+    OFF_BRANCH = "off_branch"
+    """An alternative not on the conversation's current branch (a regeneration, an abandoned edit)."""
+    EMPTY_RECORD = "empty_record"
+    """A message record with nothing in it to show."""
+    HIDDEN = "hidden"
+    """A record the source itself marks as not shown to the participants."""
+    DUPLICATE = "duplicate"
+    """A record that repeats one already reconstructed (a streaming event echoing a final message)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Region:
+    """A part of the source a grammar deliberately did not turn into an interaction, and why.
+
+    Exactly one of ``lines`` (1-based inclusive span, text sources) and ``pointer`` (a JSON pointer
+    in the same document as the turns' pointers, JSON sources) is set. ``content`` is kept in the
+    document when the region holds something a reader may want (an off-branch alternative).
+    """
+
+    kind: RegionKind
+    reason: str
+    lines: tuple[int, int] | None = None
+    pointer: str | None = None
+    content: str | None = None
+
+
 @dataclass(slots=True)
 class ParsedSession:
     """One session found in a source, with what the grammar knows about how it found it.
 
     ``raw`` is the session's raw source (a text slice or a decoded JSON object); the pipeline
-    hands it to the grammar's independent turn counter and then drops it.
+    hands it to the grammar's independent turn counter and the source accounting, then drops it.
+    For JSON sources ``raw`` is the JSON value found at ``pointer`` ("" for the whole document) and
+    every turn and region pointer is absolute in that same document, so it starts with ``pointer``.
+    For text sources ``lines`` is the session's span in the file; turns and regions use file lines.
     """
 
     session_id: str | None
@@ -79,6 +122,9 @@ class ParsedSession:
     assumptions: list[str] = field(default_factory=list)
     heuristics: list[Heuristic] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
+    regions: list[Region] = field(default_factory=list)
+    """Every part of the session's source that is not in a turn, declared with its reason. The gate's
+    source accounting checks that turns and regions together cover the source (DESIGN section 2)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,9 +142,11 @@ class SourceText:
 
 @dataclass(frozen=True, slots=True)
 class Detection:
-    """The outcome of format detection: the winner (or None) and every candidate's score."""
+    """The outcome of format detection: the winner, every candidate's explained share, and the
+    winner's margin over the best candidate it had to beat."""
 
     grammar: str | None
     confidence: float
     scores: dict[str, float]
     forced: bool = False
+    margin: float = 1.0

@@ -23,6 +23,11 @@ class Grammar(ABC):
     example: ClassVar[str]
     structured: ClassVar[bool] = False
     """True for JSON exports (detection looks at keys), False for line-oriented text."""
+    specificity: ClassVar[int] = 2
+    """How specific the format's own markers are: 2 a platform's export (WhatsApp, IRC, ChatGPT...),
+    1 a generic transcript convention (``Name: text``, Markdown role headings), 0 the inferred
+    fallback. Among candidates whose explained shares are within ``registry.MARGIN`` of the best,
+    the most specific wins: WhatsApp beats the generic transcript on WhatsApp headers."""
     companion_names: ClassVar[tuple[str, ...]] = ()
     """File names (``users.json``) that are not sessions but context for this format's files: ingest
     records them as companions and hands their text, from the source's folder or its parents, in
@@ -38,7 +43,12 @@ class Grammar(ABC):
 
     @abstractmethod
     def detect(self, sample: str, name: str) -> float:
-        """Score in [0, 1] of how well this grammar fits a sample (the first bytes) of the input."""
+        """The share in [0, 1] of the sample's records that this grammar explains under its rules.
+
+        Records are the non-blank lines of a text sample (a line is explained when it is one of the
+        grammar's headers, or a continuation the grammar accepts after one) and the message-like
+        objects of a JSON sample. Shares are comparable across grammars; ``registry.detect`` decides
+        with a margin and the grammars' ``specificity``."""
 
     @abstractmethod
     def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:

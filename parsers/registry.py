@@ -18,6 +18,8 @@ from .base import Grammar
 _GRAMMARS: dict[str, Grammar] = {}
 _LOADED = False
 TIE_MARGIN = 1e-9
+MARGIN = 0.1
+"""Shares this close to the best are decided by specificity, not by the share."""
 
 
 def register(cls: type[Grammar]) -> type[Grammar]:
@@ -60,13 +62,37 @@ def get(name: str) -> Grammar:
 
 
 def detect(sample: str, name: str, *, threshold: float, forced: str | None = None) -> Detection:
-    """Score every grammar on a sample; the single best score at or above ``threshold`` wins.
+    """Pick the grammar that explains the most of a sample, with a margin.
 
-    Raises DetectionError (no grammar, or a tie at the top) with every candidate's score.
+    Every grammar reports the share of the sample's records it explains (comparable across
+    grammars). Candidates at or above ``threshold`` and within ``MARGIN`` of the best share
+    contend; among them the most specific grammar wins (a platform's own headers beat a generic
+    transcript reading of the same lines), then the higher share. The winner's margin is its lead
+    over the best rival that specificity does not rule out; none at all is a tie.
+
+    Raises DetectionError (no grammar, or a tie at the top) with every candidate's share.
     """
     if forced:
         get(forced)
         return Detection(forced, 1.0, {forced: 1.0}, forced=True)
+    scores = _scores(sample, name)
+    ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+    top = ranked[0][1]
+    listing = ", ".join(f"{k}={v}" for k, v in ranked if v > 0) or "every grammar scored 0"
+    if top < threshold:
+        raise DetectionError(Reason.NO_GRAMMAR, f"no grammar explains >= {threshold} of the sample: {listing}",
+                             path=name)
+    floor = max(threshold, top - MARGIN)
+    contenders = [(_GRAMMARS[k].specificity, v, k) for k, v in ranked if v >= floor]
+    specificity, share, winner = max(contenders, key=lambda c: (c[0], c[1]))
+    rivals = [v for k, v in ranked if k != winner and _GRAMMARS[k].specificity >= specificity]
+    margin = round(share - max(rivals, default=0.0), 4)
+    if margin <= TIE_MARGIN:
+        raise DetectionError(Reason.AMBIGUOUS_GRAMMAR, f"tie at the top: {listing}", path=name)
+    return Detection(winner, share, {k: v for k, v in ranked if v > 0}, margin=margin)
+
+
+def _scores(sample: str, name: str) -> dict[str, float]:
     scores: dict[str, float] = {}
     for grammar in all_grammars():
         try:
@@ -76,11 +102,4 @@ def detect(sample: str, name: str, *, threshold: float, forced: str | None = Non
                 Reason.INTERNAL, f"detector failed: {type(exc).__name__}: {exc}", path=name, grammar=grammar.name
             ) from exc
         scores[grammar.name] = round(min(max(score, 0.0), 1.0), 4)
-    ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
-    best, top = ranked[0]
-    listing = ", ".join(f"{k}={v}" for k, v in ranked if v > 0) or "every grammar scored 0"
-    if top < threshold:
-        raise DetectionError(Reason.NO_GRAMMAR, f"no grammar scored >= {threshold}: {listing}", path=name)
-    if len(ranked) > 1 and top - ranked[1][1] <= TIE_MARGIN:
-        raise DetectionError(Reason.AMBIGUOUS_GRAMMAR, f"tie at the top: {listing}", path=name)
-    return Detection(best, top, {k: v for k, v in ranked if v > 0})
+    return scores

@@ -57,6 +57,10 @@ def session_snapshot(session: ParsedSession, counted: int) -> dict[str, Any]:
             {"id": h.id, "description": h.description, "evidence": h.evidence} for h in session.heuristics
         ],
         "meta": session.meta,
+        "regions": [
+            {"kind": r.kind.value, "reason": r.reason, "lines": list(r.lines) if r.lines else None,
+             "pointer": r.pointer, "content": r.content} for r in session.regions
+        ],
         "turns": [turn_snapshot(t) for t in session.turns],
     }
 
@@ -81,3 +85,12 @@ def parse_file(path: Path, grammar: str, settings: Settings | None = None, *, na
 
 def dump(value: Any) -> bytes:
     return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
+
+
+def parsed_sessions(path: Path, grammar: str, *, name: str | None = None,
+                    companions: dict[str, str] | None = None) -> tuple[SourceText, list[ParsedSession]]:
+    """The source and the sessions one grammar makes of a file, with ``raw`` kept."""
+    source = load_source(path, name)
+    if companions:
+        source = SourceText(source.text, source.name, source.sha256, source.size, source.encoding, companions)
+    return source, list(registry.get(grammar).parse(source, Settings()))

@@ -110,6 +110,7 @@ def heuristic_id(pattern: str) -> str:
 @register
 class Inferred(Grammar):
     name = "inferred"
+    specificity = 0
     version = "2"
     description = "Unknown line format with a repeated header prefix: pattern inferred, coverage partial"
     example = "<<2024/03/01 10:00>> alice | the header shape is learned from the file"

@@ -48,6 +48,7 @@ def _is_speaker(label: str) -> bool:
 @register
 class Markdown(Grammar):
     name = "markdown"
+    specificity = 1
     version = "1"
     description = "Markdown transcript with '## User' / '### Assistant' headings or '**User:**' labels"
     example = "## Assistant (openai:gpt-4o@2024-08-06) — 2025-08-24 10:00:05"

@@ -55,6 +55,7 @@ def accepted_labels(labels: list[tuple[str, bool]]) -> set[str]:
 @register
 class Transcript(Grammar):
     name = "transcript"
+    specificity = 1
     version = "1"
     description = "Plain-text transcript, one 'Name: text' turn per header line"
     example = "[2025-08-24 10:00:00] User: Can you check the build log?"

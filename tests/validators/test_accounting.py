@@ -1,0 +1,102 @@
+"""Source accounting: independent of the grammars, every golden input is accounted for, and a turn
+taken away from a grammar's result is found missing (DESIGN section 2, gate check 3)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from models.records import ParsedSession, Region, RegionKind, Turn
+from tests.helpers import GOLDEN, parsed_sessions
+from tests.parsers.test_golden import CASES, _companions, _grammar_dir
+from validators.accounting import LineIndex, account, account_lines, message_records
+
+
+def _sessions(path):
+    grammar = _grammar_dir(path).name
+    name = str(path.relative_to(_grammar_dir(path)))
+    return parsed_sessions(path, grammar, name=name, companions=_companions(path))
+
+
+def _accountings(source, sessions):
+    index = LineIndex(source.text)
+    return [account(s, index) for s in sessions]
+
+
+@pytest.mark.parametrize("path", CASES, ids=lambda p: str(p.relative_to(GOLDEN)))
+def test_every_golden_input_is_accounted_for(path):
+    source, sessions = _sessions(path)
+    for result in _accountings(source, sessions):
+        assert result.checked > 0, "the accounting found nothing to check"
+        assert result.clean, result.reason()
+        assert result.in_turns + result.declared == result.checked
+
+
+@pytest.mark.parametrize("path", CASES, ids=lambda p: str(p.relative_to(GOLDEN)))
+def test_a_deleted_turn_is_unaccounted(path):
+    source, sessions = _sessions(path)
+    victim = max(sessions, key=lambda s: len(s.turns))
+    if not victim.turns:
+        pytest.skip("no session with turns in this input")
+    for i in (0, len(victim.turns) // 2, len(victim.turns) - 1):
+        kept = [t for j, t in enumerate(victim.turns) if j != i]
+        damaged = ParsedSession(victim.session_id, victim.id_source, kept, raw=victim.raw, lines=victim.lines,
+                                pointer=victim.pointer, regions=victim.regions)
+        result = account(damaged, LineIndex(source.text))
+        assert not result.clean and result.reason().startswith("unaccounted_source"), (i, result)
+
+
+def test_lines_in_two_turns_are_reported():
+    index = LineIndex("a\nb\nc\n")
+    result = account_lines(index, (1, 3), [(1, 2), (2, 3)], [])
+    assert result.overlapping == 1 and "line 2 (twice)" in result.listed
+
+
+def test_blank_lines_need_no_owner():
+    index = LineIndex("a\n\n  \nb\n")
+    assert account_lines(index, (1, 4), [(1, 1), (4, 4)], []).clean
+
+
+def test_declared_regions_count_apart_from_turns():
+    index = LineIndex("# Title\nUser: hi\n")
+    session = ParsedSession(None, "none", [Turn("User", "user", "hi", lines=(2, 2))], lines=(1, 2),
+                            regions=[Region(RegionKind.PREAMBLE, "title line", lines=(1, 1))])
+    result = account(session, index)
+    assert (result.in_turns, result.declared, result.unaccounted) == (1, 1, 0)
+
+
+def test_the_walker_finds_messages_of_formats_it_does_not_know():
+    doc = {"meta": {"title": "x", "created_at": 1}, "log": [
+        {"who": "a", "speaker": "Ann", "body": "hi", "at": 1},
+        {"sender_name": "Bo", "timestamp_ms": 2, "photos": [{"uri": "p.jpg", "creation_timestamp": 2}]},
+        {"text_entities": [{"type": "plain", "text": "no author, no time"}]},
+    ]}
+    assert list(message_records(doc)) == ["/log/0", "/log/1"]
+
+
+def test_json_records_inside_or_around_a_turn_pointer_are_accounted():
+    raw = {"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": [
+        {"type": "text", "text": "b"}]}]}
+    turns = [Turn("u", "user", "a", pointer="/messages/0"),
+             Turn("a", "assistant", "b", pointer="/messages/1/content/0")]
+    session = ParsedSession(None, "none", turns, raw=raw, pointer="")
+    assert account(session, None).clean
+    session.turns.pop()
+    result = account(session, None)
+    assert result.listed == ["/messages/1"]
+
+
+@given(st.lists(st.sampled_from(["x", "", " "]), min_size=1, max_size=40), st.data())
+def test_any_split_of_the_lines_into_turns_is_clean(lines, data):
+    text = "\n".join(lines) + "\n"
+    n = len(lines)
+    cuts = sorted(set(data.draw(st.lists(st.integers(1, n), max_size=n))) | {1})
+    spans = [(a, b - 1) for a, b in zip(cuts, [*cuts[1:], n + 1], strict=True)]
+    assert account_lines(LineIndex(text), (1, n), spans, []).clean
+    if len(spans) > 1:  # dropping a span with a non-blank line is always found
+        i = data.draw(st.integers(0, len(spans) - 1))
+        a, b = spans[i]
+        rest = spans[:i] + spans[i + 1:]
+        missing = any(lines[k].strip() for k in range(a - 1, b))
+        assert account_lines(LineIndex(text), (1, n), rest, []).clean == (not missing)

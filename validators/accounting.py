@@ -1,0 +1,265 @@
+"""Source accounting: every part of a session's source lies in an interaction or a declared region.
+
+A grammar cannot certify its own completeness (DESIGN section 2, gate check 3), so this module
+knows nothing of any format:
+
+- text sources are checked line by line: every non-blank line of the session's extent lies in
+  exactly one interaction's span or in one declared region;
+- JSON sources are checked record by record: a generic walker finds every message-like object
+  (one with an author or role, a time, or a content field, in two of those three) and each must lie
+  in an interaction's pointer or a declared region's pointer (one containing the other).
+
+Anything else is listed (first ranges or pointers) and makes the session partial with
+``unaccounted_source``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from models.records import ParsedSession
+
+MAX_LISTED = 20
+
+ACTOR_KEYS = frozenset({
+    "author", "sender", "sender_name", "senderName", "from", "from_id", "user", "user_id", "username",
+    "user_name", "role", "speaker", "nick", "actor", "actor_id", "participant", "authorName",
+})
+TIME_KEYS = frozenset({
+    "timestamp", "timestamp_ms", "create_time", "created_at", "createdAt", "created", "date", "date_unixtime",
+    "time", "ts", "sent_at", "sentAt", "datetime",
+})
+CONTENT_KEYS = frozenset({
+    "content", "text", "parts", "message", "body", "msg", "photos", "photo", "sticker", "attachments",
+    "files", "media", "file",
+})
+
+
+def _is_message(node: dict) -> bool:
+    keys = node.keys()
+    has_actor = not ACTOR_KEYS.isdisjoint(keys)
+    has_time = not TIME_KEYS.isdisjoint(keys)
+    has_content = not CONTENT_KEYS.isdisjoint(keys)
+    return has_actor + has_time + has_content >= 2 and (has_content or has_actor)
+
+
+def escape(part: str) -> str:
+    """One JSON pointer reference token (RFC 6901)."""
+    return part.replace("~", "~0").replace("/", "~1")
+
+
+def message_records(node: Any, pointer: str = "") -> Iterator[str]:
+    """Pointers of the outermost message-like objects under ``node``, in document order."""
+    stack: list[tuple[Any, str]] = [(node, pointer)]
+    while stack:
+        value, at = stack.pop()
+        if isinstance(value, dict):
+            if _is_message(value):
+                yield at
+                continue
+            children = [(v, f"{at}/{escape(str(k))}") for k, v in value.items() if isinstance(v, (dict, list))]
+        elif isinstance(value, list):
+            children = [(v, f"{at}/{i}") for i, v in enumerate(value) if isinstance(v, (dict, list))]
+        else:
+            continue
+        stack.extend(reversed(children))
+
+
+@dataclass(slots=True)
+class Accounting:
+    """What the accounting found for one session."""
+
+    unit: str  # "lines" or "records"
+    checked: int = 0
+    in_turns: int = 0
+    declared: int = 0
+    unaccounted: int = 0
+    overlapping: int = 0
+    listed: list[str] = field(default_factory=list)
+
+    @property
+    def clean(self) -> bool:
+        return not (self.unaccounted or self.overlapping)
+
+    def note(self, where: str) -> None:
+        if len(self.listed) < MAX_LISTED:
+            self.listed.append(where)
+
+    def reason(self) -> str | None:
+        """The coverage reason when the source is not fully accounted for, else None."""
+        if self.clean:
+            return None
+        parts = []
+        if self.unaccounted:
+            parts.append(f"{self.unaccounted} {self.unit} in no interaction and no declared region")
+        if self.overlapping:
+            parts.append(f"{self.overlapping} {self.unit} in more than one interaction or region")
+        more = " ..." if self.unaccounted + self.overlapping > len(self.listed) else ""
+        return f"unaccounted_source: {'; '.join(parts)}: {', '.join(self.listed)}{more}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "unit": self.unit, "checked": self.checked, "inInteractions": self.in_turns,
+            "inDeclaredRegions": self.declared, "unaccounted": self.unaccounted,
+            "overlapping": self.overlapping, "first": list(self.listed),
+        }
+
+
+class LineIndex:
+    """Line start offsets of one text, built once per file."""
+
+    __slots__ = ("starts", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        starts = [0]
+        find = text.find
+        pos = find("\n")
+        while pos != -1:
+            starts.append(pos + 1)
+            pos = find("\n", pos + 1)
+        if text.endswith("\n"):
+            starts.pop()  # the empty "line" after the final newline does not exist
+        self.starts = starts
+
+    @property
+    def count(self) -> int:
+        return len(self.starts) if self.text else 0
+
+    def span_text(self, first: int, last: int) -> str:
+        """The text of 1-based lines first..last inclusive."""
+        start = self.starts[first - 1]
+        end = self.starts[last] if last < len(self.starts) else len(self.text)
+        return self.text[start:end]
+
+    def non_blank(self, first: int, last: int) -> list[int]:
+        """The 1-based numbers of the non-blank lines in first..last."""
+        first, last = max(first, 1), min(last, self.count)
+        if first > last or not self.span_text(first, last).strip():
+            return []
+        return [first + i for i, line in enumerate(self.span_text(first, last).split("\n")[: last - first + 1])
+                if line.strip()]
+
+
+def _ranges(lines: Sequence[int]) -> Iterator[str]:
+    start = prev = None
+    for n in lines:
+        if start is None:
+            start = prev = n
+        elif n == prev + 1:
+            prev = n
+        else:
+            yield f"line {start}" if start == prev else f"lines {start}-{prev}"
+            start = prev = n
+    if start is not None:
+        yield f"line {start}" if start == prev else f"lines {start}-{prev}"
+
+
+def account_lines(index: LineIndex, extent: tuple[int, int], turns: Iterable[tuple[int, int]],
+                  regions: Iterable[tuple[int, int]]) -> Accounting:
+    """Check lines extent[0]..extent[1]: each non-blank one in exactly one turn or region span."""
+    out = Accounting("lines")
+    first, last = extent
+    spans = sorted([(a, b, True) for a, b in turns] + [(a, b, False) for a, b in regions])
+    loose: list[int] = []
+    doubled: list[int] = []
+    covered = first - 1  # every line up to here is covered (or outside the extent)
+    for a, b, is_turn in spans:
+        a, b = max(a, first), min(b, last)
+        if a > b:
+            continue
+        if a > covered + 1:
+            loose.extend(index.non_blank(covered + 1, a - 1))
+        elif a <= covered:
+            doubled.extend(index.non_blank(a, min(b, covered)))
+        fresh = index.non_blank(max(a, covered + 1), b) if b > covered else []
+        if is_turn:
+            out.in_turns += len(fresh)
+        else:
+            out.declared += len(fresh)
+        covered = max(covered, b)
+    if covered < last:
+        loose.extend(index.non_blank(covered + 1, last))
+    out.unaccounted, out.overlapping = len(loose), len(doubled)
+    out.checked = out.in_turns + out.declared + out.unaccounted
+    for where in _ranges(loose):
+        out.note(where)
+    for where in _ranges(sorted(set(doubled))):
+        out.note(f"{where} (twice)")
+    return out
+
+
+def _within(pointer: str, owners: set[str], ancestors: set[str]) -> bool:
+    """True when ``pointer`` equals an owner, lies inside one, or contains one."""
+    if pointer in owners or pointer in ancestors:
+        return True
+    cut = pointer.rfind("/")
+    while cut > 0:
+        pointer = pointer[:cut]
+        if pointer in owners:
+            return True
+        cut = pointer.rfind("/")
+    return "" in owners
+
+
+def _ancestors(pointers: Iterable[str]) -> set[str]:
+    out: set[str] = set()
+    for p in pointers:
+        cut = p.rfind("/")
+        while cut > 0:
+            p = p[:cut]
+            if p in out:
+                break
+            out.add(p)
+            cut = p.rfind("/")
+    return out
+
+
+def account_records(raw: Any, base: str, turns: Iterable[str], regions: Iterable[str]) -> Accounting:
+    """Check every message-like record under ``raw`` (found at pointer ``base``)."""
+    out = Accounting("records")
+    turn_set = {p for p in turns if p is not None}
+    region_set = {p for p in regions if p is not None}
+    turn_up, region_up = _ancestors(turn_set), _ancestors(region_set)
+    for pointer in message_records(raw, base):
+        out.checked += 1
+        if _within(pointer, turn_set, turn_up):
+            out.in_turns += 1
+        elif _within(pointer, region_set, region_up):
+            out.declared += 1
+        else:
+            out.unaccounted += 1
+            out.note(pointer)
+    return out
+
+
+def session_extent(session: ParsedSession) -> tuple[int, int] | None:
+    """A text session's line span: its own, else the hull of its turns and regions."""
+    if session.lines:
+        return session.lines
+    spans = [t.lines for t in session.turns if t.lines] + [r.lines for r in session.regions if r.lines]
+    if not spans:
+        return None
+    return min(a for a, _ in spans), max(b for _, b in spans)
+
+
+def is_text_session(session: ParsedSession) -> bool:
+    """Text sessions locate turns by lines, JSON sessions by pointers."""
+    if session.lines:
+        return True
+    return any(t.lines for t in session.turns) and not any(t.pointer for t in session.turns)
+
+
+def account(session: ParsedSession, index: LineIndex | None, extent: tuple[int, int] | None = None) -> Accounting:
+    """The accounting of one session. ``extent`` widens a text session's span to the lines between
+    it and its neighbours (the caller knows them); JSON sessions are walked from ``session.raw``."""
+    if is_text_session(session):
+        span = extent or session_extent(session)
+        if index is None or span is None:
+            return Accounting("lines")
+        return account_lines(index, span, (t.lines for t in session.turns if t.lines),
+                             (r.lines for r in session.regions if r.lines))
+    return account_records(session.raw, session.pointer or "", (t.pointer for t in session.turns),
+                           (r.pointer for r in session.regions))
