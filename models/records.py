@@ -138,6 +138,9 @@ class SourceText:
     encoding: str
     companions: dict[str, str] = field(default_factory=dict)
     """Canonical text of companion files a grammar asked for (Slack's users.json), by file name."""
+    siblings: tuple[str, ...] = ()
+    """Names of the other files beside this one (same folder or zip), for grammars that check what
+    a chat references (a WhatsApp export's attachments), sorted."""
 
 
 @dataclass(frozen=True, slots=True)
