@@ -20,6 +20,7 @@ from parsers import registry
 from parsers.memory import paused_gc
 from parsers.text import decode
 from validators import gate
+from validators.accounting import Accounting, LineIndex, account, is_text_session, session_extent
 
 DETECT_SAMPLE = 65536
 
@@ -63,13 +64,13 @@ def _encode(doc: dict[str, Any]) -> bytes:
     return orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
 
 
-def _gate_session(doc: dict[str, Any], counted: int) -> tuple[bytes, gate.GateResult]:
+def _gate_session(doc: dict[str, Any], counted: int, accounting: Accounting) -> tuple[bytes, gate.GateResult]:
     """Gate the document, record the per-check results in it, then check the exact bytes.
 
     The summary is written before the byte check (a document is encoded once); a document whose
     bytes fail is never written, so a written document's ``jsonSyntax: pass`` is always true.
     """
-    result = gate.check(doc, None, counted)
+    result = gate.check(doc, None, counted, accounting=accounting)
     doc["artifacts"]["ai_protocol_performance"]["gate"] = result.summary()
     try:
         encoded = _encode(doc)
@@ -104,9 +105,11 @@ def collect(parsed_sessions, grammar, source: SourceText, detection: Detection, 
     """Count, assemble and gate every session a grammar yields; a grammar failure keeps what came before."""
     sessions: list[SessionOutcome] = []
     seen_ids: dict[str, int] = {}
+    accountant = _Accountant(source.text)
     try:
-        for ordinal, parsed in enumerate(parsed_sessions, 1):
-            sessions.append(_session_outcome(ordinal, parsed, grammar, source, detection, ctx, seen_ids))
+        for ordinal, (parsed, last) in enumerate(_with_last(parsed_sessions), 1):
+            accounting = accountant.account(parsed, last)
+            sessions.append(_session_outcome(ordinal, parsed, grammar, source, detection, ctx, seen_ids, accounting))
     except ReconstructError as exc:
         return _partial_failure(source, detection, sessions, exc.reason, str(exc), started)
     except Exception as exc:  # a grammar bug must quarantine the file, not crash the run
@@ -124,11 +127,54 @@ def collect(parsed_sessions, grammar, source: SourceText, detection: Detection, 
                        detection, sessions, time.perf_counter() - started)
 
 
-def _session_outcome(ordinal, parsed, grammar, source, detection, ctx, seen_ids) -> SessionOutcome:
+_END = object()
+
+
+def _with_last(items):
+    """Yield (item, is_last). An error fetching the next item still yields the one held first."""
+    it = iter(items)
+    held = next(it, _END)
+    while held is not _END:
+        try:
+            following = next(it, _END)
+        except Exception:
+            yield held, False
+            raise
+        yield held, following is _END
+        held = following
+
+
+class _Accountant:
+    """Source accounting across the sessions of one input, in source order.
+
+    A text session is accountable for the lines from the end of the previous session to its own
+    end, and the last one to the end of the file, so nothing between or after sessions escapes.
+    JSON sessions are walked from their raw value."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.index: LineIndex | None = None
+        self.done = 0  # last line accounted for by an earlier session
+
+    def account(self, parsed, last: bool) -> Accounting:
+        if not is_text_session(parsed):
+            return account(parsed, None)
+        if self.index is None:
+            self.index = LineIndex(self.text)
+        own = session_extent(parsed) or (self.done + 1, self.done)
+        end = self.index.count if last else own[1]
+        extent = (min(self.done + 1, own[0]), max(end, own[1]))
+        self.done = max(self.done, extent[1])
+        return account(parsed, self.index, extent)
+
+
+def _session_outcome(ordinal, parsed, grammar, source, detection, ctx, seen_ids,
+                     accounting: Accounting) -> SessionOutcome:
     t0 = time.perf_counter()
     counted = grammar.count_turns(parsed.raw)
     parsed.raw = None
-    doc = assemble(parsed, counted, source=source, detection=detection, grammar_version=grammar.version, ctx=ctx)
+    doc = assemble(parsed, counted, source=source, detection=detection, grammar_version=grammar.version, ctx=ctx,
+                   accounting=accounting.as_dict(), unaccounted=accounting.reason())
     parsed.turns.clear()  # the document holds what is needed; free the turn records before encoding
     sid = doc["sessionId"]
     interactions = doc["artifacts"]["Chatthistorik"]["interactions"]
@@ -141,11 +187,12 @@ def _session_outcome(ordinal, parsed, grammar, source, detection, ctx, seen_ids)
             None, doc, len(interactions), counted, chars, seconds=time.perf_counter() - t0,
         )
     seen_ids.setdefault(sid, ordinal)
-    encoded, result = _gate_session(doc, counted)
+    encoded, result = _gate_session(doc, counted, accounting)
     if result.passed:
         status = "partial" if result.partial else "ok"
         reason = doc["artifacts"]["Chatthistorik"].get("coverageReason", "")
-        return SessionOutcome(ordinal, sid, parsed.session_id, status, [], reason, encoded, None,
+        codes = [] if accounting.clean else [Reason.UNACCOUNTED_SOURCE.value]
+        return SessionOutcome(ordinal, sid, parsed.session_id, status, codes, reason, encoded, None,
                               len(interactions), counted, chars, seconds=time.perf_counter() - t0)
     detail = "; ".join(f"{f.reason.value} at {f.path}: {f.message}" for f in result.failures[:5])
     return SessionOutcome(ordinal, sid, parsed.session_id, "quarantined", result.reasons, detail, None, doc,

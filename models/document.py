@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from models.records import RegionKind
+
 ISO_Z_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$"
 SPEAKER_PATTERN = r"^[^()]+ \([^:]+:[^@]+@[^)]+\)$"
 
@@ -71,9 +73,18 @@ class SourceProvenance(_Strict):
 class GrammarInfo(_Strict):
     id: str
     version: str
-    detectionConfidence: float
+    detectionConfidence: float = Field(description="The share of the detection sample the grammar explained.")
+    detectionMargin: float | None = Field(None, description="Its lead over the best rival it had to beat.")
     forced: bool
-    candidates: dict[str, float]
+    candidates: dict[str, float] = Field(description="Every candidate grammar's explained share.")
+
+
+class DeclaredRegion(_Strict):
+    kind: RegionKind
+    reason: str
+    lines: tuple[int, int] | None = None
+    pointer: str | None = None
+    content: str | None = Field(None, description="The region's text when a reader may want it (an alternative).")
 
 
 class Redaction(_Strict):
@@ -94,6 +105,11 @@ class ByggLogg(_Strict):
     warnings: list[str]
     steps: list[str]
     redactions: list[Redaction]
+    declaredRegions: list[DeclaredRegion] = Field(
+        default_factory=list,
+        description="Every part of the source deliberately not turned into an interaction, and why "
+        "(source accounting, gate check 3).",
+    )
     sourceMeta: dict[str, Any] | None = Field(
         None, description="What the grammar noted about the session (dialect, left-out branch nodes...)."
     )

@@ -28,6 +28,7 @@ class Reason(StrEnum):
     SPEAKER_MIRROR = "speaker_mirror"
     MODEL_FIELD = "model_field"
     TURN_COUNT = "turn_count"
+    UNACCOUNTED_SOURCE = "unaccounted_source"
     TIMESTAMP_FORMAT = "timestamp_format"
     SCHEMA = "schema"
     # emit

@@ -84,6 +84,22 @@ def _speaker_entry(ctx: RunContext, name: str, model, explicit: bool, notes: lis
     return entry
 
 
+def _declared_regions(session: ParsedSession, scrub, redactions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """ByggLogg.declaredRegions: each region with its location; kept content is redacted like a turn."""
+    out = []
+    for region in session.regions:
+        entry: dict[str, Any] = {"kind": region.kind.value, "reason": region.reason}
+        if region.lines:
+            entry["lines"] = list(region.lines)
+        else:
+            entry["pointer"] = region.pointer
+        if region.content is not None:
+            entry["content"], found = scrub(region.content)
+            redactions.extend({"turn": 0, "type": k, "field": f"declaredRegions[{len(out)}]"} for k in found)
+        out.append(entry)
+    return out
+
+
 def _created_from_name(name: str) -> str | None:
     m = _NAME_DATE.search(name.rsplit("/", 1)[-1])
     if not m:
@@ -99,8 +115,13 @@ def assemble(
     detection: Detection,
     grammar_version: str,
     ctx: RunContext,
+    accounting: dict[str, Any] | None = None,
+    unaccounted: str | None = None,
 ) -> dict[str, Any]:
-    """The session document for one parsed session, with ``counted`` the independent turn count."""
+    """The session document for one parsed session, with ``counted`` the independent turn count.
+
+    ``accounting`` is the source accounting's figures for the session and ``unaccounted`` its
+    ``unaccounted_source`` reason when it found gaps (validators.accounting, run by the caller)."""
     warnings = list(session.warnings)
     assumptions = list(session.assumptions)
     redactions: list[dict[str, Any]] = []
@@ -200,6 +221,8 @@ def assemble(
         )
     if truncated:
         reasons.append(f"{truncated} turns longer than {limit} characters were truncated")
+    if unaccounted:
+        reasons.append(unaccounted)
 
     history: dict[str, Any] = {"title": None, "interactions": interactions}
     if session.title is not None:
@@ -212,6 +235,7 @@ def assemble(
         redactions.extend({"turn": 0, "type": k, "field": "preamble"} for k in found)
         history["preamble"] = preamble
 
+    declared = _declared_regions(session, scrub, redactions)
     by_type: dict[str, int] = {}
     for r in redactions:
         by_type[r["type"]] = by_type.get(r["type"], 0) + 1
@@ -229,6 +253,7 @@ def assemble(
             "id": detection.grammar,
             "version": grammar_version,
             "detectionConfidence": detection.confidence,
+            "detectionMargin": None if detection.forced else detection.margin,
             "forced": detection.forced,
             "candidates": detection.scores,
         },
@@ -240,9 +265,10 @@ def assemble(
         "warnings": warnings,
         "steps": STEPS,
         "redactions": redactions,
+        "declaredRegions": declared,
         "sessionRecord": facts.record,
     }
-    facts_meta = {k: v for k, v in session.meta.items() if not k.startswith("preamble")}
+    facts_meta = {k: v for k, v in session.meta.items() if not k.startswith("preamble") and k != "formatDrift"}
     if facts_meta:
         bygglogg["sourceMeta"] = raw_time_keys(facts_meta)
     if session.session_id is not None and session_id != session.session_id:
@@ -260,6 +286,8 @@ def assemble(
         "unknownFields": unknown,
         "redactions": {"policy": ctx.settings.secrets_policy, "total": len(redactions), "byType": by_type},
         "cleanJsonReplies": {"checked": facts.clean_checked, "compliant": facts.clean_ok},
+        "sourceAccounting": accounting,
+        "formatDrift": session.meta.get("formatDrift", {}),
         "timing": "per-session time is recorded in the run ledger, not here, so documents stay byte-identical",
     }
     artifacts: dict[str, Any] = {

@@ -6,7 +6,9 @@ Checks, all run, every failure collected with a reason code (the gate never stop
 2. Speaker: every ``speaker`` fully matches ``^[^()]+ \\([^:]+:[^@]+@[^)]+\\)$`` and mirrors
    ``speakerName`` and ``model``; every model field is a non-empty string.
 3. Turn count: interactions equal the independent source turn count, or the history carries
-   ``coverage: "partial"`` with a ``coverageReason``.
+   ``coverage: "partial"`` with a ``coverageReason``. Source accounting (validators.accounting):
+   whatever of the source lies in no interaction and no declared region is named in that reason
+   with the code ``unaccounted_source``.
 4. Timestamps: ``createdAt``, every ``date`` and every key named like a time is
    ``YYYY-MM-DDTHH:mm:ssZ`` and a real calendar instant (keys holding raw source values are exempt).
 5. Schema: the document validates against models.document.SessionDocument.
@@ -25,15 +27,18 @@ from pydantic import ValidationError
 from models.document import ISO_Z_PATTERN, SPEAKER_PATTERN, Interaction, SessionDocument
 from models.errors import Reason
 
+from .accounting import Accounting
+
 SPEAKER = regex.compile(SPEAKER_PATTERN)
 ISO_Z = regex.compile(ISO_Z_PATTERN)
-CHECKS = ("jsonSyntax", "speakerRegex", "turnCount", "timestamps", "schema")
+CHECKS = ("jsonSyntax", "speakerRegex", "turnCount", "sourceAccounting", "timestamps", "schema")
 _CHECK_OF = {
     Reason.JSON_SYNTAX: "jsonSyntax",
     Reason.SPEAKER_FORMAT: "speakerRegex",
     Reason.SPEAKER_MIRROR: "speakerRegex",
     Reason.MODEL_FIELD: "speakerRegex",
     Reason.TURN_COUNT: "turnCount",
+    Reason.UNACCOUNTED_SOURCE: "sourceAccounting",
     Reason.TIMESTAMP_FORMAT: "timestamps",
     Reason.SCHEMA: "schema",
 }
@@ -54,6 +59,7 @@ class GateFailure:
 class GateResult:
     failures: list[GateFailure] = field(default_factory=list)
     partial: bool = False
+    accounted: bool = True
 
     @property
     def passed(self) -> bool:
@@ -64,8 +70,12 @@ class GateResult:
         return sorted({f.reason.value for f in self.failures})
 
     def summary(self) -> dict[str, str]:
+        """Each check's result; source accounting that found gaps (and said so) is ``partial``."""
         failed = {_CHECK_OF[f.reason] for f in self.failures}
-        return {c: ("fail" if c in failed else "pass") for c in CHECKS}
+        out = {c: ("fail" if c in failed else "pass") for c in CHECKS}
+        if not self.accounted and out["sourceAccounting"] == "pass":
+            out["sourceAccounting"] = "partial"
+        return out
 
 
 def is_timestamp_key(key: str) -> bool:
@@ -195,8 +205,24 @@ def check_bytes(encoded: bytes) -> list[GateFailure]:
     return out.failures
 
 
-def check(doc: dict[str, Any], encoded: bytes | None, source_turns: int, *, schema: bool = True) -> GateResult:
-    """Run every check on a document and (when given) the exact bytes that would be written."""
+def _check_accounting(history: dict[str, Any], accounting: Accounting | None, out: _Collector) -> bool:
+    """Gate check 3, second half: what the source accounting found unaccounted must be declared
+    in the document (partial, with an ``unaccounted_source`` reason). Returns whether it was clean."""
+    if accounting is None or accounting.clean:
+        return True
+    reason = history.get("coverageReason")
+    if history.get("coverage") != "partial" or not (isinstance(reason, str) and "unaccounted_source" in reason):
+        out.add(Reason.UNACCOUNTED_SOURCE, "$.artifacts.Chatthistorik.coverage",
+                f"the source is not fully accounted for and the document does not say so: {accounting.reason()}")
+    return False
+
+
+def check(doc: dict[str, Any], encoded: bytes | None, source_turns: int, *, schema: bool = True,
+          accounting: Accounting | None = None) -> GateResult:
+    """Run every check on a document and (when given) the exact bytes that would be written.
+
+    ``accounting`` is the source accounting of the session (validators.accounting), run on the
+    source before the document was assembled."""
     out = _Collector()
     if encoded is not None:
         _check_syntax(encoded, out)
@@ -215,6 +241,7 @@ def check(doc: dict[str, Any], encoded: bytes | None, source_turns: int, *, sche
     if len(interactions) != source_turns and not partial:
         out.add(Reason.TURN_COUNT, "$.artifacts.Chatthistorik.interactions",
                 f"{len(interactions)} interactions for {source_turns} source turns, and no partial flag")
+    accounted = _check_accounting(history, accounting, out)
     if not valid_instant(doc.get("createdAt")):
         out.add(Reason.TIMESTAMP_FORMAT, "$.createdAt", f"{doc.get('createdAt')!r} is not YYYY-MM-DDTHH:mm:ssZ")
     _walk_times({k: v for k, v in doc.items() if k != "createdAt"}, "$", out)
@@ -227,4 +254,4 @@ def check(doc: dict[str, Any], encoded: bytes | None, source_turns: int, *, sche
             for err in exc.errors()[:MAX_LISTED]:
                 loc = "$." + ".".join(str(p) for p in err["loc"])
                 out.add(Reason.SCHEMA, loc, err["msg"])
-    return GateResult(out.failures, partial)
+    return GateResult(out.failures, partial, accounted)
