@@ -78,6 +78,7 @@ class Accounting:
     unaccounted: int = 0
     overlapping: int = 0
     listed: list[str] = field(default_factory=list)
+    unlisted: int = 0
 
     @property
     def clean(self) -> bool:
@@ -86,6 +87,8 @@ class Accounting:
     def note(self, where: str) -> None:
         if len(self.listed) < MAX_LISTED:
             self.listed.append(where)
+        else:
+            self.unlisted += 1
 
     def reason(self) -> str | None:
         """The coverage reason when the source is not fully accounted for, else None."""
@@ -96,7 +99,7 @@ class Accounting:
             parts.append(f"{self.unaccounted} {self.unit} in no interaction and no declared region")
         if self.overlapping:
             parts.append(f"{self.overlapping} {self.unit} in more than one interaction or region")
-        more = " ..." if self.unaccounted + self.overlapping > len(self.listed) else ""
+        more = f" and {self.unlisted} more" if self.unlisted else ""
         return f"unaccounted_source: {'; '.join(parts)}: {', '.join(self.listed)}{more}"
 
     def as_dict(self) -> dict[str, Any]:

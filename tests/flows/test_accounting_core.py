@@ -1,0 +1,66 @@
+"""The core applies the source accounting to every session: a grammar that loses a turn, and whose
+own count agrees with its loss, still produces a partial document naming what was lost."""
+
+from __future__ import annotations
+
+import orjson
+
+from flows.process import process_bytes
+from models.records import Region, RegionKind
+from models.settings import Settings
+from normalizers.assemble import RunContext
+from parsers import registry
+
+CLEAN = b"User: Is the report ready?\nAssistant: Almost.\nTwo sections left.\n\nUser: Ping me.\nAssistant: Will do.\n"
+
+
+def _run(data: bytes, name: str = "chat.txt"):
+    outcome = process_bytes(data, name, RunContext.from_settings(Settings(format="transcript")))
+    session = outcome.sessions[0]
+    return session, orjson.loads(session.encoded) if session.encoded else session.document
+
+
+def test_a_clean_source_is_ok_with_every_line_in_an_interaction():
+    session, doc = _run(CLEAN)
+    figures = doc["artifacts"]["ai_protocol_performance"]["sourceAccounting"]
+    assert session.status == "ok"
+    assert figures["unaccounted"] == 0 and figures["inInteractions"] == figures["checked"] > 0
+    assert doc["artifacts"]["ai_protocol_performance"]["gate"]["sourceAccounting"] == "pass"
+
+
+def test_a_turn_lost_by_the_grammar_is_found_by_the_accounting(monkeypatch):
+    grammar = registry.get("transcript")
+    parse, count = type(grammar).parse, type(grammar).count_turns
+
+    def losing_parse(self, source, settings):
+        for session in parse(self, source, settings):
+            session.turns.pop(1)
+            yield session
+
+    monkeypatch.setattr(type(grammar), "parse", losing_parse)
+    monkeypatch.setattr(type(grammar), "count_turns", lambda self, raw: count(self, raw) - 1)
+    session, doc = _run(CLEAN)
+    history = doc["artifacts"]["Chatthistorik"]
+    assert session.status == "partial" and session.reasons == ["unaccounted_source"]
+    assert history["coverage"] == "partial" and history["coverageReason"].startswith("unaccounted_source")
+    assert doc["artifacts"]["ai_protocol_performance"]["sourceAccounting"]["unaccounted"] >= 1
+    assert doc["artifacts"]["ai_protocol_performance"]["gate"]["sourceAccounting"] == "partial"
+
+
+def test_declared_regions_are_listed_in_the_build_log(monkeypatch):
+    grammar = registry.get("transcript")
+    parse = type(grammar).parse
+
+    def declaring_parse(self, source, settings):
+        for session in parse(self, source, settings):
+            first = session.turns.pop(0)
+            session.regions.append(Region(RegionKind.BOILERPLATE, "test: declared instead of a turn",
+                                          lines=first.lines, content=first.content))
+            yield session
+
+    monkeypatch.setattr(type(grammar), "parse", declaring_parse)
+    monkeypatch.setattr(type(grammar), "count_turns", lambda self, raw: 3)
+    session, doc = _run(CLEAN)
+    regions = doc["artifacts"]["ByggLogg"]["declaredRegions"]
+    assert session.status == "ok", session.detail
+    assert regions[0]["kind"] == "boilerplate" and regions[0]["lines"] and regions[0]["content"]
