@@ -25,8 +25,9 @@ System notice kept verbatim).
 
 The provider ``anthropic`` comes from the export format (an assumption); a model name only when
 the message or the conversation has a ``model`` field. The export's ``users.json``,
-``projects.json`` and ``memories.json`` are companions, not conversations. Big exports stream one
-conversation at a time.
+``projects.json`` and ``memories.json`` are companions, not conversations (a conversation's project
+name comes from ``projects.json``, its ``summary`` goes to meta). Big exports stream one conversation
+at a time.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from pathlib import PurePosixPath
 from typing import Any, BinaryIO
+
+import orjson
 
 from models.errors import ParseError, Reason
 from models.records import ModelRef, ParsedSession, Region, RegionKind, SourceText, Turn
@@ -71,10 +74,20 @@ BLOCK_TEXT = ("text", "thinking", "content", "input")
 """Block fields that hold what a block says (a block with none of them filled is empty)."""
 
 
+def _result_item(item: Any) -> str:
+    """One item of a tool result: text as it is, anything else (a search hit, an image) with a marker."""
+    if not isinstance(item, dict):
+        return str(item)
+    if item.get("type", "text") == "text":
+        return str(item.get("text", ""))
+    label = " ".join(str(item[k]) for k in ("title", "url") if isinstance(item.get(k), str) and item[k])
+    head = f"[{item.get('type')}: {label}]" if label else f"[{item.get('type')}]"
+    return f"{head}\n{item['text']}" if isinstance(item.get("text"), str) and item["text"] else head
+
+
 def _tool_result_text(inner: Any) -> str:
     if isinstance(inner, list):
-        return "\n".join(str(c.get("text", "")) if isinstance(c, dict) and c.get("type", "text") == "text"
-                         else (f"[{c.get('type')}]" if isinstance(c, dict) else str(c)) for c in inner)
+        return "\n".join(_result_item(c) for c in inner)
     return inner if isinstance(inner, str) else ("" if inner is None else json_text(inner))
 
 
@@ -186,6 +199,18 @@ def _is_conversation(entry: Any) -> bool:
     return isinstance(entry, dict) and "chat_messages" in entry
 
 
+def project_names(projects_json: str | None) -> dict[str, str]:
+    """Project uuid -> name from the export's projects.json companion (empty when absent or unreadable)."""
+    if not projects_json:
+        return {}
+    try:
+        projects = orjson.loads(projects_json)
+    except orjson.JSONDecodeError:
+        return {}
+    return {str(p["uuid"]): str(p.get("name") or "") for p in projects if isinstance(p, dict) and p.get("uuid")} \
+        if isinstance(projects, list) else {}
+
+
 @register
 class Claude(Grammar):
     name = "claude"
@@ -203,18 +228,23 @@ class Claude(Grammar):
 
     def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
         data = load_json(source.text, source.name, self.name)
-        yield from self._sessions(top_level(data, "chat_messages"), source.name)
+        yield from self._sessions(top_level(data, "chat_messages"), source)
 
     def parse_stream(self, fp: BinaryIO, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
-        yield from self._sessions(stream_top_level(fp, source.name, self.name, "chat_messages"), source.name)
+        yield from self._sessions(stream_top_level(fp, source.name, self.name, "chat_messages"), source)
 
-    def _sessions(self, items: Iterable[tuple[str, Any]], name: str) -> Iterator[ParsedSession]:
+    def _sessions(self, items: Iterable[tuple[str, Any]], source: SourceText) -> Iterator[ParsedSession]:
+        name, projects = source.name, project_names(source.companions.get("projects.json"))
         for pointer, conv in items:
             messages = conv.get("chat_messages") if isinstance(conv, dict) else False
             if (messages is None and not conv.get("uuid")) or (messages is not None and not isinstance(messages, list)):
                 raise ParseError(Reason.PARSE_ERROR, f"conversation at {pointer or '/'} has no chat_messages list",
                                  path=name, grammar=self.name)
-            yield self._conversation(pointer, conv)
+            session = self._conversation(pointer, conv)
+            project = projects.get(str(conv.get("project_uuid")))
+            if project:
+                session.meta["project"] = project
+            yield session
 
     def _conversation(self, base: str, conv: dict[str, Any]) -> ParsedSession:
         uid = conv.get("uuid")
@@ -254,6 +284,8 @@ class Claude(Grammar):
         times.flush(session)
         if isinstance(conv.get("updated_at"), str):
             session.meta["updatedRaw"] = conv["updated_at"]
+        if isinstance(conv.get("summary"), str) and conv["summary"].strip():
+            session.meta["summary"] = conv["summary"]
         if drift:
             session.meta["formatDrift"] = drift.as_meta()
         if any(t.role == "assistant" for t in session.turns):
