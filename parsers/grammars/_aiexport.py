@@ -150,11 +150,16 @@ def decode_sample(sample: str) -> Any:
 
     A 64 KiB sample of a big export is cut off mid-value; the prefix keeps every record that was
     complete in it. None when the sample is not JSON at all."""
+    return read_sample(sample)[0]
+
+
+def read_sample(sample: str) -> tuple[Any, bool]:
+    """(``decode_sample``'s value, True when the sample was cut off and the value closed by hand)."""
     text = sample.lstrip("\ufeff \t\r\n")
     if not text or text[0] not in "[{":
-        return None
+        return None, False
     try:
-        return orjson.loads(text)
+        return orjson.loads(text), False
     except orjson.JSONDecodeError:
         pass
     stack: list[str] = []
@@ -171,13 +176,13 @@ def decode_sample(sample: str) -> Any:
             stack.pop()
             cut, closers = m.end(), "".join(reversed(stack))
         else:
-            return None
+            return None, False
     if not cut:
-        return None
+        return ([] if text[0] == "[" else {}), True
     try:
-        return orjson.loads(text[:cut] + closers)
+        return orjson.loads(text[:cut] + closers), True
     except orjson.JSONDecodeError:
-        return None
+        return None, False
 
 
 def message_records(value: Any, path: tuple = ()) -> Iterator[tuple[tuple, dict]]:
@@ -201,9 +206,11 @@ def explained_share(sample: str, explains: Callable[[tuple, dict], bool],
                     conversation: Callable[[Any], bool]) -> float:
     """The share of a JSON sample's message-like records that ``explains`` accepts.
 
-    A sample with no message-like record at all (exports of empty conversations) is judged by its
-    conversations instead: the share of the top-level entries ``conversation`` accepts."""
-    value = decode_sample(sample)
+    A sample with no complete message-like record (exports of empty conversations, or a first
+    message longer than the sample) is judged by its conversations instead: the share of the
+    complete top-level entries ``conversation`` accepts, 1.0 when the sample ends inside the first
+    one (the caller has already seen its format's own key in the sample)."""
+    value, cut = read_sample(sample)
     if value is None:
         return 0.0
     total = explained = 0
@@ -213,8 +220,10 @@ def explained_share(sample: str, explains: Callable[[tuple, dict], bool],
     if total:
         return explained / total
     entries = [v for _, v in top_level(value, "\0")] if isinstance(value, (list, dict)) else []
+    if cut:
+        entries = entries[:-1]  # the last entry is the one the sample cut short
     if not entries:
-        return 0.0
+        return 1.0 if cut else 0.0
     return sum(1 for e in entries if conversation(e)) / len(entries)
 
 
