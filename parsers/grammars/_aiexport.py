@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any, BinaryIO
 
 import ijson
@@ -153,8 +154,12 @@ def decode_sample(sample: str) -> Any:
     return read_sample(sample)[0]
 
 
+@lru_cache(maxsize=2)
 def read_sample(sample: str) -> tuple[Any, bool]:
-    """(``decode_sample``'s value, True when the sample was cut off and the value closed by hand)."""
+    """(``decode_sample``'s value, True when the sample was cut off and the value closed by hand).
+
+    Cached for the last samples: every JSON export grammar reads the same sample during one
+    detection. The value is shared, never modified."""
     text = sample.lstrip("\ufeff \t\r\n")
     if not text or text[0] not in "[{":
         return None, False

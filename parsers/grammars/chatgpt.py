@@ -7,7 +7,9 @@ Each conversation is a session (id ``id``/``conversation_id``). Its ``mapping`` 
 and regenerations make branches. The interactions are the *current branch*: the path from
 ``current_node`` up to the root, in order. Without a usable ``current_node`` the branch ends at the
 latest leaf by ``create_time`` (ties: the deeper leaf, then the later one in the mapping), and an
-assumption says so; a mapping with no parent/children links at all is read in document order.
+assumption says so; a ``current_node`` that is not a leaf (the root, a first question) is followed on
+to the latest leaf below it, also said; a mapping with no parent/children links at all is read in
+document order.
 Messages on other branches are not interactions: each is declared as an ``off_branch`` region with
 its text and the node where its branch leaves the current one, so the session stays complete.
 
@@ -142,28 +144,37 @@ class Tree:
             node = self.parent.get(node)
         return path
 
-    def latest_leaf(self) -> tuple[str | None, int]:
-        """(the leaf whose branch was written last, how many leaves there are).
+    def latest_leaf(self, under: str | None = None) -> tuple[str | None, int]:
+        """(the leaf whose branch was written last, how many leaves there are), among the leaves
+        below ``under`` when it is given.
 
         A leaf's time is that of its nearest message with a readable ``create_time``; ties go to the
         deeper leaf, then to the later one in the mapping."""
         leaves = [k for k in self.mapping if k not in self.has_child]
-        best, best_key = None, None
+        best, best_key, count = None, None, 0
         for leaf in leaves:
             path = self.up(leaf)
+            if under is not None and under not in path:
+                continue
+            count += 1
             when = next((t for t in (_epoch((_message(self.mapping[n]) or {}).get("create_time")) for n in path)
                          if t is not None), float("-inf"))
             key = (when, len(path), self.order[leaf])
             if best_key is None or key > best_key:
                 best, best_key = leaf, key
-        return best, len(leaves)
+        return best, count
 
 
 def current_branch(mapping: dict[str, Any], current: Any) -> tuple[list[str], str | None]:
     """(node ids from the root to the current leaf, the assumption made to find it or None)."""
     tree = Tree(mapping)
     if isinstance(current, str) and current in mapping:
-        return tree.up(current)[::-1], None
+        leaf, leaves = tree.latest_leaf(current) if current in tree.has_child else (None, 0)
+        if leaf is None:  # a leaf, or a cycle with no leaf below it
+            return tree.up(current)[::-1], None
+        note = (f"current_node {current!r} is not a leaf: the branch goes on to the latest of {leaves} leaves "
+                f"below it by create_time ({leaf!r})")
+        return tree.up(leaf)[::-1], note
     missing = "no current_node" if current in (None, "") else f"current_node {current!r} is not in the mapping"
     if not tree.parent:
         nodes = [k for k, v in mapping.items() if _message(v) is not None]
@@ -344,7 +355,7 @@ class ChatGPT(Grammar):
         tree = Tree(mapping)
         current = raw.get("current_node")
         if isinstance(current, str) and current in mapping:
-            nodes = tree.up(current)
+            nodes = tree.up(tree.latest_leaf(current)[0] or current)
         elif tree.parent:
             leaf = tree.latest_leaf()[0]
             nodes = tree.up(leaf) if leaf is not None else []

@@ -84,6 +84,15 @@ def test_equal_times_go_to_the_deeper_leaf_then_the_later_one():
     assert [t.content for t in s.turns] == ["y"] and G.count_turns(s.raw) == 1
 
 
+def test_a_current_node_that_is_not_a_leaf_goes_on_to_the_latest_leaf_below_it():
+    for current, want in (("root", ["q", "second answer", "follow-up", "done"]), ("u1", ["q", "second answer",
+                                                                                       "follow-up", "done"])):
+        (s,) = _parse([{"id": "c", "current_node": current, "mapping": _tree()}])
+        assert [t.content for t in s.turns] == want and G.count_turns(s.raw) == 4
+        assert s.assumptions[0].startswith(f"current_node {current!r} is not a leaf")
+        assert account(s, None).clean
+
+
 def test_fifteen_messages_without_tree_links_are_fifteen_turns():
     mapping = {f"m{i}": {"id": f"m{i}", "message": {"id": f"m{i}", "author": {"role": ("user", "assistant")[i % 2]},
                                                      "create_time": 1700000000 + i,
