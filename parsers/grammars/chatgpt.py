@@ -326,6 +326,7 @@ class ChatGPT(Grammar):
             else:
                 model = ModelRef("openai", None, None)
         text, implied, unknown = render(message.get("content"))
+        text = "\n".join(x for x in (text, *_attachment_marks(metadata, text)) if x)
         for item in unknown:
             category, _, value = item.partition(":")
             drift.note("contentType" if category == "content" else "partType", value, f"{pointer}/message/content")
@@ -362,6 +363,16 @@ class ChatGPT(Grammar):
         else:
             nodes = list(mapping)
         return sum(1 for n in nodes if (m := _message(mapping[n])) is not None and region_kind(m) is None)
+
+
+def _attachment_marks(metadata: dict, text: str) -> list[str]:
+    """``[attachment: name]`` for each file in ``metadata.attachments`` the content does not already show
+    (an uploaded image is shown by its asset pointer, a PDF only here)."""
+    marks = []
+    for item in metadata.get("attachments") or []:
+        if isinstance(item, dict) and not (item.get("id") and str(item["id"]) in text):
+            marks.append(f"[attachment: {item.get('name') or item.get('id') or 'file'}]")
+    return marks
 
 
 def _kind(role: str, recipient: Any, implied: str | None) -> str:

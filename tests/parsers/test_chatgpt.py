@@ -177,6 +177,16 @@ def test_tool_messages_are_turns_and_hidden_or_empty_context_is_declared():
     assert account(s, None).clean
 
 
+def test_attachments_the_content_does_not_show_are_marked():
+    mapping = {"u": _node("u", None, [], "user", "", metadata={"attachments": [
+        {"id": "file-1", "name": "report.pdf", "mime_type": "application/pdf"}, {"id": "file-2", "name": "x.png"}]},
+        content={"content_type": "multimodal_text", "parts": [
+            {"content_type": "image_asset_pointer", "asset_pointer": "file-service://file-2"}, ""]})}
+    (s,) = _parse([{"id": "c", "mapping": mapping}])
+    assert s.turns[0].content == "[image: file-service://file-2]\n\n[attachment: report.pdf]"
+    assert len(s.turns[0].extra["attachments"]) == 2
+
+
 def test_unreadable_times_are_kept_raw_with_one_warning():
     mapping = {"u": _node("u", None, ["v"], "user", "a", create_time=1e20),
                "v": _node("v", "u", [], "user", "b", create_time=-1e20)}
