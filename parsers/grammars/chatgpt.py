@@ -286,7 +286,12 @@ class ChatGPT(Grammar):
 
     @staticmethod
     def _off_branch(session: ParsedSession, base: str, mapping: dict[str, Any], on_branch: set[str]) -> None:
-        """Every message off the current branch, declared with its text and where its branch leaves."""
+        """Every message off the current branch, declared with its text and where its branch leaves
+        (and a message-less node that looks like a record, as an empty one)."""
+        for k, v in mapping.items():
+            if k not in on_branch and _message(v) is None and isinstance(v, dict) and is_message_like(v):
+                session.regions.append(Region(RegionKind.EMPTY_RECORD, "mapping node without a message",
+                                              pointer=f"{base}/mapping/{pointer_part(k)}"))
         off = [k for k, v in mapping.items() if k not in on_branch and _message(v) is not None]
         if not off:
             return

@@ -112,6 +112,16 @@ def test_children_lists_stand_in_for_missing_parent_fields():
     assert [t.content for t in s.turns] == ["hi", "yo"] and not s.assumptions[:-1]
 
 
+def test_nodes_with_their_own_times_and_no_message_are_declared_empty_on_and_off_the_branch():
+    mapping = _tree()
+    mapping["root"]["create_time"] = 1700000000
+    mapping["x"] = {"id": "x", "parent": "u1", "children": [], "create_time": 1700000000, "message": None}
+    mapping["u1"]["children"].append("x")
+    (s,) = _parse([{"id": "c", "current_node": "a3", "mapping": mapping}])
+    assert [r.pointer for r in s.regions if r.kind is RegionKind.EMPTY_RECORD] == ["/0/mapping/root", "/0/mapping/x"]
+    assert account(s, None).clean and G.count_turns(s.raw) == 4
+
+
 def test_a_linear_conversation_is_complete_and_needs_no_assumption_about_branches():
     mapping = {"r": _node("r", None, ["u"]), "u": _node("u", "r", ["a"], "user", "hi"),
                "a": _node("a", "u", [], "assistant", "hello")}
