@@ -8,9 +8,10 @@ Each conversation is a session (id ``uuid``, title ``name``, time ``created_at``
 with no messages is still a session, with no interactions and a warning, so it is in the ledger.
 
 Content blocks are rendered in order: text as it is, ``thinking`` as ``[thinking]`` plus the
-thought, ``redacted_thinking`` as a marker, ``tool_use`` as ``[tool_use: name]`` plus its input
-JSON, ``tool_result`` as ``[tool_result: name]`` plus its text; a block of an unknown type keeps
-its text behind ``[type]`` and is counted as format drift. Without blocks, the message's ``text``.
+thought, ``redacted_thinking`` as a marker, ``voice_note`` as ``[voice note: title]`` plus its text,
+``tool_use`` as ``[tool_use: name]`` plus its input JSON, ``tool_result`` as ``[tool_result: name]``
+plus its text; a block of an unknown type keeps its text behind ``[type]`` and is counted as format
+drift. Without blocks, the message's ``text``.
 Attachments (with the text the model was given) and files follow as ``[attachment: name]`` and
 ``[file: name]``, and are listed in ``extra``. A message whose blocks are all ``tool_use`` (with
 text around them or not) is a tool_call, one with only ``tool_result`` blocks a tool_result. A
@@ -64,7 +65,8 @@ PROVIDER_NOTE = "provider 'anthropic' for assistant turns: the file is a Claude 
 COMPANIONS = ("users.json", "projects.json", "memories.json")
 CONVERSATION_KEYS = frozenset({
     "uuid", "name", "summary", "created_at", "updated_at", "account", "chat_messages", "model", "project_uuid",
-    "project", "is_starred", "current_leaf_message_uuid", "settings", "is_temporary", "platform",
+    "project", "is_starred", "current_leaf_message_uuid", "settings", "is_temporary", "platform", "conversation_id",
+    "workspace_id",
 })
 MESSAGE_KEYS = frozenset({
     "uuid", "text", "content", "sender", "index", "created_at", "updated_at", "truncated", "stop_reason",
@@ -103,6 +105,8 @@ BLOCKS = {
     "redacted_thinking": lambda b: "[redacted thinking]",
     "tool_use": lambda b: f"[tool_use: {b.get('name', '')}]\n{json_text(b.get('input'))}",
     "tool_result": _tool_result,
+    "voice_note": lambda b: f"[voice note: {b['title']}]\n{b.get('text', '')}" if b.get("title")
+    else f"[voice note]\n{b.get('text', '')}",
     "token_budget": lambda b: "[token_budget]",
     "image": lambda b: f"[image: {b['file_name']}]" if b.get("file_name") else "[image]",
     "document": lambda b: f"[document: {b.get('title') or b.get('file_name') or ''}]".replace(": ]", "]"),

@@ -162,11 +162,13 @@ def test_newer_layout_block_times_thinking_and_unknown_blocks():
         {"uuid": "m2", "sender": "assistant", "text": "", "created_at": "2025-06-01T10:00:05Z", "content": [
             {"type": "thinking", "thinking": "The user asks why.", "summaries": [{"summary": "Thinking"}],
              "cut_off": False},
-            {"type": "voice_note", "title": "Answer", "text": "Because."}]},
+            {"type": "voice_note", "title": "Answer", "text": "Because."},
+            {"type": "knowledge_card", "title": "Why", "content": "A card."}]},
     )])
     assert s.turns[0].time.isoformat() == "2025-06-01T10:00:00+00:00"
-    assert s.turns[1].content == "[thinking]\nThe user asks why.\n[voice_note]\nBecause."
-    assert s.meta["formatDrift"] == {"blockType:voice_note": {"count": 1, "first": "/0/chat_messages/1/content/1"}}
+    assert s.turns[1].content == ("[thinking]\nThe user asks why.\n[voice note: Answer]\nBecause.\n"
+                                  "[knowledge_card]\nA card.")
+    assert s.meta["formatDrift"] == {"blockType:knowledge_card": {"count": 1, "first": "/0/chat_messages/1/content/2"}}
 
 
 def test_a_tree_with_a_current_leaf_keeps_that_branch_and_declares_the_others():
