@@ -8,15 +8,19 @@ export is read one conversation at a time.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any, BinaryIO
 
 import ijson
 import orjson
+import regex
+from ijson.common import ObjectBuilder
 
 from models.errors import ParseError, Reason
 from models.records import ParsedSession, Turn
+from parsers.jsonload import pointer_part
 from parsers.timeparse import parse_iso
 
 
@@ -112,3 +116,215 @@ def stream_items(fp: BinaryIO, name: str, grammar: str) -> Iterator[Any]:
         yield from ijson.items(fp, prefix, use_float=True)
     except ijson.JSONError as exc:
         raise ParseError(Reason.PARSE_ERROR, f"not valid JSON: {exc}", path=name, grammar=grammar) from None
+
+
+# --- detection: the share of a JSON sample's message-like records a grammar explains -------------
+
+ACTOR_KEYS = frozenset({
+    "author", "sender", "sender_name", "senderName", "from", "from_id", "user", "user_id", "username",
+    "user_name", "role", "speaker", "nick", "actor", "actor_id", "participant", "authorName",
+})
+TIME_KEYS = frozenset({
+    "timestamp", "timestamp_ms", "create_time", "created_at", "createdAt", "created", "date", "date_unixtime",
+    "time", "ts", "sent_at", "sentAt", "datetime",
+})
+CONTENT_KEYS = frozenset({
+    "content", "text", "parts", "message", "body", "msg", "photos", "photo", "sticker", "attachments",
+    "files", "media", "file",
+})
+"""What makes an object look like a chat message, whatever the format: two of an actor, a time and a
+content field (one of them the actor or the content). The same rule as the gate's source accounting,
+so a grammar's share is measured on the records the accounting will check."""
+
+_TOKEN = regex.compile(r'"(?:[^"\\]|\\.)*(")?|[{}\[\]]')
+
+
+def is_message_like(node: dict) -> bool:
+    keys = node.keys()
+    actor = not ACTOR_KEYS.isdisjoint(keys)
+    content = not CONTENT_KEYS.isdisjoint(keys)
+    return actor + (not TIME_KEYS.isdisjoint(keys)) + content >= 2 and (actor or content)
+
+
+def decode_sample(sample: str) -> Any:
+    """The JSON value of a sample, or of its longest prefix that ends at a closing bracket, closed.
+
+    A 64 KiB sample of a big export is cut off mid-value; the prefix keeps every record that was
+    complete in it. None when the sample is not JSON at all."""
+    return read_sample(sample)[0]
+
+
+@lru_cache(maxsize=2)
+def read_sample(sample: str) -> tuple[Any, bool]:
+    """(``decode_sample``'s value, True when the sample was cut off and the value closed by hand).
+
+    Cached for the last samples: every JSON export grammar reads the same sample during one
+    detection. The value is shared, never modified."""
+    text = sample.lstrip("\ufeff \t\r\n")
+    if not text or text[0] not in "[{":
+        return None, False
+    try:
+        return orjson.loads(text), False
+    except orjson.JSONDecodeError:
+        pass
+    stack: list[str] = []
+    cut, closers = 0, ""
+    for m in _TOKEN.finditer(text):
+        token = m.group()
+        if token[0] == '"':
+            if m.group(1) is None:
+                break  # a string cut off by the sample's end
+            continue
+        if token in "{[":
+            stack.append("}" if token == "{" else "]")
+        elif stack and stack[-1] == token:
+            stack.pop()
+            cut, closers = m.end(), "".join(reversed(stack))
+        else:
+            return None, False
+    if not cut:
+        return ([] if text[0] == "[" else {}), True
+    try:
+        return orjson.loads(text[:cut] + closers), True
+    except orjson.JSONDecodeError:
+        return None, False
+
+
+def message_records(value: Any, path: tuple = ()) -> Iterator[tuple[tuple, dict]]:
+    """(key path, object) of the outermost message-like objects under ``value``, in document order."""
+    stack: list[tuple[Any, tuple]] = [(value, path)]
+    while stack:
+        node, at = stack.pop()
+        if isinstance(node, dict):
+            if is_message_like(node):
+                yield at, node
+                continue
+            items = [(v, (*at, k)) for k, v in node.items() if isinstance(v, (dict, list))]
+        elif isinstance(node, list):
+            items = [(v, (*at, i)) for i, v in enumerate(node) if isinstance(v, (dict, list))]
+        else:
+            continue
+        stack.extend(reversed(items))
+
+
+def explained_share(sample: str, explains: Callable[[tuple, dict], bool],
+                    conversation: Callable[[Any], bool]) -> float:
+    """The share of a JSON sample's message-like records that ``explains`` accepts.
+
+    A sample with no complete message-like record (exports of empty conversations, or a first
+    message longer than the sample) is judged by its conversations instead: the share of the
+    complete top-level entries ``conversation`` accepts, 1.0 when the sample ends inside the first
+    one (the caller has already seen its format's own key in the sample)."""
+    value, cut = read_sample(sample)
+    if value is None:
+        return 0.0
+    total = explained = 0
+    for path, record in message_records(value):
+        total += 1
+        explained += bool(explains(path, record))
+    if total:
+        return explained / total
+    entries = [v for _, v in top_level(value, "\0")] if isinstance(value, (list, dict)) else []
+    if cut:
+        entries = entries[:-1]  # the last entry is the one the sample cut short
+    if not entries:
+        return 1.0 if cut else 0.0
+    return sum(1 for e in entries if conversation(e)) / len(entries)
+
+
+# --- whole reads and streams: the conversations of an export, each with its JSON pointer ----------
+
+WRAPPER_KEYS = ("conversations",)
+"""Keys under which some tools wrap the list of conversations in an object (``{"conversations": [...]}``)."""
+
+
+def top_level(data: Any, own_key: str) -> Iterator[tuple[str, Any]]:
+    """(pointer, conversation) of a decoded export: a list (``/i``), a wrapper object (``/conversations/i``)
+    or one conversation object (``""``). ``own_key`` is the key a conversation of the format always has,
+    so a conversation is never mistaken for a wrapper."""
+    if isinstance(data, list):
+        yield from ((f"/{i}", item) for i, item in enumerate(data))
+        return
+    if isinstance(data, dict) and own_key not in data:
+        for key in WRAPPER_KEYS:
+            if isinstance(data.get(key), list):
+                yield from ((f"/{pointer_part(key)}/{i}", item) for i, item in enumerate(data[key]))
+                return
+    yield "", data
+
+
+def stream_top_level(fp: BinaryIO, name: str, grammar: str, own_key: str) -> Iterator[tuple[str, Any]]:
+    """``top_level`` read incrementally: at most one conversation in memory (ijson)."""
+    head = fp.read(4096)
+    bom = 3 if head.startswith(b"\xef\xbb\xbf") else 0
+    head = head[bom:].lstrip()
+    fp.seek(bom)  # ijson does not skip a BOM
+    try:
+        if head.startswith(b"["):
+            for i, item in enumerate(ijson.items(fp, "item", use_float=True)):
+                yield f"/{i}", item
+        else:
+            yield from _stream_object(iter(ijson.parse(fp, use_float=True)), own_key)
+    except ijson.JSONError as exc:
+        raise ParseError(Reason.PARSE_ERROR, f"not valid JSON: {exc}", path=name, grammar=grammar) from None
+
+
+def _stream_object(events: Iterator[tuple[str, str, Any]], own_key: str) -> Iterator[tuple[str, Any]]:
+    prefix, event, value = next(events)
+    if event != "start_map":
+        yield "", _build(event, value, events)
+        return
+    rest: dict[str, Any] = {}
+    streamed = False
+    for prefix, event, value in events:
+        if prefix == "" and event == "end_map":
+            break
+        key = value  # a top-level map_key; its value's events follow
+        prefix, event, value = next(events)
+        if key in WRAPPER_KEYS and event == "start_array" and own_key not in rest and not streamed:
+            streamed = True
+            for i, item in enumerate(_array(events)):
+                yield f"/{pointer_part(key)}/{i}", item
+        else:
+            rest[key] = _build(event, value, events)
+    if not streamed:
+        yield "", rest
+
+
+def _array(events: Iterator[tuple[str, str, Any]]) -> Iterator[Any]:
+    for _prefix, event, value in events:
+        if event == "end_array":
+            return
+        yield _build(event, value, events)
+
+
+def _build(event: str, value: Any, events: Iterator[tuple[str, str, Any]]) -> Any:
+    if event not in ("start_map", "start_array"):
+        return value
+    builder = ObjectBuilder()
+    builder.event(event, value)
+    depth = 1
+    for _prefix, ev, val in events:
+        builder.event(ev, val)
+        if ev in ("start_map", "start_array"):
+            depth += 1
+        elif ev in ("end_map", "end_array"):
+            depth -= 1
+            if not depth:
+                break
+    return builder.value
+
+
+def has_text(value: Any, skip: frozenset[str] = frozenset()) -> bool:
+    """True when a non-blank string lies anywhere in ``value`` (dict keys in ``skip`` not looked at)."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            if node.strip():
+                return True
+        elif isinstance(node, dict):
+            stack.extend(v for k, v in node.items() if k not in skip)
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False

@@ -8,11 +8,12 @@ import orjson
 import pytest
 
 from models.errors import ParseError
-from models.records import ModelRef, SourceText
+from models.records import ModelRef, RegionKind, SourceText
 from models.settings import Settings
 from parsers import registry
 from parsers.grammars.claude import render_blocks
 from tests.helpers import GOLDEN, load_source
+from validators.accounting import account
 
 G = registry.get("claude")
 
@@ -109,7 +110,81 @@ def test_times_aware_with_fractions_and_unreadable_ones_warned_once():
 
 def test_a_single_conversation_object_and_an_empty_title():
     (s,) = _parse(_conv({"sender": "human", "text": "hi"}, name=""))
-    assert s.session_id == "c-1" and s.id_source == "source:uuid" and s.title is None and s.pointer == "/0"
+    assert s.session_id == "c-1" and s.id_source == "source:uuid" and s.title is None
+    assert (s.pointer, s.turns[0].pointer) == ("", "/chat_messages/0")
+    assert account(s, None).clean
+
+
+def test_a_wrapper_object_streams_one_conversation_at_a_time():
+    doc = {"account": {"uuid": "u-1"}, "conversations": [_conv({"sender": "human", "text": "a"}),
+                                                         {**_conv({"sender": "human", "text": "b"}), "uuid": "c-2"}]}
+    whole = _parse(doc)
+    streamed = list(G.parse_stream(io.BytesIO(orjson.dumps(doc)), _source(doc), Settings()))
+    for got in (whole, streamed):
+        assert [(s.session_id, s.pointer, s.turns[0].pointer) for s in got] == [
+            ("c-1", "/conversations/0", "/conversations/0/chat_messages/0"),
+            ("c-2", "/conversations/1", "/conversations/1/chat_messages/0")]
+        assert all(account(s, None).clean for s in got)
+
+
+def test_conversations_with_no_messages_are_sessions_with_no_interactions():
+    sessions = _parse([_conv(), {"uuid": "c-2", "name": "draft", "chat_messages": None}, {"uuid": "c-3"}])
+    assert [(s.session_id, len(s.turns), G.count_turns(s.raw)) for s in sessions] == [
+        ("c-1", 0, 0), ("c-2", 0, 0), ("c-3", 0, 0)]
+    assert all(s.warnings == ["the conversation has no messages in the export: a session with no interactions"]
+               for s in sessions)
+
+
+def test_messages_with_only_attachments_or_only_tool_blocks_are_turns():
+    (s,) = _parse([_conv(
+        {"sender": "human", "text": "", "content": [{"type": "text", "text": ""}],
+         "files": [{"file_name": "scan.png"}]},
+        {"sender": "human", "text": "", "attachments": [{"file_name": "notes.txt", "extracted_content": "x"}]},
+        {"sender": "assistant", "text": "", "content": [{"type": "tool_use", "name": "web_search",
+                                                          "input": {"query": "tides"}}]},
+        {"sender": "assistant", "text": "", "content": [{"type": "tool_result", "name": "web_search",
+                                                          "content": [{"type": "text", "text": "High at 6"}]}]},
+        {"sender": "assistant", "text": "", "content": [{"type": "text", "text": ""}]},
+    )])
+    assert [(t.kind, t.content) for t in s.turns] == [
+        ("message", "[file: scan.png]"), ("message", "[attachment: notes.txt]\nx"),
+        ("tool_call", '[tool_use: web_search]\n{"query":"tides"}'),
+        ("tool_result", "[tool_result: web_search]\nHigh at 6")]
+    assert [(r.kind, r.pointer) for r in s.regions] == [(RegionKind.EMPTY_RECORD, "/0/chat_messages/4")]
+    assert G.count_turns(s.raw) == 4 and account(s, None).clean
+
+
+def test_newer_layout_block_times_thinking_and_unknown_blocks():
+    (s,) = _parse([_conv(
+        {"uuid": "m1", "sender": "human", "text": "Why?", "content": [
+            {"start_timestamp": "2025-06-01T10:00:00.100Z", "stop_timestamp": "2025-06-01T10:00:00.100Z",
+             "type": "text", "text": "Why?", "citations": []}]},
+        {"uuid": "m2", "sender": "assistant", "text": "", "created_at": "2025-06-01T10:00:05Z", "content": [
+            {"type": "thinking", "thinking": "The user asks why.", "summaries": [{"summary": "Thinking"}],
+             "cut_off": False},
+            {"type": "voice_note", "title": "Answer", "text": "Because."},
+            {"type": "knowledge_card", "title": "Why", "content": "A card."}]},
+    )])
+    assert s.turns[0].time.isoformat() == "2025-06-01T10:00:00+00:00"
+    assert s.turns[1].content == ("[thinking]\nThe user asks why.\n[voice note: Answer]\nBecause.\n"
+                                  "[knowledge_card]\nA card.")
+    assert s.meta["formatDrift"] == {"blockType:knowledge_card": {"count": 1, "first": "/0/chat_messages/1/content/2"}}
+
+
+def test_a_tree_with_a_current_leaf_keeps_that_branch_and_declares_the_others():
+    root = "00000000-0000-4000-8000-000000000000"
+    (s,) = _parse([_conv(
+        {"uuid": "u1", "parent_message_uuid": root, "sender": "human", "text": "Name a colour"},
+        {"uuid": "a1", "parent_message_uuid": "u1", "sender": "assistant", "text": "Red"},
+        {"uuid": "a2", "parent_message_uuid": "u1", "sender": "assistant", "text": "Blue"},
+        {"uuid": "u2", "parent_message_uuid": "a2", "sender": "human", "text": "Another"},
+        {"uuid": "a3", "parent_message_uuid": "u2", "sender": "assistant", "text": "Green"},
+        current_leaf_message_uuid="a3")])
+    assert [t.content for t in s.turns] == ["Name a colour", "Blue", "Another", "Green"]
+    assert [(r.kind, r.pointer, r.content, r.reason) for r in s.regions] == [
+        (RegionKind.OFF_BRANCH, "/0/chat_messages/1", "Red",
+         "not on the current branch: a retried answer branching after message 'u1'")]
+    assert G.count_turns(s.raw) == 4 and account(s, None).clean
 
 
 def test_streaming_gives_the_same_sessions_as_parse():
@@ -121,9 +196,11 @@ def test_streaming_gives_the_same_sessions_as_parse():
            [(s.session_id, s.turns, s.assumptions) for s in whole]
 
 
-def test_conversations_without_chat_messages_are_parse_errors():
+def test_entries_that_are_not_conversations_are_parse_errors():
     with pytest.raises(ParseError):
-        _parse([{"uuid": "x", "name": "n"}])
+        _parse([{"name": "n"}])
+    with pytest.raises(ParseError):
+        _parse([{"uuid": "x", "chat_messages": "hi"}])
     with pytest.raises(ParseError):
         _parse('[{"uuid": "x", "chat_messages": [')
 

@@ -27,8 +27,9 @@ def _accountings(source, sessions):
 @pytest.mark.parametrize("path", CASES, ids=lambda p: str(p.relative_to(GOLDEN)))
 def test_every_golden_input_is_accounted_for(path):
     source, sessions = _sessions(path)
-    for result in _accountings(source, sessions):
-        assert result.checked > 0, "the accounting found nothing to check"
+    for session, result in zip(sessions, _accountings(source, sessions), strict=True):
+        # a conversation the export holds with no message at all (Claude, ChatGPT) has nothing to check
+        assert result.checked > 0 or not (session.turns or session.regions), "the accounting found nothing to check"
         assert result.clean, result.reason()
         assert result.in_turns + result.declared == result.checked
 
