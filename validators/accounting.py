@@ -32,7 +32,7 @@ TIME_KEYS = frozenset({
     "time", "ts", "sent_at", "sentAt", "datetime",
 })
 CONTENT_KEYS = frozenset({
-    "content", "text", "parts", "message", "body", "msg", "photos", "photo", "sticker", "attachments",
+    "content", "text", "parts", "message", "body", "msg", "value", "photos", "photo", "sticker", "attachments",
     "files", "media", "file",
 })
 
@@ -51,17 +51,24 @@ def escape(part: str) -> str:
 
 
 def message_records(node: Any, pointer: str = "") -> Iterator[str]:
-    """Pointers of the outermost message-like objects under ``node``, in document order."""
+    """Pointers of the outermost message-like objects under ``node``, in document order. A string or
+    null standing in a list beside message-like objects is a record too (a damaged or elided message)."""
     stack: list[tuple[Any, str]] = [(node, pointer)]
     while stack:
         value, at = stack.pop()
-        if isinstance(value, dict):
+        if value is None or isinstance(value, str):  # a bare entry in a list of messages
+            if at != pointer:
+                yield at
+        elif isinstance(value, dict):
             if _is_message(value):
                 yield at
                 continue
             children = [(v, f"{at}/{escape(str(k))}") for k, v in value.items() if isinstance(v, (dict, list))]
         elif isinstance(value, list):
-            children = [(v, f"{at}/{i}") for i, v in enumerate(value) if isinstance(v, (dict, list))]
+            children = [(v, f"{at}/{i}") for i, v in enumerate(value)
+                        if isinstance(v, (dict, list)) or (v is None or isinstance(v, str))]
+            if not any(isinstance(v, dict) and _is_message(v) for v, _ in children):
+                children = [c for c in children if isinstance(c[0], (dict, list))]
         else:
             continue
         stack.extend(reversed(children))

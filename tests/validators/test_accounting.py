@@ -101,3 +101,11 @@ def test_any_split_of_the_lines_into_turns_is_clean(lines, data):
         rest = spans[:i] + spans[i + 1:]
         missing = any(lines[k].strip() for k in range(a - 1, b))
         assert account_lines(LineIndex(text), (1, n), rest, []).clean == (not missing)
+
+
+def test_a_bare_entry_beside_messages_is_a_record():
+    raw = {"chat_messages": [{"sender": "human", "text": "hi"}, "lost text", None,
+                             {"sender": "assistant", "text": "x"}]}
+    assert list(message_records(raw)) == ["/chat_messages/0", "/chat_messages/1", "/chat_messages/2",
+                                          "/chat_messages/3"]
+    assert list(message_records({"tags": ["a", None]})) == []
