@@ -163,18 +163,31 @@ def _day_or_month(fields: list[tuple[tuple[int, int, int], int]]) -> DateOrder:
                      " day first", None, "none")
 
 
-def _day(date: str, order: str) -> datetime | None:
-    a, b, c = _fields(date)
-    if a > 31 or order == "ymd":
-        y, m, d = a, b, c
-    else:
-        y, m, d = (c, a, b) if order == "mdy" else (c, b, a)
+def _ymd(y: int, m: int, d: int) -> datetime | None:
     if y < 100:
         y += 2000
     try:
         return datetime(y, m, d)
     except ValueError:
         return None
+
+
+def _day(date: str, order: str, *, strict: bool = False) -> datetime | None:
+    """The calendar day of a header's date in the file's order. A date whose first field is a year is
+    year-first. A date impossible in the file's order but a calendar date in the other (``5/18/19``
+    in a day-first file that mixes dialects) is read in the other, unless ``strict``."""
+    a, b, c = _fields(date)
+    if a > 31 or order == "ymd":
+        return _ymd(a, b, c)
+    day = _ymd(c, a, b) if order == "mdy" else _ymd(c, b, a)
+    if day is None and not strict:
+        day = _ymd(c, b, a) if order == "mdy" else _ymd(c, a, b)
+    return day
+
+
+def _swapped(runs: list[tuple[str, int]], order: str) -> list[tuple[str, int]]:
+    """(date, index of its first turn) of the dates read in the other day/month order."""
+    return [(d, i) for d, i in runs if _day(d, order, strict=True) is None and _day(d, order) is not None]
 
 
 _clock = clock_delta
@@ -266,6 +279,12 @@ class WhatsApp(Grammar):
         session.assumptions.append(f"date order {'/'.join(order.upper())}: {evidence}{where}")
         if basis in ("contradiction", "none"):
             session.warnings.append(f"date order uncertain, {'/'.join(order.upper())} used: {evidence}")
+        if swapped := _swapped(runs, order):
+            date, i = swapped[0]
+            session.assumptions.append(
+                f"{len(swapped)} date{'s' if len(swapped) != 1 else ''} impossible in {'/'.join(order.upper())}"
+                f" read in the other day/month order (another dialect in the same file), first {date}"
+                f" (line {turns[i].lines[0]})")
         if bad:
             session.warnings.append(unreadable_times(bad, "not a calendar date or clock time"))
         _attachments(session, source.siblings)
