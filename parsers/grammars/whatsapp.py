@@ -41,7 +41,7 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta
 from itertools import chain, pairwise
 from pathlib import PurePosixPath
-from typing import Any, NamedTuple
+from typing import Any
 
 from models.records import ParsedSession, Region, RegionKind, SourceText, Turn
 from models.settings import Settings
@@ -51,7 +51,7 @@ from parsers.memory import paused_gc
 from parsers.registry import register
 from parsers.sessions import file_name_id
 
-from ._lines import drop_final_newline, line_count, unreadable_times
+from ._lines import DateOrder, date_order, day_of, drop_final_newline, line_count, unreadable_times  # noqa: F401
 from ._whatsapp_data import NOTICES
 from ._whatsapp_headers import HEADER_BODY, MARKS, SP, STAMP_ONLY, clock_delta
 
@@ -65,7 +65,6 @@ FIRST, HEADER = line_patterns(HEADER_BODY + _REST)
 # and, within a few non-digit characters (a comma, 'klo', a meridiem word), a clock time.
 _LOOSE_DATE = rf"[{_MARKS}]*\[?[{_MARKS}]*\d{{1,4}}(?:[./-]|\. )\d{{1,2}}(?:[./-]|\. )\d{{1,4}}"
 _LOOSE_FIRST, _LOOSE = line_patterns(rf"{_LOOSE_DATE}[^\n\d]{{1,8}}?\d{{1,2}}[:.]\d{{2}}")
-_FIELDS = re.compile(r"\d+")
 _OVER = r"(?:1[3-9]|2\d|3[01])"  # a field that can only be a day
 _TAIL = r"[./-]\d{2,4}[^\n\d]{1,8}?\d{1,2}[:.]\d\d"
 _OVER_FIRST = re.compile(rf"\n[{_MARKS}]*\[?[{_MARKS}]*{_OVER}[./-]\d{{1,2}}{_TAIL}")
@@ -103,91 +102,9 @@ def actor_of(line: str) -> str | None:
     return line[: m.start()].strip() or None
 
 
-def _fields(date: str) -> tuple[int, int, int]:
-    a, b, c = (int(x) for x in _FIELDS.findall(date))
-    return a, b, c
-
-
-class DateOrder(NamedTuple):
-    order: str
-    """"dmy", "mdy" or "ymd"."""
-    evidence: str
-    at: int | None
-    """Index of the message the evidence is at, if one."""
-    basis: str
-    """"year", "over12" (a field above 12), "changes" (which field changes more), "contradiction" or "none"."""
-
-
-def date_order(runs: list[tuple[str, int]]) -> DateOrder:
-    """Day/month order from the runs of equal dates of a file.
-
-    ``runs``: (date text, index of its first message) for each run of equal consecutive dates.
-    A date whose first field is a year (above 31) is year-first whatever the rest of the file says,
-    so only the other dates decide between day-first and month-first.
-    """
-    if not runs:
-        return DateOrder("dmy", "the file has no dates", None, "none")
-    fields = [(_fields(d), i) for d, i in runs]
-    rest = [(f, i) for f, i in fields if f[0] <= 31]
-    if not rest:
-        (a, _, _), i = fields[0]
-        return DateOrder("ymd", f"the first field is a year, {a}", i, "year")
-    return _day_or_month(rest)
-
-
-def _day_or_month(fields: list[tuple[tuple[int, int, int], int]]) -> DateOrder:
-    (top1, _, _), at1 = max(fields, key=lambda fi: fi[0][0])
-    (_, top2, _), at2 = max(fields, key=lambda fi: fi[0][1])
-    if top1 > 12 and top2 > 12:
-        # Two locales in one file (an edited or merged export): the majority decides, with a warning.
-        over1 = sum(1 for f, _ in fields if f[0] > 12)
-        over2 = sum(1 for f, _ in fields if f[1] > 12)
-        first = over1 >= over2
-        return DateOrder("dmy" if first else "mdy",
-                         f"contradictory dates: the first field exceeds 12 in {over1} dates, the second in"
-                         f" {over2}; the {'first' if first else 'second'} is taken as the day",
-                         at1 if first else at2, "contradiction")
-    if top1 > 12:
-        return DateOrder("dmy", f"first field reaches {top1}", at1, "over12")
-    if top2 > 12:
-        return DateOrder("mdy", f"second field reaches {top2}", at2, "over12")
-    changes1 = sum(1 for x, y in pairwise(fields) if x[0][0] != y[0][0])
-    changes2 = sum(1 for x, y in pairwise(fields) if x[0][1] != y[0][1])
-    if changes1 != changes2:
-        first = changes1 > changes2
-        return DateOrder("dmy" if first else "mdy",
-                         f"no field exceeds 12; the {'first' if first else 'second'} field changes more often"
-                         f" between messages ({max(changes1, changes2)} vs {min(changes1, changes2)} times),"
-                         " so it is the day", None, "changes")
-    return DateOrder("dmy", f"no field exceeds 12 and neither changes more often ({changes1} times each):"
-                     " day first", None, "none")
-
-
-def _ymd(y: int, m: int, d: int) -> datetime | None:
-    if y < 100:
-        y += 2000
-    try:
-        return datetime(y, m, d)
-    except ValueError:
-        return None
-
-
-def _day(date: str, order: str, *, strict: bool = False) -> datetime | None:
-    """The calendar day of a header's date in the file's order. A date whose first field is a year is
-    year-first. A date impossible in the file's order but a calendar date in the other (``5/18/19``
-    in a day-first file that mixes dialects) is read in the other, unless ``strict``."""
-    a, b, c = _fields(date)
-    if a > 31 or order == "ymd":
-        return _ymd(a, b, c)
-    day = _ymd(c, a, b) if order == "mdy" else _ymd(c, b, a)
-    if day is None and not strict:
-        day = _ymd(c, b, a) if order == "mdy" else _ymd(c, a, b)
-    return day
-
-
 def _swapped(runs: list[tuple[str, int]], order: str) -> list[tuple[str, int]]:
     """(date, index of its first turn) of the dates read in the other day/month order."""
-    return [(d, i) for d, i in runs if _day(d, order, strict=True) is None and _day(d, order) is not None]
+    return [(d, i) for d, i in runs if day_of(d, order, strict=True) is None and day_of(d, order) is not None]
 
 
 _clock = clock_delta
@@ -334,7 +251,7 @@ def _read_turns(session: ParsedSession, text: str, guess: str) -> tuple[list[tup
             runs.append((date, len(turns)))
         day = days.get(date, _UNSEEN)
         if day is _UNSEEN:
-            day = days[date] = _day(date, guess)
+            day = days[date] = day_of(date, guess)
         delta = clocks.get(clock, _UNSEEN)
         if delta is _UNSEEN:
             delta = clocks[clock] = _clock(clock)
@@ -437,7 +354,7 @@ def _redo_times(turns: list[Turn], runs: list[tuple[str, int]], old: str, new: s
     bad = 0
     bounds = [i for _, i in runs[1:]] + [len(turns)]
     for (date, start), stop in zip(runs, bounds, strict=True):
-        before, after = _day(date, old), _day(date, new)
+        before, after = day_of(date, old), day_of(date, new)
         for turn in turns[start:stop]:
             if after is None:
                 turn.time = None
