@@ -111,3 +111,7 @@ def day_of(date: str, order: str, *, strict: bool = False) -> datetime | None:
     return day
 
 
+
+
+# The line engine lives in parsers/engine.py; these names stay importable from here.
+from parsers.engine import line_patterns, scan  # noqa: E402, F401

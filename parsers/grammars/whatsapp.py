@@ -1,37 +1,49 @@
-"""WhatsApp text exports (Android and iOS), one session per file.
+"""WhatsApp text exports (Android and iOS), one session per file; a zip export's media beside it.
 
-Dialects: ``12/24/19, 11:23 - Name: text`` and ``15.04.2016, 15:04 - Name: text`` (Android),
-``9/24/2019 11:30 p.m. - Name: text``, ``[8/15/23, 9:12:33 AM] Name: text`` (iOS), ``2019-12-24 11:23 -``
-(year-first locales); 12 h or 24 h clocks, ``AM``/``p.m.``/``p. m.``/``a. m.``, seconds or not, 2- or
-4-digit years, separators ``/ . -``, and the invisible U+200E / U+200F / U+202F marks WhatsApp puts
-in and around headers. Marks are stripped from headers; message text is kept as it is except one
-leading U+200E (iOS puts one before placeholders and notices).
+Dialects are data: ``_whatsapp_data.TEMPLATES`` lists the header templates (whatstk-style strings,
+about fifty: every date order, ``/ . -`` separators, 2- and 4-digit years, 12 h clocks with ``AM``,
+``a.m.``, ``a. m.``, ``午前``/``午後``, ``오전``/``오후``, ``ص``/``م``, Finnish ``klo`` and dotted clocks,
+trailing dots, bracketed iOS and dash Android forms) and ``_whatsapp_headers`` compiles them into one
+factored pattern, so dialects may mix within a file. NBSP, NNBSP and the invisible U+200E / U+200F
+marks are accepted around header parts and stripped from the raw stamp; message text is kept as it
+is except one leading U+200E (iOS puts one before placeholders and notices).
 
 Decisions:
 - Day/month order is decided once for the whole file, from every header: a field above 12 is the
   day; when no field exceeds 12, the field that changes more often between consecutive messages is
   the day (days change more often than months); with no evidence at all, day first, with a warning.
   The decision and its evidence (value, line) go to session.assumptions; dates that contradict
-  each other (both fields above 12 somewhere) are decided by the majority, with a warning.
+  each other (both fields above 12 somewhere) are decided by the majority, with a warning. A date
+  whose first field is a year is year-first whatever the file decides; a date impossible in the
+  file's order but valid in the other (a second dialect in the same file) is read in the other,
+  with an assumption.
 - An hour above 12 ignores the meridiem (``13:37:00 p.m.`` occurs in real exports); ``0 AM`` is
   unreadable (time None, one aggregated warning).
 - System notices are turns (B1) with speaker "System": lines with no ``Name: `` (``You were added``,
   ``+12 345 578 created group "X"``, the e2e notice), lines whose ``Name`` part holds a notice phrase
   (``Ann changed the subject to "Plans: v2"``), and notices that look authored (``Group: Messages and
   calls are end-to-end encrypted...``) or iOS group events (``Group: \u200eAnn added Bob``), whose
-  label is kept as ``sourceLabel``. The person named before the notice phrase is the ``actor``.
-  Notice and placeholder texts are data (NOTICES below, per language): another language is one
-  more entry.
-- Media placeholders (``image omitted``, ``<Media omitted>``, ``<attached: ...>``) are their author's
-  turns with kind ``media``.
-- Lines before the first header (not part of any message) are kept in meta as the preamble.
+  label is kept as ``sourceLabel``. The person named before the notice phrase is the ``actor``
+  (best effort). Notice, placeholder and attachment texts are data per language
+  (``_whatsapp_data.NOTICES``: en, de, es, fr, pt, it, nl, ru, tr, ar, ja).
+- Media placeholders (``image omitted``, ``<Media omitted>``) are their author's turns with kind
+  ``media``. An attachment (``<attached: 00000012-PHOTO-...jpg>``, ``IMG-...jpg (file attached)`` and
+  their localized forms) keeps its file name in ``extra.attachment``; when ingest lists the files
+  beside the chat (``SourceText.siblings``: its folder or zip), ``extra.attachmentPresent`` says
+  whether the file is there, ``meta.attachments`` sums it up and missing files are one warning.
+  A chat read on its own says ``checked: false``.
+- Lines before the first header (not part of any message) are kept in meta as the preamble and
+  declared as a preamble region.
+- Detection returns the share of non-blank lines explained (headers and their continuation lines);
+  ``[2019-12-24 11:23:45] Name:`` alone, with none of WhatsApp's own shapes, is also a generic
+  transcript and is discounted below the threshold.
 
 Speed: a 100 MB export has a million messages, and the parse is one pass over them. The header
 pattern also captures the author and the first line; the scan jumps from line end to line end
-(``_lines.scan``); times come from a per-date and a per-clock cache in the date order the first
-64 KiB (or the first day above 12 anywhere) suggest, and are shifted once at the end in the rare
-file whose whole run of dates decides otherwise; author checks are cached per distinct author; the
-cyclic garbage collector is paused while the turns are built (``parsers.memory.paused_gc``).
+(``parsers.engine.scan``); times come from a per-date and a per-clock cache in the date order the
+first 64 KiB (or the first day above 12 anywhere) suggest, and are shifted once at the end in the
+rare file whose whole run of dates decides otherwise; author checks are cached per distinct author;
+the cyclic garbage collector is paused while the turns are built (``parsers.memory.paused_gc``).
 """
 
 from __future__ import annotations

@@ -211,3 +211,15 @@ def test_localized_notices_placeholders_and_attachments(lang):
     assert got == [("System", "system"), ("System", "system"), ("System", "system"), ("Noor", "media"),
                    ("Noor", "media"), ("Kemal", "message")]
     assert s.turns[4].extra == {"attachment": "IMG-20230101-WA0007.jpg"}
+
+
+def test_bracketed_year_first_headers_win_over_the_generic_transcript():
+    text = ("[2016/08/06 13:23] Rosa: are we still on for tonight?\n"
+            "[2016/08/06 13:25] Malik: yes, 8 pm\n"
+            "[2016/08/06 13:26] Malik added Jin\n"
+            "[2016/08/06 13:30] Jin: thanks for the add\n")
+    detected = registry.detect(text, "chat.txt", threshold=0.5)
+    assert detected.grammar == "whatsapp" and detected.margin >= registry.MARGIN, detected
+    s = parse(text, name="chat.txt")
+    assert [(t.speaker, t.kind) for t in s.turns][2] == ("System", "system")
+    assert s.turns[0].time == datetime(2016, 8, 6, 13, 23)
