@@ -71,7 +71,9 @@ def _alternation(parts: set[str]) -> str:
 
 _AM = {w for am, _ in MERIDIEMS.values() for w in am}
 _PM = {w for _, pm in MERIDIEMS.values() for w in pm}
-MERIDIEM = "(?i:" + _alternation({_word(w) for w in _AM | _PM})[3:]
+_FIRST_CHARS = "".join(sorted({c for w in _AM | _PM for c in (w[0].lower(), w[0].upper())}))
+MERIDIEM = f"(?=[{_FIRST_CHARS}])(?i:" + _alternation({_word(w) for w in _AM | _PM})[3:]
+"""Any meridiem word of the data; a first-character test spares the alternatives on a header's dash."""
 _NORMAL = str.maketrans("", "", ". \u00a0\u202f" + MARKS)
 PM_WORDS = frozenset(w.translate(_NORMAL).lower() for w in _PM)
 
@@ -84,12 +86,17 @@ def _clock_piece(templates: tuple[Template, ...]) -> str:
 
 
 def _date_piece(templates: tuple[Template, ...]) -> str:
-    sep = _alternation({_literal(s, f"{SP}*") for t in templates for s in t.seps})
+    seps = {s for t in templates for s in t.seps}
+    single = "".join(sorted(re.escape(s) for s in seps if len(s) == 1))
+    sep = "(?:" + "|".join([f"[{single}]", *sorted(_literal(s, f"{SP}*") for s in seps if len(s) > 1)]) + ")"
     return rf"(?P<date>(?P<d1>\d{{1,4}}){sep}(?P<d2>\d{{1,2}}){sep}(?P<d3>\d{{1,4}}))"
 
 
 def _connector_piece(templates: tuple[Template, ...]) -> str:
-    return _alternation({_literal(t.connector) for t in templates})
+    """The connectors, the commonest first (``, `` and a space): the scanner tries them in order."""
+    parts = {_literal(t.connector) for t in templates}
+    common = [p for p in (f",{SP}+", f"{SP}+") if p in parts]
+    return "(?:" + "|".join(common + sorted(parts - set(common), key=lambda p: (-len(p), p))) + ")"
 
 
 def _close_piece(templates: tuple[Template, ...]) -> str:

@@ -101,7 +101,11 @@ _MEDIA = frozenset(_phrases("media"))
 _ATTACHED = re.compile("|".join(_form(t, i) for i, t in enumerate(_phrases("attached"))))
 _MEDIA_RE = re.compile("|".join(re.escape(t).replace(re.escape("{text}"), r"[^\n]+").replace(r"\ ", " \u200e?")
                                 for t in _phrases("media_forms")))
-_MEDIA_LAST = frozenset(p[-1] for p in (*_MEDIA, *_phrases("attached"), *_phrases("media_forms")))
+# Cheap tests that a first line may be an attachment or a media form (most messages are neither).
+_ATTACHED_LAST = frozenset(t[-1] for t in _phrases("attached"))
+_MEDIA_LAST = frozenset(p[-1] for p in _MEDIA)
+_E2E_FIRST = frozenset(p[0] for p in _E2E)
+_MEDIA_FORM_ENDS = tuple(t.split("{text}")[1].strip() for t in _phrases("media_forms"))
 
 
 def actor_of(line: str) -> str | None:
@@ -292,7 +296,9 @@ def _read_turns(session: ParsedSession, text: str, guess: str) -> tuple[list[tup
             notice = authors.get(author)
             if notice is None:
                 notice = authors[author] = _AUTHORED_EVENT.search(author) is not None
-            if notice or first.startswith(_E2E) or lrm or first[-1:] in _MEDIA_LAST:
+            last = first[-1:]
+            if (notice or lrm or last in _ATTACHED_LAST or (last in _MEDIA_LAST and first in _MEDIA)
+                    or (first[:1] in _E2E_FIRST and first.startswith(_E2E)) or first.endswith(_MEDIA_FORM_ENDS)):
                 append(_special(m, text, author, first, cont, content, when, raw, (line, end), notice))
             else:
                 append(Turn(author, "user", content, when, raw, None, "message", (line, end)))
@@ -310,7 +316,7 @@ def _special(m: re.Match, text: str, author: str, first: str, cont: str, content
                     extra={"actor": actor} if actor else None)
     if first.startswith(_E2E):
         return Turn("System", "system", content, when, raw, None, "system", lines, extra={"sourceLabel": author})
-    attached = _ATTACHED.fullmatch(first) if first[-1:] in ")>" else None
+    attached = _ATTACHED.fullmatch(first) if first[-1:] in _ATTACHED_LAST else None
     if attached is not None:
         kind = "message" if cont else "media"
         return Turn(author, "user", content, when, raw, None, kind, lines,
