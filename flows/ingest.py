@@ -12,7 +12,7 @@ import hashlib
 import os
 import stat
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 from models.errors import IngestError, Reason, TransientIngestError
@@ -35,6 +35,7 @@ class InputRef:
     problem: str | None = None  # reason code when it cannot be read
     detail: str = ""
     companion: bool = False
+    siblings: tuple[str, ...] = ()  # sorted names of the other files in the same folder or zip folder
 
 
 def _key(parts: list[str]) -> str:
@@ -94,7 +95,20 @@ def discover(paths: list[Path], settings: Settings) -> list[InputRef]:
         used_roots[base] = 1
         refs.extend(_walk(root, [base], settings, companions))
     refs.sort(key=lambda r: r.key)
-    return refs
+    return _with_siblings(refs)
+
+
+def _with_siblings(refs: list[InputRef]) -> list[InputRef]:
+    """Give every input the sorted names of the other files beside it (a chat's attachments)."""
+    folders: dict[str, list[str]] = {}
+    for ref in refs:
+        folder, _, base = ref.name.rpartition("/")
+        folders.setdefault(folder, []).append(base)
+    out = []
+    for ref in refs:
+        folder, _, base = ref.name.rpartition("/")
+        out.append(replace(ref, siblings=tuple(sorted(n for n in folders[folder] if n != base))))
+    return out
 
 
 def _walk(root: Path, parts: list[str], settings: Settings, companions: set[str]) -> list[InputRef]:

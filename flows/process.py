@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, BinaryIO
 
 import orjson
@@ -208,20 +208,22 @@ def _partial_failure(source: SourceText, detection: Detection, sessions: list[Se
                        detail, detection, sessions, time.perf_counter() - started)
 
 
-def process_bytes(data: bytes, name: str, ctx: RunContext, companions: dict[str, str] | None = None) -> FileOutcome:
-    """The whole core for one input's bytes."""
+def process_bytes(data: bytes, name: str, ctx: RunContext, companions: dict[str, str] | None = None,
+                  siblings: tuple[str, ...] = ()) -> FileOutcome:
+    """The whole core for one input's bytes (``siblings``: names of the files beside it)."""
     with paused_gc():
-        return _process_bytes(data, name, ctx, companions)
+        return _process_bytes(data, name, ctx, companions, siblings)
 
 
-def _process_bytes(data: bytes, name: str, ctx: RunContext, companions: dict[str, str] | None) -> FileOutcome:
+def _process_bytes(data: bytes, name: str, ctx: RunContext, companions: dict[str, str] | None,
+                   siblings: tuple[str, ...] = ()) -> FileOutcome:
     started = time.perf_counter()
     try:
         source = decode(data, name)
     except ReconstructError as exc:
         return quarantined_file(name, len(data), exc.reason, str(exc))
-    if companions:
-        source = SourceText(source.text, source.name, source.sha256, source.size, source.encoding, companions)
+    if companions or siblings:
+        source = replace(source, companions=companions or {}, siblings=siblings)
     outcome = process_text(source, ctx)
     outcome.seconds = time.perf_counter() - started
     return outcome

@@ -106,7 +106,7 @@ def _one(ref, out_root, ctx, fingerprint, ledger, companions, result: ShardResul
                 result.files.append(FileRow(ref.key, ref.name, _quick_sha(data), len(data), None, "skipped", [],
                                             "unchanged since an earlier run with the same settings", 0, 0.0))
                 return
-            outcome = process_bytes(data, ref.name, ctx, companions_for(ref, companions))
+            outcome = process_bytes(data, ref.name, ctx, companions_for(ref, companions), siblings=ref.siblings)
     _emit(ref, outcome, out_root, result, ctx.settings, allow_shrink)
 
 

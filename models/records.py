@@ -141,6 +141,11 @@ class SourceText:
     siblings: tuple[str, ...] = ()
     """Names of the other files beside this one (same folder or zip), for grammars that check what
     a chat references (a WhatsApp export's attachments), sorted."""
+    replaced: tuple[int, ...] = ()
+    """Byte offsets of the first invalid byte sequences that decoding replaced with U+FFFD (at most
+    ``parsers.text.MAX_REPLACED_LISTED``); empty when the bytes were valid."""
+    replaced_count: int = 0
+    """How many invalid byte sequences decoding replaced in all."""
 
 
 @dataclass(frozen=True, slots=True)

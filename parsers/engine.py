@@ -1,21 +1,32 @@
-"""The shared engine of the line-oriented grammars: split text into turns at header lines.
+"""The one line engine of the line-oriented grammars: find header lines in one pass, cut turns there.
 
-A grammar supplies a compiled header pattern (anchored with ``^`` under MULTILINE, never
-consuming the line end); the engine finds every header in one pass over the whole text and
-hands back blocks: the header match, the body (the rest of the header line plus every
-continuation line up to the next header) and the 1-based line span. Multi-line turns are
-therefore handled once, here, for every grammar.
+Every line grammar (whatsapp, irc, inferred, discord-text, transcript, markdown) splits its text
+at header lines with this module. A header is a pattern anchored at a line start; the engine never
+tries it at every character: it searches for the line end *before* a header (a pattern that starts
+with a literal ``\\n`` is found with a fast scan of line ends) and reads the header from the next
+character. Multi-line turns are therefore handled once, here, for every grammar.
+
+Two entry points over the same scan:
+
+- ``scan(text, first, rest)`` (the hot path of very large exports): ``first``/``rest`` come from
+  ``line_patterns(body)``; each match of ``rest`` starts at the line end before its header, so the
+  body of one turn is simply ``text[previous.end():next.start()]``.
+- ``split_blocks(text, header)`` (``header`` anchored with ``^`` under MULTILINE): yields ``Block``
+  objects with the header match, the body and the 1-based line span, as it always has.
 """
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import chain
 
 import regex
 
 FENCE = regex.compile(r"^[ \t]{0,3}(?:```|~~~)", regex.MULTILINE)
+_LEADING_FLAGS = re.compile(r"^\(\?[a-zA-Z]+\)")
 
 
 @dataclass(slots=True)
@@ -28,10 +39,64 @@ class Block:
     line_end: int
 
 
+def line_patterns(body: str, flags: int = 0) -> tuple[re.Pattern, re.Pattern]:
+    """(pattern for a header on line 1, pattern for a header after a line end) of one header body."""
+    return re.compile(body, flags), re.compile("\n" + body, flags)
+
+
+def scan(text: str, first: re.Pattern, rest: re.Pattern) -> Iterator[re.Match]:
+    """Every header of ``text`` in order: one match at 0 from ``first``, then ``rest``'s matches."""
+    m = first.match(text)
+    if m is None:
+        return rest.finditer(text)
+    return chain((m,), rest.finditer(text, m.end()))  # chain, not a generator: no Python frame per header
+
+
+_AHEAD: dict[object, object] = {}
+
+
+def _line_ends_before(header):
+    """``\\n(?=header)`` in the header's own regex module, or None for a header not anchored at ``^``."""
+    found = _AHEAD.get(header)
+    if found is None:
+        source = header.pattern
+        inline = _LEADING_FLAGS.match(source)
+        body = source[inline.end():] if inline else source
+        if not body.startswith("^"):
+            found = _AHEAD[header] = False
+        else:
+            module = regex if isinstance(header, regex.Pattern) else re
+            found = _AHEAD[header] = module.compile(r"\n(?=" + body + ")", header.flags)
+    return found or None
+
+
+def header_matches(text: str, header, start: int = 0, end: int | None = None) -> Iterator:
+    """Every match of a line-anchored ``header`` in ``text[start:end]``, found at line ends (one pass)."""
+    end = len(text) if end is None else end
+    ahead = _line_ends_before(header)
+    if ahead is None:
+        yield from header.finditer(text, start, end)
+        return
+    done = start
+    if start == 0 or text[start - 1] == "\n":
+        m = header.match(text, start, end)
+        if m is not None:
+            done = m.end()
+            yield m
+    for cut in ahead.finditer(text, start, end):
+        pos = cut.start() + 1
+        if pos < done:
+            continue  # inside the previous header's own match
+        m = header.match(text, pos, end)
+        if m is not None:
+            done = m.end()
+            yield m
+
+
 def fenced_regions(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
     """Character ranges inside fenced code blocks; an unclosed fence runs to the end."""
     end = len(text) if end is None else end
-    marks = [m.start() for m in FENCE.finditer(text, start, end)]
+    marks = [m.start() for m in header_matches(text, FENCE, start, end)]
     if len(marks) % 2:
         marks.append(end)
     return [(marks[i], marks[i + 1]) for i in range(0, len(marks), 2)]
@@ -73,7 +138,7 @@ def split_blocks(
             return None
         return Block(current, body, line, line + text.count("\n", seg_start, seg_end))
 
-    for m in header.finditer(text, start, end):
+    for m in header_matches(text, header, start, end):
         pos = m.start()
         if fences and inside_fence(pos):
             continue

@@ -1,9 +1,17 @@
-"""Bytes to canonical text (seed 004): UTF-8, BOM stripped, CRLF/CR to LF, and its sha256."""
+"""Bytes to canonical text (seed 004): UTF-8, BOM stripped, CRLF/CR to LF, and its sha256.
+
+Damaged text is read, not refused: a few invalid byte sequences (at most ``MAX_REPLACED_SHARE`` of
+the bytes) are each replaced by U+FFFD, and their count and first byte offsets travel on the
+``SourceText`` (``replaced_count``, ``replaced``) so the build log can show them. Input with more
+invalid bytes than that is not text in this encoding and is refused (``undecodable``), as is input
+full of control bytes (``binary``).
+"""
 
 from __future__ import annotations
 
 import codecs
 import hashlib
+import threading
 
 from models.errors import IngestError, Reason
 from models.records import SourceText
@@ -18,6 +26,20 @@ _BOMS = (
 # Control characters other than tab, LF, CR and form feed: a text export has almost none.
 _CONTROL = bytes(c for c in range(32) if c not in (9, 10, 12, 13))
 _BINARY_SHARE = 0.01
+MAX_REPLACED_SHARE = 0.01
+"""Invalid byte sequences above this share of the bytes make the input undecodable."""
+MAX_REPLACED_LISTED = 20
+_NOTES = threading.local()
+
+
+def _note_invalid(exc: UnicodeDecodeError) -> tuple[str, int]:
+    """Codec error handler: replace one invalid sequence with U+FFFD and note where it was."""
+    notes = _NOTES.offsets
+    notes.append(exc.start)
+    return "\ufffd", exc.end
+
+
+codecs.register_error("reconstruct-note", _note_invalid)
 
 
 def canonicalize(text: str) -> str:
@@ -60,14 +82,7 @@ def decode(data: bytes, name: str) -> SourceText:
         if guessed:
             encoding = guessed
     codec = encoding.removesuffix("-bom")
-    try:
-        text = body.decode(codec)
-    except UnicodeDecodeError as exc:
-        raise IngestError(
-            Reason.UNDECODABLE,
-            f"not valid {codec}: byte 0x{body[exc.start]:02x} at offset {exc.start} ({exc.reason})",
-            path=name,
-        ) from None
+    text, replaced = _decode_noting(body, codec, name)
     if codec == "utf-8" and body.translate(None, _CONTROL) != body:
         controls = len(body) - len(body.translate(None, _CONTROL))
         if controls > max(1, len(body) * _BINARY_SHARE):
@@ -77,7 +92,31 @@ def decode(data: bytes, name: str) -> SourceText:
     if not text.strip():
         raise IngestError(Reason.EMPTY, "the text is empty after decoding", path=name)
     text = canonicalize(text)
-    return SourceText(text=text, name=name, sha256=sha256_text(text), size=len(data), encoding=encoding)
+    skip = len(data) - len(body)  # offsets count from the file's first byte, BOM included
+    return SourceText(text=text, name=name, sha256=sha256_text(text), size=len(data), encoding=encoding,
+                      replaced=tuple(skip + o for o in replaced[:MAX_REPLACED_LISTED]), replaced_count=len(replaced))
+
+
+def _decode_noting(body: bytes, codec: str, name: str) -> tuple[str, list[int]]:
+    """Decode, replacing a few invalid sequences (their offsets returned); refuse when too many."""
+    try:
+        return body.decode(codec), []
+    except UnicodeDecodeError as exc:
+        first = exc
+    _NOTES.offsets = []
+    try:
+        text = body.decode(codec, errors="reconstruct-note")
+        offsets = _NOTES.offsets
+    finally:
+        _NOTES.offsets = []
+    if len(offsets) > len(body) * MAX_REPLACED_SHARE:
+        raise IngestError(
+            Reason.UNDECODABLE,
+            f"not valid {codec}: {len(offsets)} invalid byte sequences in {len(body)} bytes, the first 0x"
+            f"{body[first.start]:02x} at offset {first.start} ({first.reason})",
+            path=name,
+        ) from None
+    return text, offsets
 
 
 def sha256_stream(chunks) -> tuple[str, int, str]:

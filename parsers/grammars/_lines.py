@@ -1,30 +1,16 @@
-"""Helpers shared by the line-oriented human chat grammars (whatsapp, irc, inferred).
-
-``scan`` is a faster stand-in for ``split_blocks`` on the hot path of very large exports: the
-stdlib engine cannot skip ahead to a ``^`` under MULTILINE and tries every character of a 100 MB
-file, whereas a pattern that starts with a literal ``\\n`` is searched for with a fast scan of
-line ends. Every match of ``scan`` therefore starts at the line end *before* its header (except a
-header on the very first line), so the body of one turn is simply ``text[previous.end():next.start()]``.
+"""Helpers shared by the line-oriented human chat grammars (whatsapp, irc, inferred, discord-text):
+line counts, the aggregated unreadable-time warning, and the day/month order of numeric dates
+decided from a whole file. The line engine itself is ``parsers/engine.py``.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from itertools import chain
+from datetime import datetime
+from itertools import pairwise
+from typing import NamedTuple
 
-
-def line_patterns(body: str, flags: int = 0) -> tuple[re.Pattern, re.Pattern]:
-    """(pattern for a header on line 1, pattern for a header after a line end) of one header body."""
-    return re.compile(body, flags), re.compile("\n" + body, flags)
-
-
-def scan(text: str, first: re.Pattern, rest: re.Pattern) -> Iterator[re.Match]:
-    """Every header of ``text`` in order: one match at 0 from ``first``, then ``rest``'s matches."""
-    m = first.match(text)
-    if m is None:
-        return rest.finditer(text)
-    return chain((m,), rest.finditer(text, m.end()))  # chain, not a generator: no Python frame per header
+_FIELDS = re.compile(r"\d+")
 
 
 def line_count(text: str) -> int:
@@ -41,3 +27,91 @@ def drop_final_newline(text: str) -> str:
 def unreadable_times(count: int, why: str) -> str:
     """The one aggregated warning line for the turns whose time could not be read."""
     return f"{count} turn time{'s' if count != 1 else ''} could not be read ({why}): time left empty, raw text kept"
+
+
+def _fields(date: str) -> tuple[int, int, int]:
+    a, b, c = (int(x) for x in _FIELDS.findall(date))
+    return a, b, c
+
+
+class DateOrder(NamedTuple):
+    order: str
+    """"dmy", "mdy" or "ymd"."""
+    evidence: str
+    at: int | None
+    """Index of the message the evidence is at, if one."""
+    basis: str
+    """"year", "over12" (a field above 12), "changes" (which field changes more), "contradiction" or "none"."""
+
+
+def date_order(runs: list[tuple[str, int]]) -> DateOrder:
+    """Day/month order from the runs of equal dates of a file.
+
+    ``runs``: (date text, index of its first message) for each run of equal consecutive dates.
+    A date whose first field is a year (above 31) is year-first whatever the rest of the file says,
+    so only the other dates decide between day-first and month-first.
+    """
+    if not runs:
+        return DateOrder("dmy", "the file has no dates", None, "none")
+    fields = [(_fields(d), i) for d, i in runs]
+    rest = [(f, i) for f, i in fields if f[0] <= 31]
+    if not rest:
+        (a, _, _), i = fields[0]
+        return DateOrder("ymd", f"the first field is a year, {a}", i, "year")
+    return _day_or_month(rest)
+
+
+def _day_or_month(fields: list[tuple[tuple[int, int, int], int]]) -> DateOrder:
+    (top1, _, _), at1 = max(fields, key=lambda fi: fi[0][0])
+    (_, top2, _), at2 = max(fields, key=lambda fi: fi[0][1])
+    if top1 > 12 and top2 > 12:
+        # Two locales in one file (an edited or merged export): the majority decides, with a warning.
+        over1 = sum(1 for f, _ in fields if f[0] > 12)
+        over2 = sum(1 for f, _ in fields if f[1] > 12)
+        first = over1 >= over2
+        return DateOrder("dmy" if first else "mdy",
+                         f"contradictory dates: the first field exceeds 12 in {over1} dates, the second in"
+                         f" {over2}; the {'first' if first else 'second'} is taken as the day",
+                         at1 if first else at2, "contradiction")
+    if top1 > 12:
+        return DateOrder("dmy", f"first field reaches {top1}", at1, "over12")
+    if top2 > 12:
+        return DateOrder("mdy", f"second field reaches {top2}", at2, "over12")
+    changes1 = sum(1 for x, y in pairwise(fields) if x[0][0] != y[0][0])
+    changes2 = sum(1 for x, y in pairwise(fields) if x[0][1] != y[0][1])
+    if changes1 != changes2:
+        first = changes1 > changes2
+        return DateOrder("dmy" if first else "mdy",
+                         f"no field exceeds 12; the {'first' if first else 'second'} field changes more often"
+                         f" between messages ({max(changes1, changes2)} vs {min(changes1, changes2)} times),"
+                         " so it is the day", None, "changes")
+    return DateOrder("dmy", f"no field exceeds 12 and neither changes more often ({changes1} times each):"
+                     " day first", None, "none")
+
+
+def _ymd(y: int, m: int, d: int) -> datetime | None:
+    if y < 100:
+        y += 2000
+    try:
+        return datetime(y, m, d)
+    except ValueError:
+        return None
+
+
+def day_of(date: str, order: str, *, strict: bool = False) -> datetime | None:
+    """The calendar day of a header's date in the file's order. A date whose first field is a year is
+    year-first. A date impossible in the file's order but a calendar date in the other (``5/18/19``
+    in a day-first file that mixes dialects) is read in the other, unless ``strict``."""
+    a, b, c = _fields(date)
+    if a > 31 or order == "ymd":
+        return _ymd(a, b, c)
+    day = _ymd(c, a, b) if order == "mdy" else _ymd(c, b, a)
+    if day is None and not strict:
+        day = _ymd(c, b, a) if order == "mdy" else _ymd(c, a, b)
+    return day
+
+
+
+
+# The line engine lives in parsers/engine.py; these names stay importable from here.
+from parsers.engine import line_patterns, scan  # noqa: E402, F401

@@ -12,12 +12,14 @@ Decisions:
   guaranteed) and records the pattern as a heuristic ``H-INFER-<first 8 hex of its sha256>`` with its
   evidence (pattern, lines matched, sample line numbers) for a person to review and promote to a
   grammar (it lands in frankensteen_learning_db).
-- Detection scores at most 0.55 (0.5 at 60% of the lines, 0.55 from 90%): any real grammar wins.
+- Detection returns the share of lines the inferred header explains (headers and the lines after
+  the first one) times 0.6 (a guess is less sure than a known grammar); its specificity is 0, so
+  any real grammar within the margin wins.
   Text that starts like JSON is never claimed.
 - A time is read only from a year-first date and clock in the header (``2024/03/01 10:00``); a
   clock time alone has no date, so its time stays None (raw kept, one warning). A header without
   a time keeps its text in ``extra.header``. Roles come from role words (``Assistant``), else user.
-- Lines before the first header are kept in meta as the preamble.
+- Lines before the first header are kept in meta as the preamble and declared as a preamble region.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from typing import Any
 
 import regex
 
-from models.records import Heuristic, ParsedSession, SourceText, Turn
+from models.records import Heuristic, ParsedSession, Region, RegionKind, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
 from parsers.engine import split_blocks
@@ -46,6 +48,7 @@ _STAMP = regex.compile(
 _CLOCK = regex.compile(r"\b\d{1,2}:\d{2}(?::\d{2})?\b")
 _JSON_START = regex.compile(r'\A\s*(?:\{\s*(?:"|$)|\[\s*(?:[\[{"\]]|$))')  # '{"', '[{', '[[', '["', '[]'
 MIN_LINES, MIN_SHARE, SAMPLE_LINES = 3, 0.6, 2000
+GUESS = 0.6
 _MAX_NAME_WORDS = 4
 
 
@@ -116,10 +119,17 @@ class Inferred(Grammar):
     example = "<<2024/03/01 10:00>> alice | the header shape is learned from the file"
 
     def detect(self, sample: str, name: str) -> float:
+        """The share of non-blank lines the inferred header explains (its header lines and the lines
+        after the first of them), discounted by ``GUESS``: a guessed header explains a line less
+        surely than a known grammar's, so the inferred grammar wins only where no grammar explains
+        about half of the lines (and its specificity, 0, loses every close call)."""
         found = infer(sample)
         if found is None:
             return 0.0
-        return 0.55 if found[1] >= 0.9 else 0.5
+        lines = [ln for ln in sample.split("\n", SAMPLE_LINES)[:SAMPLE_LINES] if ln.strip()]
+        header = regex.compile(found[0])
+        first = next((i for i, ln in enumerate(lines) if header.match(ln)), len(lines))
+        return GUESS * (len(lines) - first) / len(lines)
 
     def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
         text = source.text
@@ -139,6 +149,9 @@ class Inferred(Grammar):
         for block in split_blocks(text, header):
             if block.header is None:
                 session.meta["preamble"] = block.body
+                session.regions.append(Region(RegionKind.PREAMBLE, "text before the first line with the inferred"
+                                              " header (a title or an exporter's banner)",
+                                              lines=(block.line_start, block.line_end)))
                 continue
             h = block.header
             prefix = h.string[h.start():h.start("name")]

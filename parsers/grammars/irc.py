@@ -14,7 +14,8 @@ Decisions:
   with the nick who caused them as ``actor`` (kinds join/part/quit/topic, else system with
   ``extra.event``). Mode prefixes (``@``, ``+``...) are not part of a nick.
 - The logger's own ``--- Log opened/closed`` and ``--- Day changed`` lines are not chat entries and
-  not turns: they only date the irssi clock times that follow (their count is in meta). Irssi times
+  not turns: they only date the irssi clock times that follow (their count is in meta); each is a
+  declared boilerplate region, and text before the first log line a preamble region. Irssi times
   before any such line have no date: time None, time_raw kept, one warning.
 - supybot stamps carry a zone (aware times); weechat and irssi times are naive.
 - session_id: the file-name rule (``chat_<id>.log``...); otherwise, when the log names one channel
@@ -29,7 +30,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
-from models.records import ParsedSession, SourceText, Turn
+from models.records import ParsedSession, Region, RegionKind, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
 from parsers.engine import split_blocks
@@ -111,11 +112,16 @@ class Irc(Grammar):
     example = "2012-10-18T09:30:30+0000  <jamespage> the new ones do things quite differently"
 
     def detect(self, sample: str, name: str) -> float:
+        """The share of non-blank lines that are log lines of the sample's dialect (every IRC line is
+        one; the logger's own ``---`` lines are explained too). A sample whose lines have a stamp but
+        not IRC's shapes after it (``<nick>``, ``-!-``, ``***``, a tab column) is discounted below
+        the threshold."""
         dialect, hits, lines = _dialect(sample)
-        if not dialect or hits < max(1, 0.5 * lines):
+        if not dialect or not lines:
             return 0.0
+        share = hits / lines
         shaped = sum(1 for ln in sample.split("\n")[:300] if _SHAPED.search(ln))
-        return 0.93 if shaped >= 0.5 * hits else 0.4
+        return share if shaped >= 0.5 * hits else share * 0.45
 
     def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
         text = source.text
@@ -131,9 +137,14 @@ class Irc(Grammar):
             h = block.header
             if h is None:
                 session.meta["preamble"] = block.body
+                session.regions.append(Region(RegionKind.PREAMBLE, "text before the first log line",
+                                              lines=(block.line_start, block.line_end)))
                 continue
             if dialect == "irssi" and h["marker"]:
                 markers += 1
+                session.regions.append(Region(RegionKind.BOILERPLATE, "irssi's own Log opened/closed or Day changed"
+                                              " line: it dates the clock times that follow, nobody said it",
+                                              lines=(block.line_start, block.line_end)))
                 m = _IRSSI_DATE.search(block.body)
                 if m and m["mon"].lower() in _MONTHS:
                     day = from_parts(int(m["year"]), _MONTHS[m["mon"].lower()], int(m["day"]))

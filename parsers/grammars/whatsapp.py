@@ -1,135 +1,111 @@
-"""WhatsApp text exports (Android and iOS), one session per file.
+"""WhatsApp text exports (Android and iOS), one session per file; a zip export's media beside it.
 
-Dialects: ``12/24/19, 11:23 - Name: text`` and ``15.04.2016, 15:04 - Name: text`` (Android),
-``9/24/2019 11:30 p.m. - Name: text``, ``[8/15/23, 9:12:33 AM] Name: text`` (iOS), ``2019-12-24 11:23 -``
-(year-first locales); 12 h or 24 h clocks, ``AM``/``p.m.``/``p. m.``/``a. m.``, seconds or not, 2- or
-4-digit years, separators ``/ . -``, and the invisible U+200E / U+200F / U+202F marks WhatsApp puts
-in and around headers. Marks are stripped from headers; message text is kept as it is except one
-leading U+200E (iOS puts one before placeholders and notices).
+Dialects are data: ``_whatsapp_data.TEMPLATES`` lists the header templates (whatstk-style strings,
+about fifty: every date order, ``/ . -`` separators, 2- and 4-digit years, 12 h clocks with ``AM``,
+``a.m.``, ``a. m.``, ``午前``/``午後``, ``오전``/``오후``, ``ص``/``م``, Finnish ``klo`` and dotted clocks,
+trailing dots, bracketed iOS and dash Android forms) and ``_whatsapp_headers`` compiles them into one
+factored pattern, so dialects may mix within a file. NBSP, NNBSP and the invisible U+200E / U+200F
+marks are accepted around header parts and stripped from the raw stamp; message text is kept as it
+is except one leading U+200E (iOS puts one before placeholders and notices).
 
 Decisions:
 - Day/month order is decided once for the whole file, from every header: a field above 12 is the
   day; when no field exceeds 12, the field that changes more often between consecutive messages is
   the day (days change more often than months); with no evidence at all, day first, with a warning.
   The decision and its evidence (value, line) go to session.assumptions; dates that contradict
-  each other (both fields above 12 somewhere) are decided by the majority, with a warning.
+  each other (both fields above 12 somewhere) are decided by the majority, with a warning. A date
+  whose first field is a year is year-first whatever the file decides; a date impossible in the
+  file's order but valid in the other (a second dialect in the same file) is read in the other,
+  with an assumption.
 - An hour above 12 ignores the meridiem (``13:37:00 p.m.`` occurs in real exports); ``0 AM`` is
   unreadable (time None, one aggregated warning).
 - System notices are turns (B1) with speaker "System": lines with no ``Name: `` (``You were added``,
   ``+12 345 578 created group "X"``, the e2e notice), lines whose ``Name`` part holds a notice phrase
   (``Ann changed the subject to "Plans: v2"``), and notices that look authored (``Group: Messages and
   calls are end-to-end encrypted...``) or iOS group events (``Group: \u200eAnn added Bob``), whose
-  label is kept as ``sourceLabel``. The person named before the notice phrase is the ``actor``.
-  Notice and placeholder texts are data (NOTICES below, per language): another language is one
-  more entry.
-- Media placeholders (``image omitted``, ``<Media omitted>``, ``<attached: ...>``) are their author's
-  turns with kind ``media``.
-- Lines before the first header (not part of any message) are kept in meta as the preamble.
+  label is kept as ``sourceLabel``. The person named before the notice phrase is the ``actor``
+  (best effort). Notice, placeholder and attachment texts are data per language
+  (``_whatsapp_data.NOTICES``: en, de, es, fr, pt, it, nl, ru, tr, ar, ja).
+- Media placeholders (``image omitted``, ``<Media omitted>``) are their author's turns with kind
+  ``media``. An attachment (``<attached: 00000012-PHOTO-...jpg>``, ``IMG-...jpg (file attached)`` and
+  their localized forms) keeps its file name in ``extra.attachment``; when ingest lists the files
+  beside the chat (``SourceText.siblings``: its folder or zip), ``extra.attachmentPresent`` says
+  whether the file is there, ``meta.attachments`` sums it up and missing files are one warning.
+  A chat read on its own says ``checked: false``.
+- Lines before the first header (not part of any message) are kept in meta as the preamble and
+  declared as a preamble region.
+- Detection returns the share of non-blank lines explained (headers and their continuation lines);
+  ``[2019-12-24 11:23:45] Name:`` alone, with none of WhatsApp's own shapes, is also a generic
+  transcript and is discounted below the threshold.
 
 Speed: a 100 MB export has a million messages, and the parse is one pass over them. The header
 pattern also captures the author and the first line; the scan jumps from line end to line end
-(``_lines.scan``); times come from a per-date and a per-clock cache in the date order the first
-64 KiB (or the first day above 12 anywhere) suggest, and are shifted once at the end in the rare
-file whose whole run of dates decides otherwise; author checks are cached per distinct author; the
-cyclic garbage collector is paused while the turns are built (``parsers.memory.paused_gc``).
+(``parsers.engine.scan``); times come from a per-date and a per-clock cache in the date order the
+first 64 KiB (or the first day above 12 anywhere) suggest, and are shifted once at the end in the
+rare file whose whole run of dates decides otherwise; author checks are cached per distinct author;
+the cyclic garbage collector is paused while the turns are built (``parsers.memory.paused_gc``).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from itertools import chain, pairwise
 from pathlib import PurePosixPath
-from typing import Any, NamedTuple
+from typing import Any
 
-from models.records import ParsedSession, SourceText, Turn
+from models.records import ParsedSession, Region, RegionKind, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
+from parsers.engine import line_patterns, scan
 from parsers.memory import paused_gc
 from parsers.registry import register
 from parsers.sessions import file_name_id
-from parsers.timeparse import clock_24h
 
-from ._lines import drop_final_newline, line_count, line_patterns, scan, unreadable_times
+from ._lines import DateOrder, date_order, day_of, drop_final_newline, line_count, unreadable_times  # noqa: F401
+from ._whatsapp_data import NOTICES
+from ._whatsapp_headers import HEADER_BODY, MARKS, SP, STAMP_ONLY, clock_delta
 
-_MARKS = "\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
-_SP = "[ \u00a0\u202f\u200e\u200f]"  # a space in a header: WhatsApp uses NBSP, NNBSP and marks there
-_DATE = r"(?P<d1>\d{1,4})[./-](?P<d2>\d{1,2})[./-](?P<d3>\d{1,4})"
-_CLOCK = rf"(?P<h>\d{{1,2}})[:.](?P<mi>\d{{2}})(?:[:.](?P<s>\d{{2}}))?(?:{_SP}*(?P<ampm>[AaPp]\.?{_SP}?[Mm]\.?))?"
-_HEAD = (
-    rf"[{_MARKS}]*(?P<open>\[)?[{_MARKS}]*(?P<stamp>(?P<date>{_DATE}),?{_SP}+(?P<clock>{_CLOCK}))"
-    rf"(?(open)[{_MARKS}]*\]|{_SP}+[-\u2013]){_SP}[{_MARKS}]*"
-)
+_MARKS = MARKS
+_SP = SP
 # The author is everything before the first ': ' within 60 characters; the rest of the line is text.
 _AUTHOR_MAX = 60
 _REST = rf"(?:(?P<author>[^\n]{{1,{_AUTHOR_MAX}}}?):(?: (?P<lrm>\u200e)?|(?=\n)|\Z))?(?P<text>[^\n]*)"
-FIRST, HEADER = line_patterns(_HEAD + _REST)
+FIRST, HEADER = line_patterns(HEADER_BODY + _REST)
 # The independent counter's own, looser idea of a message start: a line that starts with a date
-# and a clock time, whatever follows.
-_LOOSE_FIRST, _LOOSE = line_patterns(
-    rf"[{_MARKS}]*\[?\d{{1,4}}[./-]\d{{1,2}}[./-]\d{{1,4}},?{_SP}+\d{{1,2}}[:.]\d{{2}}")
-_FIELDS = re.compile(r"\d+")
+# and, within a few non-digit characters (a comma, 'klo', a meridiem word), a clock time.
+_LOOSE_DATE = rf"[{_MARKS}]*\[?[{_MARKS}]*\d{{1,4}}(?:[./-]|\. )\d{{1,2}}(?:[./-]|\. )\d{{1,4}}"
+_LOOSE_FIRST, _LOOSE = line_patterns(rf"{_LOOSE_DATE}[^\n\d]{{1,8}}?\d{{1,2}}[:.]\d{{2}}")
 _OVER = r"(?:1[3-9]|2\d|3[01])"  # a field that can only be a day
-_OVER_FIRST = re.compile(rf"\n[{_MARKS}]*\[?[{_MARKS}]*{_OVER}[./-]\d{{1,2}}[./-]\d{{2,4}},?{_SP}+\d{{1,2}}[:.]\d\d")
-_OVER_SECOND = re.compile(rf"\n[{_MARKS}]*\[?[{_MARKS}]*\d{{1,2}}[./-]{_OVER}[./-]\d{{2,4}},?{_SP}+\d{{1,2}}[:.]\d\d")
-_CLOCK_ONLY = re.compile(_CLOCK)
+_TAIL = r"[./-]\d{2,4}[^\n\d]{1,8}?\d{1,2}[:.]\d\d"
+_OVER_FIRST = re.compile(rf"\n[{_MARKS}]*\[?[{_MARKS}]*{_OVER}[./-]\d{{1,2}}{_TAIL}")
+_OVER_SECOND = re.compile(rf"\n[{_MARKS}]*\[?[{_MARKS}]*\d{{1,2}}[./-]{_OVER}{_TAIL}")
 
 
-@dataclass(frozen=True)
-class Notices:
-    """What WhatsApp writes in one language for its own notices and placeholders."""
-
-    e2e: tuple[str, ...]
-    """Starts of the encryption notices (author-less, or after the group's name)."""
-    events: tuple[str, ...]
-    """Phrases of membership/group events; the text before one is the person who caused it."""
-    authored_events: tuple[str, ...]
-    """Event phrases that may be followed by a ': ' (a subject), so a 'Name: ' must be checked for them."""
-    media: tuple[str, ...]
-    """Whole-message placeholders of omitted media."""
-    media_patterns: tuple[str, ...] = ()
+def _phrases(key: str) -> tuple[str, ...]:
+    return tuple(p for lang in NOTICES.values() for p in lang.get(key, ()))
 
 
-NOTICES: dict[str, Notices] = {
-    "en": Notices(
-        e2e=("Messages and calls are end-to-end encrypted",
-             "Messages you send to this group are now secured with end-to-end encryption",
-             "Messages to this group are now secured with end-to-end encryption",
-             "Messages you send to this chat and calls are now secured with end-to-end encryption"),
-        events=(" created group ", " created this group", " added ", " removed ", " left", " joined using ",
-                " joined", " changed the subject ", " changed this group's ", " changed the group ",
-                " changed their phone number", " changed to ", " deleted this group's icon", " turned on ",
-                " turned off ", " is a contact", " security code ", " now an admin", " pinned a message"),
-        authored_events=(" changed the subject ", " changed the group ", " changed this group's ",
-                         " created group ", " added ", " removed "),
-        media=("<Media omitted>", "image omitted", "video omitted", "audio omitted", "sticker omitted",
-               "GIF omitted", "document omitted", "Contact card omitted", "voice message omitted"),
-        media_patterns=(r"<attached: [^>\n]+>", r"[^\n]+ \(file attached\)", r"[^\n]+ \u200e?document omitted"),
-    ),
-    # Other languages: what is known for sure; events and subjects stay English-only until seen.
-    "de": Notices(
-        e2e=("Nachrichten und Anrufe sind Ende-zu-Ende-verschlüsselt",),
-        events=(), authored_events=(),
-        media=("<Medien ausgeschlossen>",),
-    ),
-    "es": Notices(
-        e2e=("Los mensajes y las llamadas están cifrados de extremo a extremo",),
-        events=(), authored_events=(),
-        media=("<Multimedia omitido>",),
-    ),
-}
-# Lines that are notices from their first word, with nobody before them.
-_LEADING = ("You were added", "You joined", "Missed voice call", "Missed video call", "Waiting for this message",
-            "This chat is with a business account", "Disappearing messages", "Your security code with")
+def _form(template: str, i: int) -> str:
+    """An attachment form ('<attached: {file}>') as a regex with the file name in group f<i>."""
+    head, _, tail = template.partition("{file}")
+    return re.escape(head) + rf"(?P<f{i}>[^\n<>]+?)" + re.escape(tail)
 
-_E2E = tuple(p for n in NOTICES.values() for p in n.e2e)
-_EVENT = re.compile("|".join(re.escape(p) for n in NOTICES.values() for p in n.events))
-_AUTHORED_EVENT = re.compile("|".join(re.escape(p) for n in NOTICES.values() for p in n.authored_events))
-_MEDIA = frozenset(p for n in NOTICES.values() for p in n.media)
-_MEDIA_RE = re.compile("|".join(p for n in NOTICES.values() for p in n.media_patterns))
-_MEDIA_LAST = frozenset(p[-1] for p in _MEDIA) | {">", ")", "d"}
+
+_LEADING = _phrases("leading")
+_E2E = _phrases("e2e")
+_EVENT = re.compile("|".join(re.escape(p) for p in _phrases("events")))
+_AUTHORED_EVENT = re.compile("|".join(re.escape(p) for p in _phrases("authored")))
+_MEDIA = frozenset(_phrases("media"))
+_ATTACHED = re.compile("|".join(_form(t, i) for i, t in enumerate(_phrases("attached"))))
+_MEDIA_RE = re.compile("|".join(re.escape(t).replace(re.escape("{text}"), r"[^\n]+").replace(r"\ ", " \u200e?")
+                                for t in _phrases("media_forms")))
+# Cheap tests that a first line may be an attachment or a media form (most messages are neither).
+_ATTACHED_LAST = frozenset(t[-1] for t in _phrases("attached"))
+_MEDIA_LAST = frozenset(p[-1] for p in _MEDIA)
+_E2E_FIRST = frozenset(p[0] for p in _E2E)
+_MEDIA_FORM_ENDS = tuple(t.split("{text}")[1].strip() for t in _phrases("media_forms"))
 
 
 def actor_of(line: str) -> str | None:
@@ -142,76 +118,12 @@ def actor_of(line: str) -> str | None:
     return line[: m.start()].strip() or None
 
 
-def _fields(date: str) -> tuple[int, int, int]:
-    a, b, c = (int(x) for x in _FIELDS.findall(date))
-    return a, b, c
+def _swapped(runs: list[tuple[str, int]], order: str) -> list[tuple[str, int]]:
+    """(date, index of its first turn) of the dates read in the other day/month order."""
+    return [(d, i) for d, i in runs if day_of(d, order, strict=True) is None and day_of(d, order) is not None]
 
 
-class DateOrder(NamedTuple):
-    order: str
-    """"dmy", "mdy" or "ymd"."""
-    evidence: str
-    at: int | None
-    """Index of the message the evidence is at, if one."""
-    basis: str
-    """"year", "over12" (a field above 12), "changes" (which field changes more), "contradiction" or "none"."""
-
-
-def date_order(runs: list[tuple[str, int]]) -> DateOrder:
-    """Day/month order from the runs of equal dates of a file.
-
-    ``runs``: (date text, index of its first message) for each run of equal consecutive dates.
-    """
-    if not runs:
-        return DateOrder("dmy", "the file has no dates", None, "none")
-    fields = [(_fields(d), i) for d, i in runs]
-    for (a, _, _), i in fields:
-        if a > 31:
-            return DateOrder("ymd", f"the first field is a year, {a}", i, "year")
-    (top1, _, _), at1 = max(fields, key=lambda fi: fi[0][0])
-    (_, top2, _), at2 = max(fields, key=lambda fi: fi[0][1])
-    if top1 > 12 and top2 > 12:
-        # Two locales in one file (an edited or merged export): the majority decides, with a warning.
-        over1 = sum(1 for f, _ in fields if f[0] > 12)
-        over2 = sum(1 for f, _ in fields if f[1] > 12)
-        first = over1 >= over2
-        return DateOrder("dmy" if first else "mdy",
-                         f"contradictory dates: the first field exceeds 12 in {over1} dates, the second in"
-                         f" {over2}; the {'first' if first else 'second'} is taken as the day",
-                         at1 if first else at2, "contradiction")
-    if top1 > 12:
-        return DateOrder("dmy", f"first field reaches {top1}", at1, "over12")
-    if top2 > 12:
-        return DateOrder("mdy", f"second field reaches {top2}", at2, "over12")
-    changes1 = sum(1 for x, y in pairwise(fields) if x[0][0] != y[0][0])
-    changes2 = sum(1 for x, y in pairwise(fields) if x[0][1] != y[0][1])
-    if changes1 != changes2:
-        first = changes1 > changes2
-        return DateOrder("dmy" if first else "mdy",
-                         f"no field exceeds 12; the {'first' if first else 'second'} field changes more often"
-                         f" between messages ({max(changes1, changes2)} vs {min(changes1, changes2)} times),"
-                         " so it is the day", None, "changes")
-    return DateOrder("dmy", f"no field exceeds 12 and neither changes more often ({changes1} times each):"
-                     " day first", None, "none")
-
-
-def _day(date: str, order: str) -> datetime | None:
-    a, b, c = _fields(date)
-    y, m, d = (a, b, c) if order == "ymd" else (c, a, b) if order == "mdy" else (c, b, a)
-    if y < 100:
-        y += 2000
-    try:
-        return datetime(y, m, d)
-    except ValueError:
-        return None
-
-
-def _clock(clock: str) -> timedelta | None:
-    m = _CLOCK_ONLY.fullmatch(clock)
-    hour = clock_24h(int(m["h"]), m["ampm"]) if m else None
-    if hour is None or hour > 23 or int(m["mi"]) > 59 or int(m["s"] or 0) > 59:
-        return None
-    return timedelta(hours=hour, minutes=int(m["mi"]), seconds=int(m["s"] or 0))
+_clock = clock_delta
 
 
 def chat_title(name: str) -> str | None:
@@ -224,24 +136,57 @@ def chat_title(name: str) -> str | None:
     return None
 
 
+SAMPLE_LINES = 400
+
+
+def _native(hits: list[re.Match], sample: str, name: str) -> bool:
+    """Whether a sample shows WhatsApp's own shapes, not only a header a plain transcript also has.
+
+    ``[2019-12-24 11:23:45] Name:`` is also a generic transcript: WhatsApp's own marks are a day or
+    month first, a dash form, a meridiem, a localized connector, its invisible marks, its notices
+    and placeholders, or its file names."""
+    if "whatsapp" in name.lower() or PurePosixPath(name).name == "_chat.txt" or "\u200e" in sample:
+        return True
+    for m in hits:
+        if len(m["d1"]) <= 2 or not m["open"] or m["mb"] or m["ma"] or "-" not in m["date"]:
+            return True
+        first = m["text"]
+        if first.startswith(_E2E) or first in _MEDIA or (m["author"] is None and actor_of(first)):
+            return True
+    return False
+
+
+def explained_share(sample: str, name: str) -> float:
+    """The share of the sample's non-blank lines WhatsApp explains: its headers, and the lines that
+    follow a header (continuations of a multi-line message). Continuations only count when headers
+    are frequent enough to make the text a chat (a tenth of the lines). Without WhatsApp's own shapes
+    (``_native``) the share is discounted below the detection threshold: a generic transcript wins."""
+    lines = [ln for ln in sample.split("\n")[:SAMPLE_LINES] if ln.strip()]
+    if not lines:
+        return 0.0
+    hits = []
+    first_at = None
+    for i, ln in enumerate(lines):
+        m = FIRST.match(ln)
+        if m is not None:
+            hits.append(m)
+            first_at = i if first_at is None else first_at
+    if not hits:
+        return 0.0
+    explained = len(lines) - first_at if len(hits) >= 0.1 * len(lines) else len(hits)
+    share = explained / len(lines)
+    return share if _native(hits, sample, name) else share * 0.45
+
+
 @register
 class WhatsApp(Grammar):
     name = "whatsapp"
-    version = "2"
-    description = "WhatsApp chat export (.txt), Android and iOS, 12 h and 24 h clocks, any date order"
+    version = "3"
+    description = "WhatsApp chat export (.txt, or a zip with its media), Android and iOS, every header dialect"
     example = "12/24/19, 11:23 - John Doe: Lorem ipsum dolor sit amet."
 
     def detect(self, sample: str, name: str) -> float:
-        lines = [ln for ln in sample.split("\n")[:300] if ln.strip()]
-        hits = [m for ln in lines if (m := FIRST.match(ln))]
-        if not hits or len(hits) < 0.2 * len(lines):
-            return 0.0
-        if "whatsapp" in name.lower() or PurePosixPath(name).name == "_chat.txt":
-            return 0.95
-        # '[2019-12-24 11:23:45] Name:' is also a plain transcript: only WhatsApp's own shapes decide
-        # (a day or month first, the ' - ' separator, a meridiem, its invisible marks).
-        native = any(len(m["d1"]) <= 2 or not m["open"] or m["ampm"] for m in hits) or "\u200e" in sample
-        return 0.93 if native else 0.45
+        return explained_share(sample, name)
 
     def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
         text = source.text
@@ -249,107 +194,165 @@ class WhatsApp(Grammar):
         session = ParsedSession(session_id, "file-name" if session_id else "none", [], raw=text,
                                 title=chat_title(source.name))
         session.lines = (1, line_count(text))
-        turns = session.turns
-        append = turns.append
         # The date order is decided from the whole file, but times are built during the one pass, in
         # the order the first 64 KiB suggest; when the whole file decides otherwise (rare: the start
         # had no day above 12), they are rebuilt once at the end.
         guess = _guess_order(text)
-        days: dict[str, datetime | None] = {}
-        clocks: dict[str, timedelta | None] = {}
-        raws: dict[str, str] = {}
-        runs: list[tuple[str, int]] = []  # (date, index of its first turn) per run of equal dates
-        last_date = None
-        authors: dict[str, bool] = {}  # author -> its 'Name' part holds an event phrase (a notice)
-        line = 1
-        bad = 0
         with paused_gc():
-            # (header, next header): a turn's body runs to the line end the next header starts at.
-            for m, nxt in pairwise(chain(scan(text, FIRST, HEADER), (None,))):
-                if m is None:  # no header at all
-                    break
-                if not turns:
-                    line = self._first(session, text, m)
-                stamp, date, clock, author, first, lrm = m.group(
-                    "stamp", "date", "clock", "author", "text", "lrm")
-                if date != last_date:
-                    last_date = date
-                    runs.append((date, len(turns)))
-                day = days.get(date, _UNSEEN)
-                if day is _UNSEEN:
-                    day = days[date] = _day(date, guess)
-                delta = clocks.get(clock, _UNSEEN)
-                if delta is _UNSEEN:
-                    delta = clocks[clock] = _clock(clock)
-                if day is None or delta is None:
-                    when = None
-                    bad += 1
-                else:
-                    when = day + delta
-                if stamp.isascii():
-                    raw = stamp
-                else:
-                    raw = raws.get(stamp)
-                    if raw is None:
-                        raw = raws[stamp] = stamp.translate(_RAW)
-                cont = text[m.end():nxt.start()] if nxt is not None else drop_final_newline(text[m.end():])
-                if cont:
-                    end = line + cont.count("\n")
-                    content = first + cont
-                else:
-                    end, content = line, first
-                if author is None:
-                    actor = actor_of(first)
-                    append(Turn("System", "system", content, when, raw, None, "system", (line, end),
-                                extra={"actor": actor} if actor else None))
-                else:
-                    notice = authors.get(author)
-                    if notice is None:
-                        notice = authors[author] = _AUTHORED_EVENT.search(author) is not None
-                    if notice:
-                        full = text[m.start("author"):m.end()] + cont
-                        actor = actor_of(full)
-                        append(Turn("System", "system", full, when, raw, None, "system", (line, end),
-                                    extra={"actor": actor} if actor else None))
-                    elif first.startswith(_E2E):
-                        append(Turn("System", "system", content, when, raw, None, "system", (line, end),
-                                    extra={"sourceLabel": author}))
-                    elif not cont and first[-1:] in _MEDIA_LAST and (first in _MEDIA or _MEDIA_RE.fullmatch(first)):
-                        append(Turn(author, "user", content, when, raw, None, "media", (line, end)))
-                    elif lrm and (actor := actor_of(first)):
-                        # iOS writes group events as '<group>: \u200e<actor> <event>'
-                        append(Turn("System", "system", content, when, raw, None, "system", (line, end),
-                                    extra={"sourceLabel": author, "actor": actor}))
-                    else:
-                        append(Turn(author, "user", content, when, raw, None, "message", (line, end)))
-                line = end + 1
-            if not turns and text.strip():
-                session.meta["preamble"] = drop_final_newline(text)
+            runs, bad = _read_turns(session, text, guess)
             order, evidence, at, basis = date_order(runs)
             if order != guess:
-                bad = _redo_times(turns, runs, guess, order)
-
+                bad = _redo_times(session.turns, runs, guess, order)
+        turns = session.turns
+        if not turns and text.strip():
+            session.meta["preamble"] = drop_final_newline(text)
+            session.regions.append(Region(RegionKind.PREAMBLE, "no message header in the file",
+                                          lines=session.lines))
         where = f" (line {turns[at].lines[0]})" if at is not None else ""
         session.assumptions.append(f"date order {'/'.join(order.upper())}: {evidence}{where}")
         if basis in ("contradiction", "none"):
             session.warnings.append(f"date order uncertain, {'/'.join(order.upper())} used: {evidence}")
+        if swapped := _swapped(runs, order):
+            date, i = swapped[0]
+            session.assumptions.append(
+                f"{len(swapped)} date{'s' if len(swapped) != 1 else ''} impossible in {'/'.join(order.upper())}"
+                f" read in the other day/month order (another dialect in the same file), first {date}"
+                f" (line {turns[i].lines[0]})")
         if bad:
             session.warnings.append(unreadable_times(bad, "not a calendar date or clock time"))
+        _attachments(session, source.siblings)
         yield session
-
-    @staticmethod
-    def _first(session: ParsedSession, text: str, m: re.Match) -> int:
-        """At the first header: keep any text before it (nobody's message) and say which dialect this is."""
-        start = m.start() if m.start() == 0 else m.start() + 1  # a later match starts at its line end
-        session.meta["dialect"] = "ios" if m.group("open") else "android"
-        if start == 0:
-            return 1
-        preamble = text[:start]
-        session.meta["preamble"] = drop_final_newline(preamble)
-        return 1 + preamble.count("\n")
 
     def count_turns(self, raw: Any) -> int:
         return (1 if _LOOSE_FIRST.match(raw) else 0) + len(_LOOSE.findall(raw))
+
+
+def _first(session: ParsedSession, text: str, m: re.Match) -> int:
+    """At the first header: declare any text before it (nobody's message) and say which dialect this is."""
+    start = m.start() if m.start() == 0 else m.start() + 1  # a later match starts at its line end
+    session.meta["dialect"] = "ios" if m.group("open") else "android"
+    if start == 0:
+        return 1
+    preamble = text[:start]
+    lines = preamble.count("\n")
+    session.meta["preamble"] = drop_final_newline(preamble)
+    if preamble.strip():
+        session.regions.append(Region(RegionKind.PREAMBLE, "text before the first message header (an exporter's"
+                                      " title or note, nobody's message)", lines=(1, lines)))
+    return 1 + lines
+
+
+def _read_turns(session: ParsedSession, text: str, guess: str) -> tuple[list[tuple[str, int]], int]:
+    """The one pass over the headers: every turn appended to the session. Returns the runs of equal
+    dates (date, index of its first turn) and the number of unreadable times."""
+    turns = session.turns
+    append = turns.append
+    days: dict[str, datetime | None] = {}
+    clocks: dict[str, timedelta | None] = {}
+    raws: dict[str, str] = {}
+    runs: list[tuple[str, int]] = []
+    last_date = None
+    authors: dict[str, bool] = {}  # author -> its 'Name' part holds an event phrase (a notice)
+    line = 1
+    bad = 0
+    # (header, next header): a turn's body runs to the line end the next header starts at.
+    for m, nxt in pairwise(chain(scan(text, FIRST, HEADER), (None,))):
+        if m is None:  # no header at all
+            break
+        if not turns:
+            line = _first(session, text, m)
+        stamp, date, clock, author, first, lrm = m.group("stamp", "date", "clock", "author", "text", "lrm")
+        if date != last_date:
+            last_date = date
+            runs.append((date, len(turns)))
+        day = days.get(date, _UNSEEN)
+        if day is _UNSEEN:
+            day = days[date] = day_of(date, guess)
+        delta = clocks.get(clock, _UNSEEN)
+        if delta is _UNSEEN:
+            delta = clocks[clock] = _clock(clock)
+        if day is None or delta is None:
+            when = None
+            bad += 1
+        else:
+            when = day + delta
+        if stamp.isascii():
+            raw = stamp
+        else:
+            raw = raws.get(stamp)
+            if raw is None:
+                raw = raws[stamp] = stamp.translate(_RAW)
+        cont = text[m.end():nxt.start()] if nxt is not None else drop_final_newline(text[m.end():])
+        if cont:
+            end = line + cont.count("\n")
+            content = first + cont
+        else:
+            end, content = line, first
+        if author is None:
+            actor = actor_of(first)
+            append(Turn("System", "system", content, when, raw, None, "system", (line, end),
+                        extra={"actor": actor} if actor else None))
+        else:
+            notice = authors.get(author)
+            if notice is None:
+                notice = authors[author] = _AUTHORED_EVENT.search(author) is not None
+            last = first[-1:]
+            if (notice or lrm or last in _ATTACHED_LAST or (last in _MEDIA_LAST and first in _MEDIA)
+                    or (first[:1] in _E2E_FIRST and first.startswith(_E2E)) or first.endswith(_MEDIA_FORM_ENDS)):
+                append(_special(m, text, author, first, cont, content, when, raw, (line, end), notice))
+            else:
+                append(Turn(author, "user", content, when, raw, None, "message", (line, end)))
+        line = end + 1
+    return runs, bad
+
+
+def _special(m: re.Match, text: str, author: str, first: str, cont: str, content: str, when, raw: str,
+             lines: tuple[int, int], notice: bool) -> Turn:
+    """A turn whose header has an author but which may be a notice, a placeholder or an attachment."""
+    if notice:
+        full = text[m.start("author"):m.end()] + cont
+        actor = actor_of(full)
+        return Turn("System", "system", full, when, raw, None, "system", lines,
+                    extra={"actor": actor} if actor else None)
+    if first.startswith(_E2E):
+        return Turn("System", "system", content, when, raw, None, "system", lines, extra={"sourceLabel": author})
+    attached = _ATTACHED.fullmatch(first) if first[-1:] in _ATTACHED_LAST else None
+    if attached is not None:
+        kind = "message" if cont else "media"
+        return Turn(author, "user", content, when, raw, None, kind, lines,
+                    extra={"attachment": attached[attached.lastgroup].strip()})
+    if not cont and (first in _MEDIA or _MEDIA_RE.fullmatch(first)):
+        return Turn(author, "user", content, when, raw, None, "media", lines)
+    if m["lrm"] and (actor := actor_of(first)):
+        # iOS writes group events as '<group>: \u200e<actor> <event>'
+        return Turn("System", "system", content, when, raw, None, "system", lines,
+                    extra={"sourceLabel": author, "actor": actor})
+    return Turn(author, "user", content, when, raw, None, "message", lines)
+
+
+def _attachments(session: ParsedSession, siblings: tuple[str, ...]) -> None:
+    """Record each attachment the chat references as present or missing among the files beside it.
+
+    With no sibling list (a chat file read on its own) nothing can be checked, and the meta says so."""
+    referenced = [t for t in session.turns if t.extra and "attachment" in t.extra]
+    if not referenced:
+        return
+    if not siblings:
+        session.meta["attachments"] = {"referenced": len(referenced), "checked": False}
+        return
+    names = {PurePosixPath(s).name for s in siblings}
+    missing: list[str] = []
+    for turn in referenced:
+        present = turn.extra["attachment"] in names
+        turn.extra["attachmentPresent"] = present
+        if not present:
+            missing.append(turn.extra["attachment"])
+    session.meta["attachments"] = {"referenced": len(referenced), "present": len(referenced) - len(missing),
+                                   "missing": missing[:20], "checked": True}
+    if missing:
+        listed = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
+        session.warnings.append(f"{len(missing)} attached file{'s' if len(missing) != 1 else ''} referenced in"
+                                f" the chat {'are' if len(missing) != 1 else 'is'} not beside it: {listed}")
 
 
 # Raw stamps keep the source text without its invisible marks; odd spaces become plain ones.
@@ -357,7 +360,7 @@ _RAW = str.maketrans({**dict.fromkeys(map(ord, _MARKS)), 0x00A0: " ", 0x202F: " 
 
 
 _UNSEEN = object()
-_STAMP = re.compile(rf"(?P<date>{_DATE}),?{_SP}+(?P<clock>{_CLOCK})")
+_STAMP = STAMP_ONLY
 
 
 def _redo_times(turns: list[Turn], runs: list[tuple[str, int]], old: str, new: str) -> int:
@@ -369,7 +372,7 @@ def _redo_times(turns: list[Turn], runs: list[tuple[str, int]], old: str, new: s
     bad = 0
     bounds = [i for _, i in runs[1:]] + [len(turns)]
     for (date, start), stop in zip(runs, bounds, strict=True):
-        before, after = _day(date, old), _day(date, new)
+        before, after = day_of(date, old), day_of(date, new)
         for turn in turns[start:stop]:
             if after is None:
                 turn.time = None

@@ -47,3 +47,39 @@ def test_bad_bytes_have_specific_reasons(data, reason):
         decode(data, "bad.bin")
     assert info.value.reason == reason
     assert "bad.bin" in str(info.value)
+
+
+def _irc_log(damage: bytes) -> bytes:
+    lines = [b"--- Log opened Mon Mar 04 09:00:00 2024"]
+    lines += [f"09:{i:02d} <nick{i % 3}> message number {i} about the release".encode() for i in range(40)]
+    lines[17] = b"09:16 <nick1> the caf" + damage + b" downstairs has coffee again"
+    return b"\n".join(lines) + b"\n"
+
+
+def test_a_few_invalid_bytes_are_replaced_and_noted():
+    data = _irc_log(b"\xe9")
+    src = decode(data, "dev.log")
+    assert src.replaced_count == 1 and src.replaced == (data.index(b"\xe9"),)
+    assert "the caf\ufffd downstairs" in src.text
+    assert decode(b"User: hi\n", "ok.txt").replaced == ()
+
+
+def test_an_irc_log_with_one_invalid_byte_reconstructs_every_line():
+    from models.settings import Settings
+    from parsers import registry
+    from validators.accounting import LineIndex, account
+
+    data = _irc_log(b"\xff")
+    src = decode(data, "dev.log")
+    assert registry.detect(src.text, src.name, threshold=0.5).grammar == "irc"
+    grammar = registry.get("irc")
+    (session,) = grammar.parse(src, Settings())
+    assert len(session.turns) == 40 == grammar.count_turns(session.raw)
+    assert session.turns[16].content == "the caf\ufffd downstairs has coffee again"
+    assert account(session, LineIndex(src.text)).clean
+
+
+def test_mostly_invalid_bytes_are_refused():
+    with pytest.raises(IngestError) as info:
+        decode(b"ok line\n" + b"\xff\xfe\x80" * 50, "junk.txt")
+    assert info.value.reason == Reason.UNDECODABLE and "invalid byte sequences" in str(info.value)

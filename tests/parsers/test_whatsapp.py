@@ -180,3 +180,46 @@ def test_a_sample_guess_the_whole_file_overturns_is_redone():
     assert s.turns[0].time == datetime(2020, 1, 1, 10, 0)
     assert s.turns[1000].time == datetime(2020, 6, 1, 10, 40)
     assert s.turns[2401].time == datetime(2020, 1, 2, 11, 0)
+
+
+LANGUAGES = ("en", "de", "es", "fr", "pt", "it", "nl", "ru", "tr", "ar", "ja")
+
+
+def test_notices_and_placeholders_cover_the_languages():
+    from parsers.grammars._whatsapp_data import NOTICES
+
+    assert set(LANGUAGES) <= set(NOTICES)
+    for lang in LANGUAGES:
+        assert all(NOTICES[lang].get(k) for k in ("e2e", "media", "attached", "leading")), lang
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_localized_notices_placeholders_and_attachments(lang):
+    from parsers.grammars._whatsapp_data import NOTICES
+
+    words = NOTICES[lang]
+    attached = words["attached"][0].replace("{file}", "IMG-20230101-WA0007.jpg")
+    s = parse(
+        f"01/02/2023, 10:00 - {words['e2e'][0]}.\n"
+        f"01/02/2023, 10:01 - {words['leading'][0]}\n"
+        f"01/02/2023, 10:02 - Club Ajedrez: {words['e2e'][0]}.\n"
+        f"01/02/2023, 10:03 - Noor: {words['media'][0]}\n"
+        f"01/02/2023, 10:04 - Noor: {attached}\n"
+        f"13/02/2023, 10:05 - Kemal: ok\n"
+    )
+    got = [(t.speaker, t.kind) for t in s.turns]
+    assert got == [("System", "system"), ("System", "system"), ("System", "system"), ("Noor", "media"),
+                   ("Noor", "media"), ("Kemal", "message")]
+    assert s.turns[4].extra == {"attachment": "IMG-20230101-WA0007.jpg"}
+
+
+def test_bracketed_year_first_headers_win_over_the_generic_transcript():
+    text = ("[2016/08/06 13:23] Rosa: are we still on for tonight?\n"
+            "[2016/08/06 13:25] Malik: yes, 8 pm\n"
+            "[2016/08/06 13:26] Malik added Jin\n"
+            "[2016/08/06 13:30] Jin: thanks for the add\n")
+    detected = registry.detect(text, "chat.txt", threshold=0.5)
+    assert detected.grammar == "whatsapp" and detected.margin >= registry.MARGIN, detected
+    s = parse(text, name="chat.txt")
+    assert [(t.speaker, t.kind) for t in s.turns][2] == ("System", "system")
+    assert s.turns[0].time == datetime(2016, 8, 6, 13, 23)

@@ -1,0 +1,212 @@
+"""What WhatsApp writes, as data: header templates per platform and locale, and its own notices and
+media placeholders per language. ``whatsapp.py`` compiles these; nothing here is code.
+
+Header templates follow whatstk's convention of keeping header formats as strftime-like strings:
+``%d`` day, ``%m`` month, ``%y`` two-digit year, ``%Y`` four-digit year, ``%H`` hour (24 h), ``%I``
+hour (12 h), ``%M`` minutes, ``%S`` seconds, ``%p`` the meridiem word (from the template's
+``meridiem`` set, before or after the clock as the template places it). A space in a template
+stands for any of the spaces WhatsApp puts there (space, NBSP, NNBSP, U+200E). Each template ends
+where the author (or a notice) begins. The list is also what the round-trip test renders: a new
+dialect is one more line here.
+"""
+
+from __future__ import annotations
+
+# (id, template, meridiem set or None). Ids: platform-locale[-variant].
+TEMPLATES: tuple[tuple[str, str, str | None], ...] = (
+    # Android: "<date>, <time> - "
+    ("android-en-us", "%m/%d/%y, %I:%M %p - ", "en"),
+    ("android-en-us-4y", "%m/%d/%Y, %I:%M %p - ", "en"),
+    ("android-en-us-24h", "%m/%d/%y, %H:%M - ", None),
+    ("android-en-gb", "%d/%m/%Y, %H:%M - ", None),
+    ("android-en-gb-2y", "%d/%m/%y, %H:%M - ", None),
+    ("android-en-in", "%d/%m/%y, %I:%M %p - ", "en-lower"),
+    ("android-en-au", "%d/%m/%y, %I:%M %p - ", "latin-dots"),
+    ("android-en-endash", "%d/%m/%Y, %H:%M – ", None),
+    ("android-de", "%d.%m.%y, %H:%M - ", None),
+    ("android-de-4y", "%d.%m.%Y, %H:%M - ", None),
+    ("android-nl", "%d-%m-%Y %H:%M - ", None),
+    ("android-nl-2y", "%d-%m-%y %H:%M - ", None),
+    ("android-fr", "%d/%m/%Y à %H:%M - ", None),
+    ("android-es", "%d/%m/%y, %H:%M - ", None),
+    ("android-es-12h", "%d/%m/%y, %I:%M %p - ", "spanish"),
+    ("android-es-mx", "%d/%m/%Y %I:%M %p - ", "latin-dots"),
+    ("android-pt-br", "%d/%m/%Y %H:%M - ", None),
+    ("android-it", "%d/%m/%y, %H:%M - ", None),
+    ("android-ru", "%d.%m.%Y, %H:%M - ", None),
+    ("android-tr", "%d.%m.%Y %H:%M - ", None),
+    ("android-fi", "%d.%m.%Y klo %H.%M - ", None),
+    ("android-da", "%d.%m.%Y %H.%M - ", None),
+    ("android-sv", "%Y-%m-%d %H:%M - ", None),
+    ("android-ja", "%Y/%m/%d %H:%M - ", None),
+    ("android-ja-12h", "%Y/%m/%d %p%I:%M - ", "ja"),
+    ("android-zh-12h", "%Y/%m/%d %p%I:%M - ", "zh"),
+    ("android-ko", "%Y. %m. %d. %p %I:%M - ", "ko"),
+    ("android-hu", "%Y. %m. %d. %H:%M - ", None),
+    ("android-ar", "%d/%m/%Y، %I:%M %p - ", "ar"),
+    ("android-year-first-dot", "%Y/%m/%d, %H:%M. - ", None),
+    # iOS: "[<date>, <time>] "
+    ("ios-en-us", "[%m/%d/%y, %I:%M:%S %p] ", "en"),
+    ("ios-en-us-nocomma", "[%m/%d/%y %I:%M:%S %p] ", "en"),
+    ("ios-en-gb", "[%d/%m/%Y, %H:%M:%S] ", None),
+    ("ios-en-gb-2y", "[%d/%m/%y, %H:%M:%S] ", None),
+    ("ios-en-au", "[%d/%m/%y, %I:%M:%S %p] ", "latin-dots"),
+    ("ios-de", "[%d.%m.%y, %H:%M:%S] ", None),
+    ("ios-nl", "[%d-%m-%Y %H:%M:%S] ", None),
+    ("ios-fr", "[%d/%m/%Y %H:%M:%S] ", None),
+    ("ios-es-12h", "[%d/%m/%y, %I:%M:%S %p] ", "spanish"),
+    ("ios-ru", "[%d.%m.%Y, %H:%M:%S] ", None),
+    ("ios-tr", "[%d.%m.%Y %H:%M:%S] ", None),
+    ("ios-fi", "[%d.%m.%Y klo %H.%M.%S] ", None),
+    ("ios-da", "[%d.%m.%Y %H.%M.%S] ", None),
+    ("ios-sv", "[%Y-%m-%d %H:%M:%S] ", None),
+    ("ios-ja", "[%Y/%m/%d %H:%M:%S] ", None),
+    ("ios-ja-nosec", "[%Y/%m/%d %H:%M] ", None),
+    ("ios-ja-12h", "[%Y/%m/%d %p%I:%M:%S] ", "ja"),
+    ("ios-ko", "[%Y. %m. %d. %p %I:%M:%S] ", "ko"),
+    ("ios-ar", "[%d/%m/%Y، %I:%M:%S %p] ", "ar"),
+)
+
+# Meridiem words: (AM forms, PM forms). A space inside a word is any WhatsApp space.
+MERIDIEMS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "en": (("AM",), ("PM",)),
+    "en-lower": (("am",), ("pm",)),
+    "latin-dots": (("a.m.",), ("p.m.",)),
+    "spanish": (("a. m.",), ("p. m.",)),
+    "ja": (("午前",), ("午後",)),
+    "zh": (("上午",), ("下午",)),
+    "ko": (("오전",), ("오후",)),
+    "ar": (("ص",), ("م",)),
+}
+
+# Per language: e2e notice starts; event phrases (the text before one is the person who caused it);
+# event phrases that may be followed by ': ' (so an apparent 'Name: ' must be checked for them);
+# lines that are notices from their first word; whole-message media placeholders; attachment forms
+# ('{file}' is the attached file's name).
+NOTICES: dict[str, dict[str, tuple[str, ...]]] = {
+    "en": {
+        "e2e": ("Messages and calls are end-to-end encrypted",
+                "Messages you send to this group are now secured with end-to-end encryption",
+                "Messages to this group are now secured with end-to-end encryption",
+                "Messages you send to this chat and calls are now secured with end-to-end encryption"),
+        "events": (" created group ", " created this group", " added ", " removed ", " left", " joined using ",
+                   " joined", " changed the subject ", " changed this group's ", " changed the group ",
+                   " changed their phone number", " changed to ", " deleted this group's icon", " turned on ",
+                   " turned off ", " is a contact", " security code ", " now an admin", " pinned a message"),
+        "authored": (" changed the subject ", " changed the group ", " changed this group's ", " created group ",
+                     " added ", " removed "),
+        "leading": ("You were added", "You joined", "Missed voice call", "Missed video call",
+                    "Waiting for this message", "This chat is with a business account", "Disappearing messages",
+                    "Your security code with", "This message was deleted", "You deleted this message"),
+        "media": ("<Media omitted>", "image omitted", "video omitted", "audio omitted", "sticker omitted",
+                  "GIF omitted", "document omitted", "Contact card omitted", "voice message omitted"),
+        "attached": ("<attached: {file}>", "{file} (file attached)"),
+        "media_forms": ("{text} document omitted",),
+    },
+    "de": {
+        "e2e": ("Nachrichten und Anrufe sind Ende-zu-Ende-verschlüsselt",),
+        "events": (" hat die Gruppe ", " hat ", " ist beigetreten", " ist der Gruppe ", " wurde hinzugefügt"),
+        "authored": (" hat den Betreff ", " hat die Gruppe ", " hat die Gruppenbeschreibung "),
+        "leading": ("Du wurdest hinzugefügt", "Du bist beigetreten", "Verpasster Sprachanruf",
+                    "Verpasster Videoanruf", "Diese Nachricht wurde gelöscht"),
+        "media": ("<Medien ausgeschlossen>", "Bild weggelassen", "Video weggelassen", "Audio weggelassen",
+                  "Sticker weggelassen", "GIF weggelassen", "Dokument weggelassen"),
+        "attached": ("<Anhang: {file}>", "{file} (Datei angehängt)"),
+    },
+    "es": {
+        "e2e": ("Los mensajes y las llamadas están cifrados de extremo a extremo",),
+        "events": (" creó el grupo ", " añadió a ", " eliminó a ", " salió del grupo", " salió", " se unió ",
+                   " cambió el asunto ", " cambió la descripción ", " cambió el ícono "),
+        "authored": (" cambió el asunto ", " creó el grupo ", " cambió la descripción "),
+        "leading": ("Te añadieron", "Te uniste", "Llamada perdida", "Videollamada perdida",
+                    "Se eliminó este mensaje", "Eliminaste este mensaje"),
+        "media": ("<Multimedia omitido>", "imagen omitida", "video omitido", "audio omitido", "sticker omitido",
+                  "GIF omitido", "documento omitido"),
+        "attached": ("<adjunto: {file}>", "{file} (archivo adjunto)"),
+    },
+    "fr": {
+        "e2e": ("Les messages et les appels sont chiffrés de bout en bout",),
+        "events": (" a créé le groupe ", " a ajouté ", " a retiré ", " est parti", " est partie", " a rejoint ",
+                   " a modifié le sujet ", " a changé le sujet ", " a changé l'icône "),
+        "authored": (" a créé le groupe ", " a modifié le sujet ", " a changé le sujet "),
+        "leading": ("Vous avez été ajouté", "Vous avez rejoint", "Appel vocal manqué", "Appel vidéo manqué",
+                    "Ce message a été supprimé", "Vous avez supprimé ce message"),
+        "media": ("<Médias omis>", "image absente", "vidéo absente", "audio omis", "sticker omis", "GIF retiré",
+                  "document omis"),
+        "attached": ("<pièce jointe : {file}>", "{file} (fichier joint)"),
+    },
+    "pt": {
+        "e2e": ("As mensagens e as chamadas são protegidas com a criptografia de ponta a ponta",),
+        "events": (" criou o grupo ", " adicionou ", " removeu ", " saiu", " entrou usando ", " mudou o assunto ",
+                   " alterou o assunto ", " mudou a descrição "),
+        "authored": (" criou o grupo ", " mudou o assunto ", " alterou o assunto ", " mudou a descrição "),
+        "leading": ("Você foi adicionado", "Você entrou", "Chamada de voz perdida", "Chamada de vídeo perdida",
+                    "Esta mensagem foi apagada", "Você apagou esta mensagem"),
+        "media": ("<Mídia oculta>", "<Arquivo de mídia oculto>", "imagem ocultada", "vídeo omitido",
+                  "áudio ocultado", "figurinha omitida", "documento omitido"),
+        "attached": ("<anexado: {file}>", "{file} (arquivo anexado)"),
+    },
+    "it": {
+        "e2e": ("I messaggi e le chiamate sono crittografati end-to-end",),
+        "events": (" ha creato il gruppo ", " ha aggiunto ", " ha rimosso ", " è uscito", " è uscita",
+                   " si è unito ", " si è unita ", " ha cambiato l'oggetto ", " ha modificato l'oggetto "),
+        "authored": (" ha creato il gruppo ", " ha cambiato l'oggetto ", " ha modificato l'oggetto "),
+        "leading": ("Sei stato aggiunto", "Ti sei unito", "Chiamata vocale persa", "Videochiamata persa",
+                    "Questo messaggio è stato eliminato", "Hai eliminato questo messaggio"),
+        "media": ("<Media omessi>", "immagine omessa", "video omesso", "audio omesso", "sticker omesso",
+                  "GIF omessa", "documento omesso"),
+        "attached": ("<allegato: {file}>", "{file} (file allegato)"),
+    },
+    "nl": {
+        "e2e": ("Berichten en oproepen worden end-to-end versleuteld",),
+        "events": (" heeft groep ", " heeft de groep verlaten", " heeft ", " is toegevoegd", " neemt deel ",
+                   " heeft het onderwerp "),
+        "authored": (" heeft het onderwerp ", " heeft groep ", " heeft de groepsbeschrijving "),
+        "leading": ("Je bent toegevoegd", "Je neemt deel", "Gemiste spraakoproep", "Gemiste video-oproep",
+                    "Dit bericht is verwijderd", "Je hebt dit bericht verwijderd"),
+        "media": ("<Media weggelaten>", "afbeelding weggelaten", "video weggelaten", "audio weggelaten",
+                  "sticker weggelaten", "GIF weggelaten", "document weggelaten"),
+        "attached": ("<bijlage: {file}>", "{file} (bestand bijgevoegd)"),
+    },
+    "ru": {
+        "e2e": ("Сообщения и звонки защищены сквозным шифрованием",),
+        "events": (" создал(-а) группу ", " добавил(-а) ", " удалил(-а) ", " вышел(-шла)", " присоединился(-ась)",
+                   " изменил(-а) тему ", " изменил(-а) описание ", " создал группу ", " добавил ", " удалил "),
+        "authored": (" изменил(-а) тему ", " создал(-а) группу ", " изменил(-а) описание "),
+        "leading": ("Вас добавили", "Вы присоединились", "Пропущенный аудиозвонок", "Пропущенный видеозвонок",
+                    "Данное сообщение удалено", "Вы удалили данное сообщение"),
+        "media": ("<Без медиафайлов>", "изображение отсутствует", "видео отсутствует", "аудио отсутствует",
+                  "стикер отсутствует", "GIF отсутствует", "документ отсутствует"),
+        "attached": ("<вложение: {file}>", "{file} (файл добавлен)"),
+    },
+    "tr": {
+        "e2e": ("Mesajlar ve aramalar uçtan uca şifrelidir",),
+        "events": (" grubunu oluşturdu", " ekledi", " çıkardı", " ayrıldı", " katıldı", " grup konusunu ",
+                   " konuyu "),
+        "authored": (" grup konusunu ", " konuyu "),
+        "leading": ("Gruba eklendiniz", "Gruba katıldınız", "Cevapsız sesli arama", "Cevapsız görüntülü arama",
+                    "Bu mesaj silindi", "Bu mesajı sildiniz"),
+        "media": ("<Medya dahil edilmedi>", "görüntü dahil edilmedi", "video dahil edilmedi", "ses dahil edilmedi",
+                  "çıkartma dahil edilmedi", "GIF dahil edilmedi", "belge dahil edilmedi"),
+        "attached": ("<ek: {file}>", "{file} (dosya ekli)"),
+    },
+    "ar": {
+        "e2e": ("الرسائل والمكالمات مشفرة تمامًا بين الطرفين",),
+        "events": (" أنشأ المجموعة ", " أنشأ مجموعة ", " أضاف ", " أزال ", " غادر", " انضم ", " غيّر الموضوع ",
+                   " غير الموضوع "),
+        "authored": (" غيّر الموضوع ", " غير الموضوع ", " أنشأ المجموعة "),
+        "leading": ("تمت إضافتك", "مكالمة صوتية فائتة", "مكالمة فيديو فائتة", "تم حذف هذه الرسالة"),
+        "media": ("<تم استبعاد الوسائط>", "تم استبعاد الصورة", "تم استبعاد الفيديو", "تم استبعاد الصوت",
+                  "تم استبعاد الملصق", "تم استبعاد المستند"),
+        "attached": ("<مرفق: {file}>", "{file} (الملف مرفق)"),
+    },
+    "ja": {
+        "e2e": ("メッセージと通話はエンドツーエンドで暗号化されています",),
+        "events": ("がグループ", "が参加しました", "が退出しました", "が件名を", "を追加しました", "を削除しました"),
+        "authored": ("がグループ", "が件名を"),
+        "leading": ("あなたが追加されました", "不在着信", "このメッセージは削除されました"),
+        "media": ("<メディアは含まれていません>", "<メディアなし>", "画像は省略されました", "動画は省略されました",
+                  "音声は省略されました", "スタンプは省略されました"),
+        "attached": ("<添付ファイル: {file}>", "{file} (ファイル添付)"),
+    },
+}

@@ -1,0 +1,230 @@
+"""Discord messages copied from the Discord client (desktop or web) and pasted as text.
+
+Shapes (one file is one paste, from one channel or DM, one session)::
+
+    #release-planning                                  <- a title line: preamble region
+    Maya Chen — 08/11/2023 1:30 PM                     <- author line: name, em dash, stamp
+    the build is green                                 <- message lines
+    [1:31 PM]                                          <- continuation stamp: a further message
+    shipping it now (edited)                              by the same author (its own turn, B2)
+    [1:32 PM]and one more, same line                   <- the stamp may share its line
+    August 12, 2023                                    <- a date divider: boilerplate region
+    ↪ @Maya Chen shipping it now                       <- reply context before an author line
+    Deploy Bot BOT — Today at 5:03 AM                  <- a BOT or APP tag after the name
+
+Stamps: ``Today at 5:03 AM`` / ``Yesterday at 17:03`` (and the localized words in ``RELATIVE``),
+numeric dates in any order with ``/ . -`` and 2- or 4-digit years, an optional comma, 12 h or 24 h
+clocks.
+
+Decisions:
+- Every author line and every continuation stamp is one turn (B2), in source order.
+- Today/Yesterday have no absolute date (the day of copying is unknown): such a turn keeps
+  ``time_raw`` (``Today at 5:03 AM``) and gets no time (a clock alone is not a date), with
+  ``extra.relativeDay``; one warning counts them. Nothing is invented.
+- A continuation stamp takes the date of its author line; a clock earlier than the previous
+  message's means midnight passed (next day). Its ``time_raw`` is the stamp as written.
+- Day/month order of numeric dates is decided from the whole file (``_lines.date_order``); dotted
+  dates without other evidence are day first (no locale writes month.day.year).
+- ``BOT``/``APP`` tags: role ``other`` with ``extra.bot``; everyone else is a ``user``.
+- A trailing ``(edited)`` marker (localized in ``EDITED``) is client furniture: removed from the
+  text and kept as ``extra.edited``.
+- A reply context line (``↪``/``╭``/``┌`` then ``@name`` and a preview) directly above an author
+  line belongs to that turn: ``extra.replyTo``/``replyPreview``, its line in the turn's span. A
+  preview pasted without such a glyph cannot be told from the previous message's last line and
+  stays there.
+- Lines before the first author line are a preamble region; date dividers are boilerplate regions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from typing import Any
+
+import regex
+
+from models.records import ParsedSession, Region, RegionKind, SourceText, Turn
+from models.settings import Settings
+from parsers.base import Grammar
+from parsers.engine import split_blocks
+from parsers.registry import register
+from parsers.sessions import file_name_id
+from parsers.timeparse import clock_24h
+
+from ._lines import date_order, day_of, line_count, unreadable_times
+
+RELATIVE: dict[str, tuple[int, tuple[str, ...]]] = {
+    # word: (days before the day of copying, the words that join it to the clock)
+    "Today": (0, ("at",)), "Yesterday": (1, ("at",)),
+    "Heute": (0, ("um",)), "Gestern": (1, ("um",)),
+    "Aujourd’hui": (0, ("à",)), "Aujourd'hui": (0, ("à",)), "Hier": (1, ("à",)),
+    "Hoy": (0, ("a las", "a la")), "Ayer": (1, ("a las", "a la")),
+    "Hoje": (0, ("às",)), "Ontem": (1, ("às",)),
+    "Oggi": (0, ("alle",)), "Ieri": (1, ("alle",)),
+    "Vandaag": (0, ("om",)), "Gisteren": (1, ("om",)),
+}
+EDITED = ("(edited)", "(bearbeitet)", "(modifié)", "(editado)", "(modificato)", "(bewerkt)", "(изменено)")
+TAGS = ("BOT", "APP")
+MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+          "November", "December")
+
+_SP = r"[ \t\u00a0\u202f]"
+_CLOCK = rf"\d{{1,2}}:\d{{2}}(?::\d{{2}})?(?:{_SP}?[AaPp]\.?[Mm]\.?)?"
+_REL = "|".join(regex.escape(w) for w in RELATIVE)
+_JOIN = "|".join(sorted({regex.escape(j) for _, js in RELATIVE.values() for j in js}, key=len, reverse=True))
+_STAMP = (rf"(?:(?P<rel>{_REL}){_SP}+(?:{_JOIN}){_SP}+(?P<clock>{_CLOCK})"
+          rf"|(?P<date>\d{{1,4}}[./-]\d{{1,2}}[./-]\d{{1,4}}),?{_SP}+(?P<clock>{_CLOCK}))")
+_AUTHOR = (rf"(?P<name>[^\n—–]{{1,80}}?)(?:{_SP}+(?P<tag>{'|'.join(TAGS)}))?{_SP}+[—–]{_SP}+"
+           rf"(?P<stamp>{_STAMP}){_SP}*$")
+_NEXT_AUTHOR = rf"(?=\n[^\n—–]{{1,80}}?{_SP}+[—–]{_SP}+(?:{_REL}|\d))"
+HEADER = regex.compile(
+    rf"^(?:{_AUTHOR}"
+    rf"|\[(?P<cstamp>{_CLOCK})\]{_SP}?"
+    rf"|(?P<divider>(?:{'|'.join(MONTHS)}) \d{{1,2}}, \d{{4}}){_SP}*$"
+    rf"|[↪╭┌]{_SP}*@?(?P<reply>[^\n]{{1,200}}?){_SP}*{_NEXT_AUTHOR}$)",
+    regex.MULTILINE,
+)
+_CLOCK_PARTS = regex.compile(
+    rf"(?P<h>\d{{1,2}}):(?P<mi>\d{{2}})(?::(?P<s>\d{{2}}))?(?:{_SP}?(?P<ampm>[AaPp]\.?[Mm]\.?))?")
+# The independent counter's own idea of a message start, line by line.
+_COUNT_AUTHOR = regex.compile(rf"^[^\n]+?{_SP}[—–]{_SP}(?:{_REL}|\d{{1,4}}[./-])")
+_COUNT_STAMP = regex.compile(r"^\[\d{1,2}:\d\d")
+
+
+def _clock(text: str) -> timedelta | None:
+    m = _CLOCK_PARTS.fullmatch(text)
+    hour = clock_24h(int(m["h"]), m["ampm"]) if m else None
+    if hour is None or hour > 23 or int(m["mi"]) > 59 or int(m["s"] or 0) > 59:
+        return None
+    return timedelta(hours=hour, minutes=int(m["mi"]), seconds=int(m["s"] or 0))
+
+
+def explained_share(sample: str) -> float:
+    """Author lines, continuation stamps, dividers and every line after the first author line
+    (message lines) over the sample's non-blank lines; 0 when author lines are too rare to make
+    the text a Discord paste (under 5% of the lines)."""
+    lines = [ln for ln in sample.split("\n")[:2000] if ln.strip()]
+    if not lines:
+        return 0.0
+    heads = [i for i, ln in enumerate(lines) if (m := HEADER.match(ln)) and m["name"]]
+    stamps = sum(1 for ln in lines if _COUNT_STAMP.match(ln))
+    if not heads or len(heads) + stamps < 0.05 * len(lines):
+        return 0.0
+    return (len(lines) - heads[0]) / len(lines)
+
+
+@register
+class DiscordText(Grammar):
+    name = "discord-text"
+    version = "1"
+    description = "Discord messages copied from the client as text (author lines, [time] continuations)"
+    example = "Maya Chen — 08/11/2023 1:30 PM"
+
+    def detect(self, sample: str, name: str) -> float:
+        return explained_share(sample)
+
+    def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
+        text = source.text
+        sid = file_name_id(source.name)
+        session = ParsedSession(sid, "file-name" if sid else "none", [], raw=text)
+        session.lines = (1, line_count(text))
+        groups: list[tuple[Turn, regex.Match]] = []  # each turn with the author line it belongs to
+        author: regex.Match | None = None
+        reply: tuple[str, int] | None = None
+        for block in split_blocks(text, HEADER):
+            h, span = block.header, (block.line_start, block.line_end)
+            if h is None:
+                session.regions.append(Region(RegionKind.PREAMBLE, "text before the first author line (a channel"
+                                              " title or a note)", lines=span))
+            elif h["divider"]:
+                session.regions.append(Region(RegionKind.BOILERPLATE, "the client's date divider", lines=span))
+            elif h["reply"]:
+                reply = (h["reply"].strip(), block.line_start)
+            elif h["name"] or author is not None:
+                author = h if h["name"] else author
+                turn = _turn(author, h, block.body, span)
+                if reply is not None:
+                    turn.extra = {**(turn.extra or {}), "reply": reply[0]}
+                    turn.lines = (reply[1], turn.lines[1])
+                    reply = None
+                session.turns.append(turn)
+                groups.append((turn, author))
+            else:  # a continuation stamp before any author line: nobody's message
+                session.regions.append(Region(RegionKind.PREAMBLE, "a continuation stamp before the first author"
+                                              " line", lines=span))
+        _times(session, groups)
+        _replies(session.turns)
+        yield session
+
+    def count_turns(self, raw: Any) -> int:
+        return sum(1 for line in raw.split("\n") if _COUNT_AUTHOR.match(line) or _COUNT_STAMP.match(line))
+
+
+def _replies(turns: list[Turn]) -> None:
+    """Split each reply context into the person replied to and the preview: the longest author name
+    of the paste the context starts with, else its first word."""
+    names = sorted({t.speaker for t in turns}, key=len, reverse=True)
+    for turn in turns:
+        context = (turn.extra or {}).pop("reply", None)
+        if context is None:
+            continue
+        to = next((n for n in names if context == n or context.startswith(n + " ")), context.split(" ", 1)[0])
+        turn.extra["replyTo"] = to
+        turn.extra["replyPreview"] = context[len(to):].strip() or None
+
+
+def _turn(author: regex.Match, h: regex.Match, body: str, span: tuple[int, int]) -> Turn:
+    """One message: the author line's name, the stamp (its own, or the continuation's) as raw time."""
+    if body.startswith("\n"):
+        body = body[1:]  # the author line (or a stamp alone on its line) ends where the text starts
+    extra: dict[str, Any] = {}
+    stripped = body.rstrip()
+    for marker in EDITED:
+        if stripped.endswith(marker):
+            body, extra["edited"] = stripped[: -len(marker)].rstrip(), True
+            break
+    name = author["name"].strip()
+    role = "user"
+    if author["tag"]:
+        role, extra["bot"] = "other", author["tag"]
+    raw = h["stamp"] if h["name"] else h["cstamp"]
+    return Turn(name, role, body, None, raw, None, "message", span, extra=extra or None)
+
+
+def _times(session: ParsedSession, groups: list[tuple[Turn, regex.Match]]) -> None:
+    """Dates of every turn, once the whole file decided the day/month order."""
+    runs: list[tuple[str, int]] = []
+    for i, (_, author) in enumerate(groups):
+        if author["date"] and (not runs or runs[-1][0] != author["date"]):
+            runs.append((author["date"], i))
+    order = date_order(runs)
+    if order.basis in ("none", "changes") and runs and all("." in d for d, _ in runs):
+        order = order._replace(order="dmy", evidence="dotted dates, written day first in every locale that uses"
+                               f" them ({runs[0][0]})", basis="dots")
+    if runs:
+        session.assumptions.append(f"date order {'/'.join(order.order.upper())}: {order.evidence}")
+        if order.basis in ("none", "contradiction"):
+            session.warnings.append(f"date order uncertain, {'/'.join(order.order.upper())} used: {order.evidence}")
+    relative = unreadable = 0
+    previous: tuple[regex.Match, datetime] | None = None
+    for turn, author in groups:
+        if author["rel"]:
+            relative += 1
+            turn.extra = {**(turn.extra or {}), "relativeDay": author["rel"]}
+            continue
+        day = day_of(author["date"], order.order)
+        delta = _clock(turn.time_raw if turn.time_raw != author["stamp"] else author["clock"])
+        if day is None or delta is None:
+            unreadable += 1
+            continue
+        when = day + delta
+        if previous is not None and previous[0] is author and when < previous[1]:
+            when += timedelta(days=1)  # midnight passed within one author's run of messages
+        turn.time, previous = when, (author, when)
+    if relative:
+        session.warnings.append(unreadable_times(relative, "Today/Yesterday: relative to the unknown day of"
+                                                 " copying, so no date"))
+    if unreadable:
+        session.warnings.append(unreadable_times(unreadable, "not a calendar date or clock time"))
+    if any(t.time_raw != a["stamp"] for t, a in groups if not a["rel"]):
+        session.assumptions.append("a [time] continuation stamp takes the date of its author line")

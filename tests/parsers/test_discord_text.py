@@ -1,0 +1,50 @@
+"""Discord client copy-paste text: continuation stamps are turns, relative days get no date, and
+the client's furniture (edited markers, BOT tags, replies, dividers) is read, not kept as text."""
+
+from __future__ import annotations
+
+from models.settings import Settings
+from parsers import registry
+from parsers.text import decode
+from validators.accounting import LineIndex, account
+
+DT = registry.get("discord-text")
+
+
+def parse(text: str, name: str = "paste.txt"):
+    source = decode(text.encode(), name)
+    (session,) = DT.parse(source, Settings())
+    assert DT.count_turns(session.raw) == len(session.turns)
+    assert account(session, LineIndex(source.text)).clean
+    return session
+
+
+def test_each_continuation_stamp_is_its_own_turn_with_the_author_line_date():
+    s = parse("Ines — 11/03/2023 9:15 PM\nfirst\n[9:16 PM]\nsecond\n[9:17 PM]third on the stamp line\n")
+    assert [(t.speaker, t.content, t.time_raw) for t in s.turns] == [
+        ("Ines", "first", "11/03/2023 9:15 PM"), ("Ines", "second", "9:16 PM"),
+        ("Ines", "third on the stamp line", "9:17 PM")]
+    assert s.turns[1].time.hour == 21 and s.turns[1].time.minute == 16
+
+
+def test_relative_days_keep_the_raw_stamp_and_invent_no_date():
+    s = parse("Ola — Yesterday at 11:02 PM\nhi\n[11:05 PM]\nstill there?\nKim — Today at 7:30 AM\nmorning\n")
+    assert all(t.time is None for t in s.turns)
+    assert [t.time_raw for t in s.turns] == ["Yesterday at 11:02 PM", "11:05 PM", "Today at 7:30 AM"]
+    assert s.turns[0].extra == {"relativeDay": "Yesterday"}
+    assert s.warnings and "Today/Yesterday" in s.warnings[0]
+
+
+def test_bot_tags_edited_markers_and_replies():
+    s = parse("Sam — 2023-05-02 10:00\nthe cache is stale (edited)\n↪ @Sam the cache is stale\n"
+              "Helper BOT — 2023-05-02 10:01\nCache cleared.\n")
+    assert (s.turns[0].content, s.turns[0].extra) == ("the cache is stale", {"edited": True})
+    assert (s.turns[1].speaker, s.turns[1].role, s.turns[1].lines) == ("Helper", "other", (3, 5))
+    assert s.turns[1].extra == {"bot": "BOT", "replyTo": "Sam", "replyPreview": "the cache is stale"}
+
+
+def test_a_transcript_with_dashes_is_not_discord_text():
+    text = "User: what is an em dash — like this?\nAssistant: a long dash — used for breaks\n"
+    assert DT.detect(text, "t.txt") == 0.0
+    detected = registry.detect(text, "t.txt", threshold=0.5)
+    assert detected.grammar != "discord-text"
