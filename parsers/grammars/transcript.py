@@ -42,7 +42,7 @@ from parsers.timeparse import parse_iso
 
 _ISO = r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2})?(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
 _TS = rf"(?:\[(?P<ts>[^\]\n]{{4,40}})\][ \t]*|(?P<iso>{_ISO})[ \t]+)"
-_LABEL = r"(?P<label>[^\s:()\[\]#*>`|\-][^:()\n]{0,60}?(?:[ \t]*\([^()\n]{1,80}\))?)"
+_LABEL = r"(?P<label>[\p{L}\p{N}@_~+][^:(){}\n]{0,60}?(?:[ \t]*\([^()\n]{1,80}\))?)"
 _NOTICE = rf"(?:\[(?P<nts>[^\]\n]{{4,40}})\][ \t]*|(?P<niso>{_ISO})[ \t]+)(?=\S)"
 HEADER = regex.compile(rf"^(?:{_TS}?{_LABEL}[ \t]*:(?:[ \t]+|$)|{_NOTICE})", regex.MULTILINE)
 _CLOCK = regex.compile(r"(?P<h>\d{1,2}):(?P<m>\d{2})(?::(?P<s>\d{2}))?")
