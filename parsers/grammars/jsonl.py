@@ -192,7 +192,8 @@ LAYOUTS: tuple[Layout, ...] = (
            extra=(*_COMMON, "is_geoblocked_for_viewer", "is_unsent_image_by_messenger_kid_parent")),
     Layout("telegram", ("from",), ("text",), ("date", "date_unixtime"),
            media=("photo", "file", "media_type", "sticker_emoji"),
-           extra=(*_COMMON, "from_id", "text_entities", "date_unixtime", "edited_unixtime", "forwarded_from")),
+           extra=(*_COMMON, "from_id", "text_entities", "date_unixtime", "edited_unixtime", "forwarded_from",
+                  "width", "height", "duration_seconds", "mime_type", "thumbnail", "file_name", "file_size")),
     Layout("author", ("author",), ("message", "content", "text"), ("time", "timestamp", "date", "created_at"),
            media=("attachments", "embeds"), extra=_COMMON),
     Layout("slack", ("user_name", "username", "user"), ("text",), ("ts", "timestamp", "time", "date"),
@@ -359,6 +360,7 @@ class JsonLines(Grammar):
         order: list[_Group | ParsedSession] = []
         groups: dict[Any, _Group] = {}
         current: _Group | None = None
+        pending: list[tuple[int, Any, str]] = []
         loads, decode_error = orjson.loads, orjson.JSONDecodeError
         for number, line in enumerate(source.text.split("\n"), 1):
             if not line or line.isspace():
@@ -371,13 +373,23 @@ class JsonLines(Grammar):
                 order.append(self._conversation(number, obj))
                 continue
             found = _session_key(obj) if type(obj) is dict else None
+            if current is None and found is None and type(obj) is dict and layout_of(obj) is None:
+                pending.append((number, obj, line))  # a file header: it goes with the first session
+                continue
             if current is None or (found is not None and found[1] != current.key):
                 field, key = found or (None, None)
                 current = groups.get(key)
                 if current is None:
                     current = groups[key] = _Group(field, key)
                     order.append(current)
+                    for held in pending:
+                        current.add(*held)
+                    pending.clear()
             current.add(number, obj, line)
+        if pending:  # a file of headers only
+            order.append(group := _Group(None, None))
+            for held in pending:
+                group.add(*held)
         whole_file = len(order) == 1 and isinstance(order[0], _Group)
         for item in order:
             yield item if isinstance(item, ParsedSession) else self._group_session(item, source, whole_file)

@@ -15,9 +15,10 @@ turn before); a line whose timestamp has another shape is text of the turn it is
 Source accounting: front matter, ``Session:`` lines and the text before the first turn (a title,
 a banner) are declared regions. Detection reports the share of non-blank lines explained: headers
 whose timestamp this grammar can read (ISO date-times, clock times) and the lines that continue
-them; a timestamped line it cannot read (``[2016/08/06 13:23] Ann: hi``, a platform's header), a
-Markdown role heading (``## User``) and what follows them are not claimed, so the grammar that
-reads them wins.
+them, and notices in the shape of those headers; a timestamped line it cannot read
+(``[2016/08/06 13:23] Ann: hi``, a platform's header, and a notice in that shape), a Markdown role
+heading (``## User``) and what follows them are not claimed, so the grammar that reads them wins.
+Text before the first turn is declared but not claimed.
 """
 
 from __future__ import annotations
@@ -118,6 +119,7 @@ class Transcript(Grammar):
         ok = accepted_labels([(lb, bool(m["ts"] or m["iso"])) for m in found if m and (lb := _speaker_label(m))])
         if not ok:
             return 0.0
+        shapes = {_shape(m) for m in found if m and _speaker_label(m) in ok and _stamp(m) and _readable(_stamp(m))}
         state = False  # is the line before (and so a continuation of it) explained?
         for line, m in zip(lines, found, strict=True):
             label = _speaker_label(m) if m else None
@@ -128,7 +130,8 @@ class Transcript(Grammar):
             elif label in ok:
                 state = _readable(m["ts"] or m["iso"])
             elif m is not None and label is None and _stamp(m):
-                state = False  # a timestamped line without a name: not this grammar's header
+                # a notice in the headers' own (readable) timestamp shape; any other is text, as in parse
+                state = state or _shape(m) in shapes
             explained += state
         return explained / (len(lines) + front)
 
