@@ -69,6 +69,21 @@ def _image(block: dict[str, Any]) -> str:
     return "[image]"
 
 
+_TEXT_KEYS = ("thinking", "content", "value", "output", "result", "summary", "refusal", "transcript")
+_MAX_VERBATIM = 2000
+
+
+def _unknown_block(kind: Any, block: dict[str, Any]) -> str:
+    """A content block of a type not known here: a marker and the text it holds (never dropped)."""
+    for key in _TEXT_KEYS:
+        value = block.get(key)
+        if isinstance(value, str) and value:
+            return f"[{kind}]\n{value}"
+    rest = {k: v for k, v in block.items() if k != "type"}
+    verbatim = json_text(rest) if rest else ""
+    return f"[{kind}]\n{verbatim}" if verbatim and len(verbatim) <= _MAX_VERBATIM else f"[{kind}]"
+
+
 def _content(value: Any) -> str:
     if isinstance(value, str):
         return value
@@ -90,7 +105,7 @@ def _content(value: Any) -> str:
                 elif isinstance(block.get("text"), str):  # a text entity (bold, link...) keeps its text
                     out.append(block["text"])
                 else:
-                    out.append(f"[{kind}]")
+                    out.append(_unknown_block(kind, block))
             else:
                 out.append(json_text(block))
         return "\n".join(out)
@@ -274,6 +289,21 @@ def record_turn(layout: Layout, obj: dict[str, Any], lines: tuple[int, int] | No
                 _model(obj.get("model"), obj.get("provider")), "message", lines, pointer, extra)
 
 
+KNOWN_BLOCKS = frozenset({"text", "input_text", "output_text", "image", "image_url", "input_image", "tool_use",
+                          "tool_result"})
+_CONVERSATION_KEYS = frozenset({"messages", *SESSION_KEYS, "tools", "functions", "parallel_tool_calls", "metadata"})
+
+
+def note_drift(drift: Drift, obj: dict[str, Any], layout: Layout, pointer: str) -> None:
+    """Keys the layout does not know, and content block types the content reader does not know."""
+    drift.unknown_keys(obj, layout.known, pointer)
+    blocks = obj.get("content")
+    if layout.name == "api" and isinstance(blocks, list):
+        for i, block in enumerate(blocks):
+            if isinstance(block, dict) and block.get("type") not in KNOWN_BLOCKS:
+                drift.note("contentType", str(block.get("type")), f"{pointer}/content/{i}")
+
+
 class LineView(dict):
     """A message-per-line session's view of the file's document: its lines under their indexes."""
 
@@ -308,9 +338,7 @@ class _Group:
                                        pointer=pointer, content=json_text(obj)))
             self.drift.note("record", "no message fields", pointer)
             return
-        for key in obj:
-            if key not in layout.known:
-                self.drift.note("key", str(key), pointer)
+        note_drift(self.drift, obj, layout, pointer)
         if layout.name == "api":
             self.turns.append(message_turn(obj, (number, number), pointer, self.times))
         else:
@@ -331,6 +359,19 @@ def _finetune(obj: Any) -> bool:
     return not messages or (bool(dicts) and all("role" in m for m in dicts))
 
 
+def _opens_document(line: str) -> bool:
+    """True for the first line of an indented JSON document (``[``, ``{``, ``[{``, ``{"key": [``)."""
+    text = line.strip()
+    if text in ("[", "{", "[{"):
+        return True
+    if text[:1] in "[{":
+        try:
+            orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return text.endswith(("[", "{", ","))
+    return False
+
+
 @register
 class JsonLines(Grammar):
     name = "jsonl"
@@ -345,6 +386,8 @@ class JsonLines(Grammar):
         lines = [ln for ln in sample.split("\n")[:200] if ln.strip()]
         if len(sample) >= 65536 and len(lines) > 1:
             lines = lines[:-1]  # the sample may end inside a line
+        if lines and _opens_document(lines[0]):
+            return 0.0  # a pretty-printed JSON document, whose inner lines may look like records
         good = 0
         for ln in lines:
             try:
@@ -420,14 +463,19 @@ class JsonLines(Grammar):
                                 raw=obj, pointer=base)
         times = TimeNotes()
         odd = 0
+        drift = Drift()
+        drift.unknown_keys(obj, _CONVERSATION_KEYS, base)
         for i, m in enumerate(obj["messages"]):
             if isinstance(m, dict):
+                note_drift(drift, m, LAYOUTS[0], f"{base}/messages/{i}")
                 session.turns.append(message_turn(m, None, f"{base}/messages/{i}", times))
             else:
                 odd += 1
                 session.turns.append(malformed_turn(m, f"{base}/messages/{i}"))
         if odd:
             session.warnings.append(odd_warning(odd, "messages"))
+        if drift:
+            session.meta["formatDrift"] = drift.as_meta()
         times.flush(session)
         return session
 

@@ -184,3 +184,13 @@ def test_a_turn_taken_away_is_found_by_the_accounting():
     assert account(b, None).clean
     b.turns.pop()
     assert account(b, None).listed == ["/2"]
+
+
+def test_unknown_content_blocks_and_conversation_keys_are_drift_and_keep_their_text():
+    (s,) = _parse({"messages": [{"role": "assistant", "content": [{"type": "thinking", "thinking": "hm"},
+                                                                  {"type": "text", "text": "ok"}],
+                                 "weight": 0}], "split": "train"})
+    assert s.turns[0].content == "[thinking]\nhm\nok"
+    assert s.meta["formatDrift"] == {"contentType:thinking": {"count": 1, "first": "/0/messages/0/content/0"},
+                                     "key:split": {"count": 1, "first": "/0"},
+                                     "key:weight": {"count": 1, "first": "/0/messages/0"}}
