@@ -91,3 +91,26 @@ def test_documents_that_are_not_chats_are_not_claimed(text):
 def test_detection_share_leaves_out_loose_prose_before_the_first_turn():
     text = "Some notes I wrote.\nMore notes.\n\n## User\nhi\n## Assistant\nhello\n"
     assert G.detect(text, "x.md") == pytest.approx(4 / 6)
+
+
+def test_numbered_exchanges_with_quoted_prompts():
+    text = ("# T\n\n- [1: a](#chat-1)\n\n### chat-1\n\n> first\n> question\n\n###### ChatGPT said:\n\nanswer one\n\n"
+            "---\n\n###### [top](#table-of-contents)\n\n### chat-2\n\n> second\n\nanswer two\n")
+    (s,) = _parse(text)
+    assert [(t.speaker, t.role, t.content) for t in s.turns] == [
+        ("User", "user", "first\nquestion"), ("ChatGPT", "assistant", "answer one"),
+        ("User", "user", "second"), ("Assistant", "assistant", "answer two")]
+    assert G.detect(text, "x.md") == 1.0
+
+
+def test_a_numbered_heading_inside_an_answer_of_a_role_headed_file_is_text():
+    text = "## User\nquiz me\n\n## Assistant\n### Question 1\n> What is 2+2?\n\n### Question 2\n> And 3+3?\n"
+    assert [s for s, _ in _turns(text)] == ["User", "Assistant"]
+
+
+def test_prompt_and_response_headings_and_time_tags():
+    text = ('## Prompt:\n<time datetime="2025-01-01T10:00:00.000Z" title="x">10:00</time>\n\nhi\n\n'
+            "## Response:\nhello\n")
+    (s,) = _parse(text)
+    assert [(t.speaker, t.role, t.content, t.time_raw) for t in s.turns] == [
+        ("Prompt", "user", "hi", "2025-01-01T10:00:00.000Z"), ("Response", "assistant", "hello", None)]
