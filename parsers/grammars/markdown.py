@@ -3,9 +3,10 @@
 Turn markers are *role headings* (``## User``, ``### 🤖 Assistant``, ``#### You:``,
 ``## Assistant (openai:gpt-4o@2024-08-06) — 2025-08-24 10:00``, ``## User (2025-08-24T10:00:00Z)``)
 or *bold role labels* on a line of their own or before the text (``**You:**``, ``**ChatGPT:** text``,
-``**User**: text``). Decorations around a label (emoji, bold, a trailing colon, ``said``) are not
-part of it; a trailing ``— <time>`` or ``(<time>)``, or a ``<time datetime="...">`` line right under
-the heading, is the turn's time (ISO read, anything else kept raw).
+``**User**: text``), also as ``role (name)`` (``## user (John)``, ``## tool (browser)``).
+Decorations around a label (emoji, bold, a trailing colon, ``said``) are not part of it; a trailing
+``— <time>`` or ``(<time>)``, or a ``<time datetime="...">`` line right under the heading, is the
+turn's time (ISO read, anything else kept raw).
 
 **Telling a role heading from a heading inside an answer.** Answers hold headings, bold labels,
 ``ME:``/``YOU:`` lines, code fences and quotes; none of them may split a turn. Each session learns
@@ -85,6 +86,7 @@ BANNER = regex.compile(
 _META = regex.compile(r"^[ \t]*(?:[-*+>][ \t]+)?\**[\p{L}][\p{L}\d _-]{0,30}\**[ \t]*:\**[ \t]*\S")
 TIME_TAG = regex.compile(r"^[ \t]*<time[ \t]+datetime=\"(?P<dt>[^\"]+)\"[^>]*>[^<\n]*</time>[ \t]*$")
 """The time line some exporters put under a role heading."""
+_ROLE_NAMED = regex.compile(r"^(?P<role>[^()]+?)[ \t]*\((?P<name>[^()]+)\)$")
 _UNQUOTE = regex.compile(r"^>[ \t]?")
 EXCHANGE = regex.compile(
     r"^\#{1,6}[ \t]+(?:chat|exchange|turn|round|conversation|message|question|prompt|q)[ \t_#:.-]*\d+[ \t]*:?[ \t]*$",
@@ -119,9 +121,16 @@ class Candidate:
     """For a turn found without a label (the exchange dialect): "quote" when the turn is a block quote
     whose ``>`` marks are not part of the text, "text" when its first line is already text."""
 
+    role: str | None = None
+    """The role a ``role (name)`` label states (``## user (John)``); else the name's role word decides."""
+
     @property
     def role_word(self) -> bool:
-        return _role_key(self.name) in ROLE_VOCAB
+        return self.role is not None or _role_key(self.name) in ROLE_VOCAB
+
+    @property
+    def speaker_role(self) -> str:
+        return self.role or role_for(self.name)
 
 
 EXTRA_ROLES = {"prompt": "user", "question": "user", "you asked": "user",
@@ -162,9 +171,13 @@ def candidate(line: str, number: int) -> Candidate | None:
     key = _role_key(speaker)
     if key != speaker.strip().lower() and key in ROLE_VOCAB:
         speaker = speaker[:len(key)].strip()  # "ChatGPT said" speaks as "ChatGPT"
+    role = None
+    if model is None and (named := _ROLE_NAMED.match(speaker)) and _role_key(named["role"]) in ROLE_VOCAB:
+        role, speaker = ROLE_VOCAB[_role_key(named["role"])], named["name"].strip()  # "user (John)"
     if not speaker or len(speaker) > 60:
         return None
-    return Candidate(number, style, speaker, model, stamp, m["rest"] if m["blabel"] is not None else None)
+    return Candidate(number, style, speaker, model, stamp, m["rest"] if m["blabel"] is not None else None,
+                     role=role)
 
 
 def candidates(lines: list[str], first: int) -> list[Candidate]:
@@ -189,7 +202,7 @@ def turn_starts(found: list[Candidate]) -> list[Candidate]:
     if roles:
         primary = max(roles, key=lambda st: (len(roles[st]), -roles[st][0].line))
         styles = {primary} | {st for st, cs in roles.items()
-                              if len({role_for(c.name) for c in cs}) >= 2}
+                              if len({c.speaker_role for c in cs}) >= 2}
         return [c for c in found if c.style in styles and (c.role_word or c.stamp)]
     stamped = [c for c in found if c.stamp and parse_iso(c.stamp) is not None and _A_NAME.match(c.name)]
     if stamped:
@@ -381,7 +394,7 @@ class Markdown(Grammar):
         if stamp is None and lead is not None and (tag := TIME_TAG.match(body[lead])):
             stamp, body = tag["dt"], body[lead + 1:]  # an exporter's <time datetime=...> line
         content = "\n".join(body).strip("\n")
-        role = role_for(c.name)
+        role = c.speaker_role
         model = c.model if c.model is not None or role != "assistant" else default_model
         when = parse_iso(stamp) if stamp else None
         if when is not None and when.tzinfo is None and zone is not None:
