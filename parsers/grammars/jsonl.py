@@ -7,8 +7,9 @@ it has: ``{"role", "content"}`` (OpenAI / Anthropic API style, with ``name``, ``
 photos and files as markers), ``{"from", "text", "date"}`` (Telegram style, text entities joined),
 ``{"author", "message"|"content", "time"|"timestamp"}`` (an author object's name when it is one),
 ``{"user_name"|"username"|"user", "text", "ts"}`` (Slack style, ``ts`` epoch text), and generic
-``speaker``/``sender``/``nick`` records. A line ``{"messages": [...]}`` of API-style messages is a
-conversation of its own (the OpenAI fine-tuning format).
+``speaker``/``sender``/``nick`` records. A line holding a whole conversation is a session of its own:
+``{"messages": [...]}`` of API-style messages (the OpenAI fine-tuning format), ``{"conversations":
+[{"from": "human", "value": ...}]}`` (ShareGPT) or ``{"conversation": [...]}`` (LMSYS style).
 
 Sessions: one per file, or one per value of a session field (``session_id``, ``conversation_id``,
 ``thread_id``, ``chat_id``, ``channel_id`` and their camelCase forms), in order of first appearance;
@@ -36,6 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import orjson
@@ -205,6 +207,7 @@ LAYOUTS: tuple[Layout, ...] = (
     Layout("messenger", ("sender_name",), ("content",), ("timestamp_ms", "timestamp"),
            media=("photos", "videos", "audio_files", "gifs", "sticker", "share", "files", "attachments"),
            extra=(*_COMMON, "is_geoblocked_for_viewer", "is_unsent_image_by_messenger_kid_parent")),
+    Layout("sharegpt", ("from",), ("value",), ("timestamp", "time", "date"), extra=("weight", "loss", *_COMMON)),
     Layout("telegram", ("from",), ("text",), ("date", "date_unixtime"),
            media=("photo", "file", "media_type", "sticker_emoji"),
            extra=(*_COMMON, "from_id", "text_entities", "date_unixtime", "edited_unixtime", "forwarded_from",
@@ -273,6 +276,18 @@ def _media(key: str, value: Any) -> str:
     return f"[{key}: {', '.join(_media_item(i) for i in items)}]"
 
 
+RECORD_ROLES = {**ROLES, "gpt": "assistant", "bot": "assistant", "chatgpt": "assistant", "bard": "assistant",
+                "bing": "assistant", "function_call": "assistant", "observation": "tool", "function_response": "tool"}
+"""Role names chat datasets use as authors (ShareGPT's ``human``/``gpt``); any other author is a person."""
+
+
+RECORD_KINDS = {"function_call": "tool_call", "tool_call": "tool_call"}
+
+
+def actor_role(speaker: str) -> str:
+    return RECORD_ROLES.get(speaker.lower()) or role_of(speaker)
+
+
 def record_turn(layout: Layout, obj: dict[str, Any], lines: tuple[int, int] | None, pointer: str,
                 times: TimeNotes) -> Turn:
     """A chat record of a non-API layout as one turn; media become markers after the text."""
@@ -285,13 +300,17 @@ def record_turn(layout: Layout, obj: dict[str, Any], lines: tuple[int, int] | No
     if when is None and raw is not None:
         times.note(when, raw, f"line {lines[0]}" if lines else pointer)
     extra = compact({"messageId": obj.get("id"), "type": obj.get("type"), "layout": layout.name})
-    return Turn(speaker, role_of(speaker), "\n".join(p for p in parts if p), when, raw,
-                _model(obj.get("model"), obj.get("provider")), "message", lines, pointer, extra)
+    role = actor_role(speaker)
+    kind = RECORD_KINDS.get(speaker.lower()) or {"system": "system", "tool": "tool_result"}.get(role, "message")
+    return Turn(speaker, role, "\n".join(p for p in parts if p), when, raw,
+                _model(obj.get("model"), obj.get("provider")), kind, lines, pointer, extra)
 
 
 KNOWN_BLOCKS = frozenset({"text", "input_text", "output_text", "image", "image_url", "input_image", "tool_use",
                           "tool_result"})
-_CONVERSATION_KEYS = frozenset({"messages", *SESSION_KEYS, "tools", "functions", "parallel_tool_calls", "metadata"})
+_CONVERSATION_KEYS = frozenset({"messages", "conversations", "conversation", "dialog", "dialogue", *SESSION_KEYS,
+                                "id", "tools", "functions", "parallel_tool_calls", "metadata", "model", "turn",
+                                "language", "system"})
 
 
 def note_drift(drift: Drift, obj: dict[str, Any], layout: Layout, pointer: str) -> None:
@@ -348,15 +367,26 @@ class _Group:
 _NOT_JSON = object()
 
 
-def _finetune(obj: Any) -> bool:
-    """A fine-tuning conversation line: ``messages`` is a list of API-style messages (or empty)."""
+CONVERSATION_LISTS: tuple[tuple[str, bool], ...] = (
+    ("messages", True), ("conversations", False), ("conversation", False), ("dialog", False), ("dialogue", False),
+)
+"""Keys of a conversation-per-line record and whether their entries must be API-style (``role``):
+``messages`` (OpenAI fine-tuning), ``conversations`` (ShareGPT ``from``/``value``), ``conversation``
+(LMSYS style). A ``messages`` list of other records (a platform export on one line) is not one."""
+
+
+def conversation_key(obj: Any) -> str | None:
+    """The key of a conversation-per-line record's message list, or None."""
     if type(obj) is not dict:
-        return False
-    messages = obj.get("messages")
-    if not isinstance(messages, list):
-        return False
-    dicts = [m for m in messages[:5] if isinstance(m, dict)]
-    return not messages or (bool(dicts) and all("role" in m for m in dicts))
+        return None
+    for key, api_only in CONVERSATION_LISTS:
+        entries = obj.get(key)
+        if not isinstance(entries, list):
+            continue
+        dicts = [m for m in entries[:5] if isinstance(m, dict)]
+        if not entries or (dicts and all(("role" in m) if api_only else layout_of(m) is not None for m in dicts)):
+            return key
+    return None
 
 
 def _opens_document(line: str) -> bool:
@@ -394,7 +424,7 @@ class JsonLines(Grammar):
                 obj = orjson.loads(ln)
             except orjson.JSONDecodeError:
                 continue
-            good += type(obj) is dict and (_finetune(obj) or layout_of(obj) is not None)
+            good += type(obj) is dict and (conversation_key(obj) is not None or layout_of(obj) is not None)
         return good / len(lines) if lines else 0.0
 
     def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
@@ -412,8 +442,8 @@ class JsonLines(Grammar):
                 obj = loads(line)
             except decode_error:
                 obj = _NOT_JSON
-            if _finetune(obj):
-                order.append(self._conversation(number, obj))
+            if (key := conversation_key(obj)) is not None:
+                order.append(self._conversation(number, obj, key))
                 continue
             found = _session_key(obj) if type(obj) is dict else None
             if current is None and found is None and type(obj) is dict and layout_of(obj) is None:
@@ -455,7 +485,7 @@ class JsonLines(Grammar):
         return session
 
     @staticmethod
-    def _conversation(number: int, obj: dict[str, Any]) -> ParsedSession:
+    def _conversation(number: int, obj: dict[str, Any], key: str) -> ParsedSession:
         found = _session_key(obj)
         base = f"/{number - 1}"
         session = ParsedSession(None if found is None else str(found[1]),
@@ -465,15 +495,18 @@ class JsonLines(Grammar):
         odd = 0
         drift = Drift()
         drift.unknown_keys(obj, _CONVERSATION_KEYS, base)
-        for i, m in enumerate(obj["messages"]):
-            if isinstance(m, dict):
-                note_drift(drift, m, LAYOUTS[0], f"{base}/messages/{i}")
-                session.turns.append(message_turn(m, None, f"{base}/messages/{i}", times))
-            else:
+        for i, m in enumerate(obj[key]):
+            at = f"{base}/{key}/{i}"
+            layout = layout_of(m) if isinstance(m, dict) else None
+            if layout is None:
                 odd += 1
-                session.turns.append(malformed_turn(m, f"{base}/messages/{i}"))
+                session.turns.append(malformed_turn(m, at))
+                continue
+            note_drift(drift, m, layout, at)
+            turn = message_turn if layout.name == "api" else partial(record_turn, layout)
+            session.turns.append(turn(m, None, at, times))
         if odd:
-            session.warnings.append(odd_warning(odd, "messages"))
+            session.warnings.append(odd_warning(odd, key))
         if drift:
             session.meta["formatDrift"] = drift.as_meta()
         times.flush(session)
@@ -485,7 +518,7 @@ class JsonLines(Grammar):
         fine-tuning conversation has one per entry of ``messages``."""
         if isinstance(raw, LineView):
             return sum(1 for value in raw.values() if type(value) is not dict or not _FIELDS.isdisjoint(value))
-        return len(raw["messages"])
+        return next(len(raw[key]) for key, _ in CONVERSATION_LISTS if isinstance(raw.get(key), list))
 
 
 _FIELDS = frozenset(k for layout in LAYOUTS for k in (*layout.actor, *layout.content))

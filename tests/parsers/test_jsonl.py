@@ -194,3 +194,18 @@ def test_unknown_content_blocks_and_conversation_keys_are_drift_and_keep_their_t
     assert s.meta["formatDrift"] == {"contentType:thinking": {"count": 1, "first": "/0/messages/0/content/0"},
                                      "key:split": {"count": 1, "first": "/0"},
                                      "key:weight": {"count": 1, "first": "/0/messages/0"}}
+
+
+def test_sharegpt_conversation_lines():
+    (s,) = _parse({"id": "sg-1", "conversations": [
+        {"from": "system", "value": "Be brief."}, {"from": "human", "value": "7 * 8?"},
+        {"from": "function_call", "value": '{"name": "calc"}'}, {"from": "observation", "value": "56"},
+        {"from": "gpt", "value": "56."}]})
+    assert [(t.speaker, t.role, t.kind, t.pointer) for t in s.turns] == [
+        ("system", "system", "system", "/0/conversations/0"), ("human", "user", "message", "/0/conversations/1"),
+        ("function_call", "assistant", "tool_call", "/0/conversations/2"),
+        ("observation", "tool", "tool_result", "/0/conversations/3"),
+        ("gpt", "assistant", "message", "/0/conversations/4")]
+    assert G.count_turns(s.raw) == 5 and s.pointer == "/0"
+    # a one-line platform export whose messages are not API-style is not a conversation line
+    assert G.detect(orjson.dumps({"messages": [{"from": "a", "text": "b", "date": "x"}]}).decode(), "r.json") == 0.0
