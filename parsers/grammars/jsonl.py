@@ -131,7 +131,12 @@ def _model(name: Any, provider: Any) -> ModelRef | None:
     return ref
 
 
+_SESSION_KEYSET = frozenset(SESSION_KEYS)
+
+
 def _session_key(obj: dict[str, Any]) -> tuple[str, Any] | None:
+    if _SESSION_KEYSET.isdisjoint(obj):
+        return None
     for key in SESSION_KEYS:
         value = obj.get(key)
         if value is not None and value != "":
@@ -194,8 +199,7 @@ class Layout:
     extra: tuple[str, ...] = ()
     """Other keys the layout knows (not format drift)."""
 
-    @property
-    def known(self) -> frozenset[str]:
+    def known_keys(self) -> frozenset[str]:
         return frozenset((*self.actor, *self.content, *self.time, *self.media, *self.extra, *SESSION_KEYS))
 
 
@@ -222,6 +226,7 @@ LAYOUTS: tuple[Layout, ...] = (
            media=("attachments", "files", "media"), extra=_COMMON),
 )
 """Recognised field-name sets, most specific first."""
+_KNOWN = {layout.name: layout.known_keys() for layout in LAYOUTS}
 _ACTOR_NAMES = ("name", "display_name", "global_name", "username", "nickname", "id")
 
 
@@ -243,6 +248,8 @@ def _first(obj: dict[str, Any], keys: tuple[str, ...]) -> tuple[str | None, Any]
 
 
 def _actor(value: Any) -> str:
+    if type(value) is str and value:
+        return value
     if isinstance(value, dict):
         _, value = _first(value, _ACTOR_NAMES)
     return "unknown" if value is None or value == "" else str(value)
@@ -288,22 +295,40 @@ def actor_role(speaker: str) -> str:
     return RECORD_ROLES.get(speaker.lower()) or role_of(speaker)
 
 
+_ROLE_KIND: dict[str, tuple[str, str]] = {}
+
+
+def _role_kind(speaker: str) -> tuple[str, str]:
+    """(role, kind) of a record's author, computed once per distinct author."""
+    found = _ROLE_KIND.get(speaker)
+    if found is None:
+        role = actor_role(speaker)
+        kind = RECORD_KINDS.get(speaker.lower()) or {"system": "system", "tool": "tool_result"}.get(role, "message")
+        found = _ROLE_KIND[speaker] = (role, kind)
+    return found
+
+
 def record_turn(layout: Layout, obj: dict[str, Any], lines: tuple[int, int] | None, pointer: str,
                 times: TimeNotes) -> Turn:
     """A chat record of a non-API layout as one turn; media become markers after the text."""
+    # Runs once per line of files with millions of lines: the plain text record takes the short road.
+    get = obj.get
     speaker = _actor(_first(obj, layout.actor)[1])
-    _, body = _first(obj, layout.content)
-    parts = [_entities(body)] if body is not None else []
-    parts += [_media(key, obj[key]) for key in layout.media if obj.get(key)]
+    body = _first(obj, layout.content)[1]
+    content = body if type(body) is str else ("" if body is None else _entities(body))
+    media = [_media(key, obj[key]) for key in layout.media if get(key)]
+    if media:
+        content = "\n".join(p for p in (content, *media) if p)
     key, value = _first(obj, layout.time)
     when, raw = _time(key, value)
     if when is None and raw is not None:
         times.note(when, raw, f"line {lines[0]}" if lines else pointer)
-    extra = compact({"messageId": obj.get("id"), "type": obj.get("type"), "layout": layout.name})
-    role = actor_role(speaker)
-    kind = RECORD_KINDS.get(speaker.lower()) or {"system": "system", "tool": "tool_result"}.get(role, "message")
-    return Turn(speaker, role, "\n".join(p for p in parts if p), when, raw,
-                _model(obj.get("model"), obj.get("provider")), kind, lines, pointer, extra)
+    mid, typ = get("id"), get("type")
+    extra = compact({"messageId": mid, "type": typ}) if mid is not None or typ is not None else None
+    role, kind = _role_kind(speaker)
+    model = get("model")
+    return Turn(speaker, role, content, when, raw, _model(model, get("provider")) if model else None, kind, lines,
+                pointer, extra)
 
 
 KNOWN_BLOCKS = frozenset({"text", "input_text", "output_text", "image", "image_url", "input_image", "tool_use",
@@ -315,12 +340,33 @@ _CONVERSATION_KEYS = frozenset({"messages", "conversations", "conversation", "di
 
 def note_drift(drift: Drift, obj: dict[str, Any], layout: Layout, pointer: str) -> None:
     """Keys the layout does not know, and content block types the content reader does not know."""
-    drift.unknown_keys(obj, layout.known, pointer)
+    drift.unknown_keys(obj, _KNOWN[layout.name], pointer)
     blocks = obj.get("content")
     if layout.name == "api" and isinstance(blocks, list):
-        for i, block in enumerate(blocks):
-            if isinstance(block, dict) and block.get("type") not in KNOWN_BLOCKS:
-                drift.note("contentType", str(block.get("type")), f"{pointer}/content/{i}")
+        _note_blocks(drift, blocks, pointer)
+
+
+def _note_blocks(drift: Drift, blocks: list[Any], pointer: str) -> None:
+    for i, block in enumerate(blocks):
+        if isinstance(block, dict) and block.get("type") not in KNOWN_BLOCKS:
+            drift.note("contentType", str(block.get("type")), f"{pointer}/content/{i}")
+
+
+_SHAPES: dict[tuple[str, ...], tuple[Layout | None, tuple[str, ...]]] = {}
+_MAX_SHAPES = 4096
+
+
+def _shape(obj: dict[str, Any]) -> tuple[Layout | None, tuple[str, ...]]:
+    """(layout, unknown keys) of a record, by its keys alone: computed once per distinct key list."""
+    keys = tuple(obj)
+    found = _SHAPES.get(keys)
+    if found is None:
+        layout = layout_of(obj)
+        unknown = tuple(str(k) for k in keys if layout is not None and k not in _KNOWN[layout.name])
+        found = (layout, unknown)
+        if len(_SHAPES) < _MAX_SHAPES:
+            _SHAPES[keys] = found
+    return found
 
 
 class LineView(dict):
@@ -351,14 +397,17 @@ class _Group:
             self.bad.append(number)
             return
         self.view[str(index)] = obj
-        layout = layout_of(obj)
+        layout, unknown = _shape(obj)
         if layout is None:
             self.regions.append(Region(RegionKind.METADATA, "an object with no author and no text field",
                                        pointer=pointer, content=json_text(obj)))
             self.drift.note("record", "no message fields", pointer)
             return
-        note_drift(self.drift, obj, layout, pointer)
+        for key in unknown:
+            self.drift.note("key", key, pointer)
         if layout.name == "api":
+            if type(obj.get("content")) is list:
+                _note_blocks(self.drift, obj["content"], pointer)
             self.turns.append(message_turn(obj, (number, number), pointer, self.times))
         else:
             self.turns.append(record_turn(layout, obj, (number, number), pointer, self.times))
@@ -375,9 +424,12 @@ CONVERSATION_LISTS: tuple[tuple[str, bool], ...] = (
 (LMSYS style). A ``messages`` list of other records (a platform export on one line) is not one."""
 
 
+_CONVERSATION_KEYSET = frozenset(key for key, _ in CONVERSATION_LISTS)
+
+
 def conversation_key(obj: Any) -> str | None:
     """The key of a conversation-per-line record's message list, or None."""
-    if type(obj) is not dict:
+    if type(obj) is not dict or _CONVERSATION_KEYSET.isdisjoint(obj):
         return None
     for key, api_only in CONVERSATION_LISTS:
         entries = obj.get(key)
