@@ -18,6 +18,7 @@ from pathlib import PurePosixPath
 import regex
 
 from models.records import Region, RegionKind
+from parsers.engine import fenced_regions
 
 FRONT_MATTER = regex.compile(r"\A---[ \t]*\n(?P<body>(?:.*\n)*?)---[ \t]*(?:\n|\Z)")
 _FM_LINE = regex.compile(r"^(?P<key>[A-Za-z_][\w-]*)\s*:\s*(?P<value>.*?)\s*$", regex.MULTILINE)
@@ -76,9 +77,10 @@ def _last_line(text: str, start: int, end: int) -> int:
 
 
 def segments(text: str, name: str) -> list[Segment]:
-    """Split a text source into sessions at ``Session:`` lines, after front matter."""
+    """Split a text source into sessions at ``Session:`` lines (never inside fenced code), after front matter."""
     front, body_start = front_matter(text)
-    marks = list(SESSION_LINE.finditer(text, body_start))
+    fences = fenced_regions(text, body_start) if "```" in text or "~~~" in text else []
+    marks = [m for m in SESSION_LINE.finditer(text, body_start) if not any(a < m.start() < b for a, b in fences)]
     out: list[Segment] = []
     if not marks or text[body_start:marks[0].start()].strip():
         first_end = marks[0].start() if marks else len(text)

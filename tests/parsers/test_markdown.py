@@ -114,3 +114,9 @@ def test_prompt_and_response_headings_and_time_tags():
     (s,) = _parse(text)
     assert [(t.speaker, t.role, t.content, t.time_raw) for t in s.turns] == [
         ("Prompt", "user", "hi", "2025-01-01T10:00:00.000Z"), ("Response", "assistant", "hello", None)]
+
+
+def test_a_session_line_inside_fenced_code_does_not_split_the_session():
+    text = "Session: s-1\n## User\nmy config:\n```yaml\nsession: main\n```\n## Assistant\nok\n"
+    (s,) = _parse(text)
+    assert s.session_id == "s-1" and [t.speaker for t in s.turns] == ["User", "Assistant"]
