@@ -139,6 +139,12 @@ EXTRA_ROLES = {"prompt": "user", "question": "user", "you asked": "user",
 ROLE_VOCAB = {**ROLE_WORDS, **EXTRA_ROLES}
 
 
+def without_said(name: str) -> str:
+    """``ChatGPT said`` -> ``ChatGPT`` when what is left is a role word (exporters and copied chats)."""
+    key = _role_key(name)
+    return name.strip()[:len(key)].strip() if key != name.strip().lower() and key in ROLE_VOCAB else name
+
+
 def role_for(name: str) -> str:
     return ROLE_VOCAB.get(_role_key(name), "user")
 
@@ -168,9 +174,7 @@ def candidate(line: str, number: int) -> Candidate | None:
         if s["name"] or parse_iso(when) is not None or split_speaker(label)[1] is None:
             name, stamp = _DECOR.sub("", base), when.strip()
     speaker, model = split_speaker(name)
-    key = _role_key(speaker)
-    if key != speaker.strip().lower() and key in ROLE_VOCAB:
-        speaker = speaker[:len(key)].strip()  # "ChatGPT said" speaks as "ChatGPT"
+    speaker = without_said(speaker)  # "ChatGPT said" speaks as "ChatGPT"
     role = None
     if model is None and (named := _ROLE_NAMED.match(speaker)) and _role_key(named["role"]) in ROLE_VOCAB:
         role, speaker = ROLE_VOCAB[_role_key(named["role"])], named["name"].strip()  # "user (John)"

@@ -4,7 +4,8 @@ Accepted headers: ``Alice: hi``, ``[2025-08-24 10:00:00] Alice: hi``, ``2025-08-
 ``[10:00] Alice: hi`` (a clock time without a date takes the date from front matter ``date:``),
 ``Assistant (openai:gpt-4o@2024-08-06): ...`` (an explicit model).
 
-A ``Word:`` line counts as a turn when the word is a role word (User, Assistant, System, Tool...),
+A ``Word:`` line counts as a turn when the word is a role word (User, Assistant, System, Tool...,
+also followed by ``said`` as in text copied from the ChatGPT page: ``ChatGPT said:``),
 carries a timestamp, or names a speaker who has at least two such lines in the session; any
 other such line (``Note: ...`` inside a long answer) stays in the turn it is in, with a warning.
 
@@ -36,6 +37,7 @@ from models.settings import Settings
 from parsers.base import Grammar
 from parsers.engine import Block, split_blocks
 from parsers.grammars.markdown import candidate as md_candidate
+from parsers.grammars.markdown import without_said
 from parsers.registry import register
 from parsers.sessions import SESSION_LINE, front_matter, segments
 from parsers.speakers import ROLE_WORDS, parse_model_spec, role_of, split_speaker
@@ -89,7 +91,7 @@ def accepted_labels(labels: list[tuple[str, bool]]) -> set[str]:
     counts = Counter(label for label, _ in labels)
     out = set()
     for label, stamped in labels:
-        base = split_speaker(label)[0]
+        base = without_said(split_speaker(label)[0])
         if stamped or counts[label] >= 2 or base.lower() in ROLE_WORDS:
             out.add(label)
     return out
@@ -192,6 +194,7 @@ class Transcript(Grammar):
             speaker, model, role, kind = "System", None, "system", "notice"
         else:
             speaker, model = split_speaker(label)
+            speaker = without_said(speaker)  # "ChatGPT said:" as copied from the ChatGPT page
             role = role_of(speaker)
             kind = {"system": "system", "tool": "tool_result"}.get(role, "message")
         if model is None and role == "assistant" and default_model is not None:
@@ -214,6 +217,8 @@ class Transcript(Grammar):
         if label is None:  # the notice's text starts right after its timestamp
             content = h.string[_stamp_end(h):h.end()] + content
         content = content.lstrip(" \t")
+        if content.startswith("\n"):  # "Name:" alone on its line: the text starts on the next one
+            content = content[1:]
         return Turn(speaker, role, content, when, raw, model, kind, (block.line_start, block.line_end)), clock_only
 
     def count_turns(self, raw: Any) -> int:

@@ -59,3 +59,12 @@ def test_platform_lines_are_not_claimed(text):
 def test_markdown_role_headings_are_left_to_the_markdown_grammar():
     text = "## User\nToday: reviews.\nToday: more reviews.\n\n## Assistant\nNoted.\n"
     assert G.detect(text, "x.md") < registry.get("markdown").detect(text, "x.md")
+
+
+def test_text_copied_from_the_chatgpt_page():
+    text = "You said:\nWhat is a monad?\nChatGPT said:\nA monoid in the category of endofunctors.\nNote: joking.\n"
+    (s,) = _parse(text)
+    assert [(t.speaker, t.role, t.content) for t in s.turns] == [
+        ("You", "user", "What is a monad?"),
+        ("ChatGPT", "assistant", "A monoid in the category of endofunctors.\nNote: joking.")]
+    assert G.count_turns(s.raw) == 2 and G.detect(text, "chat.txt") == 1.0
