@@ -296,8 +296,10 @@ def _regions(lines: list[str], first: int, reason: dict[RegionKind, str] | None 
 def _region(run, lines, first, reason) -> Region:
     kind, a, b = run
     why = (reason or _REASONS).get(kind, _REASONS[kind])
-    content = "\n".join(lines[a - first:b - first + 1]) if kind is RegionKind.PREAMBLE else None
-    return Region(kind, why, lines=(a, b), content=content)
+    span = lines[a - first:b - first + 1]
+    if kind is not RegionKind.PREAMBLE:  # keep what a banner says; rules and navigation say nothing
+        span = [ln for ln in span if ln.strip() and BANNER.match(ln)]
+    return Region(kind, why, lines=(a, b), content="\n".join(span) or None)
 
 
 def _tail(lines: list[str], last_turn: bool) -> int:
