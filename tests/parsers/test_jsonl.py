@@ -8,6 +8,7 @@ import pytest
 from models.records import ModelRef, SourceText
 from models.settings import Settings
 from parsers import registry
+from validators.accounting import account
 
 G = registry.get("jsonl")
 
@@ -21,13 +22,16 @@ def _parse(*rows, name="chat.jsonl"):
     return list(G.parse(SourceText(text, name, "0" * 64, len(text), "utf-8"), Settings()))
 
 
-def test_one_session_per_file_with_a_text_scan_count():
+def test_one_session_per_file_located_by_pointers_in_the_list_of_lines():
     sessions = _parse({"role": "user", "content": "a"}, "", "   ", {"role": "assistant", "content": "b"})
     (s,) = sessions
     assert [t.content for t in s.turns] == ["a", "b"]
     assert [t.lines for t in s.turns] == [(1, 1), (4, 4)]
-    assert (s.session_id, s.id_source, s.lines) == (None, "none", (1, 4))
+    assert [t.pointer for t in s.turns] == ["/0", "/3"]
+    assert (s.session_id, s.id_source, s.lines, s.pointer) == (None, "none", None, "")
+    assert s.raw == {"0": {"role": "user", "content": "a"}, "3": {"role": "assistant", "content": "b"}}
     assert G.count_turns(s.raw) == 2
+    assert account(s, None).clean
 
 
 def test_a_line_that_is_not_json_is_named_and_seen_by_the_count():
@@ -59,8 +63,9 @@ def test_fine_tuning_lines_are_one_session_each_in_file_order():
         {"thread_id": "t9", "messages": [{"role": "assistant", "content": "x"}, "odd"]},
     )
     first, second = sessions
-    assert [t.kind for t in first.turns] == ["system", "message"] and first.lines == (1, 1)
-    assert [t.pointer for t in first.turns] == ["/messages/0", "/messages/1"]
+    assert [t.kind for t in first.turns] == ["system", "message"] and first.pointer == "/0"
+    assert [t.pointer for t in first.turns] == ["/0/messages/0", "/0/messages/1"]
+    assert second.raw["thread_id"] == "t9" and account(second, None).clean
     assert (second.session_id, second.id_source) == ("t9", "source:thread_id")
     assert second.turns[1].speaker == "System" and second.turns[1].extra == {"malformedEntry": True}
     assert [G.count_turns(s.raw) for s in sessions] == [2, 2]
@@ -118,14 +123,89 @@ def test_session_id_from_the_file_name_only_for_a_single_session_without_a_field
     assert sessions[0].session_id is None
 
 
-def test_detection():
+def test_detection_is_the_share_of_records():
     text = _text({"role": "user", "content": "a"}, {"role": "assistant", "content": "b"})
-    assert G.detect(text, "x.jsonl") == 0.95
-    assert G.detect(text, "x.log") == 0.9
+    assert G.detect(text, "x.jsonl") == 1.0
     assert registry.detect(text, "x.jsonl", threshold=0.5).grammar == "jsonl"
     assert G.detect('[{"role": "user", "content": "a"}]', "x.json") == 0.0  # a JSON array is not JSON Lines
-    assert G.detect(_text({"user": "a", "text": "b"}, {"user": "c", "text": "d"}), "x.jsonl") == 0.0
+    assert G.detect(_text({"user": "a", "text": "b"}, {"kind": "x"}, "oops", {"user": "c"}), "x.jsonl") == 0.25
     assert G.detect("[10:00] <alice> hi\n", "x.log") == 0.0
     # a 64 KiB sample may end inside a line: that line is not held against the file
     long = _text(*[{"role": "user", "content": "x" * 100}] * 700)
-    assert G.detect(long[:65536], "chat.jsonl") == 0.95
+    assert G.detect(long[:65536], "chat.jsonl") == 1.0
+    # a one-line JSON export with a messages list of another shape is not a fine-tuning line
+    assert G.detect(orjson.dumps({"name": "c", "messages": [{"from": "a", "text": "b"}]}).decode(), "r.json") == 0.0
+
+
+@pytest.mark.parametrize(("row", "speaker", "content", "time"), [
+    ({"sender_name": "Ana Lima", "timestamp_ms": 1700000000123, "content": "oi"}, "Ana Lima", "oi",
+     "2023-11-14T22:13:20+00:00"),
+    ({"sender_name": "Ana Lima", "timestamp_ms": 1700000000123,
+      "photos": [{"uri": "photos/1.jpg", "creation_timestamp": 1700000000}]}, "Ana Lima", "[photos: photos/1.jpg]",
+     "2023-11-14T22:13:20+00:00"),
+    ({"id": 7, "type": "message", "date": "2023-01-05T10:00:00", "from": "Ivan", "from_id": "user1",
+      "text": ["see ", {"type": "link", "text": "https://x.org"}]}, "Ivan", "see https://x.org",
+     "2023-01-05T10:00:00"),
+    ({"author": "Kim", "message": "hello", "time": "2024-02-01 08:00:00"}, "Kim", "hello", "2024-02-01T08:00:00"),
+    ({"author": {"id": "1", "name": "kim#0001"}, "content": "yo", "timestamp": "2024-02-01T08:00:00+00:00"},
+     "kim#0001", "yo", "2024-02-01T08:00:00+00:00"),
+    ({"type": "message", "user": "U024BE7LH", "text": "deploy done", "ts": "1700000000.000200"}, "U024BE7LH",
+     "deploy done", "2023-11-14T22:13:20+00:00"),
+    ({"user_name": "sam", "user": "U1", "text": "x", "ts": "1700000000.000200"}, "sam", "x",
+     "2023-11-14T22:13:20+00:00"),
+    ({"speaker": "Interviewer", "text": "Tell me more.", "timestamp": "2024-03-01T09:00:00Z"}, "Interviewer",
+     "Tell me more.", "2024-03-01T09:00:00+00:00"),
+])
+def test_chat_record_layouts(row, speaker, content, time):
+    (s,) = _parse(row)
+    (t,) = s.turns
+    assert (t.speaker, t.content, t.time.isoformat(), t.pointer) == (speaker, content, time, "/0")
+    assert G.detect(_text(row), "x.jsonl") == 1.0
+    assert G.count_turns(s.raw) == 1 and account(s, None).clean
+
+
+def test_unknown_keys_are_drift_and_objects_without_message_fields_are_metadata():
+    (s,) = _parse({"title": "Export of #general", "exported": "2024-01-01"},
+                  {"sender_name": "Bo", "timestamp_ms": 1, "content": "a", "reactions": [], "mood": "happy"},
+                  {"sender_name": "Bo", "timestamp_ms": 2, "content": "b", "mood": "calm"})
+    assert [t.content for t in s.turns] == ["a", "b"]
+    assert s.meta["formatDrift"] == {"key:mood": {"count": 2, "first": "/1"},
+                                     "record:no message fields": {"count": 1, "first": "/0"}}
+    (region,) = s.regions
+    assert (region.kind, region.pointer) == ("metadata", "/0") and "Export of #general" in region.content
+    assert G.count_turns(s.raw) == 2 and s.coverage_reason is None
+
+
+def test_a_turn_taken_away_is_found_by_the_accounting():
+    sessions = _parse({"conversation_id": "b", "from": "x", "text": "1"}, {"conversation_id": "a", "from": "y",
+                                                                           "text": "2"},
+                      {"conversation_id": "b", "from": "x", "text": "3"})
+    b = sessions[0]
+    assert account(b, None).clean
+    b.turns.pop()
+    assert account(b, None).listed == ["/2"]
+
+
+def test_unknown_content_blocks_and_conversation_keys_are_drift_and_keep_their_text():
+    (s,) = _parse({"messages": [{"role": "assistant", "content": [{"type": "thinking", "thinking": "hm"},
+                                                                  {"type": "text", "text": "ok"}],
+                                 "weight": 0}], "split": "train"})
+    assert s.turns[0].content == "[thinking]\nhm\nok"
+    assert s.meta["formatDrift"] == {"contentType:thinking": {"count": 1, "first": "/0/messages/0/content/0"},
+                                     "key:split": {"count": 1, "first": "/0"},
+                                     "key:weight": {"count": 1, "first": "/0/messages/0"}}
+
+
+def test_sharegpt_conversation_lines():
+    (s,) = _parse({"id": "sg-1", "conversations": [
+        {"from": "system", "value": "Be brief."}, {"from": "human", "value": "7 * 8?"},
+        {"from": "function_call", "value": '{"name": "calc"}'}, {"from": "observation", "value": "56"},
+        {"from": "gpt", "value": "56."}]})
+    assert [(t.speaker, t.role, t.kind, t.pointer) for t in s.turns] == [
+        ("system", "system", "system", "/0/conversations/0"), ("human", "user", "message", "/0/conversations/1"),
+        ("function_call", "assistant", "tool_call", "/0/conversations/2"),
+        ("observation", "tool", "tool_result", "/0/conversations/3"),
+        ("gpt", "assistant", "message", "/0/conversations/4")]
+    assert G.count_turns(s.raw) == 5 and s.pointer == "/0"
+    # a one-line platform export whose messages are not API-style is not a conversation line
+    assert G.detect(orjson.dumps({"messages": [{"from": "a", "text": "b", "date": "x"}]}).decode(), "r.json") == 0.0

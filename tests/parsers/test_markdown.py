@@ -1,0 +1,122 @@
+"""Markdown transcripts: the session's own role vocabulary, exporter furniture, accounting, detection."""
+
+from __future__ import annotations
+
+import pytest
+
+from models.records import SourceText
+from models.settings import Settings
+from parsers import registry
+from validators.accounting import LineIndex, account
+
+G = registry.get("markdown")
+
+
+def _parse(text, name="chat.md"):
+    sessions = list(G.parse(SourceText(text, name, "0" * 64, len(text), "utf-8"), Settings()))
+    for s in sessions:
+        assert account(s, LineIndex(text)).clean
+        assert G.count_turns(s.raw) == len(s.turns)
+    return sessions
+
+
+def _turns(text):
+    (s,) = _parse(text)
+    return [(t.speaker, t.content) for t in s.turns]
+
+
+def test_headings_of_another_level_or_not_a_role_stay_in_the_answer():
+    text = ("## 👤 User\nHow?\n\n## 🤖 Assistant\nLike this.\n\n## Summary\nDone.\n\n### User\nquoted\n\n"
+            "## 👤 User\nThanks\n")
+    assert _turns(text) == [("User", "How?"), ("Assistant", "Like this.\n\n## Summary\nDone.\n\n### User\nquoted"),
+                            ("User", "Thanks")]
+
+
+def test_bold_labels_and_said_suffixes_and_inline_labels():
+    text = ("**You said:**\nhi\n\n**ChatGPT said:**\nME: a line\nYOU: another\n**Step 1:** not a turn\n\n"
+            "**You:** inline text\n")
+    assert _turns(text) == [("You", "hi"), ("ChatGPT", "ME: a line\nYOU: another\n**Step 1:** not a turn"),
+                            ("You", "inline text")]
+
+
+def test_headings_and_bold_labels_in_one_file_are_both_turn_styles():
+    text = "## User\na\n\n## Assistant\nb\n\n**User:** c\n**Assistant:** d\n"
+    assert [c for _, c in _turns(text)] == ["a", "b", "c", "d"]
+
+
+def test_a_single_bold_metadata_label_is_not_a_turn():
+    text = "# Chat\n**Model:** gpt-4o\n**Date:** 2025-01-01\n\n## User\nhi\n\n## Assistant\nhello\n"
+    (s,) = _parse(text)
+    assert [t.speaker for t in s.turns] == ["User", "Assistant"]
+    assert s.turns[1].model.name == "gpt-4o" and s.title == "Chat"
+    assert [r.kind for r in s.regions] == ["preamble"]
+
+
+def test_fenced_code_never_starts_a_turn():
+    text = "#### User:\n```md\n#### Assistant:\n**User:** x\n```\n#### Assistant:\nok\n"
+    assert _turns(text) == [("User", "```md\n#### Assistant:\n**User:** x\n```"), ("Assistant", "ok")]
+
+
+def test_rules_between_turns_and_exporter_banners_are_boilerplate():
+    text = ("> Exported with AI Exporter on 2025-01-01\n\n---\n\n### 🤖 Assistant\nFirst --- inline\n\n---\n\n"
+            "middle paragraph\n\n---\n\n### 👤 User\nq\n\n---\n*Powered by AI Exporter*\n")
+    (s,) = _parse(text)
+    assert [t.content for t in s.turns] == ["First --- inline\n\n---\n\nmiddle paragraph", "q"]
+    assert [(r.kind, r.lines) for r in s.regions] == [
+        ("boilerplate", (1, 3)), ("boilerplate", (12, 12)), ("boilerplate", (17, 18))]
+
+
+def test_names_with_times_when_the_file_has_no_role_words():
+    text = "## Alice — 2025-08-24 10:00\nhi\n\n## Bob (2025-08-24 10:01:30)\nhey\n\n## Notes — 2025\nstays\n"
+    (s,) = _parse(text)
+    assert [(t.speaker, t.time_raw) for t in s.turns] == [("Alice", "2025-08-24 10:00"), ("Bob", "2025-08-24 10:01:30")]
+    assert s.turns[1].content == "hey\n\n## Notes — 2025\nstays"
+
+
+def test_an_unreadable_heading_time_is_kept_raw():
+    (s,) = _parse("## User — Feb 12, 2026, 6:38 PM\nhi\n")
+    assert (s.turns[0].speaker, s.turns[0].time, s.turns[0].time_raw) == ("User", None, "Feb 12, 2026, 6:38 PM")
+    assert s.warnings == ["1 turn times could not be read: time left empty, raw text kept"]
+
+
+@pytest.mark.parametrize("text", [
+    "# Changelog\n\n## [1.2.0] - 2024-01-01\n- fixes\n\n## [1.1.0] - 2023-12-01\n- more\n",
+    "# Project\n\n## Installation\npip install x\n\n## Usage\nrun it\n",
+    "# aider chat started at 2024-05-01 10:00:00\n\n#### fix the failing test\n\nDone.\n",
+])
+def test_documents_that_are_not_chats_are_not_claimed(text):
+    assert G.detect(text, "README.md") == 0.0
+
+
+def test_detection_share_leaves_out_loose_prose_before_the_first_turn():
+    text = "Some notes I wrote.\nMore notes.\n\n## User\nhi\n## Assistant\nhello\n"
+    assert G.detect(text, "x.md") == pytest.approx(4 / 6)
+
+
+def test_numbered_exchanges_with_quoted_prompts():
+    text = ("# T\n\n- [1: a](#chat-1)\n\n### chat-1\n\n> first\n> question\n\n###### ChatGPT said:\n\nanswer one\n\n"
+            "---\n\n###### [top](#table-of-contents)\n\n### chat-2\n\n> second\n\nanswer two\n")
+    (s,) = _parse(text)
+    assert [(t.speaker, t.role, t.content) for t in s.turns] == [
+        ("User", "user", "first\nquestion"), ("ChatGPT", "assistant", "answer one"),
+        ("User", "user", "second"), ("Assistant", "assistant", "answer two")]
+    assert G.detect(text, "x.md") == 1.0
+
+
+def test_a_numbered_heading_inside_an_answer_of_a_role_headed_file_is_text():
+    text = "## User\nquiz me\n\n## Assistant\n### Question 1\n> What is 2+2?\n\n### Question 2\n> And 3+3?\n"
+    assert [s for s, _ in _turns(text)] == ["User", "Assistant"]
+
+
+def test_prompt_and_response_headings_and_time_tags():
+    text = ('## Prompt:\n<time datetime="2025-01-01T10:00:00.000Z" title="x">10:00</time>\n\nhi\n\n'
+            "## Response:\nhello\n")
+    (s,) = _parse(text)
+    assert [(t.speaker, t.role, t.content, t.time_raw) for t in s.turns] == [
+        ("Prompt", "user", "hi", "2025-01-01T10:00:00.000Z"), ("Response", "assistant", "hello", None)]
+
+
+def test_a_session_line_inside_fenced_code_does_not_split_the_session():
+    text = "Session: s-1\n## User\nmy config:\n```yaml\nsession: main\n```\n## Assistant\nok\n"
+    (s,) = _parse(text)
+    assert s.session_id == "s-1" and [t.speaker for t in s.turns] == ["User", "Assistant"]

@@ -1,0 +1,70 @@
+"""Plain-text transcripts: notices, preambles, what detection claims and what it leaves to others."""
+
+from __future__ import annotations
+
+import pytest
+
+from models.records import SourceText
+from models.settings import Settings
+from parsers import registry
+from validators.accounting import LineIndex, account
+
+G = registry.get("transcript")
+
+
+def _parse(text, name="chat.txt"):
+    return list(G.parse(SourceText(text, name, "0" * 64, len(text), "utf-8"), Settings()))
+
+
+def test_a_timestamped_line_without_a_name_is_a_notice_of_its_own():
+    text = ("[2025-01-02 10:00:00] Ann: hi\n[2025-01-02 10:00:05] Bob joined the call\n"
+            "[2025-01-02 10:00:09] Bob: hello\n")
+    (s,) = _parse(text)
+    assert [(t.speaker, t.kind, t.content) for t in s.turns] == [
+        ("Ann", "message", "hi"), ("System", "notice", "Bob joined the call"), ("Bob", "message", "hello")]
+    assert s.turns[1].time_raw == "2025-01-02 10:00:05"
+    assert G.count_turns(s.raw) == 3 and G.detect(text, "chat.txt") == 1.0
+
+
+def test_a_pasted_log_line_in_another_timestamp_shape_stays_in_its_turn():
+    text = "[10:00] Ann: the log says\n2025-01-02 10:00:01 ERROR disk full\n[10:01] Bob: ok\n"
+    (s,) = _parse(text)
+    assert [t.content for t in s.turns] == ["the log says\n2025-01-02 10:00:01 ERROR disk full", "ok"]
+    assert G.count_turns(s.raw) == 2 and G.detect(text, "chat.txt") == 1.0
+
+
+def test_the_text_before_the_first_turn_is_a_declared_preamble():
+    text = "Interview with the night shift\n\nUser: what broke?\nAssistant: the pager.\n"
+    (s,) = _parse(text)
+    (region,) = s.regions
+    assert (region.kind, region.lines, region.content) == ("preamble", (1, 2), "Interview with the night shift")
+    assert account(s, LineIndex(text)).clean
+    assert G.detect(text, "x.txt") == pytest.approx(2 / 3)
+
+
+@pytest.mark.parametrize("text", [
+    # WhatsApp iOS-style headers with dates this grammar cannot read, and their notices
+    "[2016/08/06 13:23] Messages to this group are now secured with end-to-end encryption.\n"
+    "[2016/08/06 13:23] Ann created group \"Hiking\"\n[2016/08/06 13:24] Ann: Saturday at 8?\n"
+    "[2016/08/06 13:25] Bob: Works for me.\nBut I'll be late.\n",
+    "[06/08/2016, 13:24:10] Ann: Saturday at 8?\n[06/08/2016, 13:25:01] Bob: Works for me.\n",
+    # IRC and JSON Lines are not transcripts
+    "[12:00] <ann> hi: there\n[12:01] <bob> hello\n",
+    '{"session_id": "a", "role": "user", "content": "x"}\n{"session_id": "a", "role": "user", "content": "y"}\n',
+])
+def test_platform_lines_are_not_claimed(text):
+    assert G.detect(text, "chat.txt") == 0.0
+
+
+def test_markdown_role_headings_are_left_to_the_markdown_grammar():
+    text = "## User\nToday: reviews.\nToday: more reviews.\n\n## Assistant\nNoted.\n"
+    assert G.detect(text, "x.md") < registry.get("markdown").detect(text, "x.md")
+
+
+def test_text_copied_from_the_chatgpt_page():
+    text = "You said:\nWhat is a monad?\nChatGPT said:\nA monoid in the category of endofunctors.\nNote: joking.\n"
+    (s,) = _parse(text)
+    assert [(t.speaker, t.role, t.content) for t in s.turns] == [
+        ("You", "user", "What is a monad?"),
+        ("ChatGPT", "assistant", "A monoid in the category of endofunctors.\nNote: joking.")]
+    assert G.count_turns(s.raw) == 2 and G.detect(text, "chat.txt") == 1.0
