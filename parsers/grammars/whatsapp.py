@@ -143,15 +143,15 @@ def _native(hits: list[re.Match], sample: str, name: str) -> bool:
     """Whether a sample shows WhatsApp's own shapes, not only a header a plain transcript also has.
 
     ``[2019-12-24 11:23:45] Name:`` is also a generic transcript: WhatsApp's own marks are a day or
-    month first, a dash form, a meridiem, a localized connector, its invisible marks, its notices
-    and placeholders, or its file names."""
+    month first, a dash form, a meridiem, a localized connector, its invisible marks, its encryption
+    notice and media placeholders, or its file names."""
     if "whatsapp" in name.lower() or PurePosixPath(name).name == "_chat.txt" or "\u200e" in sample:
         return True
     for m in hits:
         if len(m["d1"]) <= 2 or not m["open"] or m["mb"] or m["ma"] or "-" not in m["date"]:
             return True
-        first = m["text"]
-        if first.startswith(_E2E) or first in _MEDIA or (m["author"] is None and actor_of(first)):
+        first = m["text"]  # an author-less "X joined ..." is a transcript's notice too: not evidence
+        if first.startswith(_E2E) or first in _MEDIA:
             return True
     return False
 
