@@ -97,10 +97,19 @@ def quarantine_record(payload: dict) -> bytes:
         return orjson.dumps(slim, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS, default=str) + b"\n"
 
 
+def remove_stale(root: Path, relpath: str) -> bool:
+    """Remove a quarantine record its input no longer earns (the input was fixed); True if one went."""
+    try:
+        resolve_inside(root, relpath).unlink()
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    return True
+
+
 def clean_temporaries(root: Path) -> int:
     """Remove temporary files a killed run left behind; returns how many."""
     removed = 0
-    for sub in ("sessions", "quarantine"):
+    for sub in ("sessions", "quarantine", ".revisions"):
         base = root / sub
         if base.is_dir():
             for tmp in base.rglob(".*.tmp"):

@@ -23,12 +23,15 @@ from uuid import uuid4
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
+from prefect.futures import as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from models.errors import Reason
 from models.settings import PIPELINE_VERSION, Settings
+from models.status import FileStatus, RunStatus
 
 from . import emit, ingest, pool
-from .ledger import Ledger
+from .ledger import FileRow, Ledger
 from .shard import ShardResult, run_shard
 
 
@@ -51,7 +54,20 @@ def plan_shards(refs: list[ingest.InputRef], settings: Settings) -> list[list[in
     return shards
 
 
-@task(name="reconstruct-shard", retries=2, retry_delay_seconds=1, persist_result=False, cache_policy=NO_CACHE)
+def only_transient(task, task_run, state) -> bool:
+    """Prefect's retry condition: retry a shard only for an error marked transient (an I/O
+    hiccup); anything else would fail again the same way."""
+    exc = state.data if isinstance(state.data, BaseException) else None
+    if exc is None:
+        try:
+            exc = state.result(raise_on_failure=False)
+        except Exception:  # the result cannot be read: do not retry blindly
+            return False
+    return bool(getattr(exc, "transient", False))
+
+
+@task(name="reconstruct-shard", retries=0, retry_delay_seconds=1, retry_condition_fn=only_transient,
+      persist_result=False, cache_policy=NO_CACHE)
 def process_shard(refs: list[ingest.InputRef], out_root: str, settings: Settings,
                   companions: dict[str, ingest.InputRef], ledger_path: str, force: bool,
                   allow_shrink: bool = False) -> ShardResult:
@@ -59,6 +75,11 @@ def process_shard(refs: list[ingest.InputRef], out_root: str, settings: Settings
                                   ledger_path=Path(ledger_path), force=force, allow_shrink=allow_shrink)
     get_run_logger().debug("shard of %d inputs ran on %s", len(refs), where)
     return result
+
+
+def shard_task(settings: Settings):
+    """The shard task with the run's retry count (``task_retries``), transient errors only."""
+    return process_shard.with_options(retries=settings.task_retries, retry_condition_fn=only_transient)
 
 
 def ledger_path_for(out_root: Path, settings: Settings) -> Path:
@@ -92,11 +113,14 @@ def _summary_markdown(run_id: str, counts: dict[str, int], quarantined: list[dic
 
 
 def reconstruct(paths: list[Path], out_root: Path, settings: Settings, *, force: bool = False,
-                run_id: str | None = None, runner=None, progress=None, allow_shrink: bool = False) -> dict[str, Any]:
+                run_id: str | None = None, runner=None, progress=None, allow_shrink: bool = False,
+                keys: list[str] | None = None) -> dict[str, Any]:
     """Run the archive through the shards and record it in the ledger; returns the run summary.
 
     Called inside the Prefect flow below; ``runner`` submits shards (a Prefect task runner's
     submit, or None to run them in this process, as the benchmark's core measurement does).
+    ``keys`` limits the run to these source keys (a rerun: the same roots, so the same keys);
+    a key no longer found is recorded ``missing``.
     """
     started = time.perf_counter()
     run_id = run_id or f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid4().hex[:6]}"
@@ -106,12 +130,19 @@ def reconstruct(paths: list[Path], out_root: Path, settings: Settings, *, force:
     ledger = Ledger(lpath)
     try:
         ledger.mark_interrupted()
-        ledger.start_run(run_id, f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ}",
+        ledger.start_run(run_id, _now(),
                          {"paths": [str(p) for p in paths], "out": str(out_root), "force": force,
-                          "allow_shrink": allow_shrink, "pid": os.getpid(), "host": socket.gethostname()},
+                          "allow_shrink": allow_shrink, "pid": os.getpid(), "host": socket.gethostname(),
+                          **({"keys": keys} if keys is not None else {})},
                          settings.fingerprint(), PIPELINE_VERSION)
-        refs = ingest.discover(paths, settings)
+    except BaseException:
+        ledger.close()
+        raise
+    try:
+        refs = ingest.discover(paths, settings, exclude=(out_root,))
         companions = {r.key: r for r in refs if r.companion}
+        if keys is not None:
+            refs = _only(refs, keys, run_id, settings, ledger)
         shards = plan_shards(refs, settings)
         if progress:
             progress(0, len(refs))
@@ -132,13 +163,14 @@ def reconstruct(paths: list[Path], out_root: Path, settings: Settings, *, force:
         from .revisions import write_index
 
         write_index(out_root, ledger)
-        write_datasets(out_root, ledger=ledger)
+        write_datasets(out_root, ledger=ledger, problems=(problems := []))
+        for problem in problems:
+            get_logger().warning("datasets: %s", problem)
         seconds = time.perf_counter() - started
-        counts = ledger.finish_run(run_id, f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ}", "completed", seconds)
+        counts = ledger.finish_run(run_id, _now(), RunStatus.COMPLETED, seconds)
         quarantined = ledger.quarantined(run_id)
-    except BaseException:
-        ledger.finish_run(run_id, f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ}", "crashed",
-                          time.perf_counter() - started)
+    except BaseException as exc:
+        ledger.finish_run(run_id, _now(), ending_status(exc), time.perf_counter() - started)
         raise
     finally:
         ledger.close()
@@ -146,10 +178,42 @@ def reconstruct(paths: list[Path], out_root: Path, settings: Settings, *, force:
             "shards": len(shards), "written": written, "temporaries_removed": cleaned, "ledger": str(lpath)}
 
 
+def _now() -> str:
+    return f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ}"
+
+
+def ending_status(exc: BaseException) -> RunStatus:
+    """How a run that raised ends in the ledger: interrupted (Ctrl-C, SIGTERM), failed (the
+    system: a full disk, a read-only output) or crashed (a bug)."""
+    if isinstance(exc, KeyboardInterrupt | SystemExit) or type(exc).__name__ in ("Abort", "TerminationSignal"):
+        return RunStatus.INTERRUPTED
+    if isinstance(exc, OSError):
+        return RunStatus.FAILED
+    return RunStatus.CRASHED
+
+
+def get_logger():
+    import logging
+
+    return logging.getLogger("reconstruct")
+
+
+def _only(refs: list[ingest.InputRef], keys: list[str], run_id: str, settings: Settings,
+          ledger: Ledger) -> list[ingest.InputRef]:
+    """The refs of these keys; a key no longer found is recorded missing (its document stays)."""
+    wanted = set(keys)
+    found = [r for r in refs if r.key in wanted]
+    gone = sorted(wanted - {r.key for r in found})
+    ledger.record(run_id, settings.fingerprint(), [
+        FileRow(k, k, None, 0, None, FileStatus.MISSING, [Reason.SOURCE_MISSING.value],
+                "asked for by a rerun but no longer under the run's paths", 0, 0.0) for k in gone], [])
+    return found
+
+
 @flow(name="reconstruct-archive", log_prints=False, validate_parameters=False)
 def reconstruct_archive(paths: list[str], out: str, settings: Settings | dict[str, Any] | None = None,
                         force: bool = False, show_progress: bool = False,
-                        allow_shrink: bool = False) -> dict[str, Any]:
+                        allow_shrink: bool = False, keys: list[str] | None = None) -> dict[str, Any]:
     """Reconstruct every session of an archive into ``out`` (see README: Output layout).
 
     Run it with ``run_archive`` (which picks the task runner from the settings) or, for a
@@ -161,9 +225,10 @@ def reconstruct_archive(paths: list[str], out: str, settings: Settings | dict[st
         settings = Settings(**(settings or {}))
 
     def submit(shards, companions, ledger_path):
-        futures = [process_shard.submit(s, str(out_root), settings, companions, ledger_path, force, allow_shrink)
+        shard = shard_task(settings)
+        futures = [shard.submit(s, str(out_root), settings, companions, ledger_path, force, allow_shrink)
                    for s in shards]
-        for i, fut in enumerate(futures, 1):
+        for i, fut in enumerate(as_completed(futures), 1):  # each shard recorded as soon as it is done
             result = fut.result()
             logger.info("shard %d/%d done: %d files, %d sessions", i, len(futures),
                         len(result.files), len(result.sessions))
@@ -171,7 +236,7 @@ def reconstruct_archive(paths: list[str], out: str, settings: Settings | dict[st
 
     with progress_bar(show_progress) as progress, pool.local_pool(settings):
         summary = reconstruct([Path(p) for p in paths], out_root, settings, force=force,
-                              runner=submit, progress=progress, allow_shrink=allow_shrink)
+                              runner=submit, progress=progress, allow_shrink=allow_shrink, keys=keys)
     c = summary["counts"]
     logger.info("run %s: %d files (%d skipped, %d quarantined); sessions ok %d, partial %d, quarantined %d",
                 summary["run_id"], c["files"], c["files_skipped"], c["files_quarantined"],
@@ -211,7 +276,8 @@ class progress_bar:
 
 
 def run_archive(paths: list[Path], out: Path, settings: Settings, *, force: bool = False,
-                show_progress: bool = False, allow_shrink: bool = False) -> dict[str, Any]:
-    """Run the flow with the task runner the settings ask for."""
+                show_progress: bool = False, allow_shrink: bool = False,
+                keys: list[str] | None = None) -> dict[str, Any]:
+    """Run the flow with the task runner the settings ask for (``keys``: only these inputs)."""
     configured = reconstruct_archive.with_options(task_runner=task_runner(settings))
-    return configured([str(p) for p in paths], str(out), settings, force, show_progress, allow_shrink)
+    return configured([str(p) for p in paths], str(out), settings, force, show_progress, allow_shrink, keys)

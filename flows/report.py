@@ -41,7 +41,8 @@ def figures(out_root: Path, ledger: Ledger, run_id: str | None = None) -> dict[s
     for q in ledger.quarantined(run_id):
         for r in filter(None, (q["reasons"] or "").split(",")):
             reasons[r] = reasons.get(r, 0) + 1
-    sessions, turns = datasets.tables(out_root, ledger)
+    left_out: list[str] = []  # stray or hand-edited files under OUT/sessions, as `verify` reports them
+    sessions, turns = datasets.tables(out_root, ledger, left_out)
     formats = _counts(sessions["grammar"].to_list())
     hist = {_bin_label(lo, hi): 0 for lo, hi in HIST_BINS}
     hist["0"] = 0
@@ -60,7 +61,7 @@ def figures(out_root: Path, ledger: Ledger, run_id: str | None = None) -> dict[s
         "status": by_status,
         "coverage": {"ok": by_status["ok"], "partial": by_status["partial"]},
         "quarantine_reasons": dict(sorted(reasons.items())),
-        "archive": {"documents": sessions.height, "turns": turns.height},
+        "archive": {"documents": sessions.height, "turns": turns.height, "left_out": len(left_out)},
         "formats": formats,
         "turns_histogram": hist,
         "models": {"assistant_turns": ai.height, "unknown": unknown,
@@ -145,6 +146,11 @@ td{text-align:right;font-variant-numeric:tabular-nums}.fig{display:flex;flex-wra
 """
 
 
+def _left_out(archive: dict[str, int]) -> str:
+    n = archive.get("left_out", 0)
+    return f"; {n} files there are not session documents and are left out, see `reconstruct verify`" if n else ""
+
+
 def render(fig: dict[str, Any]) -> str:
     run, models = fig["run"], fig["models"]
     archive = fig["archive"]
@@ -156,7 +162,8 @@ def render(fig: dict[str, Any]) -> str:
         _section("Quarantine reasons", "Quarantined files and sessions of the run, by reason code (ledger).",
                  _bars(fig["quarantine_reasons"]),
                  _table("quarantine", fig["quarantine_reasons"], ("reason", "count"))),
-        _section("Formats", f"Documents now under OUT/sessions by grammar ({archive['documents']} documents).",
+        _section("Formats", f"Documents now under OUT/sessions by grammar ({archive['documents']} documents"
+                 f"{_left_out(archive)}).",
                  _bars(fig["formats"]), _table("formats", fig["formats"], ("grammar", "documents"))),
         _section("Turns per session", f"Interactions per document ({archive['turns']} in all), histogram.",
                  _bars(fig["turns_histogram"], color_by_key=False),

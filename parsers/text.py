@@ -80,6 +80,15 @@ def decode(data: bytes, name: str) -> SourceText:
     return SourceText(text=text, name=name, sha256=sha256_text(text), size=len(data), encoding=encoding)
 
 
+def input_sha256(data: bytes) -> str:
+    """The one hash of an input's bytes that the ledger keys skips on: the sha256 of its canonical
+    text (what ``decode`` records, whatever the encoding), or of the raw bytes when it does not decode."""
+    try:
+        return decode(data, "").sha256
+    except IngestError:
+        return hashlib.sha256(data).hexdigest()
+
+
 def sha256_stream(chunks) -> tuple[str, int, str]:
     """sha256 of the canonical text of a UTF-8 input given as byte chunks, without holding it:
     BOM stripped, CRLF/CR to LF across chunk boundaries. Returns (sha256, size, encoding)."""
