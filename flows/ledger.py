@@ -140,6 +140,7 @@ class Ledger:
         """Open (and upgrade) the ledger; ``read_only`` opens an existing one for reading only,
         which works on a read-only output and never creates or migrates anything."""
         self.path = path
+        self.read_only = read_only
         if read_only:
             if not path.is_file():
                 raise LedgerError(f"no ledger at {path}: nothing has run into {path.parent}")
@@ -168,6 +169,12 @@ class Ledger:
                               "a run upgrades it")
 
     def close(self) -> None:
+        if not self.read_only:
+            try:  # back to a rollback journal when no one else reads: then read-only opens create no files
+                self.db.execute("PRAGMA busy_timeout=0")
+                self.db.execute("PRAGMA journal_mode=DELETE")
+            except sqlite3.OperationalError:
+                pass  # another connection is open; it is left in WAL mode
         self.db.close()
 
     def _version(self) -> int:

@@ -155,6 +155,8 @@ def reconstruct(paths: list[Path], out_root: Path, settings: Settings, *, force:
         for result in results:
             ledger.record(run_id, settings.fingerprint(), result.files, result.sessions)
             ledger.add_revisions(result.revisions, run_id)  # the index's one writer: this process
+            if result.stopped:  # recorded first: what was written before the disk filled is in the ledger
+                raise OSError(result.stopped[0], result.stopped[1])
             done += len(result.files)
             written += result.written
             if progress:

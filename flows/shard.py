@@ -7,6 +7,7 @@ the ledger is written by the flow's main process only.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import time
@@ -35,14 +36,19 @@ class ShardResult:
     written: int = 0
     unchanged: int = 0
     revisions: list[RevisionRow] = field(default_factory=list)
+    stopped: tuple[int, str] | None = None  # (errno, message) of a full or read-only disk: the run stops
 
     def merge(self, other: ShardResult) -> None:
+        self.stopped = self.stopped or other.stopped
         self.files.extend(other.files)
         self.sessions.extend(other.sessions)
         self.written += other.written
         self.unchanged += other.unchanged
         self.revisions.extend(other.revisions)
 
+
+# A disk that takes no more writes: the run stops (marked failed) instead of quarantining every document.
+DISK_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EROFS}
 
 # Peak memory to process an input read whole, per input byte (decoded text, turns, documents).
 MEMORY_PER_INPUT_BYTE = 16
@@ -137,6 +143,10 @@ def run_shard(
     try:
         for ref in refs:
             _one(ref, out_root, ctx, ledger, inputs, result, allow_shrink)
+    except OSError as exc:
+        if exc.errno not in DISK_FULL:
+            raise
+        result.stopped = (exc.errno, f"{exc.strerror} ({exc.filename or out_root})")  # what was written is kept
     finally:
         inputs.close()
         if ledger is not None:
@@ -304,6 +314,8 @@ def _emit(ref: ingest.InputRef, outcome: FileOutcome, out_root: Path, result: Sh
                 sha = revisions.put_blob(out_root, s.encoded)
                 changed = emit.atomic_write(target, s.encoded)
             except OSError as exc:
+                if exc.errno in DISK_FULL:
+                    raise
                 s.status, s.reasons, s.detail = SessionStatus.QUARANTINED, [Reason.WRITE_ERROR.value], str(exc)
                 rel, sha = None, None
             else:
