@@ -9,7 +9,6 @@ Exit codes: 0 every session was written (ok or partial) and no input was quarant
 from __future__ import annotations
 
 import os
-import signal
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -76,23 +75,6 @@ def clear_failures(what: str):
     except OSError as exc:
         where = f" ({exc.filename})" if exc.filename else ""
         fail(f"{what}: {exc.strerror or exc}{where}")
-
-
-@contextmanager
-def stop_on_signals():
-    """SIGTERM is handled like Ctrl-C: the run stops, is marked interrupted, leaves no process."""
-    def _raise(signum, frame):
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    try:
-        previous = signal.signal(signal.SIGTERM, _raise)
-    except ValueError:  # not the main thread (a test runner): nothing to install
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def read_ledger(out: Path, config: Path | None):
@@ -163,12 +145,19 @@ def _run(paths: list[Path], out: Path, settings: Settings, force: bool, allow_sh
         console.print(f"[red]cannot start:[/red] Prefect is unavailable: {exc}")
         return EXIT_CANNOT_START
     try:
-        with clear_failures("run failed"), stop_on_signals():
+        from flows.pipeline import graceful_stop, start_embedded_server
+
+        with clear_failures("run failed"), graceful_stop(out):
+            start_embedded_server()
             summary = run_archive(paths, out, settings, force=force, show_progress=sys.stderr.isatty(),
                                   allow_shrink=allow_shrink, keys=keys)
-    except KeyboardInterrupt:
-        fail("interrupted: the run is marked interrupted in the ledger with what was written; "
-             "run again to finish", EXIT_INTERRUPTED)
+    except BaseException as exc:  # Ctrl-C twice, or a signal Prefect turned into TerminationSignal
+        if not isinstance(exc, KeyboardInterrupt) and type(exc).__name__ != "TerminationSignal":
+            raise
+        fail("interrupted: the run is marked interrupted in the ledger; run again to finish", EXIT_INTERRUPTED)
+    if summary.get("status") == "interrupted":
+        fail(f"interrupted: run {summary['run_id']} stopped after {summary['counts']['files']} files, all "
+             "recorded in the ledger; run again to finish", EXIT_INTERRUPTED)
     _print_summary(summary)
     c = summary["counts"]
     return EXIT_QUARANTINED if (c["files_quarantined"] or c["sessions_quarantined"]) else EXIT_OK

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import math
 import os
+import signal
 import socket
 import time
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -126,6 +128,7 @@ def reconstruct(paths: list[Path], out_root: Path, settings: Settings, *, force:
     run_id = run_id or f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid4().hex[:6]}"
     out_root.mkdir(parents=True, exist_ok=True)
     cleaned = emit.clean_temporaries(out_root)
+    emit.clear_stop(out_root)
     lpath = ledger_path_for(out_root, settings)
     ledger = Ledger(lpath)
     try:
@@ -165,18 +168,22 @@ def reconstruct(paths: list[Path], out_root: Path, settings: Settings, *, force:
         from .revisions import write_index
 
         write_index(out_root, ledger)
-        write_datasets(out_root, ledger=ledger, problems=(problems := []))
-        for problem in problems:
-            get_logger().warning("datasets: %s", problem)
+        interrupted = emit.stop_requested(out_root)
+        if not interrupted:  # an interrupted run stops fast; the next run refreshes the datasets
+            write_datasets(out_root, ledger=ledger, problems=(problems := []))
+            for problem in problems:
+                get_logger().warning("datasets: %s", problem)
         seconds = time.perf_counter() - started
-        counts = ledger.finish_run(run_id, _now(), RunStatus.COMPLETED, seconds)
+        ending = RunStatus.INTERRUPTED if interrupted else RunStatus.COMPLETED
+        counts = ledger.finish_run(run_id, _now(), ending, seconds)
         quarantined = ledger.quarantined(run_id)
     except BaseException as exc:
         ledger.finish_run(run_id, _now(), ending_status(exc), time.perf_counter() - started)
         raise
     finally:
+        emit.clear_stop(out_root)
         ledger.close()
-    return {"run_id": run_id, "counts": counts, "quarantined": quarantined, "seconds": seconds,
+    return {"run_id": run_id, "status": ending, "counts": counts, "quarantined": quarantined, "seconds": seconds,
             "shards": len(shards), "written": written, "temporaries_removed": cleaned, "ledger": str(lpath)}
 
 
@@ -236,7 +243,7 @@ def reconstruct_archive(paths: list[str], out: str, settings: Settings | dict[st
                         len(result.files), len(result.sessions))
             yield result
 
-    with progress_bar(show_progress) as progress, pool.local_pool(settings):
+    with progress_bar(show_progress) as progress, pool.local_pool(settings), graceful_stop(out_root):
         summary = reconstruct([Path(p) for p in paths], out_root, settings, force=force,
                               runner=submit, progress=progress, allow_shrink=allow_shrink, keys=keys)
     c = summary["counts"]
@@ -249,6 +256,48 @@ def reconstruct_archive(paths: list[str], out: str, settings: Settings | dict[st
         description="Sessions by status and every quarantined input",
     )
     return summary
+
+
+def start_embedded_server() -> None:
+    """Start Prefect's embedded server (when no API is configured) with Ctrl-C blocked in it: a
+    terminal's Ctrl-C then reaches this process only, which stops the run and the server in order
+    (a server killed first leaves the flow retrying a dead API for a minute)."""
+    from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_ENABLED
+
+    if PREFECT_API_URL.value() or not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
+        return
+    from prefect.server.api.server import SubprocessASGIServer
+
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        SubprocessASGIServer().start()  # the instance Prefect's client uses
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+
+
+@contextmanager
+def graceful_stop(out_root: Path):
+    """Ctrl-C or SIGTERM asks the run to stop after the inputs in progress (all recorded, the run
+    marked interrupted); a second one stops at once (workers killed, the run marked interrupted).
+    Installed by the CLI and again inside the flow, where Prefect puts its own SIGTERM handler."""
+    asked = []
+
+    def _stop(signum, frame):
+        if asked or not out_root.is_dir():
+            raise KeyboardInterrupt(f"signal {signum}")
+        asked.append(signum)
+        emit.request_stop(out_root)
+
+    try:
+        previous = {s: signal.signal(s, _stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    except ValueError:  # not the main thread: signals stay as they are
+        yield
+        return
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 class progress_bar:

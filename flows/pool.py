@@ -14,6 +14,7 @@ shard is run again one input at a time, so the input that kills its worker is qu
 from __future__ import annotations
 
 import multiprocessing
+import signal
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -39,7 +40,7 @@ class LocalPool:
     def _new(self) -> ProcessPoolExecutor:
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(["flows.shard"])
-        return ProcessPoolExecutor(max_workers=self.workers, mp_context=context)
+        return ProcessPoolExecutor(max_workers=self.workers, mp_context=context, initializer=_worker_signals)
 
     def replace(self, broken: ProcessPoolExecutor) -> None:
         """A fresh pool instead of ``broken`` (once, however many threads saw it break)."""
@@ -59,6 +60,12 @@ class LocalPool:
             for proc in list((getattr(pool, "_processes", None) or {}).values()):
                 proc.join(5)
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _worker_signals() -> None:
+    """Workers leave Ctrl-C to the main process, which asks them to stop between inputs (so what
+    they did is returned and recorded) or, on a second Ctrl-C, kills them."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 _LOCAL_POOL: ContextVar[LocalPool | None] = ContextVar("reconstruct_local_pool", default=None)

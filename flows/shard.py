@@ -142,6 +142,8 @@ def run_shard(
     result = ShardResult()
     try:
         for ref in refs:
+            if emit.stop_requested(out_root):  # interrupted: what is done is returned and recorded
+                break
             _one(ref, out_root, ctx, ledger, inputs, result, allow_shrink)
     except OSError as exc:
         if exc.errno not in DISK_FULL:
