@@ -228,6 +228,7 @@ def status(out: OutOpt = Path("output"), config: ConfigOpt = None,
     ledger = read_ledger(out, config)
     try:
         rows = ledger.runs(limit)
+        flags = _counts(ledger.flags().values())
     finally:
         ledger.close()
     show_rows(["run", "started", "status", "files", "skipped", "files_quarantined", "ok", "partial",
@@ -235,6 +236,16 @@ def status(out: OutOpt = Path("output"), config: ConfigOpt = None,
               [[r["run_id"], r["started_at"], r["status"], r["files"], r["files_skipped"], r["files_quarantined"],
                 r["sessions_ok"], r["sessions_partial"], r["sessions_quarantined"], f"{r['seconds'] or 0:.2f}"]
                for r in rows], title="Runs")
+    if flags:
+        console.print("documents kept without their source: "
+                      + ", ".join(f"{mark} {n}" for mark, n in sorted(flags.items())))
+
+
+def _counts(values) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for v in values:
+        out[v] = out.get(v, 0) + 1
+    return out
 
 
 @app.command()

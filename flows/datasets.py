@@ -26,7 +26,7 @@ SESSION_COLUMNS = {
     "coverage_reason": pl.Utf8, "source_path": pl.Utf8, "source_sha256": pl.Utf8, "source_lines": pl.Utf8,
     "source_pointer": pl.Utf8, "grammar": pl.Utf8, "grammar_version": pl.Utf8, "interactions": pl.Int64,
     "source_turns": pl.Int64, "redactions": pl.Int64, "redaction_types": pl.Utf8, "output_sha256": pl.Utf8,
-    "run_id": pl.Utf8,
+    "run_id": pl.Utf8, "flag": pl.Utf8,
 }
 TURN_COLUMNS = {
     "output_path": pl.Utf8, "session_id": pl.Utf8, "ordinal": pl.Int64, "role": pl.Utf8, "kind": pl.Utf8,
@@ -45,6 +45,7 @@ def tables(out_root: Path, ledger: Ledger | None = None,
     that is not a session document (hand-edited, stray) is left out and named in ``problems``.
     """
     writers = ledger.writers() if ledger is not None else {}
+    flags = ledger.flags() if ledger is not None else {}
     sessions, turns = [], []
     for path in sorted(p for p in (out_root / "sessions").rglob("*.json") if p.is_file()):
         rel = str(path.relative_to(out_root))
@@ -56,7 +57,7 @@ def tables(out_root: Path, ledger: Ledger | None = None,
                 problems.append(f"{rel}: not a session document, left out of the datasets "
                                 f"({type(exc).__name__}: {exc}); see `reconstruct verify`")
             continue
-        sessions.append(rows[0])
+        sessions.append(rows[0] | {"flag": flags.get(rel)})
         turns.extend(rows[1])
     return pl.DataFrame(sessions, schema=SESSION_COLUMNS), pl.DataFrame(turns, schema=TURN_COLUMNS)
 

@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from models.errors import Reason
-from models.status import FileStatus, RunStatus, SessionStatus
+from models.status import DocumentMark, FileStatus, RunStatus, SessionStatus
 
 MIGRATIONS: list[str] = [
     # 0 -> 1
@@ -64,6 +64,11 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX reasons_by_file ON reasons (run_id, source_key);
     CREATE INDEX reasons_by_key ON reasons (source_key, reason);
+    CREATE TABLE marks (
+        run_id TEXT NOT NULL, output_path TEXT NOT NULL, source_key TEXT NOT NULL, mark TEXT NOT NULL,
+        detail TEXT NOT NULL
+    );
+    CREATE INDEX marks_by_path ON marks (output_path);
     ALTER TABLE files ADD COLUMN context_sha256 TEXT;
     WITH RECURSIVE split(run_id, source_key, ordinal, rest, reason) AS (
         SELECT run_id, source_key, NULL, reasons || ',', NULL FROM files WHERE reasons != ''
@@ -355,14 +360,13 @@ class Ledger:
         return dict(zip([c[0] for c in cur.description], row, strict=True)) if row else None
 
     def done_before(self, source_key: str, sha256: str, fingerprint: str, context_sha256: str | None = None) -> bool:
-        """True when this exact input (and its companions) was processed with these settings and
-        nothing in it failed."""
+        """True when the latest record of this input is of these exact bytes (and companions), with
+        these settings, and nothing in it failed (an input changed and changed back is processed)."""
         row = self.db.execute(
-            "SELECT 1 FROM files f WHERE source_key=? AND sha256=? AND config_fingerprint=? "
-            f"AND context_sha256 IS ? AND status IN (?, ?, ?) AND NOT {FAILED} ORDER BY rowid DESC LIMIT 1",
-            (source_key, sha256, fingerprint, context_sha256, FileStatus.OK, FileStatus.PARTIAL, FileStatus.SKIPPED),
-        ).fetchone()
-        return row is not None
+            f"SELECT sha256, config_fingerprint, context_sha256, status, {FAILED} FROM files f WHERE source_key=? "
+            "ORDER BY rowid DESC LIMIT 1", (source_key,)).fetchone()
+        return row is not None and tuple(row) == (sha256, fingerprint, context_sha256, row[3], 0) and row[3] in (
+            FileStatus.OK, FileStatus.PARTIAL, FileStatus.SKIPPED)
 
     def runs(self, limit: int = 10) -> list[dict[str, Any]]:
         cur = self.db.execute("SELECT * FROM runs ORDER BY started_at DESC, rowid DESC LIMIT ?", (limit,))
@@ -394,6 +398,33 @@ class Ledger:
         rows = self.db.execute(
             f"SELECT source_key, source_path FROM files f WHERE run_id=? AND {FAILED} ORDER BY 1", (run_id,))
         return [{"source_key": k, "source_path": p} for k, p in rows.fetchall()]
+
+    def previous_outputs(self, source_key: str, run_id: str) -> set[str]:
+        """Document paths the latest earlier run that processed this input wrote for it."""
+        rows = self.db.execute(
+            "SELECT output_path FROM sessions WHERE source_key=? AND output_path LIKE 'sessions/%' AND run_id = "
+            "(SELECT run_id FROM sessions WHERE source_key=? AND run_id != ? ORDER BY rowid DESC LIMIT 1)",
+            (source_key, source_key, run_id)).fetchall()
+        return {r[0] for r in rows}
+
+    def known_inputs(self) -> dict[str, tuple[str, str]]:
+        """source key -> (status, source path) of its latest ledger row, for every input ever seen."""
+        rows = self.db.execute("SELECT source_key, status, source_path FROM files ORDER BY rowid").fetchall()
+        return {k: (s, p) for k, s, p in rows}
+
+    def mark(self, run_id: str, rows: Iterable[tuple[str, str, DocumentMark, str]]) -> None:
+        """Flag documents (output_path, source_key, mark, detail) that stay on disk but lost their source."""
+        with self.db:
+            self.db.executemany("INSERT INTO marks VALUES (?,?,?,?,?)",
+                                [(run_id, p, k, str(m), d) for p, k, m, d in rows])
+
+    def flags(self) -> dict[str, str]:
+        """output_path -> mark, for documents marked after the last run that wrote them."""
+        rows = self.db.execute(
+            "SELECT m.output_path, m.mark FROM marks m JOIN runs r ON r.run_id = m.run_id WHERE NOT EXISTS ("
+            "SELECT 1 FROM sessions s JOIN runs w ON w.run_id = s.run_id WHERE s.output_path = m.output_path "
+            "AND s.output_sha256 IS NOT NULL AND w.rowid >= r.rowid) ORDER BY r.rowid").fetchall()
+        return dict(rows)
 
     def has_run(self, run_id: str) -> bool:
         return self.db.execute("SELECT 1 FROM runs WHERE run_id=?", (run_id,)).fetchone() is not None

@@ -28,9 +28,9 @@ from prefect.cache_policies import NO_CACHE
 from prefect.futures import as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from models.errors import Reason
 from models.settings import PIPELINE_VERSION, Settings
-from models.status import FileStatus, RunStatus
+from models.status import DocumentMark, FileStatus, RunStatus
+from normalizers.ids import safe_path_part
 
 from . import emit, ingest, pool
 from .ledger import FileRow, Ledger
@@ -146,6 +146,8 @@ def reconstruct(paths: list[Path], out_root: Path, settings: Settings, *, force:
         companions = {r.key: r for r in refs if r.companion}
         if keys is not None:
             refs = _only(refs, keys, run_id, settings, ledger)
+        else:
+            _record_missing(paths, refs, run_id, settings, ledger)
         shards = plan_shards(refs, settings)
         if progress:
             progress(0, len(refs))
@@ -158,6 +160,7 @@ def reconstruct(paths: list[Path], out_root: Path, settings: Settings, *, force:
         for result in results:
             ledger.record(run_id, settings.fingerprint(), result.files, result.sessions)
             ledger.add_revisions(result.revisions, run_id)  # the index's one writer: this process
+            _mark_superseded(result, run_id, ledger)
             if result.stopped:  # recorded first: what was written before the disk filled is in the ledger
                 raise OSError(result.stopped[0], result.stopped[1])
             done += len(result.files)
@@ -207,15 +210,49 @@ def get_logger():
     return logging.getLogger("reconstruct")
 
 
+def _record_missing(paths: list[Path], refs: list[ingest.InputRef], run_id: str, settings: Settings,
+                    ledger: Ledger) -> None:
+    """Inputs an earlier run saw under these roots that are gone: recorded ``missing``, and their
+    documents (kept: nothing is deleted without confirmation) marked ``source_missing``."""
+    prefixes = ["/".join(safe_path_part(p) for p in parts) for parts in ingest.root_names(paths)]
+    found = {r.key for r in refs}
+    gone = sorted(k for k, (status, _) in ledger.known_inputs().items()
+                  if k not in found and status not in (FileStatus.MISSING, FileStatus.IGNORED)
+                  and any(k == p or k.startswith(p + "/") for p in prefixes))
+    _missing(gone, run_id, settings, ledger)
+
+
+def _missing(gone: list[str], run_id: str, settings: Settings, ledger: Ledger) -> None:
+    known = ledger.known_inputs()
+    ledger.record(run_id, settings.fingerprint(), [
+        FileRow(k, known[k][1] if k in known else k, None, 0, None, FileStatus.MISSING, [],
+                "no longer under the run's paths; its documents stay, marked source_missing", 0, 0.0)
+        for k in gone], [])
+    ledger.mark(run_id, [(path, k, DocumentMark.SOURCE_MISSING, "the input is gone")
+                         for k in gone for path in sorted(ledger.previous_outputs(k, run_id))])
+
+
+def _mark_superseded(result: ShardResult, run_id: str, ledger: Ledger) -> None:
+    """Documents an input produced before but not now (a conversation removed from an export)."""
+    processed = {f.source_key for f in result.files
+                 if f.status in (FileStatus.OK, FileStatus.PARTIAL) and not f.reasons}
+    now: dict[str, set[str]] = {}
+    for s in result.sessions:
+        now.setdefault(s.source_key, set()).add(s.output_path)
+    rows = []
+    for key in sorted(processed):
+        for path in sorted(ledger.previous_outputs(key, run_id) - now.get(key, set())):
+            rows.append((path, key, DocumentMark.SUPERSEDED, "the input no longer holds this session"))
+    if rows:
+        ledger.mark(run_id, rows)
+
+
 def _only(refs: list[ingest.InputRef], keys: list[str], run_id: str, settings: Settings,
           ledger: Ledger) -> list[ingest.InputRef]:
-    """The refs of these keys; a key no longer found is recorded missing (its document stays)."""
+    """The refs of these keys; a key no longer found is recorded missing (its documents stay)."""
     wanted = set(keys)
     found = [r for r in refs if r.key in wanted]
-    gone = sorted(wanted - {r.key for r in found})
-    ledger.record(run_id, settings.fingerprint(), [
-        FileRow(k, k, None, 0, None, FileStatus.MISSING, [Reason.SOURCE_MISSING.value],
-                "asked for by a rerun but no longer under the run's paths", 0, 0.0) for k in gone], [])
+    _missing(sorted(wanted - {r.key for r in found}), run_id, settings, ledger)
     return found
 
 

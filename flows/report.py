@@ -67,6 +67,7 @@ def figures(out_root: Path, ledger: Ledger, run_id: str | None = None) -> dict[s
         "models": {"assistant_turns": ai.height, "unknown": unknown,
                    "unknown_share": round(unknown / ai.height, 4) if ai.height else 0.0},
         "redactions": dict(sorted(redactions.items())),
+        "flags": _counts([f for f in sessions["flag"].to_list() if f]),
     }
 
 
@@ -172,6 +173,9 @@ def render(fig: dict[str, Any]) -> str:
                  _share(models["unknown"], models["assistant_turns"], "unknown model"),
                  _table("models", {"assistant_turns": models["assistant_turns"], "unknown": models["unknown"],
                                    "unknown_share": models["unknown_share"]}, ("", "value"))),
+        _section("Documents without their source", "Documents kept under OUT whose input is gone "
+                 "(source_missing) or no longer holds the session (superseded); nothing is deleted.",
+                 _bars(fig["flags"]), _table("flags", fig["flags"], ("mark", "documents"))),
         _section("Redactions by type", "Secrets (and PII when enabled) found in the documents now under OUT.",
                  _bars(fig["redactions"]), _table("redactions", fig["redactions"], ("type", "findings"))),
     ]

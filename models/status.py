@@ -35,4 +35,12 @@ class RunStatus(StrEnum):
     CRASHED = "crashed"  # stopped by a bug
 
 
+class DocumentMark(StrEnum):
+    """A document kept on disk whose source no longer produces it (never deleted without the
+    confirmation rule; the ledger, the datasets, ``status`` and the report say so)."""
+
+    SOURCE_MISSING = "source_missing"  # its input is gone from the run's paths
+    SUPERSEDED = "superseded"  # its input no longer holds this session (a conversation removed)
+
+
 WRITTEN = (SessionStatus.OK, SessionStatus.PARTIAL)

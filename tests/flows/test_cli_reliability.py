@@ -63,8 +63,7 @@ def test_rerun_of_a_deleted_input_records_it_missing_and_duplicates_nothing(pref
         rows = ledger.file_rows(ledger.latest_run_id())
     finally:
         ledger.close()
-    assert [(r["source_key"], r["status"], r["reasons"]) for r in rows] == [
-        ("logs/sub/bad.txt", "missing", "source_missing")]
+    assert [(r["source_key"], r["status"], r["reasons"]) for r in rows] == [("logs/sub/bad.txt", "missing", "")]
 
 
 # -- clear failures ---------------------------------------------------------------------------------

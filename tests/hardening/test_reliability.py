@@ -288,3 +288,93 @@ def test_a_zip_is_opened_once_per_shard_not_per_entry(tmp_path, monkeypatch):
     summary = reconstruct([src], tmp_path / "out", Settings(workers=1))
     assert summary["counts"]["sessions_ok"] == 200
     assert len(opened) <= 1 + summary["shards"], len(opened)
+
+
+# -- 12. documents whose source is gone are kept and flagged; fixed inputs lose their quarantine record --
+def _flags(out: Path) -> dict[str, str]:
+    import polars as pl
+
+    frame = pl.read_parquet(out / "datasets" / "sessions.parquet")
+    return {p: f for p, f in zip(frame["output_path"], frame["flag"], strict=True) if f}
+
+
+def test_a_deleted_input_keeps_its_document_flagged_source_missing(tmp_path):
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "a.txt").write_text(GOOD_TRANSCRIPT)
+    (src / "b.txt").write_text(GOOD_TRANSCRIPT.replace("s-1", "s-2"))
+    out = tmp_path / "out"
+    reconstruct([src], out, Settings())
+    (src / "b.txt").unlink()
+    summary = reconstruct([src], out, Settings())
+    assert _files(out, summary["run_id"])["in/b.txt"][0] == "missing"
+    assert summary["counts"]["files_missing"] == 1 and summary["counts"]["files_quarantined"] == 0
+    assert (out / "sessions/in/b.txt/s-2.json").is_file()
+    assert _flags(out) == {"sessions/in/b.txt/s-2.json": "source_missing"}
+    again = reconstruct([src], out, Settings())  # still gone: not recorded again, still flagged
+    assert again["counts"]["files_missing"] == 0 and _flags(out) == {"sessions/in/b.txt/s-2.json": "source_missing"}
+    (src / "b.txt").write_text(GOOD_TRANSCRIPT.replace("s-1", "s-2"))
+    reconstruct([src], out, Settings())
+    assert _flags(out) == {}
+
+
+def test_a_conversation_removed_from_an_export_is_flagged_superseded(tmp_path):
+    from tests.hardening.corpus import CHATGPT
+
+    one = orjson.loads(CHATGPT)[0]
+    two = {**one, "id": "conv-2", "title": "second"}
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "conversations.json").write_bytes(orjson.dumps([one, two]))
+    out = tmp_path / "out"
+    reconstruct([src], out, Settings())
+    (src / "conversations.json").write_bytes(orjson.dumps([one]))
+    reconstruct([src], out, Settings())
+    assert _flags(out) == {"sessions/in/conversations.json.d/conv-2.json": "superseded"}
+    assert (out / "sessions/in/conversations.json.d/conv-2.json").is_file()
+
+
+def test_a_fixed_input_loses_its_quarantine_record(tmp_path):
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "bad.txt").write_text("just prose\n")
+    out = tmp_path / "out"
+    reconstruct([src], out, Settings())
+    record = out / "quarantine" / "in" / "bad.txt" / "file.json"
+    assert record.is_file()
+    (src / "bad.txt").write_text(GOOD_TRANSCRIPT)
+    reconstruct([src], out, Settings())
+    assert not record.exists()
+
+
+# -- done when: one folder holding all of these at once -------------------------------------------------
+def test_a_folder_of_every_hostile_input_at_once(tmp_path):
+    src = tmp_path / "in"
+    (src / ".git").mkdir(parents=True)
+    Path(os.fsdecode(bytes(src) + b"/caf\xe9.txt")).write_text(GOOD_TRANSCRIPT)
+    (src / "Thumbs.db").write_bytes(b"\0\1")
+    (src / "wide.txt").write_bytes(GOOD_TRANSCRIPT.replace("s-1", "s-7").encode("utf-16"))
+    (src / "big.txt").write_text(GOOD_TRANSCRIPT.replace("s-1", "s-8") + "User: more\n" * 3000)
+    (src / "empty.txt").write_bytes(b"")
+    with zipfile.ZipFile(src / "z.zip", "w") as zf:
+        zf.writestr("a/x.txt", GOOD_TRANSCRIPT)
+        zf.writestr("a\\x.txt", GOOD_TRANSCRIPT)
+    out = src / "out"
+    reconstruct([src], out, Settings(memory_budget_bytes=1 << 18))
+    (out / "sessions" / "stray.json").write_text("{")
+    summary = reconstruct([src], out, Settings(memory_budget_bytes=1 << 18))
+    files = _files(out, summary["run_id"])
+    assert set(files) == {"in/.git", "in/caf\\xe9.txt", "in/Thumbs.db", "in/wide.txt", "in/big.txt",
+                          "in/empty.txt", "in/z.zip/a/x.txt", "in/z.zip/a/x.txt~2", "in/out"}, files
+    assert files["in/big.txt"][1] == "too_large" and files["in/wide.txt"][0] == "skipped"
+
+
+def test_an_input_changed_and_changed_back_is_processed_again(tmp_path):
+    src = tmp_path / "in"
+    src.mkdir()
+    out = tmp_path / "out"
+    for text in (GOOD_TRANSCRIPT, GOOD_TRANSCRIPT.replace("hello", "changed"), GOOD_TRANSCRIPT):
+        (src / "a.txt").write_text(text)
+        summary = reconstruct([src], out, Settings())
+    assert summary["counts"]["files_skipped"] == 0
+    assert b"changed" not in (out / "sessions/in/a.txt/s-1.json").read_bytes()
