@@ -2,8 +2,9 @@
 
 Exit codes: 0 every session was written (ok or partial) and no input was quarantined;
 3 the run finished but something was quarantined (see ``reconstruct quarantine``);
-4 the run could not start (bad path, bad configuration, the ledger or Prefect unavailable);
-2 the command line itself was wrong.
+4 the run could not start or the environment failed it (bad path or output, bad configuration, the
+ledger, the disk or Prefect unavailable), always as one line; 130 the run was interrupted (Ctrl-C,
+SIGTERM) and is marked so in the ledger; 2 the command line itself was wrong.
 """
 
 from __future__ import annotations

@@ -149,8 +149,7 @@ class Ledger:
         if read_only:
             if not path.is_file():
                 raise LedgerError(f"no ledger at {path}: nothing has run into {path.parent}")
-            self.db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
-            self._check()
+            self._open_read_only()
             return
         path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(path, timeout=30)
@@ -162,12 +161,18 @@ class Ledger:
             self.db.close()
             raise LedgerError(f"ledger {path} cannot be used: {exc}") from None
 
-    def _check(self) -> None:
+    def _open_read_only(self) -> None:
+        self.db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
         try:
             version = self._version()
         except sqlite3.DatabaseError as exc:
             self.db.close()
             raise LedgerError(f"ledger {self.path} cannot be read: {exc}") from None
+        if version < SCHEMA_VERSION and os.access(self.path.parent, os.W_OK):
+            self.db.close()
+            Ledger(self.path).close()  # an older ledger is upgraded first, when it can be
+            self.db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
+            version = self._version()
         if version != SCHEMA_VERSION:
             self.db.close()
             raise LedgerError(f"ledger {self.path} has schema {version}, this version reads {SCHEMA_VERSION}; "

@@ -17,7 +17,6 @@ class Reason(StrEnum):
     ZIP_UNSAFE = "zip_unsafe"
     NAME_COLLISION = "name_collision"
     WORKER_DIED = "worker_died"
-    SOURCE_MISSING = "source_missing"
     # detect
     NO_GRAMMAR = "no_grammar"
     AMBIGUOUS_GRAMMAR = "ambiguous_grammar"

@@ -181,3 +181,16 @@ def test_a_full_disk_through_the_cli_is_one_line(prefect_harness, tmp_path, monk
     result = runner.invoke(app, ["run", str(src), "--out", str(tmp_path / "o"), "--workers", "1"])
     _one_line_exit_4(result)
     assert "No space left on device" in result.output
+
+
+def test_status_on_a_ledger_of_an_older_schema_upgrades_it(tmp_path):
+    from flows.ledger import MIGRATIONS
+
+    out = tmp_path / "out"
+    out.mkdir()
+    db = sqlite3.connect(out / "ledger.sqlite")
+    db.executescript(MIGRATIONS[0] + MIGRATIONS[1])
+    db.execute("INSERT INTO meta VALUES ('schema_version', '2')")
+    db.commit()
+    db.close()
+    assert runner.invoke(app, ["status", "--out", str(out)]).exit_code == 0
