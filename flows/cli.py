@@ -2,26 +2,28 @@
 
 Exit codes: 0 every session was written (ok or partial) and no input was quarantined;
 3 the run finished but something was quarantined (see ``reconstruct quarantine``);
-4 the run could not start (bad path, bad configuration, the ledger or Prefect unavailable);
-2 the command line itself was wrong.
+4 the run could not start or the environment failed it (bad path or output, bad configuration, the
+ledger, the disk or Prefect unavailable), always as one line; 130 the run was interrupted (Ctrl-C,
+SIGTERM) and is marked so in the ledger; 2 the command line itself was wrong.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
 import orjson
 import typer
-from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
+from models.errors import ReconstructError
 from models.settings import Settings
 
-EXIT_OK, EXIT_USAGE, EXIT_QUARANTINED, EXIT_CANNOT_START = 0, 2, 3, 4
+EXIT_OK, EXIT_USAGE, EXIT_QUARANTINED, EXIT_CANNOT_START, EXIT_INTERRUPTED = 0, 2, 3, 4, 130
 
 app = typer.Typer(
     add_completion=False,
@@ -48,12 +50,45 @@ def prefect_env() -> None:
         os.environ.setdefault(key, value)
 
 
+def fail(message: str, code: int = EXIT_CANNOT_START):
+    """One line on stderr naming the problem, then exit (4 unless told)."""
+    console.print(message.replace("\n", " "), markup=False, highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
 def load_settings(config: Path | None, **flags) -> Settings:
     try:
         return Settings.load(config, **flags)
-    except ValidationError as exc:
-        console.print(f"[red]invalid configuration:[/red] {exc}")
-        raise typer.Exit(EXIT_CANNOT_START) from None
+    except ReconstructError as exc:
+        fail(f"invalid configuration: {exc}")
+
+
+@contextmanager
+def clear_failures(what: str):
+    """Problems of the environment (the ledger, the disk, the output folder) end as one line and
+    exit 4 instead of a traceback."""
+    from flows.ledger import LedgerError
+
+    try:
+        yield
+    except LedgerError as exc:
+        fail(f"{what}: {exc}")
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename else ""
+        fail(f"{what}: {exc.strerror or exc}{where}")
+
+
+def read_ledger(out: Path, config: Path | None):
+    """The ledger of OUT opened read-only (works on a read-only output); one line and exit 4
+    when there is none, it is corrupt or it is newer than this version."""
+    from flows.ledger import Ledger, LedgerError
+    from flows.pipeline import ledger_path_for
+
+    path = ledger_path_for(out, load_settings(config))
+    try:
+        return Ledger(path, read_only=True)
+    except LedgerError as exc:
+        fail(f"cannot read: {exc}")
 
 
 def _print_summary(summary: dict) -> None:
@@ -88,19 +123,42 @@ def _quarantine_table(rows: list[dict]) -> None:
                for q in rows], title="Quarantined")
 
 
-def _run(paths: list[Path], out: Path, settings: Settings, force: bool, allow_shrink: bool = False) -> int:
+def _check_out(out: Path) -> None:
+    """The output root must be a folder this process can write (or create)."""
+    if out.exists() and not out.is_dir():
+        fail(f"cannot start: --out {out} is a file, not a folder")
+    probe = out if out.exists() else next((p for p in out.resolve().parents if p.exists()), None)
+    if probe is None or not os.access(probe, os.W_OK | os.X_OK):
+        fail(f"cannot start: --out {out} is not writable")
+
+
+def _run(paths: list[Path], out: Path, settings: Settings, force: bool, allow_shrink: bool = False,
+         keys: list[str] | None = None) -> int:
     missing = [str(p) for p in paths if not p.exists() and not p.is_symlink()]
     if missing:
         console.print(f"[red]cannot start:[/red] no such path: {', '.join(missing)}")
         return EXIT_CANNOT_START
+    _check_out(out)
     prefect_env()
     try:
         from flows.pipeline import run_archive
     except Exception as exc:  # an environment problem, not an input problem
         console.print(f"[red]cannot start:[/red] Prefect is unavailable: {exc}")
         return EXIT_CANNOT_START
-    summary = run_archive(paths, out, settings, force=force, show_progress=sys.stderr.isatty(),
-                          allow_shrink=allow_shrink)
+    try:
+        from flows.pipeline import graceful_stop, start_embedded_server
+
+        with clear_failures("run failed"), graceful_stop(out):
+            start_embedded_server()
+            summary = run_archive(paths, out, settings, force=force, show_progress=sys.stderr.isatty(),
+                                  allow_shrink=allow_shrink, keys=keys)
+    except BaseException as exc:  # Ctrl-C twice, or a signal Prefect turned into TerminationSignal
+        if not isinstance(exc, KeyboardInterrupt) and type(exc).__name__ != "TerminationSignal":
+            raise
+        fail("interrupted: the run is marked interrupted in the ledger; run again to finish", EXIT_INTERRUPTED)
+    if summary.get("status") == "interrupted":
+        fail(f"interrupted: run {summary['run_id']} stopped after {summary['counts']['files']} files, all "
+             "recorded in the ledger; run again to finish", EXIT_INTERRUPTED)
     _print_summary(summary)
     c = summary["counts"]
     return EXIT_QUARANTINED if (c["files_quarantined"] or c["sessions_quarantined"]) else EXIT_OK
@@ -144,54 +202,34 @@ def rerun(
     out: OutOpt = Path("output"),
     config: ConfigOpt = None,
 ) -> None:
-    """Reprocess the inputs of a run that failed or were quarantined (nothing else)."""
-    from flows.ledger import Ledger
-    from flows.pipeline import ledger_path_for
-
+    """Reprocess the inputs of a run that failed or were quarantined (nothing else), under the
+    keys they had: the same roots are walked, only the failed inputs are processed."""
     settings = load_settings(config)
-    ledger = Ledger(ledger_path_for(out, settings))
+    ledger = read_ledger(out, config)
     try:
         run_id = run_id or ledger.latest_run_id()
+        if run_id is None or not ledger.has_run(run_id):
+            fail(f"cannot rerun: no run {run_id!r} in the ledger of {out}")
         sources = ledger.failed_sources(run_id) if failed else []
-        args = ledger.runs(50)
+        args = orjson.loads(ledger.run(run_id)["args"])
     finally:
         ledger.close()
     if not sources:
         console.print(f"nothing to rerun in run {run_id}")
         raise typer.Exit(EXIT_OK)
-    roots = next((orjson.loads(r["args"])["paths"] for r in args if r["run_id"] == run_id), [])
-    paths = _paths_for(sources, [Path(r) for r in roots])
-    console.print(f"rerunning {len(paths)} inputs of run {run_id}")
-    raise typer.Exit(_run(paths, out, settings, force=True))
-
-
-def _paths_for(sources: list[str], roots: list[Path]) -> list[Path]:
-    """Map ledger source paths (root name / relative path) back to files under the run's roots."""
-    out: list[Path] = []
-    for src in sources:
-        head, _, rest = src.partition("/")
-        for root in roots:
-            if root.name == head or root.resolve().name == head:
-                candidate = root / rest if rest else root
-                # zip members: rerun the whole zip
-                while not candidate.exists() and candidate != root:
-                    candidate = candidate.parent
-                if candidate not in out:
-                    out.append(candidate)
-                break
-    return out
+    console.print(f"rerunning {len(sources)} inputs of run {run_id}")
+    raise typer.Exit(_run([Path(r) for r in args["paths"]], out, settings, force=True,
+                          keys=[s["source_key"] for s in sources]))
 
 
 @app.command()
 def status(out: OutOpt = Path("output"), config: ConfigOpt = None,
            limit: Annotated[int, typer.Option(help="How many runs.")] = 10) -> None:
     """Recent runs and their counts."""
-    from flows.ledger import Ledger
-    from flows.pipeline import ledger_path_for
-
-    ledger = Ledger(ledger_path_for(out, load_settings(config)))
+    ledger = read_ledger(out, config)
     try:
         rows = ledger.runs(limit)
+        flags = _counts(ledger.flags().values())
     finally:
         ledger.close()
     show_rows(["run", "started", "status", "files", "skipped", "files_quarantined", "ok", "partial",
@@ -199,17 +237,26 @@ def status(out: OutOpt = Path("output"), config: ConfigOpt = None,
               [[r["run_id"], r["started_at"], r["status"], r["files"], r["files_skipped"], r["files_quarantined"],
                 r["sessions_ok"], r["sessions_partial"], r["sessions_quarantined"], f"{r['seconds'] or 0:.2f}"]
                for r in rows], title="Runs")
+    if flags:
+        console.print("documents kept without their source: "
+                      + ", ".join(f"{mark} {n}" for mark, n in sorted(flags.items())))
+
+
+def _counts(values) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for v in values:
+        out[v] = out.get(v, 0) + 1
+    return out
 
 
 @app.command()
 def quarantine(out: OutOpt = Path("output"), config: ConfigOpt = None,
                run_id: Annotated[str | None, typer.Option("--run")] = None) -> None:
     """Quarantined inputs and sessions of a run (default the latest) with their reasons."""
-    from flows.ledger import Ledger
-    from flows.pipeline import ledger_path_for
-
-    ledger = Ledger(ledger_path_for(out, load_settings(config)))
+    ledger = read_ledger(out, config)
     try:
+        if run_id is not None and not ledger.has_run(run_id):
+            fail(f"no run {run_id!r} in the ledger of {out}")
         rows = ledger.quarantined(run_id)
     finally:
         ledger.close()
@@ -236,7 +283,8 @@ def schema(out: Annotated[Path | None, typer.Option("--out")] = None) -> None:
 
     data = orjson.dumps(json_schema(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
     if out:
-        out.write_bytes(data)
+        with clear_failures(f"cannot write {out}"):
+            out.write_bytes(data)
     else:
         sys.stdout.buffer.write(data)
 

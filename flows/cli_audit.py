@@ -27,17 +27,22 @@ def _err(message: str) -> None:
 
 
 @contextmanager
-def _ledger(out: Path, config: Path | None):
-    """The run ledger of OUT; a RevisionError inside the block becomes a message and exit 1."""
+def _ledger(out: Path, config: Path | None, *, write: bool = False):
+    """The run ledger of OUT (read-only unless ``write``); a RevisionError inside the block, or a
+    missing or unreadable ledger, becomes one line and exit 1."""
     from flows.cli import load_settings
-    from flows.ledger import Ledger
+    from flows.ledger import Ledger, LedgerError
     from flows.pipeline import ledger_path_for
 
     path = ledger_path_for(out, load_settings(config))
     if not path.is_file():
         _err(f"no ledger at {path}: nothing has run into {out}")
         raise typer.Exit(EXIT_PROBLEM)
-    ledger = Ledger(path)
+    try:
+        ledger = Ledger(path, read_only=not write)
+    except LedgerError as exc:
+        _err(str(exc))
+        raise typer.Exit(EXIT_PROBLEM) from None
     try:
         yield ledger
     except RevisionError as exc:  # every audit command reports a revision problem the same way
@@ -97,7 +102,7 @@ def register(app: typer.Typer) -> None:
         """Restore an earlier revision, as a new revision; asks for CONFIRM REVERT <SESSION> <vK>."""
         from flows import revisions
 
-        with _ledger(out, config) as ledger:
+        with _ledger(out, config, write=True) as ledger:
             rel = revisions.resolve(ledger, out, session)
             target = revisions.revision(ledger, rel, to)
             revisions.check_current(ledger, out, rel)
@@ -159,7 +164,7 @@ def register(app: typer.Typer) -> None:
         except OSError as exc:
             _err(f"cannot read {diff_file}: {exc}")
             raise typer.Exit(EXIT_PROBLEM) from None
-        with _ledger(out, config) as ledger:
+        with _ledger(out, config, write=True) as ledger:
             try:
                 rel = revisions.resolve(ledger, out, to)
                 latest = revisions.check_current(ledger, out, rel)
@@ -202,12 +207,18 @@ def register(app: typer.Typer) -> None:
             table = "sessions" if "turn" not in out_file.name else "turns"
             _err(f"--out-file without --table: writing the {table} table")
         lpath = ledger_path_for(out, load_settings(config))
-        ledger = Ledger(lpath) if lpath.is_file() else None
+        if not (out / "sessions").is_dir():
+            _err(f"no documents under {out}/sessions: nothing to export")
+            raise typer.Exit(EXIT_PROBLEM)
+        ledger = Ledger(lpath, read_only=True) if lpath.is_file() else None
+        problems: list[str] = []
         try:
-            paths = write(out, format, to, ledger=ledger, table=table, out_file=out_file)
+            paths = write(out, format, to, ledger=ledger, table=table, out_file=out_file, problems=problems)
         finally:
             if ledger is not None:
                 ledger.close()
+        for problem in problems:
+            _err(problem)
         for path in paths:
             typer.echo(str(path))
 

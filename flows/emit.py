@@ -97,10 +97,35 @@ def quarantine_record(payload: dict) -> bytes:
         return orjson.dumps(slim, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS, default=str) + b"\n"
 
 
+STOP_FILE = ".interrupt"  # present while a run is asked to stop: shards end after their current input
+
+
+def request_stop(root: Path) -> None:
+    """Ask the run writing into ``root`` to stop after the inputs in progress (Ctrl-C, SIGTERM)."""
+    (root / STOP_FILE).touch()
+
+
+def stop_requested(root: Path) -> bool:
+    return (root / STOP_FILE).exists()
+
+
+def clear_stop(root: Path) -> None:
+    (root / STOP_FILE).unlink(missing_ok=True)
+
+
+def remove_stale(root: Path, relpath: str) -> bool:
+    """Remove a quarantine record its input no longer earns (the input was fixed); True if one went."""
+    try:
+        resolve_inside(root, relpath).unlink()
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    return True
+
+
 def clean_temporaries(root: Path) -> int:
     """Remove temporary files a killed run left behind; returns how many."""
     removed = 0
-    for sub in ("sessions", "quarantine"):
+    for sub in ("sessions", "quarantine", ".revisions"):
         base = root / sub
         if base.is_dir():
             for tmp in base.rglob(".*.tmp"):

@@ -18,9 +18,35 @@ from pathlib import Path, PurePosixPath
 from models.errors import IngestError, Reason, TransientIngestError
 from models.settings import Settings
 from normalizers.ids import safe_path_part
+from normalizers.secrets import scrub_name
 from parsers import registry
 
 SKIP_NAMES = {".DS_Store", "Thumbs.db", "desktop.ini"}
+
+
+def ignore_rule(name: str) -> str | None:
+    """Why a file or folder name is not an input (recorded as ``ignored`` with this rule), or None."""
+    if name in SKIP_NAMES:
+        return f"system file {name!r} (rule: {', '.join(sorted(SKIP_NAMES))})"
+    if name.startswith("."):
+        return f"hidden name {name!r} (rule: names starting with '.')"
+    return None
+
+
+def part(name: str) -> str:
+    """One path component as it is shown and keyed: valid text, with any secret in it redacted
+    (names become output paths and ledger rows)."""
+    return scrub_name(shown(name))
+
+
+def shown(name: str) -> str:
+    """A file name as valid text: bytes that are not UTF-8 (kept by the OS as surrogate escapes)
+    become ``\\xNN``, so the name can be written to JSON and to the ledger."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return name
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +62,7 @@ class InputRef:
     detail: str = ""
     companion: bool = False
     siblings: tuple[str, ...] = ()  # sorted names of the other files in the same folder or zip folder
+    ignored: str | None = None  # the rule that makes it no input (hidden, system file, the output root)
 
 
 def _key(parts: list[str]) -> str:
@@ -64,36 +91,56 @@ def _zip_members(path: Path, parts: list[str], settings: Settings, companions: s
             return [InputRef(_key(parts), name, str(path), problem=Reason.ZIP_UNSAFE.value,
                              detail=f"zip bomb guard: {total} bytes unpacked from {packed} "
                                     f"(limits {settings.zip_max_total_bytes} bytes, ratio {settings.zip_max_ratio})")]
-        out = []
-        for info in sorted(infos, key=lambda i: i.filename):
-            member = info.filename
-            mparts = [p for p in PurePosixPath(member.replace("\\", "/")).parts]
-            ref_parts = [*parts, *mparts]
-            problem, detail = None, ""
-            if member.startswith(("/", "\\")) or ".." in mparts or (mparts and ":" in mparts[0]):
-                problem, detail = Reason.ZIP_UNSAFE.value, f"unsafe entry name {member!r} (absolute or ../)"
-            elif info.flag_bits & 0x1:
-                problem, detail = Reason.ZIP_UNSAFE.value, f"entry {member!r} is encrypted"
-            elif member.lower().endswith(".zip"):
-                problem, detail = Reason.ZIP_UNSAFE.value, f"nested zip {member!r} is not opened"
-            if mparts and mparts[-1] in SKIP_NAMES:
-                continue
-            out.append(InputRef(_key(ref_parts), "/".join(ref_parts), str(path), member, info.file_size,
-                                problem, detail, companion=bool(mparts) and mparts[-1] in companions))
-        return out
+        return _members(path, parts, infos, companions)
 
 
-def discover(paths: list[Path], settings: Settings) -> list[InputRef]:
-    """Every input under the given paths, sorted by key (so discovery order never matters)."""
+def _members(path: Path, parts: list[str], infos: list[zipfile.ZipInfo], companions: set[str]) -> list[InputRef]:
+    """One ref per entry. Entries that map to one key (``a/x.txt`` and ``a\\x.txt``, or a name
+    stored twice) are all quarantined ``name_collision``, each under its own key."""
+    groups: dict[str, list[tuple[list[str], InputRef]]] = {}
+    for info in infos:
+        ref_parts, ref = _member(path, parts, info, companions)
+        groups.setdefault(ref.key, []).append((ref_parts, ref))
+    out = []
+    for group in groups.values():
+        if len(group) == 1:
+            out.append(group[0][1])
+            continue
+        names = ", ".join(repr(ref.member) for _, ref in group)
+        for n, (ref_parts, ref) in enumerate(group, 1):
+            tagged = [*ref_parts[:-1], f"{ref_parts[-1]}~{n}"] if n > 1 else ref_parts
+            out.append(InputRef(_key(tagged), "/".join(tagged), ref.path, ref.member, ref.size,
+                                Reason.NAME_COLLISION.value,
+                                f"entries {names} of one zip map to one name: none of them is read"))
+    return sorted(out, key=lambda r: r.key)
+
+
+def _member(path: Path, parts: list[str], info: zipfile.ZipInfo, companions: set[str]) -> tuple[list[str], InputRef]:
+    member = info.filename
+    mparts = list(PurePosixPath(member.replace("\\", "/")).parts)
+    ref_parts = [*parts, *map(part, mparts)]
+    rule = next((r for r in map(ignore_rule, mparts) if r), None)
+    problem, detail = None, ""
+    if member.startswith(("/", "\\")) or ".." in mparts or (mparts and ":" in mparts[0]):
+        problem, detail, rule = Reason.ZIP_UNSAFE.value, f"unsafe entry name {member!r} (absolute or ../)", None
+    elif info.flag_bits & 0x1:
+        problem, detail = Reason.ZIP_UNSAFE.value, f"entry {member!r} is encrypted"
+    elif member.lower().endswith(".zip"):
+        problem, detail = Reason.ZIP_UNSAFE.value, f"nested zip {member!r} is not opened"
+    return ref_parts, InputRef(_key(ref_parts), "/".join(ref_parts), str(path), member, info.file_size, problem,
+                               detail, companion=bool(mparts) and mparts[-1] in companions, ignored=rule)
+
+
+def discover(paths: list[Path], settings: Settings, exclude: tuple[Path, ...] = ()) -> list[InputRef]:
+    """Every input under the given paths, sorted by key (so discovery order never matters).
+
+    ``exclude`` (the output root) is never read: it is recorded as ``ignored`` where it is met.
+    """
     companions = companion_names()
     refs: list[InputRef] = []
-    used_roots: dict[str, int] = {}
-    for root in paths:
-        base = root.name or root.resolve().name or "root"
-        if base in used_roots:
-            base = f"{base}-{hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:8]}"
-        used_roots[base] = 1
-        refs.extend(_walk(root, [base], settings, companions))
+    skip = {p.resolve() for p in exclude}
+    for root, base in zip(paths, root_names(paths), strict=True):
+        refs.extend(_walk(root, base, settings, companions, skip))
     refs.sort(key=lambda r: r.key)
     return _with_siblings(refs)
 
@@ -111,8 +158,33 @@ def _with_siblings(refs: list[InputRef]) -> list[InputRef]:
     return out
 
 
-def _walk(root: Path, parts: list[str], settings: Settings, companions: set[str]) -> list[InputRef]:
+def root_names(paths: list[Path]) -> list[list[str]]:
+    """The leading key parts of each root: its name, or as many parent folder names as make it
+    distinct from the other roots (``dir1/chat.txt``, ``dir2/chat.txt``), whatever their order."""
+    full = [[part(p) for p in Path(os.path.abspath(root)).parts[1:]] or ["root"] for root in paths]
+    depth = [1] * len(paths)
+    while True:
+        names = [tuple(f[-d:]) for f, d in zip(full, depth, strict=True)]
+        clash = {n for n in names if names.count(n) > 1}
+        grow = [i for i, n in enumerate(names) if n in clash and depth[i] < len(full[i])]
+        if not grow:
+            break
+        for i in grow:
+            depth[i] += 1
+    out = []
+    for root, n in zip(paths, names, strict=True):
+        parts = list(n)
+        if names.count(n) > 1:  # the same folder twice
+            parts[-1] += "-" + hashlib.sha256(str(root).encode("utf-8", "surrogateescape")).hexdigest()[:8]
+        out.append(parts)
+    return out
+
+
+def _walk(root: Path, parts: list[str], settings: Settings, companions: set[str],
+          skip: set[Path] = frozenset()) -> list[InputRef]:
     name = "/".join(parts)
+    if skip and root.resolve() in skip:
+        return [InputRef(_key(parts), name, str(root), ignored="the output root of this run is not read as input")]
     try:
         st = os.lstat(root)
     except OSError as exc:
@@ -134,9 +206,11 @@ def _walk(root: Path, parts: list[str], settings: Settings, companions: set[str]
         except OSError as exc:
             return [InputRef(_key(parts), name, str(root), problem=Reason.UNREADABLE.value, detail=str(exc))]
         for entry in entries:
-            if entry.name in SKIP_NAMES or entry.name.startswith("."):
+            here = [*parts, part(entry.name)]
+            if rule := ignore_rule(entry.name):
+                out.append(InputRef(_key(here), "/".join(here), entry.path, ignored=rule))
                 continue
-            out.extend(_walk(Path(entry.path), [*parts, entry.name], settings, companions))
+            out.extend(_walk(Path(entry.path), here, settings, companions, skip))
         return out
     if not stat.S_ISREG(st.st_mode):
         return [InputRef(_key(parts), name, str(root), problem=Reason.UNREADABLE.value,
@@ -149,17 +223,34 @@ def _walk(root: Path, parts: list[str], settings: Settings, companions: set[str]
     return [InputRef(_key(parts), name, str(root), size=st.st_size, companion=parts[-1] in companions)]
 
 
-def read(ref: InputRef) -> bytes:
+class ZipCache:
+    """Zips opened once and kept open for a shard's reads (closed with ``close``)."""
+
+    def __init__(self) -> None:
+        self._open: dict[str, zipfile.ZipFile] = {}
+
+    def get(self, path: str) -> zipfile.ZipFile:
+        zf = self._open.get(path)
+        if zf is None:
+            zf = self._open[path] = zipfile.ZipFile(path)
+        return zf
+
+    def close(self) -> None:
+        for zf in self._open.values():
+            zf.close()
+        self._open.clear()
+
+
+def read(ref: InputRef, zips: ZipCache | None = None) -> bytes:
     """The bytes of one input. Permission and missing-file errors are terminal; others transient."""
     try:
         if ref.member is None:
             with open(ref.path, "rb") as fh:
                 return fh.read()
-        with zipfile.ZipFile(ref.path) as zf, zf.open(ref.member) as fh:
-            data = fh.read(ref.size + 1)
-            if len(data) > ref.size:
-                raise IngestError(Reason.ZIP_UNSAFE, "entry is larger than its header says", path=ref.name)
-            return data
+        if zips is None:
+            with zipfile.ZipFile(ref.path) as zf:
+                return _member_bytes(zf, ref)
+        return _member_bytes(zips.get(ref.path), ref)
     except (PermissionError, FileNotFoundError, IsADirectoryError) as exc:
         raise IngestError(Reason.UNREADABLE, str(exc), path=ref.name) from None
     except (zipfile.BadZipFile, RuntimeError, NotImplementedError) as exc:
@@ -168,10 +259,20 @@ def read(ref: InputRef) -> bytes:
         raise TransientIngestError(Reason.UNREADABLE, str(exc), path=ref.name) from None
 
 
-def open_binary(ref: InputRef):
+def _member_bytes(zf: zipfile.ZipFile, ref: InputRef) -> bytes:
+    with zf.open(ref.member) as fh:
+        data = fh.read(ref.size + 1)
+    if len(data) > ref.size:
+        raise IngestError(Reason.ZIP_UNSAFE, "entry is larger than its header says", path=ref.name)
+    return data
+
+
+def open_binary(ref: InputRef, zips: ZipCache | None = None):
     """A binary file object over one input (a zip member is streamed from the zip)."""
     if ref.member is None:
         return open(ref.path, "rb")
+    if zips is not None:
+        return zips.get(ref.path).open(ref.member)
     zf = zipfile.ZipFile(ref.path)
     member = zf.open(ref.member)
     member._reconstruct_zip = zf  # keep the archive open as long as the member

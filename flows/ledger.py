@@ -17,6 +17,9 @@ from typing import Any
 
 import orjson
 
+from models.errors import Reason
+from models.status import DocumentMark, FileStatus, RunStatus, SessionStatus
+
 MIGRATIONS: list[str] = [
     # 0 -> 1
     """
@@ -54,7 +57,36 @@ MIGRATIONS: list[str] = [
     -- the mass-latch check of an unchanged input looks up its latest sessions by key
     CREATE INDEX sessions_by_key ON sessions (source_key);
     """,
+    # 2 -> 3: reasons as rows (ordinal NULL: the file's own); the companions' hash in the skip key
+    """
+    CREATE TABLE reasons (
+        run_id TEXT NOT NULL, source_key TEXT NOT NULL, ordinal INTEGER, reason TEXT NOT NULL
+    );
+    CREATE INDEX reasons_by_file ON reasons (run_id, source_key);
+    CREATE INDEX reasons_by_key ON reasons (source_key, reason);
+    CREATE TABLE marks (
+        run_id TEXT NOT NULL, output_path TEXT NOT NULL, source_key TEXT NOT NULL, mark TEXT NOT NULL,
+        detail TEXT NOT NULL
+    );
+    CREATE INDEX marks_by_path ON marks (output_path);
+    ALTER TABLE files ADD COLUMN context_sha256 TEXT;
+    WITH RECURSIVE split(run_id, source_key, ordinal, rest, reason) AS (
+        SELECT run_id, source_key, NULL, reasons || ',', NULL FROM files WHERE reasons != ''
+        UNION ALL
+        SELECT run_id, source_key, ordinal, reasons || ',', NULL FROM sessions WHERE reasons != ''
+        UNION ALL
+        SELECT run_id, source_key, ordinal, substr(rest, instr(rest, ',') + 1), substr(rest, 1, instr(rest, ',') - 1)
+        FROM split WHERE rest != ''
+    )
+    INSERT INTO reasons SELECT run_id, source_key, ordinal, reason FROM split WHERE reason IS NOT NULL;
+    """,
 ]
+
+# The one predicate every "did this input fail?" query derives from: a file failed in a run when
+# that run recorded a reason for it or for one of its sessions. Used as ``files f``.
+FAILED = "EXISTS (SELECT 1 FROM reasons r WHERE r.run_id = f.run_id AND r.source_key = f.source_key)"
+OWN_FAILURE = ("EXISTS (SELECT 1 FROM reasons r WHERE r.run_id = f.run_id AND r.source_key = f.source_key "
+               "AND r.ordinal IS NULL)")
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -77,11 +109,12 @@ class FileRow:
     sha256: str | None
     size: int
     grammar: str | None
-    status: str
+    status: FileStatus
     reasons: list[str]
     detail: str
     sessions: int
     seconds: float
+    context_sha256: str | None = None  # the companions' hash: a changed users.json is a change
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +123,7 @@ class SessionRow:
     ordinal: int
     session_id: str
     session_id_raw: str | None
-    status: str
+    status: SessionStatus
     reasons: list[str]
     detail: str
     output_path: str | None
@@ -101,18 +134,57 @@ class SessionRow:
     seconds: float
 
 
+class LedgerError(Exception):
+    """The ledger is missing, corrupt, newer than this version, or cannot be written."""
+
+
 class Ledger:
     """A connection to the ledger with the queries the CLI and the flow need."""
 
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+    def __init__(self, path: Path, *, read_only: bool = False) -> None:
+        """Open (and upgrade) the ledger; ``read_only`` opens an existing one for reading only,
+        which works on a read-only output and never creates or migrates anything."""
         self.path = path
+        self.read_only = read_only
+        if read_only:
+            if not path.is_file():
+                raise LedgerError(f"no ledger at {path}: nothing has run into {path.parent}")
+            self._open_read_only()
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(path, timeout=30)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self._migrate()
+        try:
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            self.db.close()
+            raise LedgerError(f"ledger {path} cannot be used: {exc}") from None
+
+    def _open_read_only(self) -> None:
+        self.db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
+        try:
+            version = self._version()
+        except sqlite3.DatabaseError as exc:
+            self.db.close()
+            raise LedgerError(f"ledger {self.path} cannot be read: {exc}") from None
+        if version < SCHEMA_VERSION and os.access(self.path.parent, os.W_OK):
+            self.db.close()
+            Ledger(self.path).close()  # an older ledger is upgraded first, when it can be
+            self.db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
+            version = self._version()
+        if version != SCHEMA_VERSION:
+            self.db.close()
+            raise LedgerError(f"ledger {self.path} has schema {version}, this version reads {SCHEMA_VERSION}; "
+                              "a run upgrades it")
 
     def close(self) -> None:
+        if not self.read_only:
+            try:  # back to a rollback journal when no one else reads: then read-only opens create no files
+                self.db.execute("PRAGMA busy_timeout=0")
+                self.db.execute("PRAGMA journal_mode=DELETE")
+            except sqlite3.OperationalError:
+                pass  # another connection is open; it is left in WAL mode
         self.db.close()
 
     def _version(self) -> int:
@@ -125,7 +197,7 @@ class Ledger:
     def _migrate(self) -> None:
         version = self._version()
         if version > SCHEMA_VERSION:
-            raise RuntimeError(f"ledger {self.path} has schema {version}, newer than this version knows")
+            raise LedgerError(f"ledger {self.path} has schema {version}, newer than this version knows")
         for step in range(version, SCHEMA_VERSION):
             with self.db:
                 self.db.executescript(MIGRATIONS[step])
@@ -137,20 +209,28 @@ class Ledger:
         with self.db:
             self.db.execute(
                 "INSERT INTO runs (run_id, started_at, status, args, config_fingerprint, pipeline_version) "
-                "VALUES (?, ?, 'running', ?, ?, ?)",
-                (run_id, started_at, orjson.dumps(args, default=str).decode(), fingerprint, pipeline_version),
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (run_id, started_at, RunStatus.RUNNING, orjson.dumps(args, default=str).decode(), fingerprint,
+                 pipeline_version),
             )
 
     def record(self, run_id: str, fingerprint: str, files: Iterable[FileRow], sessions: Iterable[SessionRow]) -> None:
+        files, sessions = list(files), list(sessions)
         with self.db:
             self.db.executemany(
-                "INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                [(run_id, f.source_key, f.source_path, f.sha256, f.size, f.grammar, f.status,
-                  ",".join(f.reasons), f.detail, f.sessions, fingerprint, f.seconds) for f in files],
+                "INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                [(run_id, f.source_key, f.source_path, f.sha256, f.size, f.grammar, str(f.status),
+                  ",".join(f.reasons), f.detail, f.sessions, fingerprint, f.seconds, f.context_sha256)
+                 for f in files],
+            )
+            self.db.executemany(
+                "INSERT INTO reasons VALUES (?,?,?,?)",
+                [(run_id, f.source_key, None, str(r)) for f in files for r in f.reasons]
+                + [(run_id, s.source_key, s.ordinal, str(r)) for s in sessions for r in s.reasons],
             )
             self.db.executemany(
                 "INSERT OR REPLACE INTO sessions VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                [(run_id, s.source_key, s.ordinal, s.session_id, s.session_id_raw, s.status,
+                [(run_id, s.source_key, s.ordinal, s.session_id, s.session_id_raw, str(s.status),
                   ",".join(s.reasons), s.detail, s.output_path, s.output_sha256, s.interactions,
                   s.source_turns, s.characters, s.seconds) for s in sessions],
             )
@@ -186,23 +266,24 @@ class Ledger:
     def mark_interrupted(self) -> int:
         """Runs still 'running' whose process on this host is gone were killed: say so."""
 
-        rows = self.db.execute("SELECT run_id, args FROM runs WHERE status='running'").fetchall()
+        rows = self.db.execute("SELECT run_id, args FROM runs WHERE status=?", (RunStatus.RUNNING,)).fetchall()
         gone = []
         for run_id, args in rows:
             meta = orjson.loads(args)
             if meta.get("host") == socket.gethostname() and not _alive(meta.get("pid")):
                 gone.append(run_id)
         with self.db:
-            self.db.executemany("UPDATE runs SET status='interrupted' WHERE run_id=?", [(r,) for r in gone])
+            self.db.executemany("UPDATE runs SET status=? WHERE run_id=?",
+                                [(RunStatus.INTERRUPTED, r) for r in gone])
         return len(gone)
 
-    def finish_run(self, run_id: str, finished_at: str, status: str, seconds: float) -> dict[str, int]:
+    def finish_run(self, run_id: str, finished_at: str, status: RunStatus, seconds: float) -> dict[str, int]:
         counts = self.run_counts(run_id)
         with self.db:
             self.db.execute(
                 "UPDATE runs SET finished_at=?, status=?, seconds=?, files=?, files_skipped=?, "
                 "files_quarantined=?, sessions_ok=?, sessions_partial=?, sessions_quarantined=? WHERE run_id=?",
-                (finished_at, status, seconds, counts["files"], counts["files_skipped"],
+                (finished_at, str(status), seconds, counts["files"], counts["files_skipped"],
                  counts["files_quarantined"], counts["sessions_ok"], counts["sessions_partial"],
                  counts["sessions_quarantined"], run_id),
             )
@@ -212,20 +293,23 @@ class Ledger:
     def run_counts(self, run_id: str) -> dict[str, int]:
         q = self.db.execute
         files = dict(q("SELECT status, COUNT(*) FROM files WHERE run_id=? GROUP BY status", (run_id,)).fetchall())
-        # A file whose grammar broke after some sessions is partial, and its remainder quarantined.
-        broken = q("SELECT COUNT(*) FROM files WHERE run_id=? AND status='partial' AND reasons != ''",
-                   (run_id,)).fetchone()[0]
+        # a file with a reason of its own (nothing read, or its grammar broke after some sessions)
+        own = q(f"SELECT COUNT(*) FROM files f WHERE run_id=? AND {OWN_FAILURE}", (run_id,)).fetchone()[0]
+        failed = q(f"SELECT COUNT(*) FROM files f WHERE run_id=? AND {FAILED}", (run_id,)).fetchone()[0]
         sess = dict(q("SELECT status, COUNT(*) FROM sessions WHERE run_id=? GROUP BY status", (run_id,)).fetchall())
-        turns = q("SELECT COALESCE(SUM(interactions), 0) FROM sessions WHERE run_id=? AND status IN ('ok','partial')",
-                  (run_id,)).fetchone()[0]
+        turns = q("SELECT COALESCE(SUM(interactions), 0) FROM sessions WHERE run_id=? AND status IN (?, ?)",
+                  (run_id, SessionStatus.OK, SessionStatus.PARTIAL)).fetchone()[0]
         return {
             "files": sum(files.values()),
-            "files_skipped": files.get("skipped", 0),
-            "files_quarantined": files.get("quarantined", 0) + broken,
-            "files_companion": files.get("companion", 0),
-            "sessions_ok": sess.get("ok", 0),
-            "sessions_partial": sess.get("partial", 0),
-            "sessions_quarantined": sess.get("quarantined", 0),
+            "files_skipped": files.get(FileStatus.SKIPPED, 0),
+            "files_quarantined": own,
+            "files_failed": failed,
+            "files_companion": files.get(FileStatus.COMPANION, 0),
+            "files_ignored": files.get(FileStatus.IGNORED, 0),
+            "files_missing": files.get(FileStatus.MISSING, 0),
+            "sessions_ok": sess.get(SessionStatus.OK, 0),
+            "sessions_partial": sess.get(SessionStatus.PARTIAL, 0),
+            "sessions_quarantined": sess.get(SessionStatus.QUARANTINED, 0),
             "interactions": turns,
         }
 
@@ -233,9 +317,9 @@ class Ledger:
         """True when the latest run that processed this input held a session back by the mass
         latch: such an input is not 'unchanged', since --allow-shrink may now decide otherwise."""
         row = self.db.execute(
-            "SELECT 1 FROM sessions WHERE source_key=? AND reasons LIKE '%mass_latch%' AND run_id = "
+            "SELECT 1 FROM reasons WHERE source_key=? AND reason=? AND run_id = "
             "(SELECT run_id FROM sessions WHERE source_key=? ORDER BY rowid DESC LIMIT 1) LIMIT 1",
-            (source_key, source_key)).fetchone()
+            (source_key, Reason.MASS_LATCH, source_key)).fetchone()
         return row is not None
 
     def revisions(self, output_path: str | None = None) -> list[dict[str, Any]]:
@@ -280,14 +364,14 @@ class Ledger:
         row = cur.fetchone()
         return dict(zip([c[0] for c in cur.description], row, strict=True)) if row else None
 
-    def done_before(self, source_key: str, sha256: str, fingerprint: str) -> bool:
-        """True when this exact input was processed with these settings and nothing in it failed."""
+    def done_before(self, source_key: str, sha256: str, fingerprint: str, context_sha256: str | None = None) -> bool:
+        """True when the latest record of this input is of these exact bytes (and companions), with
+        these settings, and nothing in it failed (an input changed and changed back is processed)."""
         row = self.db.execute(
-            "SELECT status FROM files WHERE source_key=? AND sha256=? AND config_fingerprint=? "
-            "AND status IN ('ok','partial','skipped') ORDER BY rowid DESC LIMIT 1",
-            (source_key, sha256, fingerprint),
-        ).fetchone()
-        return row is not None
+            f"SELECT sha256, config_fingerprint, context_sha256, status, {FAILED} FROM files f WHERE source_key=? "
+            "ORDER BY rowid DESC LIMIT 1", (source_key,)).fetchone()
+        return row is not None and tuple(row) == (sha256, fingerprint, context_sha256, row[3], 0) and row[3] in (
+            FileStatus.OK, FileStatus.PARTIAL, FileStatus.SKIPPED)
 
     def runs(self, limit: int = 10) -> list[dict[str, Any]]:
         cur = self.db.execute("SELECT * FROM runs ORDER BY started_at DESC, rowid DESC LIMIT ?", (limit,))
@@ -299,30 +383,56 @@ class Ledger:
         return row[0] if row else None
 
     def quarantined(self, run_id: str | None = None) -> list[dict[str, Any]]:
-        """Quarantined files and sessions of a run (default: the latest), with their reasons."""
+        """What failed in a run (default: the latest): one row per file or session with reasons."""
         run_id = run_id or self.latest_run_id()
         rows = self.db.execute(
-            "SELECT 'file' AS what, source_key, source_path, NULL AS ordinal, NULL AS session_id, reasons, detail "
-            "FROM files WHERE run_id=? AND (status='quarantined' OR (status='partial' AND reasons != '')) "
-            "UNION ALL "
-            "SELECT 'session', s.source_key, f.source_path, s.ordinal, s.session_id, s.reasons, s.detail "
-            "FROM sessions s JOIN files f ON f.run_id=s.run_id AND f.source_key=s.source_key "
-            "WHERE s.run_id=? AND s.status='quarantined' ORDER BY 2, 4",
-            (run_id, run_id),
+            "SELECT CASE WHEN r.ordinal IS NULL THEN 'file' ELSE 'session' END AS what, r.source_key, "
+            "f.source_path, r.ordinal, s.session_id, GROUP_CONCAT(r.reason, ',') AS reasons, "
+            "COALESCE(s.detail, f.detail) AS detail "
+            "FROM reasons r JOIN files f ON f.run_id=r.run_id AND f.source_key=r.source_key "
+            "LEFT JOIN sessions s ON s.run_id=r.run_id AND s.source_key=r.source_key AND s.ordinal=r.ordinal "
+            "WHERE r.run_id=? GROUP BY r.source_key, r.ordinal ORDER BY r.source_key, r.ordinal",
+            (run_id,),
         )
         cols = [c[0] for c in rows.description]
         return [dict(zip(cols, r, strict=True)) for r in rows.fetchall()]
 
-    def failed_sources(self, run_id: str | None = None) -> list[str]:
-        """Source paths of a run (default: the latest) with a quarantined or failed file or session."""
+    def failed_sources(self, run_id: str | None = None) -> list[dict[str, str]]:
+        """Source keys and paths of a run (default: the latest) that failed, in key order."""
         run_id = run_id or self.latest_run_id()
         rows = self.db.execute(
-            "SELECT DISTINCT source_path FROM files WHERE run_id=? AND (status IN ('quarantined','failed') "
-            "OR source_key IN (SELECT source_key FROM sessions WHERE run_id=? AND status IN "
-            "('quarantined','failed'))) ORDER BY 1",
-            (run_id, run_id),
-        )
-        return [r[0] for r in rows.fetchall()]
+            f"SELECT source_key, source_path FROM files f WHERE run_id=? AND {FAILED} ORDER BY 1", (run_id,))
+        return [{"source_key": k, "source_path": p} for k, p in rows.fetchall()]
+
+    def previous_outputs(self, source_key: str, run_id: str) -> set[str]:
+        """Document paths the latest earlier run that processed this input wrote for it."""
+        rows = self.db.execute(
+            "SELECT output_path FROM sessions WHERE source_key=? AND output_path LIKE 'sessions/%' AND run_id = "
+            "(SELECT run_id FROM sessions WHERE source_key=? AND run_id != ? ORDER BY rowid DESC LIMIT 1)",
+            (source_key, source_key, run_id)).fetchall()
+        return {r[0] for r in rows}
+
+    def known_inputs(self) -> dict[str, tuple[str, str]]:
+        """source key -> (status, source path) of its latest ledger row, for every input ever seen."""
+        rows = self.db.execute("SELECT source_key, status, source_path FROM files ORDER BY rowid").fetchall()
+        return {k: (s, p) for k, s, p in rows}
+
+    def mark(self, run_id: str, rows: Iterable[tuple[str, str, DocumentMark, str]]) -> None:
+        """Flag documents (output_path, source_key, mark, detail) that stay on disk but lost their source."""
+        with self.db:
+            self.db.executemany("INSERT INTO marks VALUES (?,?,?,?,?)",
+                                [(run_id, p, k, str(m), d) for p, k, m, d in rows])
+
+    def flags(self) -> dict[str, str]:
+        """output_path -> mark, for documents marked after the last run that wrote them."""
+        rows = self.db.execute(
+            "SELECT m.output_path, m.mark FROM marks m JOIN runs r ON r.run_id = m.run_id WHERE NOT EXISTS ("
+            "SELECT 1 FROM sessions s JOIN runs w ON w.run_id = s.run_id WHERE s.output_path = m.output_path "
+            "AND s.output_sha256 IS NOT NULL AND w.rowid >= r.rowid) ORDER BY r.rowid").fetchall()
+        return dict(rows)
+
+    def has_run(self, run_id: str) -> bool:
+        return self.db.execute("SELECT 1 FROM runs WHERE run_id=?", (run_id,)).fetchone() is not None
 
 
 def _alive(pid: int | None) -> bool:

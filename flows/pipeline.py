@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import math
 import os
+import signal
 import socket
 import time
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -23,12 +25,15 @@ from uuid import uuid4
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
+from prefect.futures import as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from models.settings import PIPELINE_VERSION, Settings
+from models.status import DocumentMark, FileStatus, RunStatus
+from normalizers.ids import safe_path_part
 
 from . import emit, ingest, pool
-from .ledger import Ledger
+from .ledger import FileRow, Ledger
 from .shard import ShardResult, run_shard
 
 
@@ -51,7 +56,20 @@ def plan_shards(refs: list[ingest.InputRef], settings: Settings) -> list[list[in
     return shards
 
 
-@task(name="reconstruct-shard", retries=2, retry_delay_seconds=1, persist_result=False, cache_policy=NO_CACHE)
+def only_transient(task, task_run, state) -> bool:
+    """Prefect's retry condition: retry a shard only for an error marked transient (an I/O
+    hiccup); anything else would fail again the same way."""
+    exc = state.data if isinstance(state.data, BaseException) else None
+    if exc is None:
+        try:
+            exc = state.result(raise_on_failure=False)
+        except Exception:  # the result cannot be read: do not retry blindly
+            return False
+    return bool(getattr(exc, "transient", False))
+
+
+@task(name="reconstruct-shard", retries=0, retry_delay_seconds=1, retry_condition_fn=only_transient,
+      persist_result=False, cache_policy=NO_CACHE)
 def process_shard(refs: list[ingest.InputRef], out_root: str, settings: Settings,
                   companions: dict[str, ingest.InputRef], ledger_path: str, force: bool,
                   allow_shrink: bool = False) -> ShardResult:
@@ -59,6 +77,11 @@ def process_shard(refs: list[ingest.InputRef], out_root: str, settings: Settings
                                   ledger_path=Path(ledger_path), force=force, allow_shrink=allow_shrink)
     get_run_logger().debug("shard of %d inputs ran on %s", len(refs), where)
     return result
+
+
+def shard_task(settings: Settings):
+    """The shard task with the run's retry count (``task_retries``), transient errors only."""
+    return process_shard.with_options(retries=settings.task_retries, retry_condition_fn=only_transient)
 
 
 def ledger_path_for(out_root: Path, settings: Settings) -> Path:
@@ -92,26 +115,39 @@ def _summary_markdown(run_id: str, counts: dict[str, int], quarantined: list[dic
 
 
 def reconstruct(paths: list[Path], out_root: Path, settings: Settings, *, force: bool = False,
-                run_id: str | None = None, runner=None, progress=None, allow_shrink: bool = False) -> dict[str, Any]:
+                run_id: str | None = None, runner=None, progress=None, allow_shrink: bool = False,
+                keys: list[str] | None = None) -> dict[str, Any]:
     """Run the archive through the shards and record it in the ledger; returns the run summary.
 
     Called inside the Prefect flow below; ``runner`` submits shards (a Prefect task runner's
     submit, or None to run them in this process, as the benchmark's core measurement does).
+    ``keys`` limits the run to these source keys (a rerun: the same roots, so the same keys);
+    a key no longer found is recorded ``missing``.
     """
     started = time.perf_counter()
     run_id = run_id or f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid4().hex[:6]}"
     out_root.mkdir(parents=True, exist_ok=True)
     cleaned = emit.clean_temporaries(out_root)
+    emit.clear_stop(out_root)
     lpath = ledger_path_for(out_root, settings)
     ledger = Ledger(lpath)
     try:
         ledger.mark_interrupted()
-        ledger.start_run(run_id, f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ}",
+        ledger.start_run(run_id, _now(),
                          {"paths": [str(p) for p in paths], "out": str(out_root), "force": force,
-                          "allow_shrink": allow_shrink, "pid": os.getpid(), "host": socket.gethostname()},
+                          "allow_shrink": allow_shrink, "pid": os.getpid(), "host": socket.gethostname(),
+                          **({"keys": keys} if keys is not None else {})},
                          settings.fingerprint(), PIPELINE_VERSION)
-        refs = ingest.discover(paths, settings)
+    except BaseException:
+        ledger.close()
+        raise
+    try:
+        refs = ingest.discover(paths, settings, exclude=(out_root,))
         companions = {r.key: r for r in refs if r.companion}
+        if keys is not None:
+            refs = _only(refs, keys, run_id, settings, ledger)
+        else:
+            _record_missing(paths, refs, run_id, settings, ledger)
         shards = plan_shards(refs, settings)
         if progress:
             progress(0, len(refs))
@@ -124,6 +160,9 @@ def reconstruct(paths: list[Path], out_root: Path, settings: Settings, *, force:
         for result in results:
             ledger.record(run_id, settings.fingerprint(), result.files, result.sessions)
             ledger.add_revisions(result.revisions, run_id)  # the index's one writer: this process
+            _mark_superseded(result, run_id, ledger)
+            if result.stopped:  # recorded first: what was written before the disk filled is in the ledger
+                raise OSError(result.stopped[0], result.stopped[1])
             done += len(result.files)
             written += result.written
             if progress:
@@ -132,24 +171,95 @@ def reconstruct(paths: list[Path], out_root: Path, settings: Settings, *, force:
         from .revisions import write_index
 
         write_index(out_root, ledger)
-        write_datasets(out_root, ledger=ledger)
+        interrupted = emit.stop_requested(out_root)
+        if not interrupted:  # an interrupted run stops fast; the next run refreshes the datasets
+            write_datasets(out_root, ledger=ledger, problems=(problems := []))
+            for problem in problems:
+                get_logger().warning("datasets: %s", problem)
         seconds = time.perf_counter() - started
-        counts = ledger.finish_run(run_id, f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ}", "completed", seconds)
+        ending = RunStatus.INTERRUPTED if interrupted else RunStatus.COMPLETED
+        counts = ledger.finish_run(run_id, _now(), ending, seconds)
         quarantined = ledger.quarantined(run_id)
-    except BaseException:
-        ledger.finish_run(run_id, f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ}", "crashed",
-                          time.perf_counter() - started)
+    except BaseException as exc:
+        ledger.finish_run(run_id, _now(), ending_status(exc), time.perf_counter() - started)
         raise
     finally:
+        emit.clear_stop(out_root)
         ledger.close()
-    return {"run_id": run_id, "counts": counts, "quarantined": quarantined, "seconds": seconds,
+    return {"run_id": run_id, "status": ending, "counts": counts, "quarantined": quarantined, "seconds": seconds,
             "shards": len(shards), "written": written, "temporaries_removed": cleaned, "ledger": str(lpath)}
+
+
+def _now() -> str:
+    return f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ}"
+
+
+def ending_status(exc: BaseException) -> RunStatus:
+    """How a run that raised ends in the ledger: interrupted (Ctrl-C, SIGTERM), failed (the
+    system: a full disk, a read-only output) or crashed (a bug)."""
+    if isinstance(exc, KeyboardInterrupt | SystemExit) or type(exc).__name__ in ("Abort", "TerminationSignal"):
+        return RunStatus.INTERRUPTED
+    if isinstance(exc, OSError):
+        return RunStatus.FAILED
+    return RunStatus.CRASHED
+
+
+def get_logger():
+    import logging
+
+    return logging.getLogger("reconstruct")
+
+
+def _record_missing(paths: list[Path], refs: list[ingest.InputRef], run_id: str, settings: Settings,
+                    ledger: Ledger) -> None:
+    """Inputs an earlier run saw under these roots that are gone: recorded ``missing``, and their
+    documents (kept: nothing is deleted without confirmation) marked ``source_missing``."""
+    prefixes = ["/".join(safe_path_part(p) for p in parts) for parts in ingest.root_names(paths)]
+    found = {r.key for r in refs}
+    gone = sorted(k for k, (status, _) in ledger.known_inputs().items()
+                  if k not in found and status not in (FileStatus.MISSING, FileStatus.IGNORED)
+                  and any(k == p or k.startswith(p + "/") for p in prefixes))
+    _missing(gone, run_id, settings, ledger)
+
+
+def _missing(gone: list[str], run_id: str, settings: Settings, ledger: Ledger) -> None:
+    known = ledger.known_inputs()
+    ledger.record(run_id, settings.fingerprint(), [
+        FileRow(k, known[k][1] if k in known else k, None, 0, None, FileStatus.MISSING, [],
+                "no longer under the run's paths; its documents stay, marked source_missing", 0, 0.0)
+        for k in gone], [])
+    ledger.mark(run_id, [(path, k, DocumentMark.SOURCE_MISSING, "the input is gone")
+                         for k in gone for path in sorted(ledger.previous_outputs(k, run_id))])
+
+
+def _mark_superseded(result: ShardResult, run_id: str, ledger: Ledger) -> None:
+    """Documents an input produced before but not now (a conversation removed from an export)."""
+    processed = {f.source_key for f in result.files
+                 if f.status in (FileStatus.OK, FileStatus.PARTIAL) and not f.reasons}
+    now: dict[str, set[str]] = {}
+    for s in result.sessions:
+        now.setdefault(s.source_key, set()).add(s.output_path)
+    rows = []
+    for key in sorted(processed):
+        for path in sorted(ledger.previous_outputs(key, run_id) - now.get(key, set())):
+            rows.append((path, key, DocumentMark.SUPERSEDED, "the input no longer holds this session"))
+    if rows:
+        ledger.mark(run_id, rows)
+
+
+def _only(refs: list[ingest.InputRef], keys: list[str], run_id: str, settings: Settings,
+          ledger: Ledger) -> list[ingest.InputRef]:
+    """The refs of these keys; a key no longer found is recorded missing (its documents stay)."""
+    wanted = set(keys)
+    found = [r for r in refs if r.key in wanted]
+    _missing(sorted(wanted - {r.key for r in found}), run_id, settings, ledger)
+    return found
 
 
 @flow(name="reconstruct-archive", log_prints=False, validate_parameters=False)
 def reconstruct_archive(paths: list[str], out: str, settings: Settings | dict[str, Any] | None = None,
                         force: bool = False, show_progress: bool = False,
-                        allow_shrink: bool = False) -> dict[str, Any]:
+                        allow_shrink: bool = False, keys: list[str] | None = None) -> dict[str, Any]:
     """Reconstruct every session of an archive into ``out`` (see README: Output layout).
 
     Run it with ``run_archive`` (which picks the task runner from the settings) or, for a
@@ -161,17 +271,18 @@ def reconstruct_archive(paths: list[str], out: str, settings: Settings | dict[st
         settings = Settings(**(settings or {}))
 
     def submit(shards, companions, ledger_path):
-        futures = [process_shard.submit(s, str(out_root), settings, companions, ledger_path, force, allow_shrink)
+        shard = shard_task(settings)
+        futures = [shard.submit(s, str(out_root), settings, companions, ledger_path, force, allow_shrink)
                    for s in shards]
-        for i, fut in enumerate(futures, 1):
+        for i, fut in enumerate(as_completed(futures), 1):  # each shard recorded as soon as it is done
             result = fut.result()
             logger.info("shard %d/%d done: %d files, %d sessions", i, len(futures),
                         len(result.files), len(result.sessions))
             yield result
 
-    with progress_bar(show_progress) as progress, pool.local_pool(settings):
+    with progress_bar(show_progress) as progress, pool.local_pool(settings), graceful_stop(out_root):
         summary = reconstruct([Path(p) for p in paths], out_root, settings, force=force,
-                              runner=submit, progress=progress, allow_shrink=allow_shrink)
+                              runner=submit, progress=progress, allow_shrink=allow_shrink, keys=keys)
     c = summary["counts"]
     logger.info("run %s: %d files (%d skipped, %d quarantined); sessions ok %d, partial %d, quarantined %d",
                 summary["run_id"], c["files"], c["files_skipped"], c["files_quarantined"],
@@ -182,6 +293,48 @@ def reconstruct_archive(paths: list[str], out: str, settings: Settings | dict[st
         description="Sessions by status and every quarantined input",
     )
     return summary
+
+
+def start_embedded_server() -> None:
+    """Start Prefect's embedded server (when no API is configured) with Ctrl-C blocked in it: a
+    terminal's Ctrl-C then reaches this process only, which stops the run and the server in order
+    (a server killed first leaves the flow retrying a dead API for a minute)."""
+    from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_ENABLED
+
+    if PREFECT_API_URL.value() or not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
+        return
+    from prefect.server.api.server import SubprocessASGIServer
+
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        SubprocessASGIServer().start()  # the instance Prefect's client uses
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+
+
+@contextmanager
+def graceful_stop(out_root: Path):
+    """Ctrl-C or SIGTERM asks the run to stop after the inputs in progress (all recorded, the run
+    marked interrupted); a second one stops at once (workers killed, the run marked interrupted).
+    Installed by the CLI and again inside the flow, where Prefect puts its own SIGTERM handler."""
+    asked = []
+
+    def _stop(signum, frame):
+        if asked or not out_root.is_dir():
+            raise KeyboardInterrupt(f"signal {signum}")
+        asked.append(signum)
+        emit.request_stop(out_root)
+
+    try:
+        previous = {s: signal.signal(s, _stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    except ValueError:  # not the main thread: signals stay as they are
+        yield
+        return
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 class progress_bar:
@@ -211,7 +364,8 @@ class progress_bar:
 
 
 def run_archive(paths: list[Path], out: Path, settings: Settings, *, force: bool = False,
-                show_progress: bool = False, allow_shrink: bool = False) -> dict[str, Any]:
-    """Run the flow with the task runner the settings ask for."""
+                show_progress: bool = False, allow_shrink: bool = False,
+                keys: list[str] | None = None) -> dict[str, Any]:
+    """Run the flow with the task runner the settings ask for (``keys``: only these inputs)."""
     configured = reconstruct_archive.with_options(task_runner=task_runner(settings))
-    return configured([str(p) for p in paths], str(out), settings, force, show_progress, allow_shrink)
+    return configured([str(p) for p in paths], str(out), settings, force, show_progress, allow_shrink, keys)

@@ -5,43 +5,123 @@ to one process pool per flow run (forkserver workers preloaded with the core, so
 in milliseconds instead of re-importing Prefect). On a Dask worker there is no pool: the shard
 runs right there. The pool is found through a context variable the flow sets, so nothing here
 needs pickling when Dask ships a task.
+
+A worker that dies (killed for memory, a segfault) breaks the pool: the pool is replaced and the
+shard is run again one input at a time, so the input that kills its worker is quarantined
+(``worker_died``) and every other input of the run is processed.
 """
 
 from __future__ import annotations
 
 import multiprocessing
-from collections.abc import Iterator
+import signal
+import threading
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
 
 from models.settings import Settings
 
-from .shard import ShardResult, run_shard
+from .shard import ShardResult, run_shard, worker_died
 
-_LOCAL_POOL: ContextVar[ProcessPoolExecutor | None] = ContextVar("reconstruct_local_pool", default=None)
+
+class LocalPool:
+    """A process pool that can be replaced when a worker dies (one per flow run)."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        self._lock = threading.Lock()
+        self.closed = False
+        self.pool = self._new()
+
+    def _new(self) -> ProcessPoolExecutor:
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(["flows.shard"])
+        return ProcessPoolExecutor(max_workers=self.workers, mp_context=context, initializer=_worker_signals)
+
+    def replace(self, broken: ProcessPoolExecutor) -> None:
+        """A fresh pool instead of ``broken`` (once, however many threads saw it break)."""
+        with self._lock:
+            if self.pool is broken and not self.closed:
+                broken.shutdown(wait=False, cancel_futures=True)
+                self.pool = self._new()
+
+    def shutdown(self, *, kill: bool = False) -> None:
+        """Stop the workers; with ``kill`` at once (an interrupt), leaving no process behind."""
+        self.closed = True
+        pool = self.pool
+        if kill:
+            pool.shutdown(wait=False, cancel_futures=True)
+            for proc in list((getattr(pool, "_processes", None) or {}).values()):
+                proc.kill()
+            for proc in list((getattr(pool, "_processes", None) or {}).values()):
+                proc.join(5)
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _worker_signals() -> None:
+    """Workers leave Ctrl-C to the main process, which asks them to stop between inputs (so what
+    they did is returned and recorded) or, on a second Ctrl-C, kills them."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+_LOCAL_POOL: ContextVar[LocalPool | None] = ContextVar("reconstruct_local_pool", default=None)
 
 
 @contextmanager
-def local_pool(settings: Settings) -> Iterator[ProcessPoolExecutor | None]:
+def local_pool(settings: Settings) -> Iterator[LocalPool | None]:
     """A process pool for one flow run (none for Dask or a single worker)."""
     if settings.dask_address or settings.workers <= 1:
         yield None
         return
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["flows.shard"])
-    with ProcessPoolExecutor(max_workers=settings.workers, mp_context=context) as pool:
-        token = _LOCAL_POOL.set(pool)
-        try:
-            yield pool
-        finally:
-            _LOCAL_POOL.reset(token)
+    holder = LocalPool(settings.workers)
+    token = _LOCAL_POOL.set(holder)
+    try:
+        yield holder
+    except BaseException:
+        holder.shutdown(kill=True)
+        raise
+    else:
+        holder.shutdown()
+    finally:
+        _LOCAL_POOL.reset(token)
 
 
-def dispatch(refs, out_root: Path, settings: Settings, **kwargs) -> tuple[ShardResult, str]:
+def dispatch(refs, out_root: Path, settings: Settings, *, fn: Callable[..., ShardResult] = run_shard,
+             **kwargs) -> tuple[ShardResult, str]:
     """Run one shard on the flow's local pool when there is one, else here; says where it ran."""
-    pool = _LOCAL_POOL.get()
-    if pool is None:
-        return run_shard(refs, out_root, settings, **kwargs), "this worker"
-    return pool.submit(run_shard, refs, out_root, settings, **kwargs).result(), "the local process pool"
+    holder = _LOCAL_POOL.get()
+    if holder is None:
+        return fn(refs, out_root, settings, **kwargs), "this worker"
+    pool = holder.pool
+    try:
+        return pool.submit(fn, refs, out_root, settings, **kwargs).result(), "the local process pool"
+    except BrokenProcessPool:
+        if holder.closed:
+            raise
+        holder.replace(pool)
+    return _one_by_one(holder, fn, refs, out_root, settings, **kwargs), "the local process pool, input by input"
+
+
+def _one_by_one(holder: LocalPool, fn, refs, out_root: Path, settings: Settings, **kwargs) -> ShardResult:
+    """The shard again, one input per pool task: the input whose worker dies is quarantined."""
+    merged = ShardResult()
+    for ref in refs:
+        merged.merge(_alone(holder, fn, ref, out_root, settings, **kwargs))
+    return merged
+
+
+def _alone(holder: LocalPool, fn, ref, out_root: Path, settings: Settings, **kwargs) -> ShardResult:
+    """One input in the pool; twice, since another shard's input may have broken the pool."""
+    for _attempt in range(2):
+        pool = holder.pool
+        try:
+            return pool.submit(fn, [ref], out_root, settings, **kwargs).result()
+        except BrokenProcessPool:
+            if holder.closed:
+                raise
+            holder.replace(pool)
+    return worker_died(ref, out_root)

@@ -15,6 +15,7 @@ import orjson
 
 from models.errors import Reason, ReconstructError
 from models.records import Detection, SourceText
+from models.status import FileStatus, SessionStatus
 from normalizers.assemble import RunContext, assemble
 from parsers import registry
 from parsers.memory import paused_gc
@@ -32,7 +33,7 @@ class SessionOutcome:
     ordinal: int
     session_id: str
     session_id_raw: str | None
-    status: str  # ok | partial | quarantined
+    status: SessionStatus
     reasons: list[str]
     detail: str
     encoded: bytes | None
@@ -52,7 +53,7 @@ class FileOutcome:
     sha256: str | None
     size: int
     grammar: str | None
-    status: str  # ok | partial | quarantined
+    status: FileStatus  # ok | partial | quarantined
     reasons: list[str]
     detail: str
     detection: Detection | None
@@ -83,7 +84,7 @@ def _gate_session(doc: dict[str, Any], counted: int, accounting: Accounting) -> 
 
 def quarantined_file(name: str, size: int, reason: Reason | str, detail: str, sha: str | None = None,
                      grammar: str | None = None, detection: Detection | None = None) -> FileOutcome:
-    return FileOutcome(name, sha, size, grammar, "quarantined", [str(reason)], detail, detection, [])
+    return FileOutcome(name, sha, size, grammar, FileStatus.QUARANTINED, [str(reason)], detail, detection, [])
 
 
 def process_text(source: SourceText, ctx: RunContext) -> FileOutcome:
@@ -121,7 +122,8 @@ def collect(parsed_sessions, grammar, source: SourceText, detection: Detection, 
                                 f"{detection.grammar} found no session in the input", source.sha256,
                                 detection.grammar, detection)
     statuses = {s.status for s in sessions}
-    status = "quarantined" if statuses == {"quarantined"} else ("ok" if statuses == {"ok"} else "partial")
+    status = (FileStatus.QUARANTINED if statuses == {SessionStatus.QUARANTINED}
+              else FileStatus.OK if statuses == {SessionStatus.OK} else FileStatus.PARTIAL)
     # The file's own reasons are file-level failures only; each session carries its own.
     return FileOutcome(source.name, source.sha256, source.size, detection.grammar, status, [], "",
                        detection, sessions, time.perf_counter() - started)
@@ -177,25 +179,26 @@ def _session_outcome(ordinal, parsed, grammar, source, detection, ctx, seen_ids,
                    accounting=accounting.as_dict(), unaccounted=accounting.reason())
     parsed.turns.clear()  # the document holds what is needed; free the turn records before encoding
     sid = doc["sessionId"]
+    raw_id = doc["artifacts"]["ByggLogg"].get("sessionIdRaw", sid) if parsed.session_id is not None else None
     interactions = doc["artifacts"]["Chatthistorik"]["interactions"]
     chars = sum(len(i["content"]) for i in interactions)
     if parsed.session_id is not None and sid in seen_ids:
         return SessionOutcome(
-            ordinal, sid, parsed.session_id, "quarantined", [Reason.DUPLICATE_SESSION_ID.value],
-            f"session id {parsed.session_id!r} already used by session #{seen_ids[sid]} of this source; "
+            ordinal, sid, raw_id, SessionStatus.QUARANTINED, [Reason.DUPLICATE_SESSION_ID.value],
+            f"session id {raw_id!r} already used by session #{seen_ids[sid]} of this source; "
             "not merged, not overwritten",
             None, doc, len(interactions), counted, chars, seconds=time.perf_counter() - t0,
         )
     seen_ids.setdefault(sid, ordinal)
     encoded, result = _gate_session(doc, counted, accounting)
     if result.passed:
-        status = "partial" if result.partial else "ok"
+        status = SessionStatus.PARTIAL if result.partial else SessionStatus.OK
         reason = doc["artifacts"]["Chatthistorik"].get("coverageReason", "")
         codes = [] if accounting.clean else [Reason.UNACCOUNTED_SOURCE.value]
-        return SessionOutcome(ordinal, sid, parsed.session_id, status, codes, reason, encoded, None,
+        return SessionOutcome(ordinal, sid, raw_id, status, codes, reason, encoded, None,
                               len(interactions), counted, chars, seconds=time.perf_counter() - t0)
     detail = "; ".join(f"{f.reason.value} at {f.path}: {f.message}" for f in result.failures[:5])
-    return SessionOutcome(ordinal, sid, parsed.session_id, "quarantined", result.reasons, detail, None, doc,
+    return SessionOutcome(ordinal, sid, raw_id, SessionStatus.QUARANTINED, result.reasons, detail, None, doc,
                           len(interactions), counted, chars, [f.as_dict() for f in result.failures],
                           seconds=time.perf_counter() - t0)
 
@@ -203,7 +206,7 @@ def _session_outcome(ordinal, parsed, grammar, source, detection, ctx, seen_ids,
 def _partial_failure(source: SourceText, detection: Detection, sessions: list[SessionOutcome],
                      reason: Reason, detail: str, started: float) -> FileOutcome:
     """A parse failure after some sessions: keep those, quarantine the file's remainder."""
-    status = "partial" if sessions else "quarantined"
+    status = FileStatus.PARTIAL if sessions else FileStatus.QUARANTINED
     return FileOutcome(source.name, source.sha256, source.size, detection.grammar, status, [str(reason)],
                        detail, detection, sessions, time.perf_counter() - started)
 

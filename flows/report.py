@@ -41,7 +41,8 @@ def figures(out_root: Path, ledger: Ledger, run_id: str | None = None) -> dict[s
     for q in ledger.quarantined(run_id):
         for r in filter(None, (q["reasons"] or "").split(",")):
             reasons[r] = reasons.get(r, 0) + 1
-    sessions, turns = datasets.tables(out_root, ledger)
+    left_out: list[str] = []  # stray or hand-edited files under OUT/sessions, as `verify` reports them
+    sessions, turns = datasets.tables(out_root, ledger, left_out)
     formats = _counts(sessions["grammar"].to_list())
     hist = {_bin_label(lo, hi): 0 for lo, hi in HIST_BINS}
     hist["0"] = 0
@@ -60,12 +61,13 @@ def figures(out_root: Path, ledger: Ledger, run_id: str | None = None) -> dict[s
         "status": by_status,
         "coverage": {"ok": by_status["ok"], "partial": by_status["partial"]},
         "quarantine_reasons": dict(sorted(reasons.items())),
-        "archive": {"documents": sessions.height, "turns": turns.height},
+        "archive": {"documents": sessions.height, "turns": turns.height, "left_out": len(left_out)},
         "formats": formats,
         "turns_histogram": hist,
         "models": {"assistant_turns": ai.height, "unknown": unknown,
                    "unknown_share": round(unknown / ai.height, 4) if ai.height else 0.0},
         "redactions": dict(sorted(redactions.items())),
+        "flags": _counts([f for f in sessions["flag"].to_list() if f]),
     }
 
 
@@ -145,6 +147,11 @@ td{text-align:right;font-variant-numeric:tabular-nums}.fig{display:flex;flex-wra
 """
 
 
+def _left_out(archive: dict[str, int]) -> str:
+    n = archive.get("left_out", 0)
+    return f"; {n} files there are not session documents and are left out, see `reconstruct verify`" if n else ""
+
+
 def render(fig: dict[str, Any]) -> str:
     run, models = fig["run"], fig["models"]
     archive = fig["archive"]
@@ -156,7 +163,8 @@ def render(fig: dict[str, Any]) -> str:
         _section("Quarantine reasons", "Quarantined files and sessions of the run, by reason code (ledger).",
                  _bars(fig["quarantine_reasons"]),
                  _table("quarantine", fig["quarantine_reasons"], ("reason", "count"))),
-        _section("Formats", f"Documents now under OUT/sessions by grammar ({archive['documents']} documents).",
+        _section("Formats", f"Documents now under OUT/sessions by grammar ({archive['documents']} documents"
+                 f"{_left_out(archive)}).",
                  _bars(fig["formats"]), _table("formats", fig["formats"], ("grammar", "documents"))),
         _section("Turns per session", f"Interactions per document ({archive['turns']} in all), histogram.",
                  _bars(fig["turns_histogram"], color_by_key=False),
@@ -165,6 +173,9 @@ def render(fig: dict[str, Any]) -> str:
                  _share(models["unknown"], models["assistant_turns"], "unknown model"),
                  _table("models", {"assistant_turns": models["assistant_turns"], "unknown": models["unknown"],
                                    "unknown_share": models["unknown_share"]}, ("", "value"))),
+        _section("Documents without their source", "Documents kept under OUT whose input is gone "
+                 "(source_missing) or no longer holds the session (superseded); nothing is deleted.",
+                 _bars(fig["flags"]), _table("flags", fig["flags"], ("mark", "documents"))),
         _section("Redactions by type", "Secrets (and PII when enabled) found in the documents now under OUT.",
                  _bars(fig["redactions"]), _table("redactions", fig["redactions"], ("type", "findings"))),
     ]

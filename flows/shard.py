@@ -7,7 +7,9 @@ the ledger is written by the flow's main process only.
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -17,7 +19,10 @@ import orjson
 from models.errors import IngestError, Reason
 from models.records import SourceText
 from models.settings import Settings
+from models.status import FileStatus, SessionStatus
 from normalizers.assemble import RunContext
+from normalizers.secrets import scrub_name
+from parsers.text import input_sha256, sha256_text
 
 from . import emit, ingest, revisions
 from .ledger import FileRow, Ledger, RevisionRow, SessionRow
@@ -31,9 +36,63 @@ class ShardResult:
     written: int = 0
     unchanged: int = 0
     revisions: list[RevisionRow] = field(default_factory=list)
+    stopped: tuple[int, str] | None = None  # (errno, message) of a full or read-only disk: the run stops
+
+    def merge(self, other: ShardResult) -> None:
+        self.stopped = self.stopped or other.stopped
+        self.files.extend(other.files)
+        self.sessions.extend(other.sessions)
+        self.written += other.written
+        self.unchanged += other.unchanged
+        self.revisions.extend(other.revisions)
 
 
-def companions_for(ref: ingest.InputRef, companions: dict[str, ingest.InputRef]) -> dict[str, str]:
+# A disk that takes no more writes: the run stops (marked failed) instead of quarantining every document.
+DISK_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EROFS}
+
+# Peak memory to process an input read whole, per input byte (decoded text, turns, documents).
+MEMORY_PER_INPUT_BYTE = 16
+
+
+def memory_budget(settings: Settings) -> int:
+    """Bytes one worker may spend on one input: the setting, else this machine's memory shared
+    between the workers and the main process."""
+    if settings.memory_budget_bytes is not None:
+        return settings.memory_budget_bytes
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        total = 8 * 1024**3
+    return total // (settings.workers + 1)
+
+
+class ShardInputs:
+    """The shard's reads: each zip opened once, each folder's companions read once."""
+
+    def __init__(self, companions: dict[str, ingest.InputRef]) -> None:
+        self.companions = companions
+        self.zips = ingest.ZipCache()
+        self._context: dict[PurePosixPath, tuple[dict[str, str], str | None]] = {}
+
+    def read(self, ref: ingest.InputRef) -> bytes:
+        return ingest.read(ref, self.zips)
+
+    def context(self, ref: ingest.InputRef) -> tuple[dict[str, str], str | None]:
+        """The companion texts for the input's folder and their combined hash (None without any)."""
+        folder = PurePosixPath(ref.key).parent
+        if folder not in self._context:
+            texts = companions_for(ref, self.companions, self.read)
+            digest = hashlib.sha256()
+            for name in sorted(texts):
+                digest.update(f"{name}\0{sha256_text(texts[name])}\0".encode())
+            self._context[folder] = (texts, digest.hexdigest() if texts else None)
+        return self._context[folder]
+
+    def close(self) -> None:
+        self.zips.close()
+
+
+def companions_for(ref: ingest.InputRef, companions: dict[str, ingest.InputRef], read=ingest.read) -> dict[str, str]:
     """Companion texts (users.json...) from the input's folder or the nearest folder above it."""
     if not companions:
         return {}
@@ -45,15 +104,21 @@ def companions_for(ref: ingest.InputRef, companions: dict[str, ingest.InputRef])
             name = PurePosixPath(comp.name).name
             if cpath.parent == parent and name not in found:
                 try:
-                    found[name] = ingest.read(comp).decode("utf-8-sig", errors="replace")
+                    found[name] = read(comp).decode("utf-8-sig", errors="replace")
                 except IngestError:
                     continue
     return found
 
 
-def _file_row(ref: ingest.InputRef, outcome: FileOutcome) -> FileRow:
-    return FileRow(ref.key, ref.name, outcome.sha256, outcome.size, outcome.grammar, outcome.status,
-                   outcome.reasons, outcome.detail, len(outcome.sessions), round(outcome.seconds, 6))
+def _file_row(ref: ingest.InputRef, outcome: FileOutcome, context_sha: str | None = None) -> FileRow:
+    return FileRow(ref.key, ref.name, outcome.sha256, outcome.size, outcome.grammar, FileStatus(outcome.status),
+                   outcome.reasons, scrub_name(outcome.detail), len(outcome.sessions), round(outcome.seconds, 6),
+                   context_sha)
+
+
+def _note_row(ref: ingest.InputRef, status: FileStatus, detail: str, sha: str | None = None,
+              context_sha: str | None = None) -> FileRow:
+    return FileRow(ref.key, ref.name, sha, ref.size, None, status, [], detail, 0, 0.0, context_sha)
 
 
 def run_shard(
@@ -71,76 +136,101 @@ def run_shard(
     ``allow_shrink`` lets a document replace an accepted one that held much more (the mass latch).
     """
     ctx = RunContext.from_settings(settings)
-    fingerprint = ctx.fingerprint
-    ledger = Ledger(ledger_path) if (ledger_path is not None and not force) else None
+    ledger = Ledger(ledger_path, read_only=True) if (ledger_path is not None and not force
+                                                     and ledger_path.is_file()) else None
+    inputs = ShardInputs(companions or {})
     result = ShardResult()
     try:
         for ref in refs:
-            _one(ref, out_root, ctx, fingerprint, ledger, companions or {}, result, allow_shrink)
+            if emit.stop_requested(out_root):  # interrupted: what is done is returned and recorded
+                break
+            _one(ref, out_root, ctx, ledger, inputs, result, allow_shrink)
+    except OSError as exc:
+        if exc.errno not in DISK_FULL:
+            raise
+        result.stopped = (exc.errno, f"{exc.strerror} ({exc.filename or out_root})")  # what was written is kept
     finally:
+        inputs.close()
         if ledger is not None:
             ledger.close()
     return result
 
 
-def _one(ref, out_root, ctx, fingerprint, ledger, companions, result: ShardResult, allow_shrink: bool) -> None:
-    if ref.companion:
-        result.files.append(FileRow(ref.key, ref.name, None, ref.size, None, "companion", [],
-                                    "context file for its folder's inputs", 0, 0.0))
+def worker_died(ref: ingest.InputRef, out_root: Path) -> ShardResult:
+    """The record of an input whose worker process died while processing it."""
+    result = ShardResult()
+    outcome = quarantined_file(ref.name, ref.size, Reason.WORKER_DIED,
+                               f"the worker process died while processing this input ({ref.size} bytes); "
+                               "killed for lack of memory?")
+    _emit(ref, outcome, out_root, result)
+    return result
+
+
+def _one(ref, out_root, ctx, ledger, inputs: ShardInputs, result: ShardResult, allow_shrink: bool) -> None:
+    if ref.ignored:
+        result.files.append(_note_row(ref, FileStatus.IGNORED, ref.ignored))
         return
+    if ref.companion:
+        result.files.append(_note_row(ref, FileStatus.COMPANION, "context file for its folder's inputs"))
+        return
+    context_sha = None
     if ref.problem:
         outcome = quarantined_file(ref.name, ref.size, ref.problem, ref.detail)
-    elif ref.size >= ctx.settings.stream_bytes and (streamed := _streamed(ref, ctx, ledger, fingerprint, result)):
-        if streamed == "skipped":
-            return
-        outcome = streamed
     else:
-        try:
-            data = ingest.read(ref)
-        except IngestError as exc:
-            if exc.transient:
-                raise  # Prefect retries the shard
-            outcome = quarantined_file(ref.name, ref.size, exc.reason, str(exc))
-        else:
-            if ledger is not None and _unchanged(ledger, ref, data, fingerprint):
-                result.files.append(FileRow(ref.key, ref.name, _quick_sha(data), len(data), None, "skipped", [],
-                                            "unchanged since an earlier run with the same settings", 0, 0.0))
-                return
-            outcome = process_bytes(data, ref.name, ctx, companions_for(ref, companions), siblings=ref.siblings)
-    _emit(ref, outcome, out_root, result, ctx.settings, allow_shrink)
+        texts, context_sha = inputs.context(ref)
+        outcome = None
+        if ref.size >= ctx.settings.stream_bytes:
+            outcome = _streamed(ref, ctx, ledger, inputs, context_sha, result)
+        if outcome is None:
+            outcome = _whole(ref, ctx, ledger, inputs, texts, context_sha, result)
+        if outcome == "skipped":
+            return
+    _emit(ref, outcome, out_root, result, ctx.settings, allow_shrink, context_sha)
 
 
-def _streamed(ref, ctx, ledger, fingerprint, result: ShardResult):
+def _whole(ref, ctx, ledger, inputs: ShardInputs, texts, context_sha, result: ShardResult):
+    """An input read whole: quarantined when it would not fit the memory budget, skipped when
+    unchanged, else processed."""
+    budget = memory_budget(ctx.settings)
+    if ref.size * MEMORY_PER_INPUT_BYTE > budget:
+        return quarantined_file(ref.name, ref.size, Reason.TOO_LARGE,
+                                f"{ref.size} bytes would need about {ref.size * MEMORY_PER_INPUT_BYTE} bytes of "
+                                f"memory read whole, more than the budget of {budget} (memory_budget_bytes)")
+    try:
+        data = inputs.read(ref)
+    except IngestError as exc:
+        if exc.transient:
+            raise  # Prefect retries the shard
+        return quarantined_file(ref.name, ref.size, exc.reason, str(exc))
+    if ledger is not None:
+        sha = input_sha256(data)
+        if ledger.done_before(ref.key, sha, ctx.fingerprint, context_sha) and not ledger.held_by_latch(ref.key):
+            result.files.append(_note_row(ref, FileStatus.SKIPPED, UNCHANGED, sha, context_sha))
+            return "skipped"
+    return process_bytes(data, ref.name, ctx, texts, siblings=ref.siblings)
+
+
+UNCHANGED = "unchanged since an earlier run with the same settings"
+
+
+def _streamed(ref, ctx, ledger, inputs: ShardInputs, context_sha, result: ShardResult):
     """A large input through its grammar's streaming parser, or None to read it whole."""
     from parsers.text import sha256_stream
 
     try:
-        with ingest.open_binary(ref) as fp:
+        with ingest.open_binary(ref, inputs.zips) as fp:
             sha, size, encoding = sha256_stream(iter(lambda: fp.read(1 << 20), b""))
-        if ledger is not None and ledger.done_before(ref.key, sha, fingerprint) and not ledger.held_by_latch(ref.key):
-            result.files.append(FileRow(ref.key, ref.name, sha, size, None, "skipped", [],
-                                        "unchanged since an earlier run with the same settings", 0, 0.0))
+        if (ledger is not None and ledger.done_before(ref.key, sha, ctx.fingerprint, context_sha)
+                and not ledger.held_by_latch(ref.key)):
+            result.files.append(_note_row(ref, FileStatus.SKIPPED, UNCHANGED, sha, context_sha))
             return "skipped"
-        with ingest.open_binary(ref) as fp:
+        with ingest.open_binary(ref, inputs.zips) as fp:
             sample = fp.read(DETECT_SAMPLE).decode("utf-8-sig", errors="ignore")
             fp.seek(0)
             source = SourceText("", ref.name, sha, size, encoding)
             return process_stream(fp, source, sample, ctx)
     except OSError:
         return None
-
-
-def _quick_sha(data: bytes) -> str:
-    from parsers.text import canonicalize, sha256_text
-
-    try:
-        return sha256_text(canonicalize(data.decode("utf-8-sig")))
-    except UnicodeDecodeError:
-        return hashlib.sha256(data).hexdigest()
-
-
-def _unchanged(ledger: Ledger, ref, data: bytes, fingerprint: str) -> bool:
-    return ledger.done_before(ref.key, _quick_sha(data), fingerprint) and not ledger.held_by_latch(ref.key)
 
 
 def _mass(doc_bytes: bytes) -> tuple[int, int] | None:
@@ -172,20 +262,22 @@ def _read(path: Path) -> bytes | None:
 
 
 def _emit(ref: ingest.InputRef, outcome: FileOutcome, out_root: Path, result: ShardResult,
-          settings: Settings | None = None, allow_shrink: bool = False) -> None:
+          settings: Settings | None = None, allow_shrink: bool = False, context_sha: str | None = None) -> None:
     started = time.perf_counter()
-    if outcome.status == "quarantined" and not outcome.sessions:
+    if not outcome.reasons:  # processed without a file-level failure: an old record would be stale
+        emit.remove_stale(out_root, emit.quarantine_relpath(ref.key, None))
+    if outcome.status == FileStatus.QUARANTINED and not outcome.sessions:
         rel = emit.quarantine_relpath(ref.key, None)
         emit.atomic_write(emit.resolve_inside(out_root, rel), emit.quarantine_record({
             "status": "quarantined", "source": ref.name, "sha256": outcome.sha256,
-            "reasons": outcome.reasons, "detail": outcome.detail,
+            "reasons": outcome.reasons, "detail": scrub_name(outcome.detail),
             "grammarCandidates": outcome.detection.scores if outcome.detection else None,
         }))
     elif outcome.detail and outcome.reasons:
         rel = emit.quarantine_relpath(ref.key, None)
         emit.atomic_write(emit.resolve_inside(out_root, rel), emit.quarantine_record({
             "status": outcome.status, "source": ref.name, "sha256": outcome.sha256,
-            "reasons": outcome.reasons, "detail": outcome.detail,
+            "reasons": outcome.reasons, "detail": scrub_name(outcome.detail),
         }))
     for s in outcome.sessions:
         latched = None
@@ -215,7 +307,7 @@ def _emit(ref: ingest.InputRef, outcome: FileOutcome, out_root: Path, result: Sh
                          "rejected": {"interactions": s.interactions, "characters": s.characters}},
                 "rejectedDocument": orjson.loads(s.encoded),
             }))
-            s.status, s.reasons, s.detail = "quarantined", [Reason.MASS_LATCH.value], latched
+            s.status, s.reasons, s.detail = SessionStatus.QUARANTINED, [Reason.MASS_LATCH.value], latched
             sha = None
         elif s.encoded is not None:
             try:
@@ -224,9 +316,12 @@ def _emit(ref: ingest.InputRef, outcome: FileOutcome, out_root: Path, result: Sh
                 sha = revisions.put_blob(out_root, s.encoded)
                 changed = emit.atomic_write(target, s.encoded)
             except OSError as exc:
-                s.status, s.reasons, s.detail = "quarantined", [Reason.WRITE_ERROR.value], str(exc)
+                if exc.errno in DISK_FULL:
+                    raise
+                s.status, s.reasons, s.detail = SessionStatus.QUARANTINED, [Reason.WRITE_ERROR.value], str(exc)
                 rel, sha = None, None
             else:
+                emit.remove_stale(out_root, emit.quarantine_relpath(ref.key, s.ordinal))
                 result.written += changed
                 result.unchanged += not changed
                 result.revisions.append(RevisionRow(rel, sha, note, revisions.now(), previous))
@@ -234,12 +329,13 @@ def _emit(ref: ingest.InputRef, outcome: FileOutcome, out_root: Path, result: Sh
             rel = emit.quarantine_relpath(ref.key, s.ordinal)
             emit.atomic_write(emit.resolve_inside(out_root, rel), emit.quarantine_record({
                 "status": "quarantined", "source": ref.name, "ordinal": s.ordinal, "sessionId": s.session_id,
-                "reasons": s.reasons, "detail": s.detail, "failures": s.failures, "rejectedDocument": s.document,
+                "reasons": s.reasons, "detail": scrub_name(s.detail), "failures": s.failures,
+                "rejectedDocument": s.document,
             }))
             sha = None
         result.sessions.append(SessionRow(
-            ref.key, s.ordinal, s.session_id, s.session_id_raw, s.status, s.reasons, s.detail,
-            rel, sha, s.interactions, s.source_turns, s.characters, round(s.seconds, 6),
+            ref.key, s.ordinal, s.session_id, s.session_id_raw, SessionStatus(s.status), s.reasons,
+            scrub_name(s.detail), rel, sha, s.interactions, s.source_turns, s.characters, round(s.seconds, 6),
         ))
     outcome.seconds += time.perf_counter() - started
-    result.files.append(_file_row(ref, outcome))
+    result.files.append(_file_row(ref, outcome, context_sha))

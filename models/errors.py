@@ -15,6 +15,8 @@ class Reason(StrEnum):
     BINARY = "binary"
     TOO_LARGE = "too_large"
     ZIP_UNSAFE = "zip_unsafe"
+    NAME_COLLISION = "name_collision"
+    WORKER_DIED = "worker_died"
     # detect
     NO_GRAMMAR = "no_grammar"
     AMBIGUOUS_GRAMMAR = "ambiguous_grammar"
@@ -36,6 +38,8 @@ class Reason(StrEnum):
     MASS_LATCH = "mass_latch"
     WRITE_ERROR = "write_error"
     INTERNAL = "internal_error"
+    # configuration
+    INVALID_CONFIG = "invalid_config"
     # audit trail
     DIFF_CHECKSUM = "diff_checksum"
 
@@ -57,6 +61,11 @@ class ReconstructError(Exception):
         self.line = line
         self.grammar = grammar
         super().__init__(self._message())
+
+    def __reduce__(self):
+        """Pickle by the constructor's arguments, so an error raised in a worker process reaches
+        the parent intact (the default would call ``cls(message)`` and fail there)."""
+        return (_rebuild, (type(self), self.reason, self.detail, self.path, self.line, self.grammar))
 
     def _message(self) -> str:
         where = "".join(
@@ -93,3 +102,8 @@ class ConfigError(ReconstructError):
 
 class RegistryError(ReconstructError):
     """A grammar was registered twice or asked for by an unknown name."""
+
+
+def _rebuild(cls: type[ReconstructError], reason: Reason, detail: str, path: str | None, line: int | None,
+             grammar: str | None) -> ReconstructError:
+    return cls(reason, detail, path=path, line=line, grammar=grammar)

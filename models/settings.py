@@ -13,13 +13,15 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import orjson
 import regex
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
+
+from models.errors import ConfigError, Reason
 
 PIPELINE_VERSION = "0.1.0"
 
@@ -63,6 +65,10 @@ class Settings(BaseSettings):
     stream_bytes: int = Field(
         64 * 1024**2, ge=1, description="Inputs this large are streamed when their grammar can stream."
     )
+    memory_budget_bytes: int | None = Field(
+        None, ge=1, description="Memory one worker may spend on one input read whole; larger inputs are "
+        "quarantined too_large (default: this machine's memory shared by the workers)."
+    )
     zip_max_total_bytes: int = Field(8 * 1024**3, ge=1)
     zip_max_ratio: float = Field(200.0, gt=1)
     zip_max_entries: int = Field(100_000, ge=1)
@@ -105,9 +111,19 @@ class Settings(BaseSettings):
     def load(cls, config_file: Path | None = None, **overrides: Any) -> Settings:
         """Build the settings of one run. ``overrides`` are command-line flags; None means unset."""
         path = config_file if config_file is not None else Path("reconstruct.toml")
-        _CONFIG_FILE["path"] = path if path.is_file() else None
+        if config_file is not None and not path.is_file():
+            raise ConfigError(Reason.INVALID_CONFIG, "no such file", path=str(path))
+        used = _CONFIG_FILE["path"] = path if path.is_file() else None
+        where_file = str(used) if used else None
         try:
             return cls(**{k: v for k, v in overrides.items() if v is not None})
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(x) for x in first["loc"]) or "settings"
+            more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+            raise ConfigError(Reason.INVALID_CONFIG, f"{where}: {first['msg']}{more}", path=where_file) from None
+        except (ValueError, OSError) as exc:  # a malformed or unreadable TOML file
+            raise ConfigError(Reason.INVALID_CONFIG, f"{type(exc).__name__}: {exc}", path=where_file) from None
         finally:
             _CONFIG_FILE.pop("path", None)
 

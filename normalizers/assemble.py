@@ -22,7 +22,7 @@ from models.settings import PIPELINE_VERSION, Settings
 
 from .facts import Facts
 from .ids import NO_ID, safe_id
-from .secrets import Redactor
+from .secrets import Redactor, scrub_name
 from .speaker import normalize_speaker, safe_fields
 from .times import to_utc_z
 
@@ -140,8 +140,9 @@ def assemble(
         key = (turn.speaker, turn.model, turn.model_explicit)
         entry = speaker_cache.get(key)
         if entry is None:
-            entry = speaker_cache[key] = _speaker_entry(ctx, turn.speaker, turn.model, turn.model_explicit,
-                                                        name_notes)
+            speaker, found = scrub(turn.speaker)  # a name may hold a key: it is shown in every turn
+            redactions.extend({"turn": ordinal, "type": k, "field": "speakerName"} for k in found)
+            entry = speaker_cache[key] = _speaker_entry(ctx, speaker, turn.model, turn.model_explicit, name_notes)
         content = turn.content
         if ordinal - 1 in suspects:
             content, found = scrub(content)
@@ -186,7 +187,9 @@ def assemble(
         if "modelRaw" in entry:
             item["modelRaw"] = entry["modelRaw"]
         if turn.extra:
-            item["sourceFields"] = raw_time_keys(turn.extra)
+            found = []
+            item["sourceFields"] = raw_time_keys(ctx.redactor.scrub_tree(turn.extra, found))
+            redactions.extend({"turn": ordinal, "type": k, "field": "sourceFields"} for k in found)
         facts.observe(ordinal, turn.role, turn.kind, turn.speaker, content)
         interactions.append(item)
 
@@ -198,7 +201,11 @@ def assemble(
         warnings.append(f"{unreadable_times} turn times could not be read or are out of range: no date set")
     warnings.extend(f"display field changed to fit the speaker format: {n}" for n in name_notes)
 
-    session_id = safe_id(session.session_id)
+    raw_id = session.session_id
+    if raw_id is not None:  # an id becomes a file name: a secret in it is replaced before the mapping
+        raw_id, found = scrub_name(raw_id), scrub(raw_id)[1]
+        redactions.extend({"turn": 0, "type": k, "field": "sessionId"} for k in found)
+    session_id = safe_id(raw_id)
     created, created_source = None, "none: epoch sentinel (the source gives no time)"
     if session.created is not None:
         created = to_utc_z(session.created, ctx.zone)
@@ -226,7 +233,8 @@ def assemble(
 
     history: dict[str, Any] = {"title": None, "interactions": interactions}
     if session.title is not None:
-        history["title"] = scrub(session.title)[0]
+        history["title"], found = scrub(session.title)
+        redactions.extend({"turn": 0, "type": k, "field": "title"} for k in found)
     if reasons:
         history["coverage"] = "partial"
         history["coverageReason"] = "; ".join(reasons)
@@ -234,6 +242,12 @@ def assemble(
         preamble, found = scrub(session.meta["preamble"])
         redactions.extend({"turn": 0, "type": k, "field": "preamble"} for k in found)
         history["preamble"] = preamble
+
+    source_meta = {k: v for k, v in session.meta.items() if not k.startswith("preamble") and k != "formatDrift"}
+    if source_meta:
+        found = []
+        source_meta = raw_time_keys(ctx.redactor.scrub_tree(source_meta, found))
+        redactions.extend({"turn": 0, "type": k, "field": "sourceMeta"} for k in found)
 
     declared = _declared_regions(session, scrub, redactions)
     by_type: dict[str, int] = {}
@@ -268,11 +282,10 @@ def assemble(
         "declaredRegions": declared,
         "sessionRecord": facts.record,
     }
-    facts_meta = {k: v for k, v in session.meta.items() if not k.startswith("preamble") and k != "formatDrift"}
-    if facts_meta:
-        bygglogg["sourceMeta"] = raw_time_keys(facts_meta)
-    if session.session_id is not None and session_id != session.session_id:
-        bygglogg["sessionIdRaw"] = session.session_id
+    if source_meta:
+        bygglogg["sourceMeta"] = source_meta
+    if raw_id is not None and session_id != raw_id:
+        bygglogg["sessionIdRaw"] = raw_id
     if session_id == NO_ID and session.session_id is None:
         bygglogg["sessionIdSource"] = "none: no derivable id (rule C1)"
 

@@ -15,7 +15,9 @@ from dataclasses import dataclass
 import regex
 
 SECRET_PATTERNS: dict[str, str] = {
-    "private_key": r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----",
+    # PEM and PGP private key blocks; a block with no END line is redacted to the end of the text
+    "private_key": r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
+                   r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)",
     "anthropic_api_key": r"\bsk-ant-[A-Za-z0-9_-]{20,}",
     "openai_api_key": r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}",
     "aws_access_key_id": r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
@@ -25,8 +27,10 @@ SECRET_PATTERNS: dict[str, str] = {
     "slack_webhook": r"https://hooks\.slack\.com/services/[A-Za-z0-9_/]+",
     "google_api_key": r"\bAIza[0-9A-Za-z_-]{35}\b",
     "jwt": r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
-    "url_password": r"(?<=\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]+:)[^\s@/]+(?=@)",
-    "password_assignment": r"(?<=\b(?i:password|passwd|pwd)\s*[:=]\s*[\"']?)[^\s\"']{6,}",
+    # the password runs to the last @ before the host (a password may hold @)
+    "url_password": r"(?<=\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]+:)[^\s/]+(?=@[^\s@/]+)",
+    # DB_PASSWORD=..., password: ..., "password": "..." (a JSON key), pwd='...'
+    "password_assignment": r"(?<=(?<![A-Za-z])(?i:password|passwd|pwd)[\"']?\s*[:=]\s*[\"']?)[^\s\"']{6,}",
 }
 PII_PATTERNS: dict[str, str] = {
     "email": r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b",
@@ -97,3 +101,25 @@ class Redactor:
 
         out = self._pattern.sub(replace, text)
         return (out if self.policy == "redact" else text), found
+
+    def scrub_tree(self, value, found: list[str]):
+        """A JSON-like value with every string (keys included) scrubbed; types found go to ``found``."""
+        if isinstance(value, str):
+            out, kinds = self.scrub(value)
+            found.extend(kinds)
+            return out
+        if isinstance(value, dict):
+            return {self.scrub_tree(k, found) if isinstance(k, str) else k: self.scrub_tree(v, found)
+                    for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.scrub_tree(v, found) for v in value]
+        return value
+
+
+NAMES = Redactor("redact", False)
+
+
+def scrub_name(name: str) -> str:
+    """A file name or id with any secret in it replaced (names become paths and ledger rows, which
+    no policy may let a secret reach)."""
+    return NAMES.scrub(name)[0]

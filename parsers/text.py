@@ -119,6 +119,15 @@ def _decode_noting(body: bytes, codec: str, name: str) -> tuple[str, list[int]]:
     return text, offsets
 
 
+def input_sha256(data: bytes) -> str:
+    """The one hash of an input's bytes that the ledger keys skips on: the sha256 of its canonical
+    text (what ``decode`` records, whatever the encoding), or of the raw bytes when it does not decode."""
+    try:
+        return decode(data, "").sha256
+    except IngestError:
+        return hashlib.sha256(data).hexdigest()
+
+
 def sha256_stream(chunks) -> tuple[str, int, str]:
     """sha256 of the canonical text of a UTF-8 input given as byte chunks, without holding it:
     BOM stripped, CRLF/CR to LF across chunk boundaries. Returns (sha256, size, encoding)."""

@@ -154,13 +154,20 @@ def test_ledger_migrates_from_schema_1(tmp_path):
     db = sqlite3.connect(path)
     db.executescript(MIGRATIONS[0])
     db.execute("INSERT INTO meta VALUES ('schema_version', '1')")
+    db.execute("INSERT INTO files VALUES ('r1', 'k', 'k', 'h', 1, 'transcript', 'partial', 'parse_error,no_turns', "
+               "'', 1, 'fp', 0.1)")
+    db.execute("INSERT INTO sessions VALUES ('r1', 'k', 2, 's', NULL, 'quarantined', 'schema', '', NULL, NULL, "
+               "1, 1, 1, 0.1)")
     db.commit()
     db.close()
     ledger = Ledger(path)
     try:
-        assert SCHEMA_VERSION == 2
-        assert ledger.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "2"
+        assert SCHEMA_VERSION == 3
+        assert ledger.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "3"
         assert ledger.revisions() == []
+        # comma-joined reasons of an old ledger become rows
+        rows = ledger.db.execute("SELECT source_key, ordinal, reason FROM reasons ORDER BY 2, 3").fetchall()
+        assert rows == [("k", None, "no_turns"), ("k", None, "parse_error"), ("k", 2, "schema")]
     finally:
         ledger.close()
 

@@ -133,6 +133,7 @@ def test_zip_exports_are_guarded(tmp_path):
     _inside(out, out)
 
 
+@pytest.mark.slow  # still run by the default `pytest` (CI); deselect locally with -m "not slow"
 def test_a_session_with_a_million_turns(tmp_path):
     src = tmp_path / "in"
     src.mkdir()

@@ -6,6 +6,7 @@ from datetime import datetime
 
 import pytest
 
+from models.errors import ConfigError
 from models.records import Detection, ModelRef, ParsedSession, SourceText, Turn
 from models.settings import Settings
 from normalizers.assemble import EPOCH, RunContext, assemble
@@ -67,5 +68,5 @@ def test_settings_precedence(tmp_path, monkeypatch):
     s = Settings.load(cfg, workers=5)
     assert (s.source_tz, s.runtime_identity, s.workers) == ("Europe/Paris", "a:b@c", 5)
     assert s.identity == {"provider": "a", "name": "b", "version": "c"}
-    with pytest.raises(ValueError):
+    with pytest.raises(ConfigError, match="runtime_identity"):
         Settings.load(cfg, runtime_identity="not an identity")

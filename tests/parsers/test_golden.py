@@ -57,6 +57,24 @@ def test_golden(path):
         else:
             assert session["counted_turns"] >= len(session["turns"])
     expected_path = path.with_name(path.name + ".expected.json")
-    if UPDATE_GOLDEN or not expected_path.exists():
+    if UPDATE_GOLDEN:
         expected_path.write_bytes(dump(got))
+    assert expected_path.exists(), (f"{expected_path.name} is missing: write it with RECONSTRUCT_UPDATE_GOLDEN=1 "
+                                    "and review it")
     assert got == orjson.loads(expected_path.read_bytes())
+
+
+def test_a_case_without_its_expected_file_fails_and_writes_nothing(tmp_path, monkeypatch):
+    import shutil
+
+    import tests.parsers.test_golden as this
+
+    case = next(p for p in CASES if _grammar_dir(p).name == "transcript")
+    copy = tmp_path / "transcript" / case.name
+    copy.parent.mkdir()
+    shutil.copy(case, copy)
+    monkeypatch.setattr(this, "GOLDEN", tmp_path)
+    monkeypatch.setattr(this, "UPDATE_GOLDEN", False)
+    with pytest.raises(AssertionError, match="is missing"):
+        this.test_golden(copy)
+    assert not copy.with_name(copy.name + ".expected.json").exists()

@@ -1,0 +1,196 @@
+"""Issue 12: reruns under the original keys, and clear failures (one line, exit 4) instead of tracebacks."""
+
+from __future__ import annotations
+
+import errno
+import os
+import sqlite3
+import stat
+
+import pytest
+from typer.testing import CliRunner
+
+from flows import emit
+from flows.cli import EXIT_CANNOT_START, EXIT_OK, EXIT_QUARANTINED, app
+from flows.ledger import Ledger
+from flows.pipeline import reconstruct
+from models.settings import Settings
+
+runner = CliRunner()
+GOOD = "Session: s-1\nUser: hello\nAssistant: hi there\n"
+
+
+def _one_line_exit_4(result):
+    assert result.exit_code == EXIT_CANNOT_START, result.output
+    assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1, result.output
+
+
+def _archive(tmp_path):
+    src = tmp_path / "logs"
+    (src / "sub").mkdir(parents=True)
+    (src / "sub" / "bad.txt").write_text("just prose, no speakers\n")
+    (src / "sub" / "good.txt").write_text(GOOD)
+    (src / "other.txt").write_text(GOOD.replace("s-1", "s-2"))
+    return src
+
+
+def _documents(out):
+    return sorted(str(p.relative_to(out)) for p in (out / "sessions").rglob("*.json"))
+
+
+# -- 5. rerun --failed keeps the original keys ------------------------------------------------------
+def test_rerun_after_a_fix_writes_under_the_original_key_and_drops_the_stale_record(prefect_harness, tmp_path):
+    src, out = _archive(tmp_path), tmp_path / "out"
+    assert runner.invoke(app, ["run", str(src), "--out", str(out), "--workers", "1"]).exit_code == EXIT_QUARANTINED
+    assert (out / "quarantine" / "logs" / "sub" / "bad.txt" / "file.json").is_file()
+    before = _documents(out)
+    (src / "sub" / "bad.txt").write_text(GOOD.replace("s-1", "s-3"))
+    result = runner.invoke(app, ["rerun", "--failed", "--out", str(out)])
+    assert result.exit_code == EXIT_OK, result.output
+    assert _documents(out) == sorted([*before, "sessions/logs/sub/bad.txt/s-3.json"])
+    assert not (out / "quarantine" / "logs" / "sub" / "bad.txt" / "file.json").exists()
+
+
+def test_rerun_of_a_deleted_input_records_it_missing_and_duplicates_nothing(prefect_harness, tmp_path):
+    src, out = _archive(tmp_path), tmp_path / "out"
+    runner.invoke(app, ["run", str(src), "--out", str(out), "--workers", "1"])
+    before = _documents(out)
+    (src / "sub" / "bad.txt").unlink()
+    runner.invoke(app, ["rerun", "--failed", "--out", str(out)])
+    assert _documents(out) == before
+    ledger = Ledger(out / "ledger.sqlite")
+    try:
+        rows = ledger.file_rows(ledger.latest_run_id())
+    finally:
+        ledger.close()
+    assert [(r["source_key"], r["status"], r["reasons"]) for r in rows] == [("logs/sub/bad.txt", "missing", "")]
+
+
+# -- clear failures ---------------------------------------------------------------------------------
+def test_out_pointing_at_a_file(tmp_path):
+    (tmp_path / "in").mkdir()
+    (tmp_path / "afile").write_text("x")
+    _one_line_exit_4(runner.invoke(app, ["run", str(tmp_path / "in"), "--out", str(tmp_path / "afile")]))
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes through read-only permissions")
+def test_a_read_only_output_cannot_run_but_can_be_read(tmp_path):
+    src, out = _archive(tmp_path), tmp_path / "out"
+    reconstruct([src], out, Settings())
+    for p in [out, *out.rglob("*")]:
+        p.chmod(p.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+    try:
+        _one_line_exit_4(runner.invoke(app, ["run", str(src), "--out", str(out)]))
+        assert runner.invoke(app, ["status", "--out", str(out)]).exit_code == 0
+        assert runner.invoke(app, ["verify", "--out", str(out)]).exit_code == 0
+    finally:
+        for p in [out, *out.rglob("*")]:
+            p.chmod(p.stat().st_mode | stat.S_IWUSR)
+
+
+def test_status_and_verify_open_the_ledger_read_only(tmp_path):
+    src, out = _archive(tmp_path), tmp_path / "out"
+    reconstruct([src], out, Settings())
+    before = {p.name: p.stat().st_mtime_ns for p in out.iterdir() if p.name.startswith("ledger")}
+    assert runner.invoke(app, ["status", "--out", str(out)]).exit_code == 0
+    with pytest.raises(sqlite3.OperationalError):
+        Ledger(out / "ledger.sqlite", read_only=True).db.execute("CREATE TABLE x (a)")
+    assert {p.name: p.stat().st_mtime_ns for p in out.iterdir() if p.name.startswith("ledger")} == before
+
+
+def test_a_corrupt_ledger(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "ledger.sqlite").write_bytes(b"this is not a database" * 100)
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.txt").write_text(GOOD)
+    _one_line_exit_4(runner.invoke(app, ["status", "--out", str(out)]))
+    _one_line_exit_4(runner.invoke(app, ["run", str(tmp_path / "in"), "--out", str(out), "--workers", "1"]))
+
+
+@pytest.mark.parametrize("command", [["status"], ["quarantine"], ["rerun", "--failed"]])
+def test_malformed_and_missing_config_files(command, tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("source_tz = = 'x'\n")
+    _one_line_exit_4(runner.invoke(app, [*command, "--out", str(tmp_path), "--config", str(bad)]))
+    _one_line_exit_4(runner.invoke(app, [*command, "--out", str(tmp_path), "--config", str(tmp_path / "none.toml")]))
+
+
+def test_run_with_a_missing_config_file(tmp_path):
+    (tmp_path / "in").mkdir()
+    result = runner.invoke(app, ["run", str(tmp_path / "in"), "--out", str(tmp_path / "o"),
+                                 "--config", str(tmp_path / "missing.toml")])
+    _one_line_exit_4(result)
+    assert "missing.toml" in result.output
+
+
+def test_schema_into_a_missing_folder(tmp_path):
+    _one_line_exit_4(runner.invoke(app, ["schema", "--out", str(tmp_path / "no" / "such" / "s.json")]))
+
+
+def test_read_commands_on_a_mistyped_out_say_so_and_create_nothing(tmp_path):
+    typo = tmp_path / "outptu"
+    for command in (["status"], ["quarantine"], ["rerun", "--failed"]):
+        result = runner.invoke(app, [*command, "--out", str(typo)])
+        _one_line_exit_4(result)
+        assert "no ledger" in result.output
+    assert not typo.exists()
+
+
+def test_quarantine_of_an_unknown_run(tmp_path):
+    src, out = _archive(tmp_path), tmp_path / "out"
+    reconstruct([src], out, Settings())
+    _one_line_exit_4(runner.invoke(app, ["quarantine", "--out", str(out), "--run", "nosuchrun"]))
+
+
+def test_a_full_disk_stops_the_run_marked_failed_with_what_was_written(tmp_path, monkeypatch):
+    src = tmp_path / "in"
+    src.mkdir()
+    for i in range(6):
+        (src / f"c{i}.txt").write_text(GOOD.replace("s-1", f"s-{i}"))
+    real, calls = emit.atomic_write, []
+
+    def filling(path, data):
+        calls.extend([path] if "sessions" in path.parts else [])
+        if len(calls) > 3:
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        return real(path, data)
+
+    monkeypatch.setattr(emit, "atomic_write", filling)
+    out = tmp_path / "out"
+    with pytest.raises(OSError, match="No space left"):
+        reconstruct([src], out, Settings(workers=1))
+    ledger = Ledger(out / "ledger.sqlite")
+    try:
+        run = ledger.runs(1)[0]
+        written = ledger.db.execute("SELECT COUNT(*) FROM sessions WHERE output_sha256 IS NOT NULL").fetchone()[0]
+    finally:
+        ledger.close()
+    assert run["status"] == "failed" and written == 3
+
+
+def test_a_full_disk_through_the_cli_is_one_line(prefect_harness, tmp_path, monkeypatch):
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "a.txt").write_text(GOOD)
+
+    def full(path, data):
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(emit, "atomic_write", full)
+    result = runner.invoke(app, ["run", str(src), "--out", str(tmp_path / "o"), "--workers", "1"])
+    _one_line_exit_4(result)
+    assert "No space left on device" in result.output
+
+
+def test_status_on_a_ledger_of_an_older_schema_upgrades_it(tmp_path):
+    from flows.ledger import MIGRATIONS
+
+    out = tmp_path / "out"
+    out.mkdir()
+    db = sqlite3.connect(out / "ledger.sqlite")
+    db.executescript(MIGRATIONS[0] + MIGRATIONS[1])
+    db.execute("INSERT INTO meta VALUES ('schema_version', '2')")
+    db.commit()
+    db.close()
+    assert runner.invoke(app, ["status", "--out", str(out)]).exit_code == 0
