@@ -32,16 +32,32 @@ from models.errors import ParseError, Reason
 from models.records import ParsedSession, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
-from parsers.grammars._chatjson import TimeLog, markers, note_odd, odd_entry, raw_text, string
+from parsers.drift import Drift
+from parsers.grammars._chatjson import (
+    Record,
+    TimeLog,
+    explained_share,
+    markers,
+    note_odd,
+    odd_entry,
+    raw_text,
+    string,
+)
 from parsers.jsonload import load_json
 from parsers.registry import register
 from parsers.timeparse import from_epoch
 
-_SIGNATURE = regex.compile(r'"sender_name"\s*:')
-_SUPPORT = regex.compile(r'"timestamp_ms"\s*:')
 _MOJIBAKE = regex.compile(r"\\u00[89a-fA-F][0-9a-fA-F]|[\x80-\xff]")
 _PART = regex.compile(r"message_(\d+)")
+_OWN = frozenset({"timestamp_ms", "content", "type"})
 SYSTEM_KINDS = {"Subscribe": "join", "Unsubscribe": "part", "Call": "system"}
+MESSAGE_TYPES = frozenset({"Generic", "Share", "Call", "Subscribe", "Unsubscribe", "Payment", "Plan"})
+MESSAGE_KEYS = frozenset({
+    "sender_name", "timestamp_ms", "content", "type", "photos", "videos", "audio_files", "files", "gifs", "sticker",
+    "share", "reactions", "is_unsent", "call_duration", "missed", "users", "ip", "is_taken_down",
+    "is_geoblocked_for_viewer", "is_unsent_image_by_messenger_kid_parent", "bumped_message_metadata",
+    "is_forwarded", "unsent_timestamp_ms", "joinable_mode", "creation_timestamp",
+})
 _MEDIA = (("photos", "photo"), ("videos", "video"), ("audio_files", "audio"), ("files", "file"), ("gifs", "gif"))
 
 
@@ -90,6 +106,11 @@ def chronological(messages: list[Any]) -> tuple[list[int], list[int | None], boo
     return sorted(keys, key=keys.__getitem__), stamps, newest_first
 
 
+def _messenger_record(record: Record) -> bool:
+    keys = record.keys
+    return record.container == "messages" and "sender_name" in keys and not _OWN.isdisjoint(keys)
+
+
 @register
 class Messenger(Grammar):
     name = "messenger"
@@ -101,7 +122,7 @@ class Messenger(Grammar):
                '"title": "John Doe", "thread_path": "inbox/johndoe_abc123"}')
 
     def detect(self, sample: str, name: str) -> float:
-        return 0.95 if _SIGNATURE.search(sample) and _SUPPORT.search(sample) else 0.0
+        return explained_share(sample, _messenger_record) or 0.0
 
     def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
         yield self._read(source)
@@ -116,7 +137,7 @@ class Messenger(Grammar):
         messages = data["messages"]
         tid = data.get("thread_path")
         tid = tid if isinstance(tid, str) and tid else None
-        session = ParsedSession(tid, "source:thread_path" if tid else "none", [], raw=messages, pointer="/")
+        session = ParsedSession(tid, "source:thread_path" if tid else "none", [], raw=data, pointer="")
         session.title = data.get("title") if isinstance(data.get("title"), str) else None
         if isinstance(data.get("participants"), list):
             session.meta["participants"] = [p.get("name") for p in data["participants"] if isinstance(p, dict)]
@@ -133,17 +154,22 @@ class Messenger(Grammar):
                 "messages emitted oldest first by timestamp_ms; this file runs oldest first, so messages with "
                 "the same timestamp keep their file order"
             )
-        times = TimeLog()
+        times, drift = TimeLog(), Drift()
         for i in order:
-            session.turns.append(self._turn(messages[i], f"/messages/{i}", stamps[i], times))
+            session.turns.append(self._turn(messages[i], f"/messages/{i}", stamps[i], times, drift))
         note_odd(session, messages)
         times.flush(session)
+        if drift:
+            session.meta["formatDrift"] = drift.as_meta()
         return session
 
     @staticmethod
-    def _turn(m: Any, pointer: str, stamp: int | None, times: TimeLog) -> Turn:
+    def _turn(m: Any, pointer: str, stamp: int | None, times: TimeLog, drift: Drift) -> Turn:
         if not isinstance(m, dict):
             return odd_entry(m, pointer)
+        drift.unknown_keys(m, MESSAGE_KEYS, pointer)
+        if m.get("type") is not None and m.get("type") not in MESSAGE_TYPES:
+            drift.note("messageType", str(m.get("type")), pointer)
         raw = raw_text(m.get("timestamp_ms"))
         when = times.read(from_epoch(stamp, millis=True) if stamp is not None else None, raw, pointer)
         text = string(m.get("content"))
@@ -186,4 +212,5 @@ class Messenger(Grammar):
         return Turn(sender, "user", content, when, raw, None, kind, pointer=pointer, extra=extra or None)
 
     def count_turns(self, raw: Any) -> int:
-        return len(raw) if isinstance(raw, list) else 0
+        messages = raw.get("messages") if isinstance(raw, dict) else None
+        return len(messages) if isinstance(messages, list) else 0

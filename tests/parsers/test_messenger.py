@@ -70,3 +70,17 @@ def test_conformance_fixture_same_millisecond():
     # Both at 1668628203612: the file is newest first, so the second entry is the older one.
     assert [t.speaker for t in s.turns] == ["John Doe", "Allan Smith"]
     assert s.session_id is None and s.id_source == "none"
+
+
+def test_unknown_keys_and_types_are_counted_as_drift():
+    s = _parse([_m("b", 2, mtype="Poll", poll_options=["x"]), _m("a", 1)])
+    assert [t.content for t in s.turns] == ["a", "b"]
+    assert s.meta["formatDrift"] == {"key:poll_options": {"count": 1, "first": "/messages/0"},
+                                     "messageType:Poll": {"count": 1, "first": "/messages/0"}}
+
+
+def test_detection_is_the_share_of_messenger_records():
+    two = '{"participants": [], "messages": [{"sender_name": "A", "timestamp_ms": 1, "content": "x"}, '
+    assert G.detect(two + '{"from": "B", "date": "2020", "text": "y"}]}', "message_1.json") == 0.5
+    assert G.detect(two[:-2] + "]}", "message_1.json") == 1.0
+    assert G.detect('{"sender_name": "A", "timestamp_ms": 1, "content": "x"}\n', "chat.jsonl") == 0.0

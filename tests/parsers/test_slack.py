@@ -84,14 +84,37 @@ def test_channels_json_adds_the_channel_id():
     assert s.meta == {"channel": "general", "channelId": "C1", "topic": "t"}
 
 
-def test_companion_files_score_zero_and_day_files_score_high():
+def test_companion_files_score_zero_and_day_files_score_their_explained_share():
     day = '[{"type": "message", "user": "U1", "text": "hi", "ts": "1704103200.000100"}]'
-    assert G.detect(day, "general/2024-01-01.json") == 0.95
-    assert G.detect(day, "general/export.json") == 0.85
+    assert G.detect(day, "general/2024-01-01.json") == 1.0
+    assert G.detect(day, "general/export.json") == 1.0
+    half = '[{"type": "message", "user": "U1", "text": "hi", "ts": "1.2"}, {"user": "U1", "text": "x", "when": 3}]'
+    assert G.detect(half, "general/2024-01-01.json") == 0.5
+    cut = day[:-1] + ", " + day[1:-10]  # a sample cut short in its last record still counts that record
+    assert G.detect(cut, "general/2024-01-01.json") == 1.0
     for name in ("users.json", "channels.json", "export/users.json"):
         assert G.detect(day, name) == 0.0
     for path in (GOLDEN / "slack" / "acme").glob("*.json"):
         text = path.read_text(encoding="utf-8")
         assert G.detect(text, f"acme/{path.name}") == 0.0
         assert G.detect(text, "acme/general/2024-01-01.json") == 0.0  # not message lists either
-    assert G.detect('[{"type": "message", "ts": "1.2", "text": "no author"}]', "c/2024-01-01.json") == 0.0
+    page = '{"ok": true, "messages": [{"type": "message", "user": "U1", "text": "hi", "ts": "1.2"}]}'
+    assert G.detect(page, "history.json") == 0.0  # a Web API page is the slack-api grammar's
+
+
+def test_unknown_keys_and_subtypes_are_counted_as_drift_and_still_turns():
+    s = _parse([_m(text="a", sparkle=1), _m(text="b", subtype="huddle_v9", sparkle=2), _m(text="c")])
+    assert [t.content for t in s.turns] == ["a", "b", "c"]
+    assert s.meta["formatDrift"] == {"key:sparkle": {"count": 2, "first": "/0"},
+                                     "subtype:huddle_v9": {"count": 1, "first": "/1"}}
+    assert "formatDrift" not in _parse([_m()]).meta
+
+
+def test_message_changed_keeps_the_new_text_and_the_author():
+    s = _parse([{"type": "message", "subtype": "message_changed", "ts": "2.0", "hidden": True,
+                 "message": {"type": "message", "user": "U1", "text": "fixed typo", "ts": "1.0",
+                             "edited": {"user": "U1", "ts": "2.0"}},
+                 "previous_message": {"type": "message", "user": "U1", "text": "fixd typo", "ts": "1.0"}}],
+               companions={"users.json": USERS})
+    t = s.turns[0]
+    assert (t.role, t.content, t.extra["actor"], t.extra["editedRaw"]) == ("system", "fixed typo", "Ann", "2.0")
