@@ -75,6 +75,8 @@ def user_directory(users_json: str | None) -> tuple[dict[str, str], frozenset[st
         users = orjson.loads(users_json)
     except orjson.JSONDecodeError:
         return {}, frozenset()
+    if isinstance(users, dict):  # a saved users.list page: {"ok": true, "members": [...]}
+        users = users.get("members")
     names: dict[str, str] = {}
     bots = set()
     for u in users if isinstance(users, list) else []:
