@@ -15,6 +15,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+import regex
+
 from models.errors import IngestError, Reason, TransientIngestError
 from models.settings import Settings
 from normalizers.ids import safe_path_part
@@ -35,6 +37,9 @@ class InputRef:
     problem: str | None = None  # reason code when it cannot be read
     detail: str = ""
     companion: bool = False
+    parts: tuple[InputRef, ...] = ()
+    """The files of one conversation over several files (a Slack channel's day files), in key order;
+    the ref itself then names their folder."""
 
 
 def _key(parts: list[str]) -> str:
@@ -93,8 +98,30 @@ def discover(paths: list[Path], settings: Settings) -> list[InputRef]:
             base = f"{base}-{hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:8]}"
         used_roots[base] = 1
         refs.extend(_walk(root, [base], settings, companions))
+    refs = group_conversations(refs)
     refs.sort(key=lambda r: r.key)
     return refs
+
+
+def group_conversations(refs: list[InputRef]) -> list[InputRef]:
+    """The files a grammar reads as one conversation (``Grammar.group_files``: a Slack channel's day
+    files) become one ref per folder, with the files as its parts; everything else stays as it is."""
+    patterns = [regex.compile(g.group_files) for g in registry.all_grammars() if g.group_files]
+    if not patterns:
+        return refs
+    groups: dict[str, list[InputRef]] = {}
+    out: list[InputRef] = []
+    for ref in refs:
+        parent, _, leaf = ref.key.rpartition("/")
+        if parent and not ref.companion and not ref.problem and any(p.fullmatch(leaf) for p in patterns):
+            groups.setdefault(parent, []).append(ref)
+        else:
+            out.append(ref)
+    for key, parts in groups.items():
+        parts.sort(key=lambda r: r.key)
+        name = parts[0].name.rpartition("/")[0]
+        out.append(InputRef(key, name, parts[0].path, size=sum(p.size for p in parts), parts=tuple(parts)))
+    return out
 
 
 def _walk(root: Path, parts: list[str], settings: Settings, companions: set[str]) -> list[InputRef]:

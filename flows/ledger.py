@@ -305,8 +305,9 @@ class Ledger:
             "SELECT 'file' AS what, source_key, source_path, NULL AS ordinal, NULL AS session_id, reasons, detail "
             "FROM files WHERE run_id=? AND (status='quarantined' OR (status='partial' AND reasons != '')) "
             "UNION ALL "
-            "SELECT 'session', s.source_key, f.source_path, s.ordinal, s.session_id, s.reasons, s.detail "
-            "FROM sessions s JOIN files f ON f.run_id=s.run_id AND f.source_key=s.source_key "
+            "SELECT 'session', s.source_key, COALESCE(f.source_path, s.source_key), s.ordinal, s.session_id, "
+            "s.reasons, s.detail "  # a conversation over several files records its sessions under its folder
+            "FROM sessions s LEFT JOIN files f ON f.run_id=s.run_id AND f.source_key=s.source_key "
             "WHERE s.run_id=? AND s.status='quarantined' ORDER BY 2, 4",
             (run_id, run_id),
         )
@@ -319,8 +320,11 @@ class Ledger:
         rows = self.db.execute(
             "SELECT DISTINCT source_path FROM files WHERE run_id=? AND (status IN ('quarantined','failed') "
             "OR source_key IN (SELECT source_key FROM sessions WHERE run_id=? AND status IN "
-            "('quarantined','failed'))) ORDER BY 1",
-            (run_id, run_id),
+            "('quarantined','failed'))) "
+            # a conversation over several files records its sessions under its folder's key
+            "UNION SELECT source_key FROM sessions WHERE run_id=? AND status IN ('quarantined','failed') "
+            "AND source_key NOT IN (SELECT source_key FROM files WHERE run_id=?) ORDER BY 1",
+            (run_id, run_id, run_id, run_id),
         )
         return [r[0] for r in rows.fetchall()]
 

@@ -21,7 +21,7 @@ from normalizers.assemble import RunContext
 
 from . import emit, ingest, revisions
 from .ledger import FileRow, Ledger, RevisionRow, SessionRow
-from .process import DETECT_SAMPLE, FileOutcome, process_bytes, process_stream, quarantined_file
+from .process import DETECT_SAMPLE, FileOutcome, process_bytes, process_group, process_stream, quarantined_file
 
 
 @dataclass(slots=True)
@@ -84,6 +84,9 @@ def run_shard(
 
 
 def _one(ref, out_root, ctx, fingerprint, ledger, companions, result: ShardResult, allow_shrink: bool) -> None:
+    if ref.parts:
+        _group(ref, out_root, ctx, fingerprint, ledger, companions, result, allow_shrink)
+        return
     if ref.companion:
         result.files.append(FileRow(ref.key, ref.name, None, ref.size, None, "companion", [],
                                     "context file for its folder's inputs", 0, 0.0))
@@ -108,6 +111,42 @@ def _one(ref, out_root, ctx, fingerprint, ledger, companions, result: ShardResul
                 return
             outcome = process_bytes(data, ref.name, ctx, companions_for(ref, companions))
     _emit(ref, outcome, out_root, result, ctx.settings, allow_shrink)
+
+
+def _group(ref, out_root, ctx, fingerprint, ledger, companions, result: ShardResult, allow_shrink: bool) -> None:
+    """The files of one conversation (a Slack channel's day files) as one unit of work. Its sessions are
+    recorded under the group's key (its folder); the ledger still gets one row per file."""
+    datas: list[bytes | None] = []
+    for part in ref.parts:
+        try:
+            datas.append(ingest.read(part))
+        except IngestError as exc:
+            if exc.transient:
+                raise  # Prefect retries the shard
+            datas.append(None)
+    shas = [_quick_sha(d) if d is not None else None for d in datas]
+    if (ledger is not None and not ledger.held_by_latch(ref.key)
+            and all(sha is not None and ledger.done_before(p.key, sha, fingerprint) for p, sha in zip(
+                ref.parts, shas, strict=True))):
+        for part, sha in zip(ref.parts, shas, strict=True):
+            result.files.append(FileRow(part.key, part.name, sha, part.size, None, "skipped", [],
+                                        "unchanged since an earlier run with the same settings", 0, 0.0))
+        return
+    outcome = process_group([(d, p.name) for d, p in zip(datas, ref.parts, strict=True)], ref.name, ctx,
+                            companions_for(ref.parts[0], companions))
+    if outcome is None:  # its grammar reads each file on its own
+        for part in ref.parts:
+            _one(part, out_root, ctx, fingerprint, ledger, companions, result, allow_shrink)
+        return
+    _emit(ref, outcome, out_root, result, ctx.settings, allow_shrink)
+    result.files.pop()  # the group's own row: one row per file instead
+    share = round(outcome.seconds / len(ref.parts), 6)
+    for i, (part, sha) in enumerate(zip(ref.parts, shas, strict=True)):
+        status, reasons = (outcome.status, outcome.reasons) if sha else ("quarantined", [Reason.UNREADABLE.value])
+        detail = f"part of the conversation {ref.name} ({len(ref.parts)} files), whose sessions are recorded there"
+        result.files.append(FileRow(part.key, part.name, sha, part.size, outcome.grammar, status, reasons,
+                                    "; ".join(x for x in (outcome.detail, detail) if x),
+                                    len(outcome.sessions) if i == 0 else 0, share))
 
 
 def _streamed(ref, ctx, ledger, fingerprint, result: ShardResult):

@@ -141,6 +141,11 @@ class SourceText:
     siblings: tuple[str, ...] = ()
     """Names of the other files beside this one (same folder or zip), for grammars that check what
     a chat references (a WhatsApp export's attachments), sorted."""
+    parts: tuple[SourceText, ...] = ()
+    """The files of one conversation that spans several (a Slack channel's day files), in name order,
+    when the ingest grouped them for a grammar with ``group_files``; ``text`` is then empty, ``name``
+    the folder, ``sha256`` the checksum of the parts' checksums. A part that could not be read or
+    decoded has empty text and ``encoding`` "unreadable"."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -101,7 +101,7 @@ def compact(fields: dict[str, Any]) -> dict[str, Any] | None:
 
 # --- detection: the message records of a JSON sample, found by a tolerant scan -----------------------------
 
-_TOKEN = regex.compile(r'"(?:[^"\\\n]|\\.)*"(\s*:)?|[{}\[\]]')
+_TOKEN = regex.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"(\s*:)?|[{}\[\]]')
 _ACTOR = frozenset({"from", "from_id", "actor", "actor_id", "author", "user", "bot_id", "username", "sender_name",
                     "sender", "role", "speaker", "name"})
 _TIME = frozenset({"date", "date_unixtime", "timestamp", "timestamp_ms", "ts", "time", "created_at", "create_time"})

@@ -5,9 +5,19 @@ Dialects: public channel folders, private channel / DM / group DM folders of Bus
 ``bot_id`` without a user), apps posting as bot users, and events (subtypes).
 
 Decisions:
-- Each day file is one session, id ``<channel>-<date>`` from its path (id source "file-name"),
-  title ``#<channel> <date>``; messages in file order. Thread replies stay where the day file has
-  them (Slack files them under the day they were posted), with ``threadTs`` in ``extra``.
+- A channel or DM is one session over all its day files: the ingest groups a folder's
+  ``YYYY-MM-DD.json`` files (``group_files``) and hands them over together (``SourceText.parts``);
+  a day file given alone is that channel's session with the one day. session_id = the channel's id
+  from ``channels.json`` (or groups/mpims/dms.json) when it is there (id source
+  "source:channels.json"), else the folder's name (id source "file-name"); title ``#<channel>``;
+  ``meta.days`` lists the day files.
+- Order: chronological by ``ts`` with every thread next to its parent: top-level messages by ``ts``,
+  each followed by its replies by ``ts``, whichever day file holds them (Slack files a reply under the
+  day it was posted); ``threadTs`` in ``extra`` links a reply to its parent's ``ts``. Ties and
+  unreadable ``ts`` values keep their file order. Pointers are ``/<i>`` in a lone day file and
+  ``/<day file name>/<i>`` in a group, whose raw value is ``{day file name: messages}``.
+- A day file of a group that is not a JSON list of messages (unreadable, broken JSON) is a coverage
+  gap: the session is partial and says which file.
 - Speaker: the user id resolved through the export's ``users.json`` (display name, else real name,
   else user name), handed over as a companion file by the ingest; without it, the message's own
   ``user_profile`` (display name, else real name); else the id as it is (noted in assumptions).
@@ -46,7 +56,7 @@ from parsers.grammars._chatjson import (
     raw_text,
     string,
 )
-from parsers.jsonload import load_json
+from parsers.jsonload import load_json, pointer_part
 from parsers.registry import register
 from parsers.timeparse import from_epoch
 
@@ -231,6 +241,34 @@ def message_turn(m: Any, pointer: str, d: Directory) -> Turn:
     return Turn(person, "user", content, when, ts, None, kind, pointer=pointer, extra=compact(extra))
 
 
+def _ts_key(ts: Any) -> tuple[int, int] | None:
+    if not isinstance(ts, str):
+        return None
+    whole, _, frac = ts.partition(".")
+    if not whole.isdigit() or (frac and not frac.isdigit()):
+        return None
+    return int(whole), int(frac.ljust(6, "0")[:6] or 0)
+
+
+def thread_order(entries: list[tuple[str, Any]]) -> list[int]:
+    """Indexes of ``(pointer, message)`` entries in reading order: top-level messages by ts, each thread
+    right after its parent, replies by ts.
+
+    An entry without a readable ts takes the key of the entry before it in the file, so it stays beside
+    its neighbours; the position in ``entries`` breaks every tie."""
+    keys: dict[int, tuple] = {}
+    last: tuple[int, int] = (-1, -1)
+    for n, (_, m) in enumerate(entries):
+        ts = _ts_key(m.get("ts")) if isinstance(m, dict) else None
+        last = ts or last
+        thread = _ts_key(m.get("thread_ts")) if isinstance(m, dict) else None
+        if thread is None or thread == last:  # a top-level message or a thread's parent
+            keys[n] = (last, 0, last, n)
+        else:
+            keys[n] = (thread, 1, last, n)
+    return sorted(keys, key=keys.__getitem__)
+
+
 def channel_facts(companions: dict[str, str], channel: str) -> dict[str, Any]:
     for companion in ("channels.json", "groups.json", "mpims.json", "dms.json"):
         facts = channel_directory(companions.get(companion)).get(channel)
@@ -250,6 +288,7 @@ class Slack(Grammar):
     version = "3"
     structured = True
     companion_names = COMPANIONS
+    group_files = r"\d{4}-\d{2}-\d{2}\.json"
     description = "Slack export day file (<channel>/<YYYY-MM-DD>.json), user ids resolved via users.json"
     example = '[{"type": "message", "user": "U024BE7LH", "text": "Hello", "ts": "1580000000.000200"}]'
 
@@ -259,24 +298,61 @@ class Slack(Grammar):
         return explained_share(sample, _day_record) or 0.0
 
     def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
-        yield self._read(source)
+        if source.parts:
+            yield self._channel(source, [(p.name, p) for p in source.parts], grouped=True)
+        else:
+            yield self._channel(source, [(source.name, source)], grouped=False)
 
-    def _read(self, source: SourceText) -> ParsedSession:
-        data = load_json(source.text, source.name, self.name)
-        if not isinstance(data, list):
-            raise ParseError(Reason.PARSE_ERROR, "expected a JSON list of messages", path=source.name,
-                             grammar=self.name)
-        path = PurePosixPath(source.name)
-        channel, day = path.parent.name or "channel", path.stem
-        session = ParsedSession(f"{channel}-{day}", "file-name", [], raw=data, pointer="")
-        session.title = f"#{channel} {day}"
-        session.meta["channel"] = channel
-        session.meta.update(channel_facts(source.companions, channel))
+    def _channel(self, source: SourceText, files: list[tuple[str, SourceText]], grouped: bool) -> ParsedSession:
+        channel = PurePosixPath(files[0][0]).parent.name or "channel"
+        facts = channel_facts(source.companions, channel)
+        sid, how = (facts["channelId"], "source:channels.json") if facts.get("channelId") else (channel, "file-name")
+        raw: Any = {}
+        entries: list[tuple[str, Any]] = []
+        gaps = []
+        for name, part in files:
+            day = PurePosixPath(name).name
+            data = self._day(part, grouped)
+            if data is None:
+                gaps.append(day)
+                continue
+            prefix = f"/{pointer_part(day)}" if grouped else ""
+            if grouped:
+                raw[day] = data
+            else:
+                raw = data
+            entries.extend((f"{prefix}/{i}", m) for i, m in enumerate(data))
+        session = ParsedSession(sid, how, [], raw=raw, pointer="", title=f"#{channel}")
+        session.meta.update({"channel": channel, **facts,
+                             "days": [PurePosixPath(n).stem for n, _ in files if PurePosixPath(n).name not in gaps]})
+        if grouped:  # the provenance of each day file; the source's own checksum covers them all
+            session.meta["files"] = [{"name": PurePosixPath(p.name).name, "sha256": p.sha256, "sizeBytes": p.size}
+                                     for _, p in files]
+        if gaps:
+            session.coverage_reason = (f"{len(gaps)} day files of the channel are not readable lists of messages: "
+                                       + ", ".join(gaps[:5]))
         d = Directory(source.companions.get("users.json"))
-        session.turns.extend(message_turn(m, f"/{i}", d) for i, m in enumerate(data))
-        note_odd(session, data)
+        session.turns.extend(message_turn(entries[n][1], entries[n][0], d) for n in thread_order(entries))
+        note_odd(session, [m for _, m in entries])
         d.finish(session)
         return session
 
+    def _day(self, part: SourceText, grouped: bool) -> list[Any] | None:
+        """A day file's messages; alone, a file that is not a list is an error, in a group a gap."""
+        try:
+            data = load_json(part.text, part.name, self.name) if part.text or not grouped else None
+        except ParseError:
+            if not grouped:
+                raise
+            return None
+        if isinstance(data, list):
+            return data
+        if not grouped:
+            raise ParseError(Reason.PARSE_ERROR, "expected a JSON list of messages", path=part.name,
+                             grammar=self.name)
+        return None
+
     def count_turns(self, raw: Any) -> int:
+        if isinstance(raw, dict):  # a channel's day files: {name: messages}
+            return sum(len(v) for v in raw.values() if isinstance(v, list))
         return len(raw) if isinstance(raw, list) else 0

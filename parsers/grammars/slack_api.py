@@ -38,7 +38,7 @@ from models.records import ParsedSession, Region, RegionKind, SourceText
 from models.settings import Settings
 from parsers.base import Grammar
 from parsers.grammars._chatjson import Record, explained_share, note_odd
-from parsers.grammars.slack import Directory, message_turn
+from parsers.grammars.slack import Directory, message_turn, thread_order
 from parsers.jsonload import load_json
 from parsers.memory import paused_gc
 from parsers.registry import register
@@ -87,39 +87,12 @@ def _concatenated(text: str) -> list[Any] | None:
     return pages if len(pages) > 1 else None
 
 
-def _ts_key(ts: Any) -> tuple[int, int] | None:
-    if not isinstance(ts, str):
-        return None
-    whole, _, frac = ts.partition(".")
-    if not whole.isdigit() or (frac and not frac.isdigit()):
-        return None
-    return int(whole), int(frac.ljust(6, "0")[:6] or 0)
-
-
 def _entries(pages: list[Any], single: bool) -> Iterator[tuple[str, Any]]:
     """(pointer, message) of every page's messages, in file order."""
     for p, page in enumerate(pages):
         messages = page.get("messages") if isinstance(page, dict) else None
         for i, m in enumerate(messages if isinstance(messages, list) else []):
             yield f"/messages/{i}" if single else f"/{p}/messages/{i}", m
-
-
-def thread_order(entries: list[tuple[str, Any]]) -> list[int]:
-    """Indexes of ``entries`` in reading order: top-level messages by ts, each thread after its parent.
-
-    An entry without a readable ts takes the key of the entry before it in the file, so it stays beside
-    its neighbours; the file position breaks every tie."""
-    keys: dict[int, tuple] = {}
-    last: tuple[int, int] = (-1, -1)
-    for n, (_, m) in enumerate(entries):
-        ts = _ts_key(m.get("ts")) if isinstance(m, dict) else None
-        last = ts or last
-        thread = _ts_key(m.get("thread_ts")) if isinstance(m, dict) else None
-        if thread is None or thread == last:  # a top-level message or a thread's parent
-            keys[n] = (last, 0, last, n)
-        else:
-            keys[n] = (thread, 1, last, n)
-    return sorted(keys, key=keys.__getitem__)
 
 
 @register

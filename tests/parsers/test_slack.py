@@ -9,6 +9,7 @@ from models.records import SourceText
 from models.settings import Settings
 from parsers import registry
 from tests.helpers import GOLDEN
+from validators.accounting import account
 
 G = registry.get("slack")
 USERS = orjson.dumps([{"id": "U1", "name": "ann", "real_name": "Ann A", "profile": {"display_name": "Ann"}},
@@ -29,7 +30,8 @@ def _m(user="U1", text="hi", ts="1704103200.000100", **kw):
 
 def test_session_id_and_title_come_from_the_path():
     s = _parse([_m()], name="export/dev-ops/2024-01-01.json")
-    assert (s.session_id, s.id_source, s.title) == ("dev-ops-2024-01-01", "file-name", "#dev-ops 2024-01-01")
+    assert (s.session_id, s.id_source, s.title) == ("dev-ops", "file-name", "#dev-ops")
+    assert s.meta == {"channel": "dev-ops", "days": ["2024-01-01"]}
 
 
 def test_users_json_resolves_ids_display_name_first():
@@ -71,17 +73,19 @@ def test_bots_are_other_never_assistant():
         ("deploy", "other", "ok"), ("B2", "other", "[attachment: Alert: disk full]"), ("CI", "other", "build green")]
 
 
-def test_thread_replies_keep_their_place():
+def test_thread_replies_sit_next_to_their_parent():
     s = _parse([_m(text="parent", ts="1.0", thread_ts="1.0", reply_count=1), _m(text="other", ts="2.0"),
                 _m(text="reply", ts="3.0", thread_ts="1.0")])
-    assert [t.content for t in s.turns] == ["parent", "other", "reply"]
-    assert s.turns[2].extra["threadTs"] == "1.0"
+    assert [t.content for t in s.turns] == ["parent", "reply", "other"]
+    assert [t.pointer for t in s.turns] == ["/0", "/2", "/1"]
+    assert s.turns[1].extra["threadTs"] == s.turns[0].extra["ts"] == "1.0"
 
 
 def test_channels_json_adds_the_channel_id():
     channels = orjson.dumps([{"id": "C1", "name": "general", "topic": {"value": "t"}}]).decode()
     s = _parse([_m()], companions={"channels.json": channels})
-    assert s.meta == {"channel": "general", "channelId": "C1", "topic": "t"}
+    assert s.meta == {"channel": "general", "channelId": "C1", "topic": "t", "days": ["2024-01-01"]}
+    assert (s.session_id, s.id_source) == ("C1", "source:channels.json")
 
 
 def test_companion_files_score_zero_and_day_files_score_their_explained_share():
@@ -118,3 +122,35 @@ def test_message_changed_keeps_the_new_text_and_the_author():
                companions={"users.json": USERS})
     t = s.turns[0]
     assert (t.role, t.content, t.extra["actor"], t.extra["editedRaw"]) == ("system", "fixed typo", "Ann", "2.0")
+
+
+def _channel(days, companions=None):
+    parts = tuple(SourceText(text, f"export/general/{day}.json", "0" * 64, len(text), "utf-8")
+                  for day, text in days)
+    group = SourceText("", "export/general", "1" * 64, sum(p.size for p in parts), "utf-8", companions or {},
+                       parts=parts)
+    (s,) = G.parse(group, Settings())
+    return s
+
+
+def test_a_channel_is_one_session_over_its_day_files_with_threads_beside_their_parents():
+    day1 = orjson.dumps([_m(text="parent", ts="100.0", thread_ts="100.0", reply_count=2), _m(text="a", ts="200.0"),
+                         _m(text="r1", ts="300.0", thread_ts="100.0")]).decode()
+    day2 = orjson.dumps([_m(text="b", ts="90000.0"), _m(text="r2", ts="90001.0", thread_ts="100.0")]).decode()
+    s = _channel([("2024-01-01", day1), ("2024-01-02", day2)])
+    assert [t.content for t in s.turns] == ["parent", "r1", "r2", "a", "b"]
+    assert [t.pointer for t in s.turns] == ["/2024-01-01.json/0", "/2024-01-01.json/2", "/2024-01-02.json/1",
+                                            "/2024-01-01.json/1", "/2024-01-02.json/0"]
+    assert (s.session_id, s.title, s.meta["days"]) == ("general", "#general", ["2024-01-01", "2024-01-02"])
+    assert G.count_turns(s.raw) == 5 and s.coverage_reason is None
+    assert account(s, None).clean
+    s.turns.pop(2)
+    assert account(s, None).listed == ["/2024-01-02.json/1"]
+
+
+def test_a_broken_day_file_in_a_channel_is_a_coverage_gap_not_a_failure():
+    s = _channel([("2024-01-01", orjson.dumps([_m()]).decode()), ("2024-01-02", '[{"type": "mess'),
+                  ("2024-01-03", "")])
+    assert len(s.turns) == 1 and s.meta["days"] == ["2024-01-01"]
+    assert s.coverage_reason == ("2 day files of the channel are not readable lists of messages: "
+                                 "2024-01-02.json, 2024-01-03.json")
