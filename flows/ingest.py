@@ -113,7 +113,8 @@ def group_conversations(refs: list[InputRef]) -> list[InputRef]:
     out: list[InputRef] = []
     for ref in refs:
         parent, _, leaf = ref.key.rpartition("/")
-        if parent and not ref.companion and not ref.problem and any(p.fullmatch(leaf) for p in patterns):
+        # a file that cannot be read stays in its group: the conversation then says which day it lacks
+        if parent and not ref.companion and any(p.fullmatch(leaf) for p in patterns):
             groups.setdefault(parent, []).append(ref)
         else:
             out.append(ref)

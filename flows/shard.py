@@ -118,6 +118,9 @@ def _group(ref, out_root, ctx, fingerprint, ledger, companions, result: ShardRes
     recorded under the group's key (its folder); the ledger still gets one row per file."""
     datas: list[bytes | None] = []
     for part in ref.parts:
+        if part.problem:
+            datas.append(None)
+            continue
         try:
             datas.append(ingest.read(part))
         except IngestError as exc:
@@ -142,7 +145,8 @@ def _group(ref, out_root, ctx, fingerprint, ledger, companions, result: ShardRes
     result.files.pop()  # the group's own row: one row per file instead
     share = round(outcome.seconds / len(ref.parts), 6)
     for i, (part, sha) in enumerate(zip(ref.parts, shas, strict=True)):
-        status, reasons = (outcome.status, outcome.reasons) if sha else ("quarantined", [Reason.UNREADABLE.value])
+        status, reasons = ((outcome.status, outcome.reasons) if sha else
+                           ("quarantined", [part.problem or Reason.UNREADABLE.value]))
         detail = f"part of the conversation {ref.name} ({len(ref.parts)} files), whose sessions are recorded there"
         result.files.append(FileRow(part.key, part.name, sha, part.size, outcome.grammar, status, reasons,
                                     "; ".join(x for x in (outcome.detail, detail) if x),

@@ -72,3 +72,19 @@ def test_date_named_files_of_a_format_that_does_not_group_are_read_one_by_one(tm
     summary = reconstruct([tmp_path / "dce"], out, Settings())
     assert summary["counts"]["sessions_ok"] == 2 and summary["counts"]["files"] == 2
     assert len(list((out / "sessions" / "dce" / "general").rglob("*.json"))) == 2
+
+
+def test_a_day_file_too_large_to_read_is_a_gap_in_its_channel(tmp_path):
+    src = _export(tmp_path)
+    out = tmp_path / "out"
+    summary = reconstruct([src], out, Settings(max_file_bytes=700))
+    assert summary["counts"]["sessions_partial"] >= 1
+    doc = orjson.loads((out / "sessions" / "acme-export" / "general" / "C01GENERAL.json").read_bytes())
+    assert "2024-04-01.json" in doc["artifacts"]["Chatthistorik"]["coverageReason"]
+    ledger = Ledger(out / "ledger.sqlite")
+    try:
+        row = ledger.db.execute("SELECT status, reasons FROM files WHERE source_key=?",
+                                ("acme-export/general/2024-04-01.json",)).fetchone()
+    finally:
+        ledger.close()
+    assert row == ("quarantined", "too_large")
