@@ -23,7 +23,7 @@ Decisions:
   text): photos, videos, animations, stickers, voice and audio, files, contacts, locations, polls,
   games, calls; media the export left out read ``[photo: not included]``. A forwarded message keeps
   its text and says whom it came from in ``extra.forwardedFrom``; a reply names its target in
-  ``extra.replyTo``; reactions and signatures go to ``extra``.
+  ``extra.replyTo``; reactions, signatures and the targets of text links go to ``extra``.
 - Source accounting: every message spans the lines of its ``div``; the page head (up to the opening
   of ``div.history``), date separators, pagination links and the closing tags after the history are
   declared regions. Anything else inside the history is left unaccounted, so the gate sees it.
@@ -98,6 +98,7 @@ class Block:
     reply_to: int | None = None
     signature: str = ""
     reactions: list[str] = field(default_factory=list)
+    links: list[str] = field(default_factory=list)
 
 
 class _Page(HTMLParser):
@@ -168,6 +169,8 @@ class _Page(HTMLParser):
             self.capture.append((depth, "media_title"))
         elif "details" in classes or "date" in classes:  # "via @bot", a forward's original date, a status
             self.capture.append((depth, "skip"))
+        if tag == "a" and self.capture and self.capture[-1][1] == "text" and a.get("href", "").startswith("http"):
+            b.links.append(a["href"])  # a text link shows a label; keep where it pointed
         if tag == "a" and "go_to_message" in a.get("href", ""):
             target = _GO_TO.search(a["href"])
             b.reply_to = int(target[1]) if target else None
@@ -318,7 +321,7 @@ class TelegramHtml(Grammar):
                 unreadable += 1
             extra = compact({"messageId": b.number, "replyTo": b.reply_to, "joined": "joined" in b.classes,
                              "forwardedFrom": b.forwarded_from.strip(), "signature": b.signature.strip(),
-                             "reactions": b.reactions})
+                             "reactions": b.reactions, "links": b.links})
             if "service" in b.classes:
                 session.turns.append(Turn("System", "system", _text(b.service) or "service", when, b.title or None,
                                           None, "system", lines=(b.start, b.end), extra=extra))

@@ -96,3 +96,9 @@ def test_detection_counts_telegram_message_blocks():
     assert G.detect(text.replace('id="message6"', 'id="other6"'), "messages.html") == pytest.approx(2 / 3)
     assert G.detect("<html><body><p>Ann: hi</p></body></html>", "page.html") == 0.0
     assert registry.get("telegram").detect(text, "messages.html") == 0.0
+
+
+def test_entities_are_plain_text_and_text_links_keep_their_target():
+    s, _ = _parse(_msg(5, "Ann", text='see <a href="https://example.org/x">the docs</a> &amp; <strong>now</strong>'))
+    assert s.turns[0].content == "see the docs & now"
+    assert s.turns[0].extra["links"] == ["https://example.org/x"]
