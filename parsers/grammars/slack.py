@@ -62,7 +62,9 @@ from parsers.timeparse import from_epoch
 
 _LIST_OF_OBJECTS = regex.compile(r"\A\s*\[\s*\{")
 _DAY_KEYS = frozenset({"type", "user", "bot_id", "subtype"})
-COMPANIONS = ("users.json", "channels.json", "groups.json", "dms.json", "mpims.json", "integration_logs.json")
+COMPANIONS = ("users.json", "org_users.json", "channels.json", "groups.json", "dms.json", "mpims.json",
+              "integration_logs.json", "canvases.json", "content_flags.json")
+"""The export's files beside the channel folders (Enterprise Grid writes org_users.json for users.json)."""
 EVENT_KINDS = {
     "channel_join": "join", "group_join": "join", "channel_leave": "part", "group_leave": "part",
     "app_conversation_leave": "part", "channel_topic": "topic", "group_topic": "topic",
@@ -331,7 +333,7 @@ class Slack(Grammar):
         if gaps:
             session.coverage_reason = (f"{len(gaps)} day files of the channel are not readable lists of messages: "
                                        + ", ".join(gaps[:5]))
-        d = Directory(source.companions.get("users.json"))
+        d = Directory(source.companions.get("users.json") or source.companions.get("org_users.json"))
         session.turns.extend(message_turn(entries[n][1], entries[n][0], d) for n in thread_order(entries))
         note_odd(session, [m for _, m in entries])
         d.finish(session)

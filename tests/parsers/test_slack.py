@@ -154,3 +154,9 @@ def test_a_broken_day_file_in_a_channel_is_a_coverage_gap_not_a_failure():
     assert len(s.turns) == 1 and s.meta["days"] == ["2024-01-01"]
     assert s.coverage_reason == ("2 day files of the channel are not readable lists of messages: "
                                  "2024-01-02.json, 2024-01-03.json")
+
+
+def test_enterprise_grid_org_users_json_resolves_names_and_root_files_are_companions():
+    s = _parse([_m("U1")], companions={"org_users.json": USERS})
+    assert s.turns[0].speaker == "Ann"
+    assert {"canvases.json", "content_flags.json", "integration_logs.json"} <= set(G.companion_names)
