@@ -126,7 +126,7 @@ class Messenger(Grammar):
     version = "3"
     group_files = r"message_\d+\.json"
     structured = True
-    description = "Facebook Messenger (and Instagram) JSON export, message_N.json, one thread per file"
+    description = "Facebook Messenger (and Instagram) JSON export: a thread's message_N.json files as one session"
     example = ('{"participants": [{"name": "John Doe"}], "messages": [{"sender_name": "Allan Smith", '
                '"timestamp_ms": 1668628203612, "content": "Hello John", "type": "Generic"}], '
                '"title": "John Doe", "thread_path": "inbox/johndoe_abc123"}')

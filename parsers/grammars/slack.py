@@ -291,7 +291,7 @@ class Slack(Grammar):
     structured = True
     companion_names = COMPANIONS
     group_files = r"\d{4}-\d{2}-\d{2}\.json"
-    description = "Slack export day file (<channel>/<YYYY-MM-DD>.json), user ids resolved via users.json"
+    description = "Slack export: a channel folder's <YYYY-MM-DD>.json day files as one session, users via users.json"
     example = '[{"type": "message", "user": "U024BE7LH", "text": "Hello", "ts": "1580000000.000200"}]'
 
     def detect(self, sample: str, name: str) -> float:
