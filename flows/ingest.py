@@ -15,6 +15,8 @@ import zipfile
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
+import regex
+
 from models.errors import IngestError, Reason, TransientIngestError
 from models.settings import Settings
 from normalizers.ids import safe_path_part
@@ -63,6 +65,9 @@ class InputRef:
     companion: bool = False
     siblings: tuple[str, ...] = ()  # sorted names of the other files in the same folder or zip folder
     ignored: str | None = None  # the rule that makes it no input (hidden, system file, the output root)
+    parts: tuple[InputRef, ...] = ()
+    """The files of one conversation over several files (a Slack channel's day files), in key order;
+    the ref itself then names their folder."""
 
 
 def _key(parts: list[str]) -> str:
@@ -141,6 +146,7 @@ def discover(paths: list[Path], settings: Settings, exclude: tuple[Path, ...] = 
     skip = {p.resolve() for p in exclude}
     for root, base in zip(paths, root_names(paths), strict=True):
         refs.extend(_walk(root, base, settings, companions, skip))
+    refs = group_conversations(refs)
     refs.sort(key=lambda r: r.key)
     return _with_siblings(refs)
 
@@ -177,6 +183,28 @@ def root_names(paths: list[Path]) -> list[list[str]]:
         if names.count(n) > 1:  # the same folder twice
             parts[-1] += "-" + hashlib.sha256(str(root).encode("utf-8", "surrogateescape")).hexdigest()[:8]
         out.append(parts)
+    return out
+
+
+def group_conversations(refs: list[InputRef]) -> list[InputRef]:
+    """The files a grammar reads as one conversation (``Grammar.group_files``: a Slack channel's day
+    files) become one ref per folder, with the files as its parts; everything else stays as it is."""
+    patterns = [regex.compile(g.group_files) for g in registry.all_grammars() if g.group_files]
+    if not patterns:
+        return refs
+    groups: dict[str, list[InputRef]] = {}
+    out: list[InputRef] = []
+    for ref in refs:
+        parent, _, leaf = ref.key.rpartition("/")
+        # a file that cannot be read stays in its group: the conversation then says which day it lacks
+        if parent and not ref.companion and not ref.ignored and any(p.fullmatch(leaf) for p in patterns):
+            groups.setdefault(parent, []).append(ref)
+        else:
+            out.append(ref)
+    for key, parts in groups.items():
+        parts.sort(key=lambda r: r.key)
+        name = parts[0].name.rpartition("/")[0]
+        out.append(InputRef(key, name, parts[0].path, size=sum(p.size for p in parts), parts=tuple(parts)))
     return out
 
 

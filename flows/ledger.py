@@ -387,9 +387,10 @@ class Ledger:
         run_id = run_id or self.latest_run_id()
         rows = self.db.execute(
             "SELECT CASE WHEN r.ordinal IS NULL THEN 'file' ELSE 'session' END AS what, r.source_key, "
-            "f.source_path, r.ordinal, s.session_id, GROUP_CONCAT(r.reason, ',') AS reasons, "
-            "COALESCE(s.detail, f.detail) AS detail "
-            "FROM reasons r JOIN files f ON f.run_id=r.run_id AND f.source_key=r.source_key "
+            "COALESCE(f.source_path, r.source_key), r.ordinal, s.session_id, GROUP_CONCAT(r.reason, ',') AS reasons, "
+            "COALESCE(s.detail, f.detail) AS detail "  # a conversation over several files: its folder's key
+
+            "FROM reasons r LEFT JOIN files f ON f.run_id=r.run_id AND f.source_key=r.source_key "
             "LEFT JOIN sessions s ON s.run_id=r.run_id AND s.source_key=r.source_key AND s.ordinal=r.ordinal "
             "WHERE r.run_id=? GROUP BY r.source_key, r.ordinal ORDER BY r.source_key, r.ordinal",
             (run_id,),
@@ -401,7 +402,11 @@ class Ledger:
         """Source keys and paths of a run (default: the latest) that failed, in key order."""
         run_id = run_id or self.latest_run_id()
         rows = self.db.execute(
-            f"SELECT source_key, source_path FROM files f WHERE run_id=? AND {FAILED} ORDER BY 1", (run_id,))
+            f"SELECT source_key, source_path FROM files f WHERE run_id=? AND {FAILED} "
+            # a conversation over several files records its sessions under its folder's key
+            "UNION SELECT DISTINCT r.source_key, r.source_key FROM reasons r WHERE r.run_id=? AND NOT EXISTS "
+            "(SELECT 1 FROM files f WHERE f.run_id=r.run_id AND f.source_key=r.source_key) ORDER BY 1",
+            (run_id, run_id))
         return [{"source_key": k, "source_path": p} for k, p in rows.fetchall()]
 
     def previous_outputs(self, source_key: str, run_id: str) -> set[str]:

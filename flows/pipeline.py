@@ -149,8 +149,9 @@ def reconstruct(paths: list[Path], out_root: Path, settings: Settings, *, force:
         else:
             _record_missing(paths, refs, run_id, settings, ledger)
         shards = plan_shards(refs, settings)
+        files = sum(len(r.parts) or 1 for r in refs)  # a conversation over several files counts each file
         if progress:
-            progress(0, len(refs))
+            progress(0, files)
         results = runner(shards, companions, str(lpath)) if runner else (
             run_shard(s, out_root, settings, companions=companions, ledger_path=lpath, force=force,
                       allow_shrink=allow_shrink) for s in shards
@@ -166,7 +167,7 @@ def reconstruct(paths: list[Path], out_root: Path, settings: Settings, *, force:
             done += len(result.files)
             written += result.written
             if progress:
-                progress(done, len(refs))
+                progress(done, files)
         from .datasets import write as write_datasets
         from .revisions import write_index
 

@@ -6,6 +6,7 @@ a quarantined outcome with a reason code; nothing raised by a grammar escapes.
 
 from __future__ import annotations
 
+import hashlib
 import time
 import traceback
 from dataclasses import dataclass, field, replace
@@ -248,3 +249,42 @@ def process_stream(fp: BinaryIO, source: SourceText, sample: str, ctx: RunContex
         outcome = collect(grammar.parse_stream(fp, source, ctx.settings), grammar, source, detection, ctx, started)
         outcome.seconds = time.perf_counter() - started
         return outcome
+
+
+def process_group(parts: list[tuple[bytes | None, str]], name: str, ctx: RunContext,
+                  companions: dict[str, str] | None = None) -> FileOutcome | None:
+    """The core for the files of one conversation over several files (a Slack channel's day files).
+
+    Detection reads the first readable file; when its grammar reads such groups (``group_files``) the
+    files go to it together as one source whose ``parts`` they are (a file that cannot be read or
+    decoded is an empty part the grammar reports as a gap). None when the grammar does not group: the
+    caller then processes each file on its own, as any other input."""
+    with paused_gc():
+        started = time.perf_counter()
+        sources = [_part(data, part) for data, part in parts]
+        first = next((s for s in sources if s.text), None)
+        if first is None:
+            return None
+        try:
+            detection = registry.detect(first.text[:DETECT_SAMPLE], first.name,
+                                        threshold=ctx.settings.detect_threshold, forced=ctx.settings.format)
+        except ReconstructError:
+            return None
+        grammar = registry.get(detection.grammar)
+        if not grammar.group_files:
+            return None
+        digest = hashlib.sha256("\n".join(f"{s.name} {s.sha256}" for s in sources).encode()).hexdigest()
+        group = SourceText("", name, digest, sum(s.size for s in sources), first.encoding, companions or {},
+                           parts=tuple(sources))
+        outcome = collect(grammar.parse(group, ctx.settings), grammar, group, detection, ctx, started)
+        outcome.seconds = time.perf_counter() - started
+        return outcome
+
+
+def _part(data: bytes | None, name: str) -> SourceText:
+    if data is not None:
+        try:
+            return decode(data, name)
+        except ReconstructError:
+            pass
+    return SourceText("", name, "", len(data or b""), "unreadable")

@@ -26,7 +26,7 @@ from parsers.text import input_sha256, sha256_text
 
 from . import emit, ingest, revisions
 from .ledger import FileRow, Ledger, RevisionRow, SessionRow
-from .process import DETECT_SAMPLE, FileOutcome, process_bytes, process_stream, quarantined_file
+from .process import DETECT_SAMPLE, FileOutcome, process_bytes, process_group, process_stream, quarantined_file
 
 
 @dataclass(slots=True)
@@ -170,6 +170,9 @@ def _one(ref, out_root, ctx, ledger, inputs: ShardInputs, result: ShardResult, a
     if ref.ignored:
         result.files.append(_note_row(ref, FileStatus.IGNORED, ref.ignored))
         return
+    if ref.parts:
+        _group(ref, out_root, ctx, ledger, inputs, result, allow_shrink)
+        return
     if ref.companion:
         result.files.append(_note_row(ref, FileStatus.COMPANION, "context file for its folder's inputs"))
         return
@@ -186,6 +189,45 @@ def _one(ref, out_root, ctx, ledger, inputs: ShardInputs, result: ShardResult, a
         if outcome == "skipped":
             return
     _emit(ref, outcome, out_root, result, ctx.settings, allow_shrink, context_sha)
+
+
+def _group(ref, out_root, ctx, ledger, inputs: ShardInputs, result: ShardResult, allow_shrink: bool) -> None:
+    """The files of one conversation (a Slack channel's day files) as one unit of work. Its sessions are
+    recorded under the group's key (its folder); the ledger still gets one row per file."""
+    datas: list[bytes | None] = []
+    for part in ref.parts:
+        if part.problem:
+            datas.append(None)
+            continue
+        try:
+            datas.append(inputs.read(part))
+        except IngestError as exc:
+            if exc.transient:
+                raise  # Prefect retries the shard
+            datas.append(None)
+    shas = [input_sha256(d) if d is not None else None for d in datas]
+    texts, context_sha = inputs.context(ref.parts[0])
+    if (ledger is not None and not ledger.held_by_latch(ref.key)
+            and all(sha is not None and ledger.done_before(p.key, sha, ctx.fingerprint, context_sha)
+                    for p, sha in zip(ref.parts, shas, strict=True))):
+        for part, sha in zip(ref.parts, shas, strict=True):
+            result.files.append(_note_row(part, FileStatus.SKIPPED, UNCHANGED, sha, context_sha))
+        return
+    outcome = process_group([(d, p.name) for d, p in zip(datas, ref.parts, strict=True)], ref.name, ctx, texts)
+    if outcome is None:  # its grammar reads each file on its own
+        for part in ref.parts:
+            _one(part, out_root, ctx, ledger, inputs, result, allow_shrink)
+        return
+    _emit(ref, outcome, out_root, result, ctx.settings, allow_shrink, context_sha)
+    result.files.pop()  # the group's own row: one row per file instead
+    share = round(outcome.seconds / len(ref.parts), 6)
+    for i, (part, sha) in enumerate(zip(ref.parts, shas, strict=True)):
+        status, reasons = ((FileStatus(outcome.status), outcome.reasons) if sha else
+                           (FileStatus.QUARANTINED, [part.problem or Reason.UNREADABLE.value]))
+        detail = f"part of the conversation {ref.name} ({len(ref.parts)} files), whose sessions are recorded there"
+        result.files.append(FileRow(part.key, part.name, sha, part.size, outcome.grammar, status, reasons,
+                                    scrub_name("; ".join(x for x in (outcome.detail, detail) if x)),
+                                    len(outcome.sessions) if i == 0 else 0, share, context_sha))
 
 
 def _whole(ref, ctx, ledger, inputs: ShardInputs, texts, context_sha, result: ShardResult):

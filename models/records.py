@@ -146,6 +146,11 @@ class SourceText:
     ``parsers.text.MAX_REPLACED_LISTED``); empty when the bytes were valid."""
     replaced_count: int = 0
     """How many invalid byte sequences decoding replaced in all."""
+    parts: tuple[SourceText, ...] = ()
+    """The files of one conversation that spans several (a Slack channel's day files), in name order,
+    when the ingest grouped them for a grammar with ``group_files``; ``text`` is then empty, ``name``
+    the folder, ``sha256`` the checksum of the parts' checksums. A part that could not be read or
+    decoded has empty text and ``encoding`` "unreadable"."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,6 +33,11 @@ class Grammar(ABC):
     records them as companions and hands their text, from the source's folder or its parents, in
     ``SourceText.companions``."""
 
+    group_files: ClassVar[str | None] = None
+    """A regular expression over file names: the files of one folder whose names match it are one
+    conversation over several files (a Slack channel's day files). Ingest hands them to ``parse``
+    together as one source with ``SourceText.parts``; the ledger still records each file."""
+
     streams: ClassVar[bool] = False
     """True when ``parse_stream`` reads a large input incrementally (bounded memory)."""
 

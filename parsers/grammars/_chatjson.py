@@ -7,11 +7,14 @@ session rather than one per message, and format-specific facts go to ``extra`` o
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 import orjson
+import regex
 
 from models.records import ParsedSession, Turn
 from parsers.timeparse import parse_iso
@@ -94,3 +97,84 @@ def compact(fields: dict[str, Any]) -> dict[str, Any] | None:
     """``extra`` without empty values; None when nothing is left (convention 5)."""
     out = {k: v for k, v in fields.items() if v is not None and v != "" and v != [] and v != {} and v is not False}
     return out or None
+
+
+# --- detection: the message records of a JSON sample, found by a tolerant scan -----------------------------
+
+_TOKEN = regex.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"(\s*:)?|[{}\[\]]')
+_ACTOR = frozenset({"from", "from_id", "actor", "actor_id", "author", "user", "bot_id", "username", "sender_name",
+                    "sender", "role", "speaker", "name"})
+_TIME = frozenset({"date", "date_unixtime", "timestamp", "timestamp_ms", "ts", "time", "created_at", "create_time"})
+_CONTENT = frozenset({"text", "content", "message", "body", "photos", "files", "attachments", "sticker", "photo",
+                      "file", "media_type", "parts", "blocks"})
+TOP = ""
+"""The container of the items of a top-level array (a Slack day file)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """A message-like object of a JSON sample: its own keys, the key of the array holding it (``TOP`` for a
+    top-level array, None when it is not in an array), and its text (cut short at the end of the sample)."""
+
+    keys: frozenset[str]
+    container: str | None
+    text: str
+
+
+def _message_like(keys: set[str]) -> bool:
+    actor, time, content = (not s.isdisjoint(keys) for s in (_ACTOR, _TIME, _CONTENT))
+    return actor + time + content >= 2
+
+
+def _slot(parent: list[Any] | None, bracket: str) -> str | None:
+    """An array's own key (``TOP`` at the top level); an object's container (its array's key, or None)."""
+    if parent is None:
+        return TOP if bracket == "[" else None
+    if parent[0] == "[":
+        return parent[4] if bracket == "{" else None
+    return parent[3] if bracket == "[" else None
+
+
+@lru_cache(maxsize=4)
+def sample_records(sample: str) -> tuple[Record, ...]:
+    """The outermost message-like objects (two of an author, a time and a content key) of a JSON sample.
+
+    The sample is usually cut short (64 KiB of a larger file), so this is a tolerant bracket-and-string
+    scan, not a parse: an object still open at the end counts with the keys seen so far. Shared by the
+    human chat grammars (cached), so each one's share has the same denominator."""
+    stack: list[list[Any]] = []  # [bracket, start, keys, pending key, container]
+    found: list[tuple[int, int, Record]] = []
+    for m in _TOKEN.finditer(sample):
+        tok = m.group()
+        if tok[0] == '"':
+            if m.group(1) and stack and stack[-1][0] == "{":
+                stack[-1][2].add(tok[1:tok.rindex('"')])
+                stack[-1][3] = tok[1:tok.rindex('"')]
+            continue
+        if tok in "{[":
+            stack.append([tok, m.start(), set(), None, _slot(stack[-1] if stack else None, tok)])
+            continue
+        if not stack:
+            continue
+        bracket, start, keys, _, container = stack.pop()
+        if bracket == "{" and _message_like(keys):
+            found.append((start, m.end(), Record(frozenset(keys), container, sample[start:m.end()])))
+    for bracket, start, keys, _, container in stack:
+        if bracket == "{" and _message_like(keys):
+            found.append((start, len(sample), Record(frozenset(keys), container, sample[start:])))
+    found.sort(key=lambda f: (f[0], -f[1]))
+    out: list[Record] = []
+    end = -1
+    for start, stop, record in found:
+        if start >= end:
+            out.append(record)
+            end = stop
+    return tuple(out)
+
+
+def explained_share(sample: str, explains: Callable[[Record], bool]) -> float | None:
+    """The share of the sample's message records that ``explains`` accepts; None when it has none."""
+    records = sample_records(sample)
+    if not records:
+        return None
+    return sum(1 for r in records if explains(r)) / len(records)

@@ -31,9 +31,12 @@ from models.errors import ParseError, Reason
 from models.records import ParsedSession, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
+from parsers.drift import Drift
 from parsers.grammars._chatjson import (
+    Record,
     TimeLog,
     compact,
+    explained_share,
     iso_time,
     markers,
     note_odd,
@@ -46,8 +49,20 @@ from parsers.registry import register
 
 _GUILD = regex.compile(r'"guild"\s*:\s*\{')
 _CHANNEL = regex.compile(r'"channel"\s*:\s*\{')
-_SUPPORT = regex.compile(r'"messages"\s*:\s*\[|"dateRange"\s*:|"author"\s*:\s*\{')
+_MESSAGES = regex.compile(r'"messages"\s*:\s*\[')
 MESSAGE_TYPES = frozenset({"Default", "Reply"})
+EVENT_TYPES = frozenset({
+    "RecipientAdd", "RecipientRemove", "Call", "ChannelNameChange", "ChannelIconChange", "ChannelPinnedMessage",
+    "GuildMemberJoin", "ThreadCreated", "ThreadStarterMessage", "GuildBoost", "GuildBoostTier1", "GuildBoostTier2",
+    "GuildBoostTier3", "ChannelFollowAdd", "GuildDiscoveryDisqualified", "GuildDiscoveryRequalified",
+    "ChatInputCommand", "ContextMenuCommand", "AutoModerationAction", "RoleSubscriptionPurchase",
+    "StageStart", "StageEnd", "StageSpeaker", "StageTopic", "GuildApplicationPremiumSubscription", "PollResult",
+})
+MESSAGE_KEYS = frozenset({
+    "id", "type", "timestamp", "timestampEdited", "callEndedTimestamp", "isPinned", "content", "author",
+    "attachments", "embeds", "stickers", "reactions", "mentions", "reference", "interaction", "inlineEmojis",
+    "roles", "thread", "poll", "components",
+})
 _EVENT_KINDS = {"RecipientAdd": "join", "GuildMemberJoin": "join", "RecipientRemove": "part",
                 "ChannelNameChange": "topic"}
 
@@ -58,6 +73,10 @@ def _names(items: Any, *keys: str) -> list[str]:
         if isinstance(item, dict):
             out.append(next((str(item[k]) for k in keys if item.get(k)), "?"))
     return out
+
+
+def _discord_record(record: Record) -> bool:
+    return record.container == "messages" and "author" in record.keys and "timestamp" in record.keys
 
 
 @register
@@ -72,9 +91,12 @@ class Discord(Grammar):
                '"nickname": "theplant", "isBot": false}}]}')
 
     def detect(self, sample: str, name: str) -> float:
-        if _GUILD.search(sample) and _CHANNEL.search(sample) and _SUPPORT.search(sample):
-            return 0.95
-        return 0.0
+        if not (_GUILD.search(sample) and _CHANNEL.search(sample)):
+            return 0.0
+        share = explained_share(sample, _discord_record)
+        if share is None:  # an export of an empty channel: nothing to count, the frame says what it is
+            return 0.6 if _MESSAGES.search(sample) else 0.0
+        return share
 
     def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
         yield self._read(source)
@@ -89,7 +111,7 @@ class Discord(Grammar):
         guild = data["guild"] if isinstance(data.get("guild"), dict) else {}
         cid = channel.get("id")
         session = ParsedSession(None if cid in (None, "") else str(cid),
-                                "none" if cid in (None, "") else "source:channel.id", [], raw=messages, pointer="/")
+                                "none" if cid in (None, "") else "source:channel.id", [], raw=data, pointer="")
         names = [str(x) for x in (guild.get("name"), channel.get("name")) if x]
         session.title = " / ".join(names) or None
         session.meta.update(compact({"guildId": guild.get("id"), "channelType": channel.get("type"),
@@ -98,17 +120,22 @@ class Discord(Grammar):
         declared = data.get("messageCount")
         if isinstance(declared, int) and declared != len(messages):
             session.warnings.append(f"messageCount says {declared} but the export holds {len(messages)} messages")
-        times = TimeLog()
+        times, drift = TimeLog(), Drift()
         for i, m in enumerate(messages):
-            session.turns.append(self._turn(m, f"/messages/{i}", times))
+            session.turns.append(self._turn(m, f"/messages/{i}", times, drift))
         note_odd(session, messages)
         times.flush(session)
+        if drift:
+            session.meta["formatDrift"] = drift.as_meta()
         return session
 
     @staticmethod
-    def _turn(m: Any, pointer: str, times: TimeLog) -> Turn:
+    def _turn(m: Any, pointer: str, times: TimeLog, drift: Drift) -> Turn:
         if not isinstance(m, dict):
             return odd_entry(m, pointer)
+        drift.unknown_keys(m, MESSAGE_KEYS, pointer)
+        if m.get("type") not in MESSAGE_TYPES and m.get("type") not in EVENT_TYPES:
+            drift.note("messageType", str(m.get("type")), pointer)
         get = m.get
         author = get("author")
         if not isinstance(author, dict):
@@ -157,4 +184,5 @@ class Discord(Grammar):
                     _EVENT_KINDS.get(str(mtype), "system"), pointer=pointer, extra=extra)
 
     def count_turns(self, raw: Any) -> int:
-        return len(raw) if isinstance(raw, list) else 0
+        messages = raw.get("messages") if isinstance(raw, dict) else None
+        return len(messages) if isinstance(messages, list) else 0

@@ -1,8 +1,7 @@
 """Facebook Messenger JSON exports (``message_N.json``: ``participants``, ``messages``, ``title``, ``thread_path``).
 
-Dialects: one-to-one and group threads, long threads split over ``message_1.json``,
-``message_2.json``... (each file is a session with the thread's id; ``meta.filePart`` says which),
-and Instagram direct-message exports, which use the same layout.
+Dialects: one-to-one and group threads, long threads split over ``message_1.json`` (the newest),
+``message_2.json``..., and Instagram direct-message exports, which use the same layout.
 
 Decisions:
 - Facebook writes UTF-8 as ``\\u00XX`` escapes of each byte (latin-1 mojibake): every string is
@@ -16,6 +15,11 @@ Decisions:
   System turns with the sender as ``actor``. Everything else (Generic, Share...) is its sender's
   turn; photos, videos, audio, files, GIFs and stickers add ``[photo: name]`` marker lines (kind
   ``media`` when there is no text); a shared link the text does not already show adds ``[share: link]``.
+- A thread split over several files is one session: the ingest groups a folder's ``message_N.json``
+  files (``group_files``) and hands them over together; they are read in part order, pointers are
+  ``/message_2.json/messages/7`` (the raw value is ``{file name: file}``), and a file that is not a
+  readable thread makes the session partial, naming it. A file given alone is a session of its own
+  with ``meta.filePart``.
 - session_id = ``thread_path``, else None.
 """
 
@@ -32,17 +36,38 @@ from models.errors import ParseError, Reason
 from models.records import ParsedSession, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
-from parsers.grammars._chatjson import TimeLog, markers, note_odd, odd_entry, raw_text, string
-from parsers.jsonload import load_json
+from parsers.drift import Drift
+from parsers.grammars._chatjson import (
+    Record,
+    TimeLog,
+    explained_share,
+    markers,
+    note_odd,
+    odd_entry,
+    raw_text,
+    string,
+)
+from parsers.jsonload import load_json, pointer_part
 from parsers.registry import register
 from parsers.timeparse import from_epoch
 
-_SIGNATURE = regex.compile(r'"sender_name"\s*:')
-_SUPPORT = regex.compile(r'"timestamp_ms"\s*:')
 _MOJIBAKE = regex.compile(r"\\u00[89a-fA-F][0-9a-fA-F]|[\x80-\xff]")
 _PART = regex.compile(r"message_(\d+)")
+_OWN = frozenset({"timestamp_ms", "content", "type"})
 SYSTEM_KINDS = {"Subscribe": "join", "Unsubscribe": "part", "Call": "system"}
+MESSAGE_TYPES = frozenset({"Generic", "Share", "Call", "Subscribe", "Unsubscribe", "Payment", "Plan"})
+MESSAGE_KEYS = frozenset({
+    "sender_name", "timestamp_ms", "content", "type", "photos", "videos", "audio_files", "files", "gifs", "sticker",
+    "share", "reactions", "is_unsent", "call_duration", "missed", "users", "ip", "is_taken_down",
+    "is_geoblocked_for_viewer", "is_unsent_image_by_messenger_kid_parent", "bumped_message_metadata",
+    "is_forwarded", "unsent_timestamp_ms", "joinable_mode", "creation_timestamp",
+})
 _MEDIA = (("photos", "photo"), ("videos", "video"), ("audio_files", "audio"), ("files", "file"), ("gifs", "gif"))
+
+
+def _part_number(name: str) -> int:
+    m = _PART.fullmatch(PurePosixPath(name).stem)
+    return int(m[1]) if m else 0
 
 
 def repair(value: Any) -> Any:
@@ -90,41 +115,69 @@ def chronological(messages: list[Any]) -> tuple[list[int], list[int | None], boo
     return sorted(keys, key=keys.__getitem__), stamps, newest_first
 
 
+def _messenger_record(record: Record) -> bool:
+    keys = record.keys
+    return record.container == "messages" and "sender_name" in keys and not _OWN.isdisjoint(keys)
+
+
 @register
 class Messenger(Grammar):
     name = "messenger"
-    version = "2"
+    version = "3"
+    group_files = r"message_\d+\.json"
     structured = True
-    description = "Facebook Messenger (and Instagram) JSON export, message_N.json, one thread per file"
+    description = "Facebook Messenger (and Instagram) JSON export: a thread's message_N.json files as one session"
     example = ('{"participants": [{"name": "John Doe"}], "messages": [{"sender_name": "Allan Smith", '
                '"timestamp_ms": 1668628203612, "content": "Hello John", "type": "Generic"}], '
                '"title": "John Doe", "thread_path": "inbox/johndoe_abc123"}')
 
     def detect(self, sample: str, name: str) -> float:
-        return 0.95 if _SIGNATURE.search(sample) and _SUPPORT.search(sample) else 0.0
+        return explained_share(sample, _messenger_record) or 0.0
 
     def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
-        yield self._read(source)
+        if source.parts:
+            parts = sorted(source.parts, key=lambda p: (_part_number(p.name), p.name))
+            yield self._thread([(PurePosixPath(p.name).name, p) for p in parts], grouped=True)
+        else:
+            yield self._thread([(source.name, source)], grouped=False)
 
-    def _read(self, source: SourceText) -> ParsedSession:
-        data = load_json(source.text, source.name, self.name)
+    def _load(self, part: SourceText, grouped: bool) -> dict[str, Any] | None:
+        """One file of the thread, repaired; alone, a file that is not a thread is an error, in a group a gap."""
+        try:
+            data = load_json(part.text, part.name, self.name) if part.text or not grouped else None
+        except ParseError:
+            if grouped:
+                return None
+            raise
         if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
-            raise ParseError(Reason.PARSE_ERROR, "expected an object with a messages list", path=source.name,
+            if grouped:
+                return None
+            raise ParseError(Reason.PARSE_ERROR, "expected an object with a messages list", path=part.name,
                              grammar=self.name)
-        if _MOJIBAKE.search(source.text):  # an all-English thread has no escaped bytes to repair
-            data = repair(data)
-        messages = data["messages"]
-        tid = data.get("thread_path")
-        tid = tid if isinstance(tid, str) and tid else None
-        session = ParsedSession(tid, "source:thread_path" if tid else "none", [], raw=messages, pointer="/")
-        session.title = data.get("title") if isinstance(data.get("title"), str) else None
-        if isinstance(data.get("participants"), list):
-            session.meta["participants"] = [p.get("name") for p in data["participants"] if isinstance(p, dict)]
-        if data.get("thread_type"):
-            session.meta["threadType"] = data["thread_type"]
-        part = _PART.fullmatch(PurePosixPath(source.name).stem)
-        if part:
-            session.meta["filePart"] = int(part[1])
+        return repair(data) if _MOJIBAKE.search(part.text) else data  # all-English threads have nothing to repair
+
+    def _thread(self, files: list[tuple[str, SourceText]], grouped: bool) -> ParsedSession:
+        raw: dict[str, Any] = {}
+        entries: list[tuple[str, Any]] = []
+        gaps: list[str] = []
+        head: dict[str, Any] = {}
+        for name, part in files:
+            data = self._load(part, grouped)
+            if data is None:
+                gaps.append(name)
+                continue
+            head = head or data
+            prefix = f"/{pointer_part(name)}" if grouped else ""
+            if grouped:
+                raw[name] = data
+            else:
+                raw = data
+            entries.extend((f"{prefix}/messages/{i}", m) for i, m in enumerate(data["messages"]))
+        session = self._session(head, raw, files, grouped)
+        if gaps:
+            session.coverage_reason = (f"{len(gaps)} files of the thread are not readable message lists: "
+                                       + ", ".join(gaps[:5]))
+        messages = [m for _, m in entries]
         order, stamps, newest_first = chronological(messages)
         if len(messages) > 1:
             session.assumptions.append(
@@ -133,17 +186,38 @@ class Messenger(Grammar):
                 "messages emitted oldest first by timestamp_ms; this file runs oldest first, so messages with "
                 "the same timestamp keep their file order"
             )
-        times = TimeLog()
+        times, drift = TimeLog(), Drift()
         for i in order:
-            session.turns.append(self._turn(messages[i], f"/messages/{i}", stamps[i], times))
+            session.turns.append(self._turn(messages[i], entries[i][0], stamps[i], times, drift))
         note_odd(session, messages)
         times.flush(session)
+        if drift:
+            session.meta["formatDrift"] = drift.as_meta()
         return session
 
     @staticmethod
-    def _turn(m: Any, pointer: str, stamp: int | None, times: TimeLog) -> Turn:
+    def _session(head: dict[str, Any], raw: Any, files: list[tuple[str, SourceText]], grouped: bool) -> ParsedSession:
+        tid = head.get("thread_path")
+        tid = tid if isinstance(tid, str) and tid else None
+        session = ParsedSession(tid, "source:thread_path" if tid else "none", [], raw=raw, pointer="")
+        session.title = head.get("title") if isinstance(head.get("title"), str) else None
+        if isinstance(head.get("participants"), list):
+            session.meta["participants"] = [p.get("name") for p in head["participants"] if isinstance(p, dict)]
+        if head.get("thread_type"):
+            session.meta["threadType"] = head["thread_type"]
+        if grouped:  # the provenance of each file; the source's own checksum covers them all
+            session.meta["files"] = [{"name": n, "sha256": p.sha256, "sizeBytes": p.size} for n, p in files]
+        elif _PART.fullmatch(PurePosixPath(files[0][0]).stem):
+            session.meta["filePart"] = _part_number(files[0][0])
+        return session
+
+    @staticmethod
+    def _turn(m: Any, pointer: str, stamp: int | None, times: TimeLog, drift: Drift) -> Turn:
         if not isinstance(m, dict):
             return odd_entry(m, pointer)
+        drift.unknown_keys(m, MESSAGE_KEYS, pointer)
+        if m.get("type") is not None and m.get("type") not in MESSAGE_TYPES:
+            drift.note("messageType", str(m.get("type")), pointer)
         raw = raw_text(m.get("timestamp_ms"))
         when = times.read(from_epoch(stamp, millis=True) if stamp is not None else None, raw, pointer)
         text = string(m.get("content"))
@@ -186,4 +260,8 @@ class Messenger(Grammar):
         return Turn(sender, "user", content, when, raw, None, kind, pointer=pointer, extra=extra or None)
 
     def count_turns(self, raw: Any) -> int:
-        return len(raw) if isinstance(raw, list) else 0
+        if not isinstance(raw, dict):
+            return 0
+        if "messages" in raw:  # one file
+            return len(raw["messages"]) if isinstance(raw["messages"], list) else 0
+        return sum(self.count_turns(part) for part in raw.values())  # a thread's files: {name: file}

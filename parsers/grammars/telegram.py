@@ -29,8 +29,11 @@ from models.errors import ParseError, Reason
 from models.records import ParsedSession, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
+from parsers.drift import Drift
 from parsers.grammars._chatjson import (
+    Record,
     TimeLog,
+    explained_share,
     iso_time,
     markers,
     note_odd,
@@ -42,21 +45,44 @@ from parsers.jsonload import load_json
 from parsers.registry import register
 from parsers.timeparse import from_epoch
 
-_FULL = regex.compile(r'"chats"\s*:\s*\{|"personal_information"\s*:\s*\{|"left_chats"\s*:\s*\{')
-_MESSAGES = regex.compile(r'"messages"\s*:\s*\[')
-# Keys only Telegram writes; a chat sample needs one of them to score high.
-_STRONG = regex.compile(
-    r'"date_unixtime"\s*:|"text_entities"\s*:|"from_id"\s*:\s*"(?:user|channel|chat)\d+"'
-    r'|"actor_id"\s*:\s*"(?:user|channel|chat)\d+"|"about"\s*:\s*"Here is the data you requested'
-)
-_WEAK = regex.compile(r'"type"\s*:\s*"(?:message|service)"[^{}]*"date"\s*:\s*"\d{4}-\d{2}-\d{2}T')
-# Other chat exports with a messages list: never claim them.
-_FOREIGN = regex.compile(r'"sender_name"\s*:|"guild"\s*:\s*\{|"timestamp_ms"\s*:')
+_FULL = regex.compile(r'"about"\s*:\s*"Here is the data you requested|"personal_information"\s*:\s*\{')
 _MEDIA_KEYS = frozenset({"photo", "file", "media_type", "sticker_emoji", "poll", "location_information",
                          "contact_information", "place_name", "game_title", "invoice_information"})
 _EXTRA_KEYS = (("reply_to_message_id", "replyTo"), ("forwarded_from", "forwardedFrom"), ("saved_from", "savedFrom"),
                ("via_bot", "viaBot"), ("author", "signature"))
 _OPTIONAL = frozenset({k for k, _ in _EXTRA_KEYS} | {"edited", "reactions"})
+MESSAGE_KEYS = frozenset({
+    "id", "type", "date", "date_unixtime", "edited", "edited_unixtime", "from", "from_id", "text", "text_entities",
+    "actor", "actor_id", "action", "title", "new_title", "members", "message_id", "reply_to_message_id",
+    "reply_to_peer_id", "forwarded_from", "forwarded_from_id", "saved_from", "via_bot", "author", "photo",
+    "photo_file_size", "width", "height", "file", "file_name", "file_size", "thumbnail", "thumbnail_file_size",
+    "media_type", "mime_type", "duration_seconds", "sticker_emoji", "poll", "location_information",
+    "live_location_period_seconds", "contact_information", "contact_vcard", "place_name", "address", "game_title",
+    "game_description", "game_link", "game_message_id", "score", "invoice_information", "self_destruct_period_seconds",
+    "reactions", "inviter", "discard_reason", "schedule_date", "boosts", "period_seconds", "to_id", "values",
+    "emoticon", "amount", "currency", "is_recurring", "button_text", "data", "domain", "information_text",
+    "distance", "peer_id", "invoice_message_id", "media_spoiler", "business_bot", "paid_stars_amount",
+})
+MESSAGE_TYPES = frozenset({"message", "service"})
+_OWN = frozenset({"date", "date_unixtime", "from", "from_id", "actor", "actor_id"})
+_FOREIGN = frozenset({"author", "timestamp", "sender_name", "timestamp_ms", "role"})
+ENTITY_TYPES = frozenset({
+    "plain", "bold", "italic", "underline", "strikethrough", "code", "pre", "text_link", "link", "mention",
+    "mention_name", "hashtag", "cashtag", "bot_command", "email", "phone", "spoiler", "blockquote", "custom_emoji",
+    "bank_card", "unknown",
+})
+ACTIONS = frozenset({
+    "create_group", "create_channel", "migrate_to_supergroup", "migrate_from_group", "edit_group_title",
+    "edit_chat_title", "edit_group_photo", "edit_chat_photo", "delete_group_photo", "delete_chat_photo",
+    "invite_members", "remove_members", "join_group_by_link", "join_group_by_request", "pin_message",
+    "clear_history", "score_in_game", "send_payment", "phone_call", "group_call", "invite_to_group_call",
+    "group_call_scheduled", "take_screenshot", "allow_sending_messages", "send_passport_values", "joined_telegram",
+    "proximity_reached", "set_messages_ttl", "set_chat_theme", "send_webview_data", "gift_premium", "topic_created",
+    "topic_edit", "requested_peer", "set_chat_wallpaper", "set_same_chat_wallpaper", "boost_apply", "gift_code",
+    "giveaway_launch", "giveaway_results", "convert_to_gigagroup", "edit_chat_about", "suggest_profile_photo",
+    "attach_menu_bot_allowed", "web_app_bot_allowed", "bot_allowed", "custom_action", "payment_refunded",
+    "gift_stars", "prize_stars", "send_star_gift",
+})
 _SERVICE_KINDS = {"invite_members": "join", "join_group_by_link": "join", "join_group_by_request": "join",
                   "remove_members": "part", "edit_group_title": "topic"}
 
@@ -94,6 +120,17 @@ def _media_marker(m: dict[str, Any]) -> str | None:
     return f"[{label}{emoji}: {name}]" if name else f"[{label}{emoji}]"
 
 
+def _note_drift(m: dict[str, Any], pointer: str, drift: Drift) -> None:
+    drift.unknown_keys(m, MESSAGE_KEYS, pointer)
+    if m.get("type") not in MESSAGE_TYPES:
+        drift.note("messageType", str(m.get("type")), pointer)
+    if m.get("type") == "service" and m.get("action") not in ACTIONS:
+        drift.note("action", str(m.get("action")), pointer)
+    for part in m.get("text") if isinstance(m.get("text"), list) else ():
+        if isinstance(part, dict) and part.get("type") not in ENTITY_TYPES:
+            drift.note("contentType", str(part.get("type")), pointer)
+
+
 def _service_text(m: dict[str, Any], text: str) -> str:
     action = string(m.get("action")) or "service"
     details = [action.replace("_", " ")]
@@ -110,6 +147,12 @@ def _service_text(m: dict[str, Any], text: str) -> str:
     return head + "; ".join(details) + (f"\n{text}" if text else "")
 
 
+def _telegram_record(record: Record) -> bool:
+    keys = record.keys
+    return (record.container == "messages" and "type" in keys and not _OWN.isdisjoint(keys)
+            and _FOREIGN.isdisjoint(keys))
+
+
 @register
 class Telegram(Grammar):
     name = "telegram"
@@ -121,17 +164,10 @@ class Telegram(Grammar):
                '"text": ["see ", {"type": "link", "text": "https://telegram.org/"}]}]}')
 
     def detect(self, sample: str, name: str) -> float:
-        if _FOREIGN.search(sample):
-            return 0.0
-        strong = _STRONG.search(sample) is not None
-        if _FULL.search(sample) and strong:
-            return 0.95
-        if _MESSAGES.search(sample):
-            if strong:
-                return 0.93
-            if _WEAK.search(sample):
-                return 0.6
-        return 0.0
+        share = explained_share(sample, _telegram_record)
+        if share is None:  # a full export opens with contacts and sessions; its first chat may be past the sample
+            return 0.9 if _FULL.search(sample) else 0.0
+        return share
 
     def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
         data = load_json(source.text, source.name, self.name)
@@ -154,22 +190,25 @@ class Telegram(Grammar):
                              grammar=self.name)
         cid = chat.get("id")
         session = ParsedSession(None if cid is None else str(cid), "none" if cid is None else "source:id", [],
-                                raw=messages, pointer=pointer or "/")
+                                raw=chat, pointer=pointer)
         session.title = chat.get("name") if isinstance(chat.get("name"), str) else None
         if chat.get("type"):
             session.meta["chatType"] = chat["type"]
-        times = TimeLog()
+        times, drift = TimeLog(), Drift()
         turns = session.turns
         for i, m in enumerate(messages):
-            turns.append(self._turn(m, f"{pointer}/messages/{i}", times))
+            turns.append(self._turn(m, f"{pointer}/messages/{i}", times, drift))
         note_odd(session, messages)
         times.flush(session)
+        if drift:
+            session.meta["formatDrift"] = drift.as_meta()
         return session
 
     @staticmethod
-    def _turn(m: Any, pointer: str, times: TimeLog) -> Turn:
+    def _turn(m: Any, pointer: str, times: TimeLog, drift: Drift) -> Turn:
         if not isinstance(m, dict):
             return odd_entry(m, pointer)
+        _note_drift(m, pointer, drift)
         raw = raw_text(m.get("date_unixtime"))
         if raw is not None:
             when = from_epoch(raw)
@@ -209,4 +248,5 @@ class Telegram(Grammar):
                     extra={k: v for k, v in extra.items() if v is not None} or None)
 
     def count_turns(self, raw: Any) -> int:
-        return len(raw) if isinstance(raw, list) else 0
+        messages = raw.get("messages") if isinstance(raw, dict) else None
+        return len(messages) if isinstance(messages, list) else 0

@@ -18,8 +18,7 @@ def test_slack_export_resolves_users_through_users_json(tmp_path):
     out = tmp_path / "out"
     summary = reconstruct([src], out, Settings())
     assert summary["counts"]["files_companion"] == 1 and summary["counts"]["sessions_ok"] == 1
-    doc = orjson.loads((out / "sessions" / "slack-export" / "general" / "2024-02-05.json.d" /
-                        "general-2024-02-05.json").read_bytes())
+    doc = orjson.loads((out / "sessions" / "slack-export" / "general" / "general.json").read_bytes())
     speakers = [i["speakerName"] for i in doc["artifacts"]["Chatthistorik"]["interactions"]]
     assert "Bo Berg" in speakers and "U02BO" not in speakers
     ledger = Ledger(out / "ledger.sqlite")

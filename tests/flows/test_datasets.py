@@ -45,7 +45,7 @@ def test_provenance_columns_and_deterministic_order(tmp_path):
         assert turns[col].null_count() == 0, col
     # a later run that skips everything keeps the run that wrote each document
     later = reconstruct([ROOT / "sample_logs"], tmp_path, Settings())
-    assert later["counts"]["files_skipped"] == later["counts"]["files"]
+    assert later["counts"]["files_skipped"] + later["counts"]["files_companion"] == later["counts"]["files"]
     again = pl.read_parquet(tmp_path / "datasets" / "sessions.parquet")
     assert set(again["run_id"].to_list()) == {summary["run_id"]}
 

@@ -79,5 +79,17 @@ def test_extra_keys_follow_the_raw_time_convention():
 
 
 def test_detection_needs_guild_and_channel():
-    assert G.detect('{"guild": {"id": "0"}, "channel": {"id": "1"}, "dateRange": {}, "messages": [', "a.json") == 0.95
+    frame = '{"guild": {"id": "0"}, "channel": {"id": "1"}, "dateRange": {}, "messages": ['
+    assert G.detect(frame, "a.json") == 0.6  # nothing to count yet: the frame alone
+    assert G.detect(frame + '{"type": "Default", "timestamp": "x", "author": {"name": "a"}, "content": "hi"}',
+                    "a.json") == 1.0
     assert G.detect('{"channel": {"id": "1"}, "messages": [{"type": "message"}]}', "a.json") == 0.0
+
+
+def test_unknown_keys_and_types_are_counted_as_drift():
+    m = _msg(2, "SuperReaction", content="boom")
+    m["sparkle"] = True
+    s = _parse(_msg(1), m)
+    assert s.turns[1].content == "boom"
+    assert s.meta["formatDrift"] == {"key:sparkle": {"count": 1, "first": "/messages/1"},
+                                     "messageType:SuperReaction": {"count": 1, "first": "/messages/1"}}

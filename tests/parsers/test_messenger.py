@@ -10,6 +10,7 @@ from models.settings import Settings
 from parsers import registry
 from parsers.grammars.messenger import repair
 from tests.helpers import CONFORMANCE, load_source
+from validators.accounting import account
 
 G = registry.get("messenger")
 
@@ -70,3 +71,33 @@ def test_conformance_fixture_same_millisecond():
     # Both at 1668628203612: the file is newest first, so the second entry is the older one.
     assert [t.speaker for t in s.turns] == ["John Doe", "Allan Smith"]
     assert s.session_id is None and s.id_source == "none"
+
+
+def test_unknown_keys_and_types_are_counted_as_drift():
+    s = _parse([_m("b", 2, mtype="Poll", poll_options=["x"]), _m("a", 1)])
+    assert [t.content for t in s.turns] == ["a", "b"]
+    assert s.meta["formatDrift"] == {"key:poll_options": {"count": 1, "first": "/messages/0"},
+                                     "messageType:Poll": {"count": 1, "first": "/messages/0"}}
+
+
+def test_detection_is_the_share_of_messenger_records():
+    two = '{"participants": [], "messages": [{"sender_name": "A", "timestamp_ms": 1, "content": "x"}, '
+    assert G.detect(two + '{"from": "B", "date": "2020", "text": "y"}]}', "message_1.json") == 0.5
+    assert G.detect(two[:-2] + "]}", "message_1.json") == 1.0
+    assert G.detect('{"sender_name": "A", "timestamp_ms": 1, "content": "x"}\n', "chat.jsonl") == 0.0
+
+
+def test_a_thread_split_over_files_is_one_session_read_in_part_order():
+    def part(n, *messages):
+        body = {"participants": [{"name": "A"}], "messages": list(messages), "title": "T", "thread_path": "inbox/x_1"}
+        text = orjson.dumps(body).decode() if messages else "{broken"
+        return SourceText(text, f"inbox/x_1/message_{n}.json", str(n) * 64, len(text), "utf-8")
+
+    parts = (part(1, _m("d", 4), _m("c", 3)), part(10), part(2, _m("b", 2), _m("a", 1)))
+    group = SourceText("", "inbox/x_1", "f" * 64, 0, "utf-8", parts=parts)
+    (s,) = G.parse(group, Settings())
+    assert [t.content for t in s.turns] == ["a", "b", "c", "d"]
+    assert s.turns[0].pointer == "/message_2.json/messages/1" and s.session_id == "inbox/x_1"
+    assert [f["name"] for f in s.meta["files"]] == ["message_1.json", "message_2.json", "message_10.json"]
+    assert s.coverage_reason == "1 files of the thread are not readable message lists: message_10.json"
+    assert G.count_turns(s.raw) == 4 and account(s, None).clean

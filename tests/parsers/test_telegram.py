@@ -100,9 +100,10 @@ def test_extra_keys_follow_the_raw_time_convention():
 
 
 @pytest.mark.parametrize(("sample", "score"), [
-    ('{"name": "x", "id": 1, "messages": [{"id": 1, "type": "message", "date_unixtime": "1"}]}', 0.93),
-    ('{"about": "Here is the data you requested.", "personal_information": {"user_id": 1}', 0.95),
-    ('{"name": "x", "messages": [{"id": 1, "type": "message", "date": "2019-01-01T00:00:00", "from": "A"}]}', 0.6),
+    ('{"name": "x", "id": 1, "messages": [{"id": 1, "type": "message", "date_unixtime": "1", "from": "A"}]}', 1.0),
+    ('{"about": "Here is the data you requested.", "personal_information": {"user_id": 1}', 0.9),
+    ('{"name": "x", "messages": [{"id": 1, "type": "message", "date": "2019-01-01T00:00:00", "from": "A"}]}', 1.0),
+    ('{"messages": [{"type": "message", "date": "2019", "text": "a"}, {"user": "B", "ts": "1", "text": "b"}]}', 0.5),
     ('{"participants": [], "messages": [{"sender_name": "A", "timestamp_ms": 1, "type": "Generic"}]}', 0.0),
     ('{"guild": {}, "channel": {}, "messages": [{"type": "Default", "timestamp": "x"}]}', 0.0),
     ('[{"type": "message", "user": "U1", "ts": "1.2", "text": "x"}]', 0.0),
@@ -110,3 +111,17 @@ def test_extra_keys_follow_the_raw_time_convention():
 ])
 def test_detection_scores(sample, score):
     assert G.detect(sample, "result.json") == score
+
+
+def test_unknown_keys_types_actions_and_entities_are_counted_as_drift():
+    (s,) = _parse(_chat({"id": 1, "type": "message", "from": "A", "text": ["x", {"type": "sparkles", "text": "y"}],
+                         "glow": 1},
+                        {"id": 2, "type": "story", "from": "A", "text": "seen"},
+                        {"id": 3, "type": "service", "actor": "A", "action": "launch_rocket", "text": ""}))
+    assert [t.content for t in s.turns][:2] == ["xy", "seen"]
+    assert s.meta["formatDrift"] == {
+        "action:launch_rocket": {"count": 1, "first": "/messages/2"},
+        "contentType:sparkles": {"count": 1, "first": "/messages/0"},
+        "key:glow": {"count": 1, "first": "/messages/0"},
+        "messageType:story": {"count": 1, "first": "/messages/1"},
+    }

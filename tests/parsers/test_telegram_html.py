@@ -1,0 +1,104 @@
+"""Telegram Desktop HTML pages: times from titles, joined runs, service blocks, media, accounting, detection."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from models.records import RegionKind, SourceText
+from models.settings import Settings
+from parsers import registry
+from parsers.grammars.telegram_html import title_time
+from validators.accounting import LineIndex, account
+
+G = registry.get("telegram-html")
+HEAD = ('<html>\n<body>\n<div class="page_header">\n<div class="text bold">\nTrip\n</div>\n</div>\n'
+        '<div class="history">\n')
+TAIL = "</div>\n</body>\n</html>\n"
+
+
+def _msg(mid, name=None, text="hi", when="01.02.2022 10:00:00 UTC+02:00", joined=False, inner=""):
+    cls = "message default clearfix" + (" joined" if joined else "")
+    who = f'<div class="from_name">\n{name}\n</div>\n' if name else ""
+    return (f'<div class="{cls}" id="message{mid}">\n<div class="body">\n'
+            f'<div class="pull_right date details" title="{when}">\n10:00\n</div>\n{who}{inner}'
+            f'<div class="text">\n{text}\n</div>\n</div>\n</div>\n')
+
+
+def _date(n, day="1 February 2022"):
+    return f'<div class="message service" id="message-{n}">\n<div class="body details">\n{day}\n</div>\n</div>\n'
+
+
+def _parse(body, name="ChatExport/messages.html"):
+    text = HEAD + body + TAIL
+    (s,) = G.parse(SourceText(text, name, "0" * 64, len(text), "utf-8"), Settings())
+    return s, text
+
+
+@pytest.mark.parametrize(("title", "want"), [
+    ("12.03.2021 14:05:33 UTC+01:00", datetime(2021, 3, 12, 14, 5, 33, tzinfo=timezone(timedelta(hours=1)))),
+    ("12.03.2021 14:05:33 UTC-03:30",
+     datetime(2021, 3, 12, 14, 5, 33, tzinfo=timezone(-timedelta(hours=3, minutes=30)))),
+    ("12.03.2021 14:05:33", datetime(2021, 3, 12, 14, 5, 33)),
+    ("31.02.2021 14:05:33 UTC+01:00", None),
+    ("yesterday", None),
+])
+def test_times_come_from_the_title(title, want):
+    assert title_time(title) == want
+
+
+def test_joined_messages_take_the_previous_author_and_date_separators_are_regions():
+    s, text = _parse(_date(1) + _msg(5, "Ann Lee") + _msg(6, joined=True, text="second<br>line") + _msg(7, "Bo"))
+    assert [(t.speaker, t.content) for t in s.turns] == [("Ann Lee", "hi"), ("Ann Lee", "second\nline"), ("Bo", "hi")]
+    assert s.turns[1].extra == {"messageId": 6, "joined": True}
+    assert [r.kind for r in s.regions] == [RegionKind.SESSION_HEADER, RegionKind.BOILERPLATE, RegionKind.BOILERPLATE]
+    assert s.title == "Trip" and s.meta == {"page": 1}
+    assert G.count_turns(s.raw) == 3
+    result = account(s, LineIndex(text))
+    assert result.clean and result.in_turns and result.declared
+
+
+def test_a_joined_message_at_the_top_of_a_page_has_no_author_to_borrow():
+    s, _ = _parse(_msg(5, joined=True), name="messages3.html")
+    assert s.turns[0].speaker == "unknown" and "joined message" in s.warnings[0] and s.meta["page"] == 3
+
+
+def test_service_media_forward_and_reply():
+    media = ('<div class="media_wrap clearfix">\n<a class="sticker_wrap clearfix pull_left" href="stickers/s.webp">\n'
+             '<img class="sticker" src="stickers/s.webp_thumb.jpg"/>\n</a>\n</div>\n')
+    fwd = ('<div class="reply_to details">\nIn reply to <a href="#go_to_message5">this message</a>\n</div>\n'
+           '<div class="forwarded body">\n<div class="from_name">\n'
+           'News <span class="date details" title="x"> x</span>\n</div>\n')
+    body = ('<div class="message service" id="message4">\n<div class="body details">\nAnn created group «Trip»\n'
+            '</div>\n</div>\n' + _msg(5, "Ann", text="", inner=media) + _msg(6, "Bo", inner=fwd, text="read this")
+            .replace("</div>\n</div>\n</div>\n", "</div>\n</div>\n</div>\n</div>\n", 1))
+    s, text = _parse(body)
+    assert [(t.speaker, t.role, t.kind, t.content) for t in s.turns] == [
+        ("System", "system", "system", "Ann created group «Trip»"),
+        ("Ann", "user", "media", "[sticker: stickers/s.webp]"),
+        ("Bo", "user", "message", "read this")]
+    assert s.turns[2].extra == {"messageId": 6, "replyTo": 5, "forwardedFrom": "News"}
+    assert account(s, LineIndex(text)).clean
+
+
+def test_an_unknown_block_in_the_history_is_left_unaccounted_and_new_classes_drift():
+    s, text = _parse(_msg(5, "Ann") + '<div class="poll_results">\n3 votes\n</div>\n'
+                     + _msg(6, "Bo", inner='<div class="sparkle_line">\n</div>\n'))
+    result = account(s, LineIndex(text))
+    assert not result.clean and result.listed == ["lines 22-24"]
+    assert s.meta["formatDrift"] == {"htmlClass:sparkle_line": {"count": 1, "first": "line 33"}}
+
+
+def test_detection_counts_telegram_message_blocks():
+    _, text = _parse(_date(1) + _msg(5, "Ann") + _msg(6, joined=True))
+    assert G.detect(text, "messages.html") == 1.0
+    assert G.detect(text.replace('id="message6"', 'id="other6"'), "messages.html") == pytest.approx(2 / 3)
+    assert G.detect("<html><body><p>Ann: hi</p></body></html>", "page.html") == 0.0
+    assert registry.get("telegram").detect(text, "messages.html") == 0.0
+
+
+def test_entities_are_plain_text_and_text_links_keep_their_target():
+    s, _ = _parse(_msg(5, "Ann", text='see <a href="https://example.org/x">the docs</a> &amp; <strong>now</strong>'))
+    assert s.turns[0].content == "see the docs & now"
+    assert s.turns[0].extra["links"] == ["https://example.org/x"]
