@@ -166,7 +166,7 @@ def assemble(
             item["modelRaw"] = entry["modelRaw"]
         if turn.extra:
             item["sourceFields"] = raw_time_keys(turn.extra)
-        facts.observe(ordinal, turn.role, turn.kind, turn.speaker, content)
+        facts.observe(ordinal, turn.role, turn.kind, turn.speaker, content, turn.extra)
         interactions.append(item)
 
     if naive_times:
