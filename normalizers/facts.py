@@ -44,6 +44,8 @@ _PATCH_FILE = regex.compile(r"^\*\*\* (?P<op>Add|Update|Delete) File: (?P<path>.
 SHELL_TOOLS = {"Bash": "command", "shell": "command", "local_shell": "command", "exec_command": "cmd",
                "run_shell_command": "command", "container.exec": "cmd", "execute_command": "command"}
 SHELL_COMMANDS = frozenset({"run", "test", "!"})
+WRITE_TOOLS = frozenset({"Write", "write_file", "write_to_file", "create_file"})
+PATH_KEYS = ("file_path", "path", "absolute_path", "filePath")
 SUMMARY_CHARS = 4000
 INPUT_CHARS = 200
 
@@ -148,10 +150,11 @@ class Facts:
                 text = "\n".join(str(c) for c in args["command"])
             self._apply_patch(ordinal, via, text)
             return
-        if not isinstance(args, dict) or not isinstance(args.get("file_path"), str):
+        path = next((args[k] for k in PATH_KEYS if isinstance(args.get(k), str)), None) if isinstance(
+            args, dict) else None
+        if path is None:
             return
-        path = args["file_path"]
-        if isinstance(args.get("content"), str) and name == "Write":
+        if isinstance(args.get("content"), str) and name in WRITE_TOOLS:
             created = extra.get("fileOperation") == "create"
             self._whole(ordinal, via, path, args["content"], "create" if created else "write", created)
             return
