@@ -38,8 +38,8 @@ _DIFF_GIT = regex.compile(r"^diff --git a/(?P<a>\S+) b/(?P<b>\S+)", regex.MULTIL
 _HEURISTIC = regex.compile(r"(?<![\w-])H-[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9]")
 _TARGET_PATH = regex.compile(r'"path"\s*:\s*"(?P<p>[^"\n]{1,300})"')
 _SEARCH_REPLACE = regex.compile(
-    r"^<<<<<<< SEARCH[ \t]*\n(?P<old>(?:.*\n)*?)^=======[ \t]*\n(?P<new>(?:.*\n)*?)^>>>>>>> REPLACE[ \t]*$",
-    regex.MULTILINE)
+    r"^(?:<<<<<<<|-------) SEARCH[ \t]*\n(?P<old>(?:.*\n)*?)^=======[ \t]*\n(?P<new>(?:.*\n)*?)"
+    r"^(?:>>>>>>>|\+\+\+\+\+\+\+) REPLACE[ \t]*$", regex.MULTILINE)
 _PATCH_FILE = regex.compile(r"^\*\*\* (?P<op>Add|Update|Delete) File: (?P<path>.+?)[ \t]*$", regex.MULTILINE)
 SHELL_TOOLS = {"Bash": "command", "shell": "command", "local_shell": "command", "exec_command": "cmd",
                "run_shell_command": "command", "container.exec": "cmd", "execute_command": "command"}
@@ -72,7 +72,7 @@ class Facts:
         if extra and extra.get("userCommand") in SHELL_COMMANDS:
             command = content.split(" ", 1)[1] if content.startswith("/") and " " in content else content[1:]
             self.record["commands"].append({"turn": ordinal, "command": command.strip()[:INPUT_CHARS]})
-        if role == "assistant" and "<<<<<<< SEARCH" in content:
+        if role == "assistant" and "<<<<<<< SEARCH" in content and not (extra and "tool" in extra):
             self._search_replace(ordinal, content)
         if "```" in content:
             for m in _FENCE_CMD.finditer(content):
@@ -154,6 +154,11 @@ class Facts:
             args, dict) else None
         if path is None:
             return
+        if isinstance(args.get("diff"), str) and "SEARCH" in args["diff"]:
+            pairs = [(m["old"], m["new"], False) for m in _SEARCH_REPLACE.finditer(args["diff"] + "\n")]
+            if pairs:
+                self._edit(ordinal, via, path, pairs)
+            return
         if isinstance(args.get("content"), str) and name in WRITE_TOOLS:
             created = extra.get("fileOperation") == "create"
             self._whole(ordinal, via, path, args["content"], "create" if created else "write", created)
@@ -190,6 +195,8 @@ class Facts:
     def _change(self, ordinal: int, via: str, path: str, operation: str, base: str | None, result: str | None,
                 summary: str | None) -> None:
         entry: dict[str, Any] = {"turn": ordinal, "path": path, "via": via, "operation": operation}
+        if result is not None:
+            entry["resultSha256"] = _sha(result)
         if base is not None and result is not None and base != result:
             entry["patch"] = make_patch(base, result, path)
         else:

@@ -34,16 +34,25 @@ def documents(grammar: str, source: SourceText) -> list[dict]:
 
 def replay_patches(doc: dict) -> dict[str, str]:
     """Apply every patch of the session record in order to the text it names as its base: each must
-    validate (clean JSON, schema, base checksum) and apply; returns the final texts by path."""
+    validate (clean JSON, schema, base checksum) and apply to the text the changes before it left
+    (a create starts from the empty text; after a whole-file write whose text is not in the record,
+    the patch's base checksum must be that write's ``resultSha256``); returns the final texts."""
     texts: dict[str, str] = {}
+    written: dict[str, str] = {}
     for change in doc["artifacts"]["ByggLogg"]["sessionRecord"]["fileChanges"]:
+        path = change["path"]
         if "patch" not in change:
             assert change["summary"].startswith("--- ")
-            texts.pop(change["path"], None)
+            texts.pop(path, None)
+            if "resultSha256" in change:
+                written[path] = change["resultSha256"]
             continue
-        base = "" if change["operation"] == "create" else texts[change["path"]]
-        raw = orjson.dumps(change["patch"])
-        texts[change["path"]] = diffjson.apply(diffjson.validate(raw, base), base)
+        if change["operation"] != "create" and path not in texts:
+            assert change["patch"]["target"]["base_checksum_sha256"] == written.pop(path)
+            continue
+        base = "" if change["operation"] == "create" else texts[path]
+        texts[path] = diffjson.apply(diffjson.validate(orjson.dumps(change["patch"]), base), base)
+        assert change["resultSha256"] == diffjson.sha256_text(texts[path])
     return texts
 
 
