@@ -41,8 +41,10 @@ _SEARCH_REPLACE = regex.compile(
     r"^(?:<<<<<<<|-------) SEARCH[ \t]*\n(?P<old>(?:.*\n)*?)^=======[ \t]*\n(?P<new>(?:.*\n)*?)"
     r"^(?:>>>>>>>|\+\+\+\+\+\+\+) REPLACE[ \t]*$", regex.MULTILINE)
 _PATCH_FILE = regex.compile(r"^\*\*\* (?P<op>Add|Update|Delete) File: (?P<path>.+?)[ \t]*$", regex.MULTILINE)
-SHELL_TOOLS = {"Bash": "command", "shell": "command", "local_shell": "command", "exec_command": "cmd",
-               "run_shell_command": "command", "container.exec": "cmd", "execute_command": "command"}
+_ANY_FENCE = regex.compile(r"^```[\w-]*[ \t]*\n(.*?)^```", regex.MULTILINE | regex.DOTALL)
+SHELL_TOOLS = {"Bash": "command", "bash": "command", "shell": "command", "local_shell": "command",
+               "exec_command": "cmd", "run_shell_command": "command", "container.exec": "cmd",
+               "execute_command": "command"}
 SHELL_COMMANDS = frozenset({"run", "test", "!"})
 WRITE_TOOLS = frozenset({"Write", "write_file", "write_to_file", "create_file"})
 PATH_KEYS = ("file_path", "path", "absolute_path", "filePath")
@@ -65,7 +67,8 @@ class Facts:
 
     def observe(self, ordinal: int, role: str, kind: str, speaker: str, content: str,
                 extra: dict[str, Any] | None = None) -> None:
-        if extra and ("tool" in extra or "callId" in extra) and kind in ("tool_call", "tool_result"):
+        agent = bool(extra) and ("tool" in extra or "callId" in extra) and kind in ("tool_call", "tool_result")
+        if agent:
             self._agent_tool(ordinal, kind, speaker, content, extra)
         elif kind in ("tool_call", "tool_result") or role == "tool":
             self.record["toolCalls"].append({"turn": ordinal, "kind": kind, "name": speaker})
@@ -74,7 +77,7 @@ class Facts:
             self.record["commands"].append({"turn": ordinal, "command": command.strip()[:INPUT_CHARS]})
         if role == "assistant" and "<<<<<<< SEARCH" in content and not (extra and "tool" in extra):
             self._search_replace(ordinal, content)
-        if "```" in content:
+        if "```" in content and not agent:
             for m in _FENCE_CMD.finditer(content):
                 first = m["body"].strip().split("\n", 1)[0][:200]
                 if first:
@@ -135,7 +138,7 @@ class Facts:
         if isinstance(call, str):
             self._calls[call] = entry
         args = _json(content)
-        command = _shell_command(name, args)
+        command = _shell_command(name, args) if args is not None else _fenced_command(name, content)
         if command and not command.startswith("apply_patch"):
             self.record["commands"].append({"turn": ordinal, "command": command[:INPUT_CHARS], "callId": call})
             if isinstance(call, str):
@@ -257,6 +260,14 @@ def _shell_command(name: str, args: Any) -> str | None:
             return parts[2]
         return " ".join(parts)
     return value if isinstance(value, str) and value else None
+
+
+def _fenced_command(name: str, content: str) -> str | None:
+    """The command of a shell tool call written as text with a fenced block (the last one)."""
+    if name not in SHELL_TOOLS or "```" not in content:
+        return None
+    blocks = _ANY_FENCE.findall(content)
+    return blocks[-1].strip() or None if blocks else None
 
 
 def _hunks(body: list[str]) -> list[tuple[str, str, bool]]:

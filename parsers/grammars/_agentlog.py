@@ -26,6 +26,10 @@ from models.records import ModelRef, Turn
 
 _DATE_TAIL = regex.compile(r"^(?P<name>.+?)-(?P<version>(?:19|20)\d{2}(?:\d{4}|-\d{2}-\d{2}))$")
 _MODELS: dict[tuple[str | None, str], ModelRef] = {}
+FAMILIES = (("claude", "anthropic"), ("gpt-", "openai"), ("o1", "openai"), ("o3", "openai"), ("o4", "openai"),
+            ("chatgpt", "openai"), ("codex", "openai"), ("gemini", "google"), ("deepseek", "deepseek"),
+            ("grok", "xai"), ("mistral", "mistral"), ("codestral", "mistral"))
+"""Model families whose maker is unambiguous, for tools that name a model without its provider."""
 SAMPLE_LINES = 200
 
 
@@ -47,6 +51,15 @@ def split_model(provider: str | None, model: Any) -> ModelRef | None:
                 name, version = m["name"], m["version"]
         ref = _MODELS[key] = ModelRef(provider, name or model, version or None)
     return ref
+
+
+def family_model(model: Any) -> ModelRef | None:
+    """``split_model`` for a model string from a multi-provider tool: the ``provider/`` prefix when
+    there is one, else the provider of the model's family (``FAMILIES``), else none."""
+    if not isinstance(model, str) or "/" in model.strip("/"):
+        return split_model(None, model)
+    low = model.strip().lower()
+    return split_model(next((p for prefix, p in FAMILIES if low.startswith(prefix)), None), model)
 
 
 def read_lines(text: str) -> list[Any]:

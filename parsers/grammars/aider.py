@@ -31,7 +31,7 @@ import regex
 from models.records import ModelRef, ParsedSession, Region, RegionKind, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
-from parsers.grammars._agentlog import split_model
+from parsers.grammars._agentlog import family_model
 from parsers.registry import register
 
 HEADING = regex.compile(r"^# aider chat started at (?P<when>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})[ \t]*$")
@@ -39,8 +39,6 @@ _MODEL = regex.compile(r"^(?:Main model|Model|Models): (?P<model>\S+?)(?: with (
 _VERSION = regex.compile(r"^Aider v(?P<v>\d[\w.+-]*)")
 _COMMAND = regex.compile(r"^(?:/(?P<cmd>[a-z][\w-]*)\b|(?P<bang>!))")
 SHELL_COMMANDS = frozenset({"run", "test", "!"})
-FAMILIES = (("claude", "anthropic"), ("gpt-", "openai"), ("o1", "openai"), ("o3", "openai"), ("o4", "openai"),
-            ("chatgpt", "openai"), ("gemini", "gemini"), ("deepseek", "deepseek"), ("grok", "xai"))
 USER, TOOL, REPLY, BLANK = "user", "tool", "reply", "blank"
 ROLES = {USER: ("User", "user", "message"), TOOL: ("aider", "tool", "tool_output"),
          REPLY: ("Assistant", "assistant", "message")}
@@ -81,11 +79,6 @@ def blocks(kinds: list[str]) -> list[tuple[str, int, int]]:
         else:
             out.append((kind, i, i))
     return out
-
-
-def _provider(model: str) -> str | None:
-    low = model.lower()
-    return next((p for prefix, p in FAMILIES if low.startswith(prefix)), None)
 
 
 def _strip(line: str, kind: str) -> str:
@@ -167,7 +160,7 @@ class Aider(Grammar):
             m = _MODEL.match(text)
             if m:
                 name = m["model"]
-                model = split_model(None if "/" in name else _provider(name), name)
+                model = family_model(name)
                 session.meta.setdefault("model", name)
                 if m["format"]:
                     session.meta.setdefault("editFormat", m["format"])
