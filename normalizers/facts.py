@@ -17,11 +17,14 @@ copied to the document as it is). From these:
 - ``commands``: shell commands (Bash, shell, local_shell, exec_command..., a ``/run`` line) with
   exit code and duration where logged;
 - ``fileChanges``: Write/Edit/MultiEdit inputs, ``apply_patch`` envelopes and SEARCH/REPLACE
-  blocks. The build log follows each file's text through the session (a file created or written
-  whole, then edited); an edit whose base text is known gets a ``diff_json_v1`` patch (seed 004:
-  checksums over the LF text, one op against the original base, ``result_sha256``) that applies to
-  that reconstructed base; an edit of a file whose text the log never shows gets a unified-diff
-  ``summary`` instead. Texts are the redacted ones the document holds.
+  blocks. The build log follows each file's text through the session (a file created, written
+  whole or read whole, then edited); an edit whose base text is known gets a ``diff_json_v1``
+  patch (seed 004: checksums over the LF text, one op against the original base,
+  ``result_sha256``) that applies to that reconstructed base, and ``baseTurn`` names the turn the
+  base came from (a read's result, a write, an earlier edit); an edit of a file whose text the log
+  never shows gets a unified-diff ``summary`` instead. Every change whose result is known carries
+  ``resultSha256``. Texts are the redacted ones the document holds; a ``cat -n`` listing cannot
+  show a missing final newline, so one is assumed.
 """
 
 from __future__ import annotations
@@ -48,6 +51,12 @@ SHELL_TOOLS = {"Bash": "command", "bash": "command", "shell": "command", "local_
 SHELL_COMMANDS = frozenset({"run", "test", "!"})
 WRITE_TOOLS = frozenset({"Write", "write_file", "write_to_file", "create_file"})
 PATH_KEYS = ("file_path", "path", "absolute_path", "filePath")
+READ_TOOLS = {"Read": "numbered", "read_file": "raw"}
+"""Whole-file reads whose result is the file's text: Claude Code's ``cat -n`` style, or as it is."""
+PARTIAL_READ_KEYS = ("offset", "limit", "start_line", "end_line", "line_range")
+_NUMBERED = regex.compile(r"^ *(?P<n>\d+)(?:\t|\u2192)(?P<line>.*)$")
+_BASH_INPUT = regex.compile(r"<bash-input>(?P<cmd>.*?)</bash-input>", regex.DOTALL)
+_RESULT_HEADER = regex.compile(r"^\[[\w-]+ for '[^\n]*'\] Result:\n")
 SUMMARY_CHARS = 4000
 INPUT_CHARS = 200
 
@@ -64,6 +73,8 @@ class Facts:
         self._calls: dict[str, dict] = {}
         self._commands: dict[str, dict] = {}
         self._files: dict[str, str] = {}
+        self._reads: dict[str, tuple[str, str]] = {}
+        self._origin: dict[str, int] = {}
 
     def observe(self, ordinal: int, role: str, kind: str, speaker: str, content: str,
                 extra: dict[str, Any] | None = None) -> None:
@@ -73,8 +84,7 @@ class Facts:
         elif kind in ("tool_call", "tool_result") or role == "tool":
             self.record["toolCalls"].append({"turn": ordinal, "kind": kind, "name": speaker})
         if extra and extra.get("userCommand") in SHELL_COMMANDS:
-            command = content.split(" ", 1)[1] if content.startswith("/") and " " in content else content[1:]
-            self.record["commands"].append({"turn": ordinal, "command": command.strip()[:INPUT_CHARS]})
+            self.record["commands"].append({"turn": ordinal, "command": _typed_command(content)[:INPUT_CHARS]})
         if role == "assistant" and "<<<<<<< SEARCH" in content and not (extra and "tool" in extra):
             self._search_replace(ordinal, content)
         if "```" in content and not agent:
@@ -125,6 +135,9 @@ class Facts:
                 return
             failed = bool(extra.get("isError")) or extra.get("exitCode") not in (None, 0)
             entry.update(resultTurn=ordinal, outcome="error" if failed else "ok")
+            read = self._reads.pop(call, None)
+            if read is not None and not failed:
+                self._read_result(ordinal, read, content)
             command = self._commands.get(call)
             if command is not None:
                 for key in ("exitCode", "durationSeconds", "durationMs"):
@@ -144,6 +157,26 @@ class Facts:
             if isinstance(call, str):
                 self._commands[call] = self.record["commands"][-1]
         self._tool_edits(ordinal, name, args, content, extra)
+        if name in READ_TOOLS and isinstance(args, dict) and isinstance(call, str):
+            path = next((args[k] for k in PATH_KEYS if isinstance(args.get(k), str)), None)
+            if path and not any(args.get(k) not in (None, "", 0) for k in PARTIAL_READ_KEYS):
+                self._reads[call] = (path, READ_TOOLS[name])
+
+    def _read_result(self, ordinal: int, read: tuple[str, str], content: str) -> None:
+        """A whole-file read gives the file's text: the base of the edits after it."""
+        path, style = read
+        text = _numbered_text(content) if style == "numbered" else _raw_text(content)
+        if text is not None:
+            self._known(path, text, ordinal)
+
+    def _known(self, path: str, text: str | None, ordinal: int) -> None:
+        """The file's text after turn ``ordinal`` (None: no longer known)."""
+        if text is None:
+            self._files.pop(path, None)
+            self._origin.pop(path, None)
+        else:
+            self._files[path] = text
+            self._origin[path] = ordinal
 
     def _tool_edits(self, ordinal: int, name: str, args: Any, content: str, extra: dict[str, Any]) -> None:
         via = f"tool:{name}"
@@ -178,7 +211,7 @@ class Facts:
     def _whole(self, ordinal: int, via: str, path: str, text: str, operation: str, created: bool) -> None:
         base = "" if created else self._files.get(path)
         self._change(ordinal, via, path, operation, base, text, None)
-        self._files[path] = text
+        self._known(path, text, ordinal)
 
     def _edit(self, ordinal: int, via: str, path: str, pairs: list[tuple[str, str, bool]]) -> None:
         base = self._files.get(path)
@@ -190,10 +223,7 @@ class Facts:
             result = (result.replace(old, new) if every else result.replace(old, new, 1)) if old else result + new
         summary = "\n".join(_unified(path, old, new) for old, new, _ in pairs)
         self._change(ordinal, via, path, "edit", base if result is not None else None, result, summary)
-        if result is not None:
-            self._files[path] = result
-        else:
-            self._files.pop(path, None)
+        self._known(path, result, ordinal)
 
     def _change(self, ordinal: int, via: str, path: str, operation: str, base: str | None, result: str | None,
                 summary: str | None) -> None:
@@ -202,6 +232,8 @@ class Facts:
             entry["resultSha256"] = _sha(result)
         if base is not None and result is not None and base != result:
             entry["patch"] = make_patch(base, result, path)
+            if path in self._origin and operation != "create":
+                entry["baseTurn"] = self._origin[path]
         else:
             entry["summary"] = (summary if summary is not None else _unified(path, base or "", result or ""))[
                 :SUMMARY_CHARS]
@@ -235,7 +267,7 @@ class Facts:
                 self._whole(ordinal, via, path, added + "\n" if added else "", "create", True)
             elif op == "Delete":
                 self._change(ordinal, via, path, "delete", self._files.get(path), "", f"--- a/{path}\n+++ /dev/null")
-                self._files.pop(path, None)
+                self._known(path, None, ordinal)
             else:
                 self._edit(ordinal, via, path, _hunks(body))
 
@@ -268,6 +300,35 @@ def _fenced_command(name: str, content: str) -> str | None:
         return None
     blocks = _ANY_FENCE.findall(content)
     return blocks[-1].strip() or None if blocks else None
+
+
+def _typed_command(content: str) -> str:
+    """The command of a line the user typed: ``/run cmd``, ``!cmd`` or ``<bash-input>cmd</bash-input>``."""
+    m = _BASH_INPUT.search(content)
+    if m:
+        return m["cmd"].strip()
+    if content.startswith("/"):
+        return content.split(" ", 1)[1].strip() if " " in content else ""
+    return content[1:].strip() if content.startswith("!") else content.strip()
+
+
+def _numbered_text(content: str) -> str | None:
+    """The file text of a ``cat -n`` style read (lines ``     1\\tcode`` or ``     1→code``, numbered
+    from 1 without gaps, up to the first line that is not one of them, such as a reminder the tool
+    appends). The listing cannot show whether the file ends with a newline: one is assumed."""
+    lines = []
+    for line in content.split("\n"):
+        m = _NUMBERED.match(line)
+        if m is None or int(m["n"]) != len(lines) + 1:
+            break
+        lines.append(m["line"])
+    return "\n".join(lines) + "\n" if lines else None
+
+
+def _raw_text(content: str) -> str | None:
+    """The file text of a read that returns it as it is (after a Cline ``[read_file for ...] Result:`` line)."""
+    m = _RESULT_HEADER.match(content)
+    return content[m.end():] if m else content
 
 
 def _hunks(body: list[str]) -> list[tuple[str, str, bool]]:

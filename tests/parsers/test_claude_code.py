@@ -7,6 +7,7 @@ import orjson
 
 from models.records import Detection, RegionKind, SourceText
 from models.settings import Settings
+from normalizers import facts
 from normalizers.assemble import RunContext, assemble
 from parsers import registry
 from parsers.grammars._agentlog import split_model
@@ -32,25 +33,35 @@ def documents(grammar: str, source: SourceText) -> list[dict]:
                      grammar_version=g.version, ctx=ctx) for s in g.parse(source, Settings())]
 
 
+def _base_of(doc: dict, turn: int) -> str:
+    """The text a patch's ``baseTurn`` holds: a whole-file read's result or a whole-file write's input."""
+    item = doc["artifacts"]["Chatthistorik"]["interactions"][turn - 1]
+    if item["kind"] == "tool_call":
+        return orjson.loads(item["content"])["content"]
+    name = item["speakerName"]
+    return (facts._numbered_text if name == "Read" else facts._raw_text)(item["content"])
+
+
 def replay_patches(doc: dict) -> dict[str, str]:
-    """Apply every patch of the session record in order to the text it names as its base: each must
-    validate (clean JSON, schema, base checksum) and apply to the text the changes before it left
-    (a create starts from the empty text; after a whole-file write whose text is not in the record,
-    the patch's base checksum must be that write's ``resultSha256``); returns the final texts."""
+    """Apply every patch of the session record in order: each must validate (clean JSON, schema,
+    base checksum) against the text the changes before it left (a create starts from the empty
+    text), or, where the base came from a read or a whole-file write, against the text of its
+    ``baseTurn``; returns the final texts by path."""
     texts: dict[str, str] = {}
-    written: dict[str, str] = {}
     for change in doc["artifacts"]["ByggLogg"]["sessionRecord"]["fileChanges"]:
         path = change["path"]
         if "patch" not in change:
             assert change["summary"].startswith("--- ")
             texts.pop(path, None)
-            if "resultSha256" in change:
-                written[path] = change["resultSha256"]
             continue
-        if change["operation"] != "create" and path not in texts:
-            assert change["patch"]["target"]["base_checksum_sha256"] == written.pop(path)
-            continue
-        base = "" if change["operation"] == "create" else texts[path]
+        interactions = doc["artifacts"]["Chatthistorik"]["interactions"]
+        from_read = "baseTurn" in change and interactions[change["baseTurn"] - 1]["kind"] == "tool_result"
+        if change["operation"] == "create":
+            base = ""
+        elif path in texts and not from_read:
+            base = texts[path]
+        else:
+            base = _base_of(doc, change["baseTurn"])
         texts[path] = diffjson.apply(diffjson.validate(orjson.dumps(change["patch"]), base), base)
         assert change["resultSha256"] == diffjson.sha256_text(texts[path])
     return texts
@@ -128,9 +139,10 @@ def test_session_record_holds_calls_commands_and_file_changes_with_patches_that_
     assert record["commands"][0] == {"turn": 17, "command": "python -m pytest -q tests/test_totals.py",
                                      "callId": "toolu_01Bash", "exitCode": 1}
     changes = [(c["path"].rsplit("/", 1)[1], c["operation"], "patch" in c) for c in record["fileChanges"]]
-    assert changes == [("test_totals.py", "create", True), ("totals.py", "edit", False),
-                       ("test_totals.py", "edit", True)]
+    assert changes == [("test_totals.py", "create", True), ("totals.py", "edit", True),
+                       ("test_totals.py", "edit", True)]  # totals.py's base is the Read before the Edit
     final = replay_patches(docs[0])
+    assert "ROUND_HALF_UP" in final["/home/maja/src/invoice-cli/invoice/totals.py"]
     assert "def test_half_cent_rounds_up():" in final["/home/maja/src/invoice-cli/tests/test_totals.py"]
     assert docs[0]["artifacts"]["ByggLogg"]["sourceMeta"]["gitBranch"] == "fix/rounding"
 
@@ -155,3 +167,11 @@ def test_keys_in_tool_input_and_output_do_not_reach_the_document():
         assert key not in blob
     assert doc["artifacts"]["ai_protocol_performance"]["redactions"]["total"] >= 4
     assert doc["artifacts"]["ByggLogg"]["sessionRecord"]["commands"][0]["command"].startswith("export OPENAI_API_KEY=")
+
+
+def test_a_shell_command_typed_with_a_bang_is_a_command():
+    records = [_user("u1", "<bash-input>git status --short</bash-input>"),
+               _user("u2", "<bash-stdout> M invoice/totals.py</bash-stdout><bash-stderr></bash-stderr>")]
+    [doc] = documents("claude-code", _source(records))
+    assert doc["artifacts"]["Chatthistorik"]["interactions"][0]["kind"] == "command"
+    assert doc["artifacts"]["ByggLogg"]["sessionRecord"]["commands"] == [{"turn": 1, "command": "git status --short"}]
