@@ -46,7 +46,8 @@ _SEARCH_REPLACE = regex.compile(
 _PATCH_FILE = regex.compile(r"^\*\*\* (?P<op>Add|Update|Delete) File: (?P<path>.+?)[ \t]*$", regex.MULTILINE)
 _ANY_FENCE = regex.compile(r"^```[\w-]*[ \t]*\n(.*?)^```", regex.MULTILINE | regex.DOTALL)
 SHELL_TOOLS = {"Bash": "command", "bash": "command", "shell": "command", "local_shell": "command",
-               "exec_command": "cmd", "run_shell_command": "command", "container.exec": "cmd",
+               "exec_command": "cmd", "shell_command": "command", "run_shell_command": "command",
+               "container.exec": "cmd",
                "execute_command": "command"}
 SHELL_COMMANDS = frozenset({"run", "test", "!"})
 WRITE_TOOLS = frozenset({"Write", "write_file", "write_to_file", "create_file"})

@@ -1,7 +1,7 @@
 """Claude Code session logs: ``~/.claude/projects/<project>/<session>.jsonl`` (and ``agent-*.jsonl``).
 
 One JSON record per line. Records of type ``user``, ``assistant`` and ``system`` are said in the
-session; ``summary``, ``file-history-snapshot``, ``queue-operation`` and the like describe it
+session; ``summary``, ``file-history-snapshot``, ``queue-operation``, ``progress`` and the like describe it
 (declared metadata regions). Sessions are grouped by ``sessionId`` in order of first appearance
 (a resumed session appended to a file is a session of its own); records without one (summaries,
 snapshots) belong to the session of the record before them, or the first session at the start.
@@ -59,6 +59,7 @@ META_TYPES = {
     "file-history-snapshot": "file backup snapshot for undo, not said in the session",
     "queue-operation": "prompt queue bookkeeping; a queued prompt appears as its own user record when sent",
     "custom-title": "title set by the user",
+    "progress": "progress of a running tool, hook or subagent; its outcome is the tool result",
 }
 TASK_TOOLS = frozenset({"Task", "Agent"})
 KNOWN_BLOCKS = frozenset({"text", "thinking", "redacted_thinking", "tool_use", "tool_result", "image", "document"})

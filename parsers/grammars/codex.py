@@ -70,6 +70,8 @@ ROLES = {"user": ("User", "user"), "assistant": ("Codex", "assistant"), "develop
          "system": ("System", "system")}
 _INJECTED = regex.compile(r"^\s*(?:<(?P<tag>environment_context|user_instructions)>|# AGENTS\.md instructions)")
 _WALL = regex.compile(r"^Exit code: (?P<code>-?\d+)\nWall time: (?P<secs>[\d.]+) seconds", regex.MULTILINE)
+_EXITED = regex.compile(r"^Wall time: (?P<secs>[\d.]+) seconds\nProcess exited with code (?P<code>-?\d+)",
+                        regex.MULTILINE)
 
 
 def _unwrap(obj: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -379,7 +381,7 @@ def _output(value: Any) -> tuple[str, dict[str, Any]]:
             return text_of(inner["output"]), {"exitCode": meta.get("exit_code"),
                                               "durationSeconds": meta.get("duration_seconds")}
     text = text_of(value)
-    m = _WALL.match(text)
+    m = _WALL.match(text) or _EXITED.search(text[:500])
     if m:
         return text, {"exitCode": int(m["code"]), "durationSeconds": float(m["secs"])}
     return text, {}

@@ -125,10 +125,13 @@ def test_sidechain_turns_are_linked_to_the_task_call_that_started_them():
 
 
 def test_unknown_record_types_are_drift_and_still_interactions():
-    records = [_user("u1", "hi"), {"type": "progress", "uuid": "p1", "sessionId": SID, "content": "Linting"}]
+    records = [_user("u1", "hi"), {"type": "lint-notice", "uuid": "p1", "sessionId": SID, "content": "Linting"},
+               {"type": "progress", "uuid": "p2", "sessionId": SID, "toolUseID": "t1",
+                "data": {"type": "hook_progress", "hookName": "PostToolUse"}}]
     [session] = GRAMMAR.parse(_source(records), Settings())
     assert session.turns[-1].content == "Linting" and session.turns[-1].role == "other"
-    assert session.meta["formatDrift"] == {"recordType:progress": {"count": 1, "first": "/1"}}
+    assert session.meta["formatDrift"] == {"recordType:lint-notice": {"count": 1, "first": "/1"}}
+    assert session.regions[-1].pointer == "/2" and len(session.turns) == 2  # progress is known metadata
 
 
 def test_session_record_holds_calls_commands_and_file_changes_with_patches_that_apply():

@@ -76,3 +76,13 @@ def test_commands_and_file_changes_with_patches_that_apply():
 def test_claude_code_and_plain_jsonl_files_are_not_taken_for_rollouts():
     for path in [*sorted((GOLDEN / "jsonl").glob("*.*l")), *sorted((GOLDEN / "claude-code").glob("*.jsonl"))]:
         assert GRAMMAR.detect(path.read_text(encoding="utf-8")[:65536], path.name) == 0.0, path
+
+
+def test_newer_exec_command_output_gives_exit_code_and_duration():
+    records = [_line("session_meta", id="s-2", cwd="/w"),
+               _line("response_item", type="function_call", name="exec_command", call_id="c1",
+                     arguments='{"cmd": "cargo test", "workdir": "/w"}'),
+               _line("response_item", type="function_call_output", call_id="c1",
+                     output="Chunk ID: 1f2e\nWall time: 3.2 seconds\nProcess exited with code 101\nOutput:\nerror")]
+    [session] = _parse(records)
+    assert session.turns[1].extra == {"callId": "c1", "exitCode": 101, "durationSeconds": 3.2}
