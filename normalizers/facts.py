@@ -45,10 +45,9 @@ _SEARCH_REPLACE = regex.compile(
     r"^(?:>>>>>>>|\+\+\+\+\+\+\+) REPLACE[ \t]*$", regex.MULTILINE)
 _PATCH_FILE = regex.compile(r"^\*\*\* (?P<op>Add|Update|Delete) File: (?P<path>.+?)[ \t]*$", regex.MULTILINE)
 _ANY_FENCE = regex.compile(r"^```[\w-]*[ \t]*\n(.*?)^```", regex.MULTILINE | regex.DOTALL)
-SHELL_TOOLS = {"Bash": "command", "bash": "command", "shell": "command", "local_shell": "command",
-               "exec_command": "cmd", "shell_command": "command", "run_shell_command": "command",
-               "container.exec": "cmd",
-               "execute_command": "command"}
+SHELL_TOOLS = {"Bash": "command", "bash": "command", "execute_bash": "command", "run": "command",
+               "shell": "command", "local_shell": "command", "exec_command": "cmd", "shell_command": "command",
+               "run_shell_command": "command", "container.exec": "cmd", "execute_command": "command"}
 SHELL_COMMANDS = frozenset({"run", "test", "!"})
 WRITE_TOOLS = frozenset({"Write", "write_file", "write_to_file", "create_file"})
 PATH_KEYS = ("file_path", "path", "absolute_path", "filePath")
@@ -200,10 +199,11 @@ class Facts:
             created = extra.get("fileOperation") == "create"
             self._whole(ordinal, via, path, args["content"], "create" if created else "write", created)
             return
+        if args.get("command") == "create" and isinstance(args.get("file_text"), str):  # str_replace_editor
+            self._whole(ordinal, via, path, args["file_text"], "create", True)
+            return
         edits = args.get("edits") if isinstance(args.get("edits"), list) else [args]
-        pairs = [(e["old_string"], e["new_string"], bool(e.get("replace_all"))) for e in edits
-                 if isinstance(e, dict) and isinstance(e.get("old_string"), str)
-                 and isinstance(e.get("new_string"), str)]
+        pairs = [pair for e in edits if isinstance(e, dict) for pair in [_old_new(e)] if pair]
         if pairs:
             self._edit(ordinal, via, path, pairs)
 
@@ -301,6 +301,14 @@ def _fenced_command(name: str, content: str) -> str | None:
         return None
     blocks = _ANY_FENCE.findall(content)
     return blocks[-1].strip() or None if blocks else None
+
+
+def _old_new(edit: dict[str, Any]) -> tuple[str, str, bool] | None:
+    """(old, new, every) of one edit: ``old_string``/``new_string`` or ``old_str``/``new_str``."""
+    for old, new in (("old_string", "new_string"), ("old_str", "new_str")):
+        if isinstance(edit.get(old), str) and isinstance(edit.get(new), str):
+            return edit[old], edit[new], bool(edit.get("replace_all"))
+    return None
 
 
 def _typed_command(content: str) -> str:
