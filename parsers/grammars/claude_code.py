@@ -64,6 +64,7 @@ META_TYPES = {
 TASK_TOOLS = frozenset({"Task", "Agent"})
 KNOWN_BLOCKS = frozenset({"text", "thinking", "redacted_thinking", "tool_use", "tool_result", "image", "document"})
 _EXIT = regex.compile(r"^Exit code (\d+)")
+_LONG_FIRST = regex.compile(r'\A\{"(?:parentUuid|isSidechain|type|uuid|sessionId)":[^\n]{0,2000}"sessionId":"[^"]+"')
 _UUID_NAME = regex.compile(r"(?:^|/)(?P<id>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$")
 
 
@@ -155,6 +156,8 @@ class ClaudeCode(Grammar):
                '"message": {"role": "user", "content": "Fix the failing test"}}')
 
     def detect(self, sample: str, name: str) -> float:
+        if _LONG_FIRST.match(sample) and sample.count("\n") == 0:
+            return 0.9  # one record longer than the sample, opening the way Claude Code writes records
         good, total = sample_share(sample, _explains)
         if not total or not good:
             return 0.0
@@ -233,13 +236,13 @@ class ClaudeCode(Grammar):
         if kind == "assistant":
             self._usage(state, message)
         content = message.get("content")
-        before = len(state.turns)
+        before, declared = len(state.turns), len(state.regions)
         if isinstance(content, list):
             for j, block in enumerate(content):
                 self._block(state, obj, message, block, f"/{i}/message/content/{j}")
         elif isinstance(content, str) and content.strip():
             state.turns.append(self._turn(state, obj, message, "text", content, f"/{i}/message"))
-        if len(state.turns) == before and not any(r.pointer and r.pointer.startswith(f"/{i}/") for r in state.regions):
+        if len(state.turns) == before and len(state.regions) == declared:
             state.regions.append(Region(RegionKind.EMPTY_RECORD, f"{kind} record with no content", pointer=f"/{i}"))
 
     @staticmethod

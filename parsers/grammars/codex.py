@@ -69,6 +69,8 @@ EVENTS = frozenset({
 ROLES = {"user": ("User", "user"), "assistant": ("Codex", "assistant"), "developer": ("System", "system"),
          "system": ("System", "system")}
 _INJECTED = regex.compile(r"^\s*(?:<(?P<tag>environment_context|user_instructions)>|# AGENTS\.md instructions)")
+_LONG_FIRST = regex.compile(
+    r'\A\{"timestamp":"[^"]{10,40}","type":"(?:session_meta|response_item|event_msg|turn_context)"')
 _WALL = regex.compile(r"^Exit code: (?P<code>-?\d+)\nWall time: (?P<secs>[\d.]+) seconds", regex.MULTILINE)
 _EXITED = regex.compile(r"^Wall time: (?P<secs>[\d.]+) seconds\nProcess exited with code (?P<code>-?\d+)",
                         regex.MULTILINE)
@@ -176,6 +178,8 @@ class Codex(Grammar):
                '"role": "user", "content": [{"type": "input_text", "text": "…"}]}}')
 
     def detect(self, sample: str, name: str) -> float:
+        if _LONG_FIRST.match(sample) and sample.count("\n") == 0:
+            return 0.9  # one record longer than the sample, opening the way a rollout does
         good, total = sample_share(sample, _explains)
         if not total or not good:
             return 0.0

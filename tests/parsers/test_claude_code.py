@@ -178,3 +178,9 @@ def test_a_shell_command_typed_with_a_bang_is_a_command():
     [doc] = documents("claude-code", _source(records))
     assert doc["artifacts"]["Chatthistorik"]["interactions"][0]["kind"] == "command"
     assert doc["artifacts"]["ByggLogg"]["sessionRecord"]["commands"] == [{"turn": 1, "command": "git status --short"}]
+
+
+def test_a_first_record_longer_than_the_detection_sample_is_still_recognised():
+    record = _user("u1", "here is the whole log:\n" + "x" * 70_000)
+    sample = orjson.dumps(record).decode()[:65536]
+    assert registry.detect(sample, f"{SID}.jsonl", threshold=0.5).grammar == "claude-code"

@@ -86,3 +86,9 @@ def test_newer_exec_command_output_gives_exit_code_and_duration():
                      output="Chunk ID: 1f2e\nWall time: 3.2 seconds\nProcess exited with code 101\nOutput:\nerror")]
     [session] = _parse(records)
     assert session.turns[1].extra == {"callId": "c1", "exitCode": 101, "durationSeconds": 3.2}
+
+
+def test_a_first_record_longer_than_the_detection_sample_is_still_recognised():
+    record = _line("session_meta", id="s-3", instructions="y" * 70_000)
+    sample = orjson.dumps(record).decode()[:65536]
+    assert registry.detect(sample, "rollout-x.jsonl", threshold=0.5).grammar == "codex"
