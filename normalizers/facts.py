@@ -126,24 +126,29 @@ class Facts:
 
     # -- coding-agent tool calls ---------------------------------------------------------------
 
-    def _agent_tool(self, ordinal: int, kind: str, speaker: str, content: str, extra: dict[str, Any]) -> None:
+    def _tool_result(self, ordinal: int, speaker: str, content: str, extra: dict[str, Any]) -> None:
+        """A result completes its call: outcome, the command's exit code and duration, a read's text."""
         call = extra.get("callId")
-        if kind == "tool_result":
-            entry = self._calls.get(call) if isinstance(call, str) else None
-            if entry is None:
-                self.record["toolCalls"].append({"turn": ordinal, "kind": kind, "name": speaker, "callId": call})
-                return
-            failed = bool(extra.get("isError")) or extra.get("exitCode") not in (None, 0)
-            entry.update(resultTurn=ordinal, outcome="error" if failed else "ok")
-            read = self._reads.pop(call, None)
-            if read is not None and not failed:
-                self._read_result(ordinal, read, content)
-            command = self._commands.get(call)
-            if command is not None:
-                for key in ("exitCode", "durationSeconds", "durationMs"):
-                    if extra.get(key) is not None:
-                        command[key] = extra[key]
+        entry = self._calls.get(call) if isinstance(call, str) else None
+        if entry is None:
+            self.record["toolCalls"].append({"turn": ordinal, "kind": "tool_result", "name": speaker, "callId": call})
             return
+        failed = bool(extra.get("isError")) or extra.get("exitCode") not in (None, 0)
+        entry.update(resultTurn=ordinal, outcome="error" if failed else "ok")
+        read = self._reads.pop(call, None)
+        if read is not None and not failed:
+            self._read_result(ordinal, read, content)
+        command = self._commands.get(call)
+        if command is not None:
+            for key in ("exitCode", "durationSeconds", "durationMs"):
+                if extra.get(key) is not None:
+                    command[key] = extra[key]
+
+    def _agent_tool(self, ordinal: int, kind: str, speaker: str, content: str, extra: dict[str, Any]) -> None:
+        if kind == "tool_result":
+            self._tool_result(ordinal, speaker, content, extra)
+            return
+        call = extra.get("callId")
         name = str(extra.get("tool") or speaker)
         entry = {"turn": ordinal, "kind": kind, "name": name, "callId": call,
                  "input": " ".join(content.split())[:INPUT_CHARS]}

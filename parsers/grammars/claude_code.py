@@ -62,6 +62,7 @@ META_TYPES = {
     "progress": "progress of a running tool, hook or subagent; its outcome is the tool result",
 }
 TASK_TOOLS = frozenset({"Task", "Agent"})
+META_FIELDS = (("cwd", "cwd"), ("gitBranch", "gitBranch"), ("version", "agentVersion"), ("agentId", "agentId"))
 KNOWN_BLOCKS = frozenset({"text", "thinking", "redacted_thinking", "tool_use", "tool_result", "image", "document"})
 _EXIT = regex.compile(r"^Exit code (\d+)")
 _LONG_FIRST = regex.compile(r'\A\{"(?:parentUuid|isSidechain|type|uuid|sessionId)":[^\n]{0,2000}"sessionId":"[^"]+"')
@@ -208,13 +209,17 @@ class ClaudeCode(Grammar):
             meta["formatDrift"] = state.drift.as_meta()
         return meta
 
-    def _record(self, state: _State, obj: dict[str, Any], i: int) -> None:
-        kind = obj.get("type")
-        for key, meta_key in (("cwd", "cwd"), ("gitBranch", "gitBranch"), ("version", "agentVersion"),
-                              ("agentId", "agentId")):
+    @staticmethod
+    def _capture(state: _State, obj: dict[str, Any]) -> None:
+        """The session's cwd, branch, version and agent id: the first value each record field gives."""
+        for key, meta_key in META_FIELDS:
             value = obj.get(key)
             if isinstance(value, str) and value and meta_key not in state.meta:
                 state.meta[meta_key] = value
+
+    def _record(self, state: _State, obj: dict[str, Any], i: int) -> None:
+        kind = obj.get("type")
+        self._capture(state, obj)
         if kind in META_TYPES:
             if kind == "summary" and state.title is None and isinstance(obj.get("summary"), str):
                 state.title = obj["summary"]
