@@ -16,15 +16,16 @@ copied to the document as it is). From these:
   (``resultTurn``, ``outcome`` ok/error);
 - ``commands``: shell commands (Bash, shell, local_shell, exec_command..., a ``/run`` line) with
   exit code and duration where logged;
-- ``fileChanges``: Write/Edit/MultiEdit inputs, ``apply_patch`` envelopes and SEARCH/REPLACE
-  blocks. The build log follows each file's text through the session (a file created, written
-  whole or read whole, then edited); an edit whose base text is known gets a ``diff_json_v1``
-  patch (seed 004: checksums over the LF text, one op against the original base,
-  ``result_sha256``) that applies to that reconstructed base, and ``baseTurn`` names the turn the
-  base came from (a read's result, a write, an earlier edit); an edit of a file whose text the log
-  never shows gets a unified-diff ``summary`` instead. Every change whose result is known carries
-  ``resultSha256``. Texts are the redacted ones the document holds; a ``cat -n`` listing cannot
-  show a missing final newline, so one is assumed.
+- ``fileChanges``: Write/Edit/MultiEdit inputs (and their kin in other agents), ``apply_patch``
+  envelopes, SEARCH/REPLACE blocks, and Aider's whole-file and udiff replies. The build log
+  follows each file's text through the session (a file created, written whole or read whole, then
+  edited); an edit whose base text is known gets a ``diff_json_v1`` patch (seed 004: checksums
+  over the LF text, one op against the original base, ``result_sha256``) that applies to that
+  reconstructed base, and ``baseTurn`` names the turn the base came from (a read's result, a
+  write, an earlier edit); an edit of a file whose text the log never shows gets a unified-diff
+  ``summary`` instead. Every change whose result is known carries ``resultSha256``. Texts are the
+  redacted ones the document holds; a ``cat -n`` listing cannot show a missing final newline, so
+  one is assumed.
 """
 
 from __future__ import annotations
@@ -44,6 +45,9 @@ _SEARCH_REPLACE = regex.compile(
     r"^(?:<<<<<<<|-------) SEARCH[ \t]*\n(?P<old>(?:.*\n)*?)^=======[ \t]*\n(?P<new>(?:.*\n)*?)"
     r"^(?:>>>>>>>|\+\+\+\+\+\+\+) REPLACE[ \t]*$", regex.MULTILINE)
 _PATCH_FILE = regex.compile(r"^\*\*\* (?P<op>Add|Update|Delete) File: (?P<path>.+?)[ \t]*$", regex.MULTILINE)
+_WHOLE_FILE = regex.compile(r"^(?P<path>[\w./-]+\.[\w]+)[ \t]*\n```[\w+-]*[ \t]*\n(?P<body>(?:.*\n)*?)```[ \t]*$",
+                             regex.MULTILINE)
+_UDIFF = regex.compile(r"^```diff[ \t]*\n(?P<body>(?:.*\n)*?)```[ \t]*$", regex.MULTILINE)
 _ANY_FENCE = regex.compile(r"^```[\w-]*[ \t]*\n(.*?)^```", regex.MULTILINE | regex.DOTALL)
 SHELL_TOOLS = {"Bash": "command", "bash": "command", "execute_bash": "command", "run": "command",
                "shell": "command", "local_shell": "command", "exec_command": "cmd", "shell_command": "command",
@@ -87,6 +91,11 @@ class Facts:
             self.record["commands"].append({"turn": ordinal, "command": _typed_command(content)[:INPUT_CHARS]})
         if role == "assistant" and "<<<<<<< SEARCH" in content and not (extra and "tool" in extra):
             self._search_replace(ordinal, content)
+        edit_format = extra.get("editFormat") if extra and role == "assistant" else None
+        if edit_format == "whole" and "```" in content:
+            self._whole_files(ordinal, content)
+        elif edit_format in ("udiff", "udiff-simple") and "```diff" in content:
+            self._udiffs(ordinal, content)
         if "```" in content and not agent:
             for m in _FENCE_CMD.finditer(content):
                 first = m["body"].strip().split("\n", 1)[0][:200]
@@ -258,6 +267,28 @@ class Facts:
                 self._whole(ordinal, "search-replace", path, new, "create", True)
             else:
                 self._edit(ordinal, "search-replace", path, [(old, new, False)])
+
+    def _whole_files(self, ordinal: int, content: str) -> None:
+        """Aider's whole format: a file name line, then the file's full text in a fence."""
+        for m in _WHOLE_FILE.finditer(content):
+            body = m["body"]
+            self._whole(ordinal, "whole-file", m["path"], body, "write", False)
+
+    def _udiffs(self, ordinal: int, content: str) -> None:
+        """Aider's udiff format: fenced unified diffs, ``--- path`` / ``+++ path`` and ``@@`` hunks."""
+        for block in _UDIFF.finditer(content):
+            lines = block["body"].split("\n")
+            heads = [i for i, ln in enumerate(lines) if ln.startswith("+++ ")]
+            for n, h in enumerate(heads):
+                end = heads[n + 1] - 1 if n + 1 < len(heads) else len(lines)
+                path = lines[h][4:].strip().removeprefix("b/")
+                hunks = [ln for ln in lines[h + 1:end] if ln]
+                created = h > 0 and lines[h - 1].strip() == "--- /dev/null"
+                if created:
+                    added = "\n".join(ln[1:] for ln in hunks if ln.startswith("+"))
+                    self._whole(ordinal, "udiff", path, added + "\n", "create", True)
+                else:
+                    self._edit(ordinal, "udiff", path, _hunks(hunks))
 
     def _apply_patch(self, ordinal: int, via: str, text: str) -> None:
         marks = list(_PATCH_FILE.finditer(text))

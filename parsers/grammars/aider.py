@@ -11,8 +11,10 @@ in the configured source zone). Inside a session, lines are read as aider writes
   output); a run of them without a blank line between is one tool turn (speaker ``aider``, kind
   tool_output);
 - everything else is the model's reply (speaker ``Assistant``), blank lines included, up to the
-  next user or tool line; inside a fenced code block a ``> `` line stays in the reply. SEARCH /
-  REPLACE edit blocks stay in the reply's text; the build log reads them as file changes.
+  next user or tool line; inside a fenced code block a ``> `` line stays in the reply. Edits stay
+  in the reply's text and the build log reads them as file changes: SEARCH/REPLACE blocks, and,
+  by the edit format aider names (``extra.editFormat``), whole files (``whole``) and unified
+  diffs (``udiff``).
 
 The model comes from aider's own ``Main model:`` / ``Model:`` / ``Models:`` line and holds for the
 replies after it (a session-level statement, so not explicit per turn); ``provider/`` prefixes
@@ -137,37 +139,43 @@ class Aider(Grammar):
 
     def _turns(self, session: ParsedSession, body: list[str], offset: int) -> None:
         model: ModelRef | None = None
+        edit_format: str | None = None
         for kind, a, b in blocks(classify(body)):
             text = "\n".join(_strip(ln, kind) for ln in body[a:b + 1]).rstrip()
             speaker, role, turn_kind = ROLES[kind]
             extra: dict[str, Any] | None = None
             if kind == TOOL:
-                model = self._settings(session, body[a:b + 1]) or model
+                found = self._settings(session, body[a:b + 1])
+                if found:
+                    model, edit_format = found
             elif kind == USER:
                 m = _COMMAND.match(text)
                 if m:
                     extra = {"userCommand": "!" if m["bang"] else m["cmd"]}
                     turn_kind = "command"
+            elif edit_format:
+                extra = {"editFormat": edit_format}
             turn = Turn(speaker, role, text, None, None, model if kind == REPLY else None, turn_kind,
                         lines=(offset + a + 1, offset + b + 1), extra=extra, model_explicit=False)
             session.turns.append(turn)
 
     @staticmethod
-    def _settings(session: ParsedSession, block: list[str]) -> ModelRef | None:
-        model = None
+    def _settings(session: ParsedSession, block: list[str]) -> tuple[ModelRef | None, str | None] | None:
+        """The model and edit format aider's own lines name (None when they name none)."""
+        found = None
         for line in block:
             text = _strip(line, TOOL)
             m = _MODEL.match(text)
             if m:
                 name = m["model"]
-                model = family_model(name)
+                found = (family_model(name), m["format"])
                 session.meta.setdefault("model", name)
                 if m["format"]:
                     session.meta.setdefault("editFormat", m["format"])
             v = _VERSION.match(text)
             if v:
                 session.meta.setdefault("agentVersion", v["v"])
-        return model
+        return found
 
     def count_turns(self, raw: Any) -> int:
         """Runs of user lines and of tool lines (each ended by a blank line or another kind) and

@@ -8,6 +8,7 @@ from parsers import registry
 from parsers.text import decode
 from tests.helpers import GOLDEN
 from tests.parsers.test_claude_code import documents, replay_patches
+from validators import diffjson
 
 GRAMMAR = registry.get("aider")
 HISTORY = GOLDEN / "aider" / ".aider.chat.history.md"
@@ -45,3 +46,60 @@ def test_search_replace_blocks_are_file_changes_with_patches_that_apply():
     final = replay_patches(doc)
     assert "raise ValueError" in final["tasklog/dates.py"]
     assert {"turn": 10, "command": "python -m pytest -q"} in record["commands"]
+
+
+WHOLE_AND_UDIFF = """# aider chat started at 2025-04-02 10:11:12
+
+> Aider v0.80.0
+> Main model: gpt-4o-2024-08-06 with whole edit format
+
+#### create greet.py with a greet(name) function
+
+greet.py
+```python
+def greet(name):
+    return f"Hello, {name}!"
+```
+
+> Applied edit to greet.py
+
+#### make it strip whitespace
+
+greet.py
+```python
+def greet(name):
+    return f"Hello, {name.strip()}!"
+```
+
+> Applied edit to greet.py
+
+#### /model gpt-4-turbo
+> Main model: gpt-4-turbo with udiff edit format
+
+#### add a shout flag
+
+```diff
+--- greet.py
++++ greet.py
+@@ ... @@
+-def greet(name):
+-    return f"Hello, {name.strip()}!"
++def greet(name, shout=False):
++    text = f"Hello, {name.strip()}!"
++    return text.upper() if shout else text
+```
+
+> Applied edit to greet.py
+"""
+
+
+def test_whole_file_and_udiff_replies_by_the_edit_format_aider_names():
+    doc = documents("aider", decode(WHOLE_AND_UDIFF.encode(), ".aider.chat.history.md"))[0]
+    changes = doc["artifacts"]["ByggLogg"]["sessionRecord"]["fileChanges"]
+    assert [(c["via"], c["operation"], "patch" in c) for c in changes] == [
+        ("whole-file", "write", False), ("whole-file", "write", True), ("udiff", "edit", True)]
+    replay_patches(doc)  # each patch's base is the text the change before it left
+    base = 'def greet(name):\n    return f"Hello, {name.strip()}!"\n'
+    assert "shout=False" in diffjson.apply(changes[2]["patch"], base)
+    replies = [i for i in doc["artifacts"]["Chatthistorik"]["interactions"] if i["role"] == "assistant"]
+    assert [r["model"]["name"] for r in replies] == ["gpt-4o", "gpt-4o", "gpt-4-turbo"]

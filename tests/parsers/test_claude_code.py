@@ -45,23 +45,30 @@ def _base_of(doc: dict, turn: int) -> str:
 def replay_patches(doc: dict) -> dict[str, str]:
     """Apply every patch of the session record in order: each must validate (clean JSON, schema,
     base checksum) against the text the changes before it left (a create starts from the empty
-    text), or, where the base came from a read or a whole-file write, against the text of its
-    ``baseTurn``; returns the final texts by path."""
+    text), or, where the base came from a tool's read or write, against the text of its
+    ``baseTurn``; a base written whole inside a reply is checked by its checksum (the previous
+    change's ``resultSha256``). Returns the texts the patches produced, by path."""
     texts: dict[str, str] = {}
+    written: dict[str, str] = {}
+    interactions = doc["artifacts"]["Chatthistorik"]["interactions"]
     for change in doc["artifacts"]["ByggLogg"]["sessionRecord"]["fileChanges"]:
         path = change["path"]
+        previous, written[path] = written.get(path), change.get("resultSha256", "")
         if "patch" not in change:
             assert change["summary"].startswith("--- ")
             texts.pop(path, None)
             continue
-        interactions = doc["artifacts"]["Chatthistorik"]["interactions"]
-        from_read = "baseTurn" in change and interactions[change["baseTurn"] - 1]["kind"] == "tool_result"
+        source = interactions[change["baseTurn"] - 1]["kind"] if "baseTurn" in change else None
         if change["operation"] == "create":
             base = ""
-        elif path in texts and not from_read:
+        elif path in texts and source != "tool_result":
             base = texts[path]
-        else:
+        elif source in ("tool_result", "tool_call"):
             base = _base_of(doc, change["baseTurn"])
+        else:
+            assert change["patch"]["target"]["base_checksum_sha256"] == previous
+            texts.pop(path, None)
+            continue
         texts[path] = diffjson.apply(diffjson.validate(orjson.dumps(change["patch"]), base), base)
         assert change["resultSha256"] == diffjson.sha256_text(texts[path])
     return texts
