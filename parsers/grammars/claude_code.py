@@ -21,7 +21,8 @@ Mapping (the document is the list of parsed lines, see ``_agentlog``):
   record's usage, which is the final one); a block repeated with the same ``message.id`` and the
   same content, or a record whose ``uuid`` was already seen, is a declared duplicate;
 - ``system`` records with content are System interactions (speaker "Claude Code"); ``isMeta``
-  user records (caveats the CLI injects) are System interactions with ``extra.isMeta``; a user's
+  user records (caveats the CLI injects) and ``isCompactSummary`` ones (the summary a compacted
+  conversation continues from) are System interactions with that flag in ``extra``; a user's
   ``<bash-input>`` (a shell command typed with ``!``) is kind command with ``extra.userCommand``;
 - sidechain records (``isSidechain``: a subagent's turns) are kept in place with
   ``extra.sidechain`` and ``extra.startedBy``, the call id of the ``Task``/``Agent`` call whose
@@ -288,8 +289,9 @@ class ClaudeCode(Grammar):
         if role == "assistant":
             model = split_model(PROVIDER, message.get("model")) if message.get("model") != "<synthetic>" else None
             extra["synthetic"] = True if message.get("model") == "<synthetic>" else None
-        if obj.get("isMeta"):
-            speaker, role, extra["isMeta"] = AGENT, "system", True
+        if obj.get("isMeta") or obj.get("isCompactSummary"):
+            speaker, role = AGENT, "system"
+            extra["isMeta" if obj.get("isMeta") else "isCompactSummary"] = True
         elif role == "user" and kind == "text" and content.startswith("<bash-input>"):
             extra["userCommand"], turn_kind = "!", "command"
         if kind in ("thinking", "redacted_thinking"):

@@ -122,14 +122,29 @@ class _State:
     drift: Drift = field(default_factory=Drift)
 
 
-def _item_text(payload: dict[str, Any]) -> tuple[str, str, str] | None:
-    """(kind, role, text) of a response item that an event may echo."""
+def _item_texts(payload: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(kind, role, text) keys an event may echo a response item with: a message's text; a
+    reasoning item's whole text and, when its summary has several parts, each part (the CLI
+    shows one agent_reasoning event per part)."""
     kind = payload.get("type")
     if kind == "message" and payload.get("role") in ("user", "assistant"):
-        return "message", payload["role"], text_of(payload.get("content")).strip()
-    if kind == "reasoning":
-        return "thinking", "assistant", _reasoning(payload).strip()
-    return None
+        return [("message", payload["role"], text_of(payload.get("content")).strip())]
+    if kind != "reasoning":
+        return []
+    keys = [("thinking", "assistant", _reasoning(payload).strip())]
+    parts = payload.get("summary") if isinstance(payload.get("summary"), list) else []
+    if len(parts) > 1:
+        keys += [("thinking", "assistant", text_of([p]).strip()) for p in parts]
+    return keys
+
+
+def _echo_table(values: list[tuple[str, dict[str, Any]]]) -> dict[tuple[str, str, str], int]:
+    """How many times each echo key is available from the session's response items."""
+    items: dict[tuple[str, str, str], int] = {}
+    for kind, payload in values:
+        for key in _item_texts(payload) if kind == "response_item" else ():
+            items[key] = items.get(key, 0) + 1
+    return items
 
 
 def _reasoning(payload: dict[str, Any]) -> str:
@@ -193,15 +208,7 @@ class Codex(Grammar):
 
     def _session(self, doc: list[Any], group: _Session) -> ParsedSession:
         state = _State()
-        items: dict[tuple[str, str, str], int] = {}
-        for i in group.lines:
-            obj = doc[i]
-            if isinstance(obj, dict):
-                kind, payload = _unwrap(obj)
-                key = _item_text(payload) if kind == "response_item" else None
-                if key:
-                    items[key] = items.get(key, 0) + 1
-        state.echoes = items
+        state.echoes = _echo_table([_unwrap(doc[i]) for i in group.lines if isinstance(doc[i], dict)])
         for i in group.lines:
             obj = doc[i]
             if isinstance(obj, dict):
@@ -339,11 +346,7 @@ class Codex(Grammar):
         """Lines that are not JSON, response items, echo events whose text no response item holds,
         error events, and records of unknown types that hold text."""
         values = [_unwrap(v) for v in raw if isinstance(v, dict)]
-        items: dict[tuple[str, str, str], int] = {}
-        for kind, payload in values:
-            key = _item_text(payload) if kind == "response_item" else None
-            if key:
-                items[key] = items.get(key, 0) + 1
+        items = _echo_table(values)
         count = sum(1 for v in raw if isinstance(v, str))
         for kind, payload in values:
             count += _counts(kind, payload, items)

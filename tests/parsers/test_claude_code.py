@@ -191,3 +191,9 @@ def test_a_first_record_longer_than_the_detection_sample_is_still_recognised():
     record = _user("u1", "here is the whole log:\n" + "x" * 70_000)
     sample = orjson.dumps(record).decode()[:65536]
     assert registry.detect(sample, f"{SID}.jsonl", threshold=0.5).grammar == "claude-code"
+
+
+def test_a_compact_summary_is_the_cli_speaking():
+    [session] = GRAMMAR.parse(_source([_user("u1", "This session is being continued from a previous conversation.",
+                                             isCompactSummary=True)]), Settings())
+    assert (session.turns[0].role, session.turns[0].extra["isCompactSummary"]) == ("system", True)

@@ -92,3 +92,16 @@ def test_a_first_record_longer_than_the_detection_sample_is_still_recognised():
     record = _line("session_meta", id="s-3", instructions="y" * 70_000)
     sample = orjson.dumps(record).decode()[:65536]
     assert registry.detect(sample, "rollout-x.jsonl", threshold=0.5).grammar == "codex"
+
+
+def test_one_reasoning_event_per_summary_part_is_each_a_duplicate():
+    parts = [{"type": "summary_text", "text": "**Reading the parser**"},
+             {"type": "summary_text", "text": "**Planning**"}]
+    records = [_line("session_meta", id="s-4", cwd="/w"),
+               _line("event_msg", type="agent_reasoning", text="**Reading the parser**"),
+               _line("event_msg", type="agent_reasoning", text="**Planning**"),
+               _line("response_item", type="reasoning", summary=parts, encrypted_content="gAAA")]
+    [session] = _parse(records)
+    assert [t.kind for t in session.turns] == ["thinking"]
+    assert [r.kind for r in session.regions].count(RegionKind.DUPLICATE) == 2
+    assert GRAMMAR.count_turns(session.raw) == 1
