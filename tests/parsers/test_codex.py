@@ -105,3 +105,19 @@ def test_one_reasoning_event_per_summary_part_is_each_a_duplicate():
     assert [t.kind for t in session.turns] == ["thinking"]
     assert [r.kind for r in session.regions].count(RegionKind.DUPLICATE) == 2
     assert GRAMMAR.count_turns(session.raw) == 1
+
+
+def test_keys_in_call_arguments_and_outputs_do_not_reach_the_document():
+    anthropic_key = "sk-ant-api03-" + "Zq8" * 10
+    slack_hook = "https://hooks.slack.com/services/T0" + "A1B2C3D4E/B0F5G6H7I/" + "x" * 24
+    arguments = orjson.dumps({"command": ["bash", "-lc", f"ANTHROPIC_API_KEY={anthropic_key} ./deploy.sh"]}).decode()
+    records = [_line("session_meta", id="s-5", cwd="/w"),
+               _line("response_item", type="function_call", name="shell", call_id="c1", arguments=arguments),
+               _line("response_item", type="function_call_output", call_id="c1", output=orjson.dumps(
+                   {"output": f"env:\nANTHROPIC_API_KEY={anthropic_key}\nSLACK_WEBHOOK={slack_hook}\n",
+                    "metadata": {"exit_code": 0, "duration_seconds": 0.4}}).decode())]
+    source = decode(b"\n".join(orjson.dumps(r) for r in records) + b"\n", "rollout-secret.jsonl")
+    [doc] = documents("codex", source)
+    blob = orjson.dumps(doc).decode()
+    assert anthropic_key not in blob and slack_hook not in blob
+    assert doc["artifacts"]["ByggLogg"]["sessionRecord"]["commands"][0]["exitCode"] == 0
