@@ -188,9 +188,12 @@ def assemble(
             item["modelRaw"] = entry["modelRaw"]
         if turn.extra:
             found = []
-            item["sourceFields"] = raw_time_keys(ctx.redactor.scrub_tree(turn.extra, found))
+            extra = ctx.redactor.scrub_tree(turn.extra, found)
+            item["sourceFields"] = raw_time_keys(extra)
             redactions.extend({"turn": ordinal, "type": k, "field": "sourceFields"} for k in found)
-        facts.observe(ordinal, turn.role, turn.kind, turn.speaker, content)
+        else:
+            extra = None
+        facts.observe(ordinal, turn.role, turn.kind, turn.speaker, content, extra)
         interactions.append(item)
 
     if naive_times:

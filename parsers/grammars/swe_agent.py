@@ -1,0 +1,149 @@
+"""SWE-agent trajectories (``<instance>.traj``) and mini-SWE-agent ones (``<instance>.traj.json``).
+
+SWE-agent writes ``{"environment", "trajectory": [steps], "history": [messages], "info",
+"replay_config"}``; mini-SWE-agent ``{"info", "messages": [...], "trajectory_format"}``. The
+conversation is ``history`` (``messages``): one interaction per entry, pointer ``/history/<i>``:
+
+- ``system`` -> System; ``user`` -> User, except an observation (``message_type`` observation, or
+  a mini-SWE-agent ``<returncode>`` report) and ``tool`` messages, which are the environment's
+  results (role tool, speaker ``environment``, kind tool_result, ``extra.exitCode`` from
+  ``<returncode>``);
+- ``assistant`` -> the agent's reply (speaker ``Assistant``); one that carries an ``action``, or a
+  fenced command block, is a tool_call with ``extra.tool`` ``bash`` and a ``callId``
+  (``step-<n>``) shared with the observation that answers it.
+
+``trajectory`` repeats the history step by step (thought, action, observation) and is a declared
+duplicate region when the history is present; ``info`` and ``replay_config`` are metadata
+(exit status, cost and call counts go to the session's meta). The session id is the instance id
+(``instance_id`` when present, else the file name). The model is the run's configured model
+(``replay_config``/``info.config`` ``model_name``), a statement for the whole run (not explicit
+per turn), split by ``family_model``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import PurePosixPath
+from typing import Any
+
+import orjson
+import regex
+
+from models.records import ModelRef, ParsedSession, Region, RegionKind, SourceText, Turn
+from models.settings import Settings
+from parsers.base import Grammar
+from parsers.grammars._agentlog import family_model, text_of
+from parsers.grammars._aiexport import compact, read_time
+from parsers.jsonload import load_json
+from parsers.registry import register
+
+_SIGNATURE = regex.compile(r'"(?:trajectory_format|exit_status|model_stats)"\s*:')
+_SUPPORT = regex.compile(r'"(?:history|messages|trajectory)"\s*:\s*\[')
+_RETURNCODE = regex.compile(r"^\s*<returncode>(?P<code>-?\d+)</returncode>")
+_FENCE = regex.compile(r"^```[\w-]*[ \t]*\n.*?^```", regex.MULTILINE | regex.DOTALL)
+_MODEL_KEY = regex.compile(r'"model_name"\s*:\s*"(?P<m>[^"]+)"')
+SUFFIXES = (".traj.json", ".traj")
+
+
+def _instance(data: dict[str, Any], name: str) -> str | None:
+    info = data.get("info") if isinstance(data.get("info"), dict) else {}
+    for value in (data.get("instance_id"), info.get("instance_id")):
+        if isinstance(value, str) and value:
+            return value
+    base = PurePosixPath(name).name
+    for suffix in SUFFIXES:
+        if base.endswith(suffix) and len(base) > len(suffix):
+            return base[: -len(suffix)]
+    return None
+
+
+def _model(data: dict[str, Any]) -> ModelRef | None:
+    for key in ("replay_config", "info"):
+        value = data.get(key)
+        text = value if isinstance(value, str) else orjson.dumps(value).decode() if value else ""
+        m = _MODEL_KEY.search(text)
+        if m:
+            return family_model(m["m"])
+    return None
+
+
+def _is_observation(entry: dict[str, Any]) -> bool:
+    if entry.get("role") == "tool" or entry.get("message_type") == "observation":
+        return True
+    return entry.get("role") == "user" and bool(_RETURNCODE.match(text_of(entry.get("content"))))
+
+
+def _is_action(entry: dict[str, Any]) -> bool:
+    return entry.get("role") == "assistant" and (bool(entry.get("action")) or bool(
+        _FENCE.search(text_of(entry.get("content")))) or bool(entry.get("tool_calls")))
+
+
+@register
+class SweAgent(Grammar):
+    name = "swe-agent"
+    version = "1"
+    structured = True
+    description = "SWE-agent / mini-SWE-agent trajectory (<instance>.traj, <instance>.traj.json)"
+    example = '{"history": [{"role": "system", "content": "…"}, …], "trajectory": […], "info": {"exit_status": "…"}}'
+
+    def detect(self, sample: str, name: str) -> float:
+        return 0.95 if _SIGNATURE.search(sample) and _SUPPORT.search(sample) else 0.0
+
+    def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
+        data = load_json(source.text, source.name, self.name)
+        data = data if isinstance(data, dict) else {}
+        key = "history" if isinstance(data.get("history"), list) else "messages"
+        entries = data.get(key) if isinstance(data.get(key), list) else []
+        model = _model(data)
+        turns = self._turns(entries, key, model)
+        regions = [Region(RegionKind.METADATA, f"{k}: the run's configuration and outcome", pointer=f"/{k}")
+                   for k in ("info", "replay_config", "environment") if k in data]
+        if key == "history" and isinstance(data.get("trajectory"), list):
+            regions.append(Region(RegionKind.DUPLICATE, "trajectory: the history again, step by step",
+                                  pointer="/trajectory"))
+        sid = _instance(data, source.name)
+        session = ParsedSession(sid, "source:instance id" if sid else "none", turns, raw=data, pointer="",
+                                regions=regions)
+        info = data.get("info") if isinstance(data.get("info"), dict) else {}
+        stats = info.get("model_stats") if isinstance(info.get("model_stats"), dict) else None
+        session.meta = compact({"agent": "swe-agent", "exitStatus": info.get("exit_status"), "modelStats": stats,
+                                "format": data.get("trajectory_format")}) or {}
+        yield session
+
+    @staticmethod
+    def _turns(entries: list[Any], key: str, model: ModelRef | None) -> list[Turn]:
+        turns: list[Turn] = []
+        step = 0
+        for i, entry in enumerate(entries):
+            at = f"/{key}/{i}"
+            if not isinstance(entry, dict):
+                turns.append(Turn("System", "system", text_of(entry), kind="notice", pointer=at,
+                                  extra={"malformedEntry": True}))
+                continue
+            text = text_of(entry.get("content"))
+            when, raw = read_time(entry.get("timestamp"))
+            if _is_observation(entry):
+                code = _RETURNCODE.match(text)
+                extra = {"callId": f"step-{step}", "exitCode": int(code["code"]) if code else None}
+                turns.append(Turn("environment", "tool", text, when, raw, None, "tool_result", pointer=at,
+                                  extra=compact(extra)))
+            elif entry.get("role") == "assistant":
+                action = _is_action(entry)
+                step += action
+                extra = {"tool": "bash", "callId": f"step-{step}"} if action else None
+                kind = "tool_call" if action else "message"
+                turns.append(Turn("Assistant", "assistant", text, when, raw, model, kind, pointer=at, extra=extra,
+                                  model_explicit=False))
+            elif entry.get("role") == "system":
+                turns.append(Turn("System", "system", text, when, raw, None, "message", pointer=at))
+            else:
+                turns.append(Turn("User", "user" if entry.get("role") == "user" else "other", text, when, raw, None,
+                                  "message", pointer=at))
+        return turns
+
+    def count_turns(self, raw: Any) -> int:
+        """Every entry of ``history`` (else ``messages``)."""
+        if not isinstance(raw, dict):
+            return 0
+        entries = raw.get("history") if isinstance(raw.get("history"), list) else raw.get("messages")
+        return len(entries) if isinstance(entries, list) else 0

@@ -1,0 +1,49 @@
+"""SWE-agent and mini-SWE-agent trajectories: history entries as interactions, the step-by-step
+trajectory declared as a duplicate, observations answering their actions, commands."""
+
+from __future__ import annotations
+
+import orjson
+
+from models.records import RegionKind
+from models.settings import Settings
+from parsers import registry
+from parsers.text import decode
+from tests.helpers import GOLDEN
+from tests.parsers.test_claude_code import documents
+from validators.accounting import account
+
+GRAMMAR = registry.get("swe-agent")
+TRAJ = GOLDEN / "swe-agent" / "sizefmt__sizefmt-17.traj"
+
+
+def test_history_is_the_conversation_and_the_trajectory_a_declared_duplicate():
+    [session] = GRAMMAR.parse(decode(TRAJ.read_bytes(), TRAJ.name), Settings())
+    assert session.session_id == "sizefmt__sizefmt-17"
+    assert [t.role for t in session.turns[:4]] == ["system", "user", "assistant", "tool"]
+    assert session.turns[2].extra == {"tool": "bash", "callId": "step-1"} == {**session.turns[3].extra, "tool": "bash"}
+    assert (session.turns[2].model.provider, session.turns[2].model.version) == ("anthropic", "20241022")
+    assert RegionKind.DUPLICATE in {r.kind for r in session.regions}
+    assert account(session, None).clean and GRAMMAR.count_turns(session.raw) == len(session.turns)
+
+
+def test_mini_swe_agent_return_codes_and_fenced_commands():
+    doc = {"info": {"exit_status": "Submitted", "config": {"model": {"model_name": "gpt-5-mini"}}},
+           "trajectory_format": "mini-swe-agent-1.1", "instance_id": "acme__calc-3",
+           "messages": [{"role": "system", "content": "You are a helpful assistant."},
+                        {"role": "user", "content": "<pr_description>div by zero</pr_description>"},
+                        {"role": "assistant", "content": "THOUGHT: run it\n\n```bash\npython -m calc 1/0\n```"},
+                        {"role": "user",
+                         "content": "<returncode>1</returncode>\n<output>\nZeroDivisionError\n</output>"}]}
+    source = decode(orjson.dumps(doc), "acme__calc-3.traj.json")
+    [session] = GRAMMAR.parse(source, Settings())
+    assert session.session_id == "acme__calc-3" and session.turns[3].extra == {"callId": "step-1", "exitCode": 1}
+    [built] = documents("swe-agent", source)
+    assert built["artifacts"]["ByggLogg"]["sessionRecord"]["commands"] == [
+        {"turn": 3, "command": "python -m calc 1/0", "callId": "step-1", "exitCode": 1}]
+
+
+def test_commands_from_classic_actions():
+    [doc] = documents("swe-agent", decode(TRAJ.read_bytes(), TRAJ.name))
+    commands = doc["artifacts"]["ByggLogg"]["sessionRecord"]["commands"]
+    assert [c["command"] for c in commands][-1] == "pip install -e . -q && pytest -q tests/test_sizefmt.py"
