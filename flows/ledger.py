@@ -80,6 +80,16 @@ MIGRATIONS: list[str] = [
     )
     INSERT INTO reasons SELECT run_id, source_key, ordinal, reason FROM split WHERE reason IS NOT NULL;
     """,
+    # 3 -> 4: source accounting per session, and the format drift the grammars met
+    """
+    ALTER TABLE sessions ADD COLUMN unaccounted INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE sessions ADD COLUMN declared INTEGER NOT NULL DEFAULT 0;
+    CREATE TABLE drift (
+        run_id TEXT NOT NULL, source_key TEXT NOT NULL, ordinal INTEGER NOT NULL, item TEXT NOT NULL,
+        count INTEGER NOT NULL, first_pointer TEXT NOT NULL
+    );
+    CREATE INDEX drift_by_run ON drift (run_id, item);
+    """,
 ]
 
 # The one predicate every "did this input fail?" query derives from: a file failed in a run when
@@ -132,6 +142,9 @@ class SessionRow:
     source_turns: int
     characters: int
     seconds: float
+    unaccounted: int = 0
+    declared: int = 0
+    drift: dict[str, dict[str, Any]] | None = None
 
 
 class LedgerError(Exception):
@@ -229,10 +242,15 @@ class Ledger:
                 + [(run_id, s.source_key, s.ordinal, str(r)) for s in sessions for r in s.reasons],
             )
             self.db.executemany(
-                "INSERT OR REPLACE INTO sessions VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "INSERT OR REPLACE INTO sessions VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 [(run_id, s.source_key, s.ordinal, s.session_id, s.session_id_raw, str(s.status),
                   ",".join(s.reasons), s.detail, s.output_path, s.output_sha256, s.interactions,
-                  s.source_turns, s.characters, s.seconds) for s in sessions],
+                  s.source_turns, s.characters, s.seconds, s.unaccounted, s.declared) for s in sessions],
+            )
+            self.db.executemany(
+                "INSERT INTO drift VALUES (?,?,?,?,?,?)",
+                [(run_id, s.source_key, s.ordinal, item, d["count"], d["first"])
+                 for s in sessions for item, d in (s.drift or {}).items()],
             )
 
     def add_revisions(self, rows: Iterable[RevisionRow], run_id: str | None = None) -> list[tuple[str, int]]:
@@ -299,6 +317,9 @@ class Ledger:
         sess = dict(q("SELECT status, COUNT(*) FROM sessions WHERE run_id=? GROUP BY status", (run_id,)).fetchall())
         turns = q("SELECT COALESCE(SUM(interactions), 0) FROM sessions WHERE run_id=? AND status IN (?, ?)",
                   (run_id, SessionStatus.OK, SessionStatus.PARTIAL)).fetchone()[0]
+        unaccounted = q("SELECT COUNT(*), COALESCE(SUM(unaccounted), 0) FROM sessions WHERE run_id=? "
+                        "AND unaccounted > 0", (run_id,)).fetchone()
+        drift = q("SELECT COUNT(DISTINCT item) FROM drift WHERE run_id=?", (run_id,)).fetchone()[0]
         return {
             "files": sum(files.values()),
             "files_skipped": files.get(FileStatus.SKIPPED, 0),
@@ -311,7 +332,18 @@ class Ledger:
             "sessions_partial": sess.get(SessionStatus.PARTIAL, 0),
             "sessions_quarantined": sess.get(SessionStatus.QUARANTINED, 0),
             "interactions": turns,
+            "sessions_unaccounted": unaccounted[0],
+            "unaccounted_source": unaccounted[1],
+            "drift_items": drift,
         }
+
+    def drift(self, run_id: str) -> list[dict[str, Any]]:
+        """Format drift of a run: each unknown item with its count and the first place it was met."""
+        rows = self.db.execute(
+            "SELECT item, SUM(count) AS count, MIN(source_key || ' ' || first_pointer) AS first FROM drift "
+            "WHERE run_id=? GROUP BY item ORDER BY count DESC, item", (run_id,))
+        cols = [c[0] for c in rows.description]
+        return [dict(zip(cols, r, strict=True)) for r in rows.fetchall()]
 
     def held_by_latch(self, source_key: str) -> bool:
         """True when the latest run that processed this input held a session back by the mass

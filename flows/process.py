@@ -44,6 +44,12 @@ class SessionOutcome:
     characters: int
     failures: list[dict[str, str]] = field(default_factory=list)
     seconds: float = 0.0
+    unaccounted: int = 0
+    """Lines or records of the source the accounting found in no interaction and no declared region."""
+    declared: int = 0
+    """Lines or records in declared regions."""
+    drift: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Format drift the grammar met: ``{"category:value": {"count": n, "first": pointer}}``."""
 
 
 @dataclass(slots=True)
@@ -173,6 +179,16 @@ class _Accountant:
 
 def _session_outcome(ordinal, parsed, grammar, source, detection, ctx, seen_ids,
                      accounting: Accounting) -> SessionOutcome:
+    """Judge one session, with what the ledger counts of its source accounting and format drift."""
+    drift = parsed.meta.get("formatDrift") or {}
+    outcome = _judge(ordinal, parsed, grammar, source, detection, ctx, seen_ids, accounting)
+    outcome.unaccounted = accounting.unaccounted + accounting.overlapping
+    outcome.declared = accounting.declared
+    outcome.drift = drift
+    return outcome
+
+
+def _judge(ordinal, parsed, grammar, source, detection, ctx, seen_ids, accounting: Accounting) -> SessionOutcome:
     t0 = time.perf_counter()
     counted = grammar.count_turns(parsed.raw)
     parsed.raw = None
@@ -195,8 +211,7 @@ def _session_outcome(ordinal, parsed, grammar, source, detection, ctx, seen_ids,
     if result.passed:
         status = SessionStatus.PARTIAL if result.partial else SessionStatus.OK
         reason = doc["artifacts"]["Chatthistorik"].get("coverageReason", "")
-        codes = [] if accounting.clean else [Reason.UNACCOUNTED_SOURCE.value]
-        return SessionOutcome(ordinal, sid, raw_id, status, codes, reason, encoded, None,
+        return SessionOutcome(ordinal, sid, raw_id, status, [], reason, encoded, None,
                               len(interactions), counted, chars, seconds=time.perf_counter() - t0)
     detail = "; ".join(f"{f.reason.value} at {f.path}: {f.message}" for f in result.failures[:5])
     return SessionOutcome(ordinal, sid, raw_id, SessionStatus.QUARANTINED, result.reasons, detail, None, doc,

@@ -68,6 +68,9 @@ def figures(out_root: Path, ledger: Ledger, run_id: str | None = None) -> dict[s
                    "unknown_share": round(unknown / ai.height, 4) if ai.height else 0.0},
         "redactions": dict(sorted(redactions.items())),
         "flags": _counts([f for f in sessions["flag"].to_list() if f]),
+        "accounting": {"sessions with unaccounted source": counts["sessions_unaccounted"],
+                       "unaccounted lines or records": counts["unaccounted_source"]},
+        "drift": {d["item"]: d["count"] for d in ledger.drift(run_id)},
     }
 
 
@@ -176,6 +179,12 @@ def render(fig: dict[str, Any]) -> str:
         _section("Documents without their source", "Documents kept under OUT whose input is gone "
                  "(source_missing) or no longer holds the session (superseded); nothing is deleted.",
                  _bars(fig["flags"]), _table("flags", fig["flags"], ("mark", "documents"))),
+        _section("Source accounting", "Sessions of the run with lines or records of their source in no "
+                 "interaction and no declared region (partial, reason unaccounted_source; ledger).",
+                 _bars(fig["accounting"]), _table("accounting", fig["accounting"], ("", "count"))),
+        _section("Format drift", "Keys, content types and message types the grammars did not know, counted "
+                 "with the first place each was met (ledger); their messages are kept as interactions.",
+                 _bars(fig["drift"]), _table("drift", fig["drift"], ("item", "count"))),
         _section("Redactions by type", "Secrets (and PII when enabled) found in the documents now under OUT.",
                  _bars(fig["redactions"]), _table("redactions", fig["redactions"], ("type", "findings"))),
     ]

@@ -378,6 +378,7 @@ def _emit(ref: ingest.InputRef, outcome: FileOutcome, out_root: Path, result: Sh
         result.sessions.append(SessionRow(
             ref.key, s.ordinal, s.session_id, s.session_id_raw, SessionStatus(s.status), s.reasons,
             scrub_name(s.detail), rel, sha, s.interactions, s.source_turns, s.characters, round(s.seconds, 6),
+            s.unaccounted, s.declared, s.drift,
         ))
     outcome.seconds += time.perf_counter() - started
     result.files.append(_file_row(ref, outcome, context_sha))

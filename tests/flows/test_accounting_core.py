@@ -41,7 +41,7 @@ def test_a_turn_lost_by_the_grammar_is_found_by_the_accounting(monkeypatch):
     monkeypatch.setattr(type(grammar), "count_turns", lambda self, raw: count(self, raw) - 1)
     session, doc = _run(CLEAN)
     history = doc["artifacts"]["Chatthistorik"]
-    assert session.status == "partial" and session.reasons == ["unaccounted_source"]
+    assert session.status == "partial" and session.unaccounted == 2  # the two lines of the lost turn
     assert history["coverage"] == "partial" and history["coverageReason"].startswith("unaccounted_source")
     assert doc["artifacts"]["ai_protocol_performance"]["sourceAccounting"]["unaccounted"] >= 1
     assert doc["artifacts"]["ai_protocol_performance"]["gate"]["sourceAccounting"] == "partial"
@@ -64,3 +64,33 @@ def test_declared_regions_are_listed_in_the_build_log(monkeypatch):
     regions = doc["artifacts"]["ByggLogg"]["declaredRegions"]
     assert session.status == "ok", session.detail
     assert regions[0]["kind"] == "boilerplate" and regions[0]["lines"] and regions[0]["content"]
+
+
+def test_the_ledger_counts_unaccounted_sources_and_format_drift(monkeypatch, tmp_path):
+    from flows.ledger import Ledger
+    from flows.pipeline import reconstruct
+
+    grammar = registry.get("transcript")
+    parse = type(grammar).parse
+
+    def drifting_parse(self, source, settings):
+        for session in parse(self, source, settings):
+            session.turns.pop(1)
+            session.meta["formatDrift"] = {"key:reactions": {"count": 2, "first": "/3"}}
+            yield session
+
+    monkeypatch.setattr(type(grammar), "parse", drifting_parse)
+    monkeypatch.setattr(type(grammar), "count_turns", lambda self, raw: 3)
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "chat.txt").write_bytes(CLEAN)
+    summary = reconstruct([tmp_path / "in"], tmp_path / "out", Settings(format="transcript"), runner=None)
+    counts = summary["counts"]
+    assert counts["sessions_partial"] == 1 and counts["sessions_unaccounted"] == 1
+    assert counts["unaccounted_source"] == 2 and counts["drift_items"] == 1
+    assert counts["files_failed"] == 0, "a partial session is written, not failed"
+    ledger = Ledger(tmp_path / "out" / "ledger.sqlite")
+    try:
+        assert ledger.drift(summary["run_id"]) == [
+            {"item": "key:reactions", "count": 2, "first": "in/chat.txt /3"}]
+    finally:
+        ledger.close()

@@ -54,7 +54,7 @@ def test_report_is_self_contained(archive):
     assert not re.search(r'(src|href)\s*=\s*"(https?:)?//', html)
     assert html.count("<svg") >= 7
     for title in ("Sessions by status", "Coverage", "Formats", "Turns per session", "Unknown models",
-                  "Redactions by type", "Quarantine reasons"):
+                  "Redactions by type", "Quarantine reasons", "Source accounting", "Format drift"):
         assert f"<h2>{title}</h2>" in html
 
 
@@ -82,6 +82,8 @@ def test_printed_figures_match_the_ledger_and_datasets(archive):
     assert sum(int(v) for v in cells["turns"].values()) == counts["sessions_ok"] + counts["sessions_partial"]
     assert int(cells["models"]["assistant_turns"]) == fig["models"]["assistant_turns"] > 0
     assert int(cells["redactions"]["openai_api_key"]) == 1
+    assert int(cells["accounting"]["sessions with unaccounted source"]) == counts["sessions_unaccounted"]
+    assert {k: int(v) for k, v in cells.get("drift", {}).items()} == fig["drift"]
 
 
 def test_report_of_an_unknown_run_fails(archive):

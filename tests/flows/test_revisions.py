@@ -162,12 +162,14 @@ def test_ledger_migrates_from_schema_1(tmp_path):
     db.close()
     ledger = Ledger(path)
     try:
-        assert SCHEMA_VERSION == 3
-        assert ledger.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "3"
+        assert SCHEMA_VERSION == 4
+        assert ledger.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "4"
         assert ledger.revisions() == []
         # comma-joined reasons of an old ledger become rows
         rows = ledger.db.execute("SELECT source_key, ordinal, reason FROM reasons ORDER BY 2, 3").fetchall()
         assert rows == [("k", None, "no_turns"), ("k", None, "parse_error"), ("k", 2, "schema")]
+        # sessions of an old ledger had no source accounting: nothing counted as unaccounted
+        assert ledger.db.execute("SELECT unaccounted, declared FROM sessions").fetchall() == [(0, 0)]
     finally:
         ledger.close()
 
