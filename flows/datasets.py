@@ -47,7 +47,9 @@ def tables(out_root: Path, ledger: Ledger | None = None,
     writers = ledger.writers() if ledger is not None else {}
     flags = ledger.flags() if ledger is not None else {}
     sessions, turns = [], []
-    for path in sorted(p for p in (out_root / "sessions").rglob("*.json") if p.is_file()):
+    # string order of the relative path, as everywhere else (Path order differs: "telegram/" vs "telegram-html/")
+    for path in sorted((p for p in (out_root / "sessions").rglob("*.json") if p.is_file()),
+                       key=lambda p: p.relative_to(out_root).as_posix()):
         rel = str(path.relative_to(out_root))
         try:
             raw = path.read_bytes()

@@ -24,14 +24,29 @@ from normalizers.secrets import scrub_name
 from parsers import registry
 
 SKIP_NAMES = {".DS_Store", "Thumbs.db", "desktop.ini"}
+HIDDEN_INPUTS = {".aider.chat.history.md"}
+"""Hidden names that are chat logs themselves (a coding agent's history in a project folder)."""
+MEDIA_SUFFIXES = {
+    # attachments exported beside a chat (WhatsApp, Telegram, Slack, Discord exports)
+    ".jpg", ".jpeg", ".png", ".gif", ".webp", ".heic", ".bmp", ".tif", ".tiff", ".mp4", ".mov", ".3gp", ".webm",
+    ".mkv", ".avi", ".opus", ".ogg", ".oga", ".m4a", ".mp3", ".wav", ".aac", ".amr", ".pdf", ".vcf", ".tgs",
+    ".docx", ".xlsx", ".pptx", ".doc", ".xls", ".ppt", ".odt", ".apk",
+    # the furniture of an HTML export (Telegram Desktop's css/, js/, images/)
+    ".css", ".js", ".ico", ".svg", ".woff", ".woff2", ".ttf", ".eot", ".map",
+}
+"""Suffixes of media and export assets: never a chat log, so recorded as ignored instead of being
+read and quarantined as binary (a chat that references them checks their presence by name)."""
 
 
 def ignore_rule(name: str) -> str | None:
     """Why a file or folder name is not an input (recorded as ``ignored`` with this rule), or None."""
     if name in SKIP_NAMES:
         return f"system file {name!r} (rule: {', '.join(sorted(SKIP_NAMES))})"
-    if name.startswith("."):
+    if name.startswith(".") and name not in HIDDEN_INPUTS:
         return f"hidden name {name!r} (rule: names starting with '.')"
+    suffix = os.path.splitext(name)[1].lower()
+    if suffix in MEDIA_SUFFIXES:
+        return f"media or export asset {name!r}, not a chat log (rule: suffix {suffix})"
     return None
 
 

@@ -68,6 +68,8 @@ class SourceProvenance(_Strict):
     encoding: str
     lines: tuple[int, int] | None = None
     pointer: str | None = None
+    replacedBytes: dict[str, Any] | None = Field(
+        None, description="Invalid byte sequences decoded as U+FFFD: their count and first byte offsets.")
 
 
 class GrammarInfo(_Strict):

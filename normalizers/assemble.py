@@ -287,6 +287,10 @@ def assemble(
     }
     if source_meta:
         bygglogg["sourceMeta"] = source_meta
+    if source.replaced_count:
+        bygglogg["source"]["replacedBytes"] = {"count": source.replaced_count, "firstOffsets": list(source.replaced)}
+        warnings.append(f"{source.replaced_count} invalid byte sequences decoded as U+FFFD (first at byte "
+                        f"{source.replaced[0]})")
     if raw_id is not None and session_id != raw_id:
         bygglogg["sessionIdRaw"] = raw_id
     if session_id == NO_ID and session.session_id is None:

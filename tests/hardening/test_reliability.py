@@ -229,15 +229,18 @@ def test_ignored_files_and_an_output_root_inside_the_input_are_recorded(tmp_path
     for name in (".hidden.txt", "Thumbs.db", ".DS_Store", "desktop.ini"):
         (src / name).write_text(GOOD_TRANSCRIPT)
     (src / "chat.txt").write_text(GOOD_TRANSCRIPT)
+    (src / "IMG-20240301-WA0001.jpg").write_bytes(b"\xff\xd8\xff\xe0" + bytes(range(256)))
+    (src / ".aider.chat.history.md").write_text("# aider chat started at 2024-05-01 10:00:00\n\n#### hi\n\nHello.\n")
     out = src / "out"
     for _ in range(3):
         summary = reconstruct([src], out, Settings())
     files = _files(out, summary["run_id"])
     assert set(files) == {"in/.git", "in/.hidden.txt", "in/Thumbs.db", "in/.DS_Store", "in/desktop.ini",
-                          "in/chat.txt", "in/out"}, files
-    assert all(files[p][0] == "ignored" and files[p][2] for p in files if p != "in/chat.txt")
-    assert "output root" in files["in/out"][2]
-    assert summary["counts"]["files_ignored"] == 6
+                          "in/chat.txt", "in/out", "in/IMG-20240301-WA0001.jpg", "in/.aider.chat.history.md"}, files
+    inputs = {"in/chat.txt", "in/.aider.chat.history.md"}
+    assert all(files[p][0] == "ignored" and files[p][2] for p in files if p not in inputs)
+    assert "output root" in files["in/out"][2] and "media" in files["in/IMG-20240301-WA0001.jpg"][2]
+    assert summary["counts"]["files_ignored"] == 7
     assert not (out / "sessions" / "in" / "out").exists()
 
 
