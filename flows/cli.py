@@ -94,6 +94,9 @@ def _run(paths: list[Path], out: Path, settings: Settings, force: bool, allow_sh
         console.print(f"[red]cannot start:[/red] no such path: {', '.join(missing)}")
         return EXIT_CANNOT_START
     prefect_env()
+    from flows.serve import use_running_server
+
+    console.print(f"using {use_running_server()}")
     try:
         from flows.pipeline import run_archive
     except Exception as exc:  # an environment problem, not an input problem
@@ -145,8 +148,7 @@ def rerun(
     config: ConfigOpt = None,
 ) -> None:
     """Reprocess the inputs of a run that failed or were quarantined (nothing else)."""
-    from flows.ledger import Ledger
-    from flows.pipeline import ledger_path_for
+    from flows.ledger import Ledger, ledger_path_for
 
     settings = load_settings(config)
     ledger = Ledger(ledger_path_for(out, settings))
@@ -186,8 +188,7 @@ def _paths_for(sources: list[str], roots: list[Path]) -> list[Path]:
 def status(out: OutOpt = Path("output"), config: ConfigOpt = None,
            limit: Annotated[int, typer.Option(help="How many runs.")] = 10) -> None:
     """Recent runs and their counts."""
-    from flows.ledger import Ledger
-    from flows.pipeline import ledger_path_for
+    from flows.ledger import Ledger, ledger_path_for
 
     ledger = Ledger(ledger_path_for(out, load_settings(config)))
     try:
@@ -205,8 +206,7 @@ def status(out: OutOpt = Path("output"), config: ConfigOpt = None,
 def quarantine(out: OutOpt = Path("output"), config: ConfigOpt = None,
                run_id: Annotated[str | None, typer.Option("--run")] = None) -> None:
     """Quarantined inputs and sessions of a run (default the latest) with their reasons."""
-    from flows.ledger import Ledger
-    from flows.pipeline import ledger_path_for
+    from flows.ledger import Ledger, ledger_path_for
 
     ledger = Ledger(ledger_path_for(out, load_settings(config)))
     try:

@@ -30,8 +30,7 @@ def _err(message: str) -> None:
 def _ledger(out: Path, config: Path | None):
     """The run ledger of OUT; a RevisionError inside the block becomes a message and exit 1."""
     from flows.cli import load_settings
-    from flows.ledger import Ledger
-    from flows.pipeline import ledger_path_for
+    from flows.ledger import Ledger, ledger_path_for
 
     path = ledger_path_for(out, load_settings(config))
     if not path.is_file():
@@ -189,8 +188,7 @@ def register(app: typer.Typer) -> None:
         """Write sessions and turns tables (one row per session document and per interaction)."""
         from flows.cli import load_settings
         from flows.datasets import FORMATS, TABLES, write
-        from flows.ledger import Ledger
-        from flows.pipeline import ledger_path_for
+        from flows.ledger import Ledger, ledger_path_for
 
         if format not in FORMATS:
             _err(f"unknown format {format!r}: parquet, csv or jsonl")

@@ -13,9 +13,12 @@ import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
+
+if TYPE_CHECKING:
+    from models.settings import Settings
 
 MIGRATIONS: list[str] = [
     # 0 -> 1
@@ -335,3 +338,8 @@ def _alive(pid: int | None) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def ledger_path_for(out_root: Path, settings: Settings) -> Path:
+    """Where the ledger of an output root lives (``settings.ledger_path`` or OUT/ledger.sqlite)."""
+    return settings.ledger_path or (out_root / "ledger.sqlite")
