@@ -5,6 +5,7 @@ import Prefect."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import subprocess
@@ -60,11 +61,14 @@ def test_serve_starts_its_own_server_runs_on_schedule_and_stops_cleanly(tmp_path
     port, home, out, log = free_port(), tmp_path / "prefect", tmp_path / "out", tmp_path / "serve.log"
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
     env["PREFECT_HOME"] = str(tmp_path / "client-home")  # no profile of the machine's user
-    proc = _serve(["--out", str(out), "--interval", "8", "--port", str(port), "--prefect-home", str(home)], env, log)
+    # runs fall due every 3 s and take longer than that (a fresh flow-run process each): they must queue
+    proc = _serve(["--out", str(out), "--interval", "3", "--port", str(port), "--prefect-home", str(home)], env, log)
     try:
         server_pid = int(_wait(lambda: (home / "server.pid").is_file() and (home / "server.pid").read_text(),
                                120, proc, log))
         runs = _wait(lambda: len(_completed_runs(out)) >= 2 and _completed_runs(out), 180, proc, log)
+        spans = sorted((r["started_at"], r["finished_at"]) for r in runs)
+        assert all(later[0] >= earlier[1] for earlier, later in itertools.pairwise(spans)), spans
         listed = subprocess.run([sys.executable, "-m", "prefect", "flow-run", "ls", "--state", "COMPLETED"],
                                 env={**env, "PREFECT_API_URL": f"http://127.0.0.1:{port}/api", "COLUMNS": "250"},
                                 capture_output=True, text=True, timeout=120)
