@@ -81,8 +81,7 @@ def clear_failures(what: str):
 def read_ledger(out: Path, config: Path | None):
     """The ledger of OUT opened read-only (works on a read-only output); one line and exit 4
     when there is none, it is corrupt or it is newer than this version."""
-    from flows.ledger import Ledger, LedgerError
-    from flows.pipeline import ledger_path_for
+    from flows.ledger import Ledger, LedgerError, ledger_path_for
 
     path = ledger_path_for(out, load_settings(config))
     try:
@@ -140,6 +139,9 @@ def _run(paths: list[Path], out: Path, settings: Settings, force: bool, allow_sh
         return EXIT_CANNOT_START
     _check_out(out)
     prefect_env()
+    from flows.serve import use_running_server
+
+    console.print(f"using {use_running_server()}")
     try:
         from flows.pipeline import run_archive
     except Exception as exc:  # an environment problem, not an input problem

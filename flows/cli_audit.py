@@ -31,8 +31,7 @@ def _ledger(out: Path, config: Path | None, *, write: bool = False):
     """The run ledger of OUT (read-only unless ``write``); a RevisionError inside the block, or a
     missing or unreadable ledger, becomes one line and exit 1."""
     from flows.cli import load_settings
-    from flows.ledger import Ledger, LedgerError
-    from flows.pipeline import ledger_path_for
+    from flows.ledger import Ledger, LedgerError, ledger_path_for
 
     path = ledger_path_for(out, load_settings(config))
     if not path.is_file():
@@ -194,8 +193,7 @@ def register(app: typer.Typer) -> None:
         """Write sessions and turns tables (one row per session document and per interaction)."""
         from flows.cli import load_settings
         from flows.datasets import FORMATS, TABLES, write
-        from flows.ledger import Ledger
-        from flows.pipeline import ledger_path_for
+        from flows.ledger import Ledger, ledger_path_for
 
         if format not in FORMATS:
             _err(f"unknown format {format!r}: parquet, csv or jsonl")

@@ -13,12 +13,15 @@ import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from models.errors import Reason
 from models.status import DocumentMark, FileStatus, RunStatus, SessionStatus
+
+if TYPE_CHECKING:
+    from models.settings import Settings
 
 MIGRATIONS: list[str] = [
     # 0 -> 1
@@ -482,3 +485,8 @@ def _alive(pid: int | None) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def ledger_path_for(out_root: Path, settings: Settings) -> Path:
+    """Where the ledger of an output root lives (``settings.ledger_path`` or OUT/ledger.sqlite)."""
+    return settings.ledger_path or (out_root / "ledger.sqlite")

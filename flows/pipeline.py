@@ -23,7 +23,6 @@ from typing import Any
 from uuid import uuid4
 
 from prefect import flow, get_run_logger, task
-from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.futures import as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
@@ -32,8 +31,8 @@ from models.settings import PIPELINE_VERSION, Settings
 from models.status import DocumentMark, FileStatus, RunStatus
 from normalizers.ids import safe_path_part
 
-from . import emit, ingest, pool
-from .ledger import FileRow, Ledger
+from . import alerts, artifacts, emit, ingest, pool
+from .ledger import FileRow, Ledger, ledger_path_for
 from .shard import ShardResult, run_shard
 
 
@@ -84,10 +83,6 @@ def shard_task(settings: Settings):
     return process_shard.with_options(retries=settings.task_retries, retry_condition_fn=only_transient)
 
 
-def ledger_path_for(out_root: Path, settings: Settings) -> Path:
-    return settings.ledger_path or (out_root / "ledger.sqlite")
-
-
 def task_runner(settings: Settings):
     """The runner for the shard tasks: Dask when an address is set, else threads that feed the
     flow run's local process pool (see ``local_pool``)."""
@@ -98,20 +93,8 @@ def task_runner(settings: Settings):
     return ThreadPoolTaskRunner(max_workers=settings.workers)
 
 
-def _summary_markdown(run_id: str, counts: dict[str, int], quarantined: list[dict[str, Any]], seconds: float) -> str:
-    lines = [
-        f"# reconstruct run {run_id}",
-        "",
-        "| files | skipped | files quarantined | sessions ok | partial | quarantined | seconds |",
-        "|---|---|---|---|---|---|---|",
-        f"| {counts['files']} | {counts['files_skipped']} | {counts['files_quarantined']} | {counts['sessions_ok']} "
-        f"| {counts['sessions_partial']} | {counts['sessions_quarantined']} | {seconds:.2f} |",
-    ]
-    if quarantined:
-        lines += ["", "## Quarantined", "", "| what | source | session | reasons |", "|---|---|---|---|"]
-        for q in quarantined[:200]:
-            lines.append(f"| {q['what']} | {q['source_path']} | {q['session_id'] or ''} | {q['reasons']} |")
-    return "\n".join(lines)
+def new_run_id() -> str:
+    return f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid4().hex[:6]}"
 
 
 def reconstruct(paths: list[Path], out_root: Path, settings: Settings, *, force: bool = False,
@@ -125,7 +108,7 @@ def reconstruct(paths: list[Path], out_root: Path, settings: Settings, *, force:
     a key no longer found is recorded ``missing``.
     """
     started = time.perf_counter()
-    run_id = run_id or f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid4().hex[:6]}"
+    run_id = run_id or new_run_id()
     out_root.mkdir(parents=True, exist_ok=True)
     cleaned = emit.clean_temporaries(out_root)
     emit.clear_stop(out_root)
@@ -281,18 +264,23 @@ def reconstruct_archive(paths: list[str], out: str, settings: Settings | dict[st
                         len(result.files), len(result.sessions))
             yield result
 
-    with progress_bar(show_progress) as progress, pool.local_pool(settings), graceful_stop(out_root):
-        summary = reconstruct([Path(p) for p in paths], out_root, settings, force=force,
-                              runner=submit, progress=progress, allow_shrink=allow_shrink, keys=keys)
+    run_id = new_run_id()
+    artifacts.name_flow_run(paths, run_id)
+    try:
+        with progress_bar(show_progress) as progress, pool.local_pool(settings), graceful_stop(out_root):
+            summary = reconstruct([Path(p) for p in paths], out_root, settings, force=force, run_id=run_id,
+                                  runner=submit, progress=progress, allow_shrink=allow_shrink, keys=keys)
+    except BaseException as exc:
+        alerts.emit_run_event(alerts.outcome_of(exc), run_id, artifacts.archive_name(paths), out,
+                              alerts.ledger_counts(ledger_path_for(out_root, settings), run_id), repr(exc))
+        raise
     c = summary["counts"]
     logger.info("run %s: %d files (%d skipped, %d quarantined); sessions ok %d, partial %d, quarantined %d",
                 summary["run_id"], c["files"], c["files_skipped"], c["files_quarantined"],
                 c["sessions_ok"], c["sessions_partial"], c["sessions_quarantined"])
-    create_markdown_artifact(
-        key="reconstruct-run-summary",
-        markdown=_summary_markdown(summary["run_id"], c, summary["quarantined"], summary["seconds"]),
-        description="Sessions by status and every quarantined input",
-    )
+    artifacts.publish(summary)
+    if alerts.needs_attention(c):
+        alerts.emit_run_event("quarantined", run_id, artifacts.archive_name(paths), out, c)
     return summary
 
 

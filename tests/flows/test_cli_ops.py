@@ -1,30 +1,38 @@
-"""Scheduling: `serve` hands Prefect the right schedule and parameters; prefect.yaml names a real flow."""
+"""Scheduling without a server: what `serve` registers, and that prefect.yaml names a real flow."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import yaml
-from prefect import Flow
 from typer.testing import CliRunner
 
 from flows.cli import app
+from flows.cli_ops import serve_parameters
+from flows.serve import ServePlan, no_overlap
 from tests.helpers import ROOT
 
 
-def test_serve_builds_the_schedule_and_parameters(monkeypatch, tmp_path):
-    seen = {}
-
-    def fake_serve(self, **kwargs):
-        seen.update(kwargs, flow=self)
-
-    monkeypatch.setattr(Flow, "serve", fake_serve)
-    result = CliRunner().invoke(app, ["serve", str(ROOT / "sample_logs"), "--out", str(tmp_path),
-                                      "--cron", "30 3 * * *", "--timezone", "Europe/Stockholm"])
-    assert result.exit_code == 0, result.output
-    schedule = seen["schedules"][0]
-    assert (schedule.cron, schedule.timezone) == ("30 3 * * *", "Europe/Stockholm")
-    params = seen["parameters"]
+def test_a_cron_plan_keeps_its_zone_and_an_interval_plan_starts_now(tmp_path):
+    params = serve_parameters([ROOT / "sample_logs"], tmp_path, {"source_tz": "Europe/Stockholm"})
     assert params["paths"] == [str((ROOT / "sample_logs").resolve())] and params["out"] == str(tmp_path.resolve())
-    assert seen["flow"].name == "reconstruct-archive"
+    cron = ServePlan("n", params, cron="30 3 * * *", timezone="Europe/Stockholm").schedule()
+    assert (cron.cron, cron.timezone) == ("30 3 * * *", "Europe/Stockholm")
+    every = ServePlan("n", params, interval=20).schedule()
+    assert every.interval == timedelta(seconds=20)
+
+
+def test_no_two_runs_of_one_schedule_overlap():
+    limit = no_overlap()
+    assert limit.limit == 1 and limit.collision_strategy.value == "CANCEL_NEW"
+
+
+def test_serve_refuses_cron_with_interval_and_a_missing_path(tmp_path):
+    both = CliRunner().invoke(app, ["serve", str(ROOT / "sample_logs"), "--out", str(tmp_path),
+                                    "--cron", "* * * * *", "--interval", "5"])
+    assert both.exit_code == 2
+    missing = CliRunner().invoke(app, ["serve", str(tmp_path / "nope"), "--out", str(tmp_path), "--interval", "5"])
+    assert missing.exit_code == 4
 
 
 def test_prefect_yaml_points_at_the_flow():
@@ -36,3 +44,4 @@ def test_prefect_yaml_points_at_the_flow():
     assert flow.name == "reconstruct-archive"
     assert set(deployment["parameters"]) <= {"paths", "out", "settings", "force", "show_progress"}
     assert deployment["schedules"][0]["cron"] == "0 2 * * *"
+    assert deployment["concurrency_limit"] == {"limit": 1, "collision_strategy": "CANCEL_NEW"}

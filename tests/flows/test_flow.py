@@ -12,14 +12,15 @@ def _docs(root):
 
 
 def _artifact_markdown(key: str) -> str | None:
-    """The latest artifact with this key, read through the REST API: prefect 3.8.8's
-    read_artifacts sends nulls that its own server (with fastapi < 0.155) rejects."""
+    """The latest artifact with this key, through Prefect's own client."""
     from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+    from prefect.client.schemas.sorting import ArtifactSort
 
     with get_client(sync_client=True) as client:
-        found = client.request("POST", "/artifacts/filter", json={
-            "artifacts": {"key": {"any_": [key]}}, "limit": 5, "offset": 0, "sort": "CREATED_DESC"}).json()
-    return found[0]["data"] if found else None
+        found = client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])),
+                                      sort=ArtifactSort.CREATED_DESC, limit=5)
+    return found[0].data if found else None
 
 
 def test_flow_on_the_process_pool_matches_the_core(prefect_harness, tmp_path):
