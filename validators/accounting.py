@@ -45,6 +45,12 @@ def _is_message(node: dict) -> bool:
     return has_actor + has_time + has_content >= 2 and (has_content or has_actor)
 
 
+def _is_sparse_list(node: dict) -> bool:
+    """An object keyed by line or list indexes only (``{"3": ..., "7": ...}``): a session's view of
+    the records of a JSON Lines file, walked like a list."""
+    return bool(node) and all(isinstance(k, str) and k.isdigit() for k in node)
+
+
 def escape(part: str) -> str:
     """One JSON pointer reference token (RFC 6901)."""
     return part.replace("~", "~0").replace("/", "~1")
@@ -59,13 +65,15 @@ def message_records(node: Any, pointer: str = "") -> Iterator[str]:
         if value is None or isinstance(value, str):  # a bare entry in a list of messages
             if at != pointer:
                 yield at
-        elif isinstance(value, dict):
+            continue
+        if isinstance(value, dict) and not _is_sparse_list(value):
             if _is_message(value):
                 yield at
                 continue
             children = [(v, f"{at}/{escape(str(k))}") for k, v in value.items() if isinstance(v, (dict, list))]
-        elif isinstance(value, list):
-            children = [(v, f"{at}/{i}") for i, v in enumerate(value)
+        elif isinstance(value, (list, dict)):
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            children = [(v, f"{at}/{i}") for i, v in items
                         if isinstance(v, (dict, list)) or (v is None or isinstance(v, str))]
             if not any(isinstance(v, dict) and _is_message(v) for v, _ in children):
                 children = [c for c in children if isinstance(c[0], (dict, list))]

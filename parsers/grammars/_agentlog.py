@@ -81,10 +81,10 @@ def read_lines(text: str) -> list[Any]:
     return doc
 
 
-def masked(doc: list[Any], own: Iterable[int]) -> list[Any]:
-    """``doc`` with every line outside ``own`` set to ``null`` (a session's raw)."""
-    keep = set(own)
-    return [v if i in keep else None for i, v in enumerate(doc)]
+def masked(doc: list[Any], own: Iterable[int]) -> dict[str, Any]:
+    """A session's raw: its own lines of ``doc`` under their indexes (``{"3": record}``), so the
+    pointer ``/3`` means the same in the session's view as in the whole file."""
+    return {str(i): doc[i] for i in sorted(set(own))}
 
 
 def sample_share(sample: str, explains: Callable[[dict[str, Any]], bool]) -> tuple[int, int]:

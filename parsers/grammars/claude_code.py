@@ -357,7 +357,7 @@ class ClaudeCode(Grammar):
         count = 0
         uuids: set[str] = set()
         blocks: set[bytes] = set()
-        for value in raw:
+        for value in raw.values():
             if isinstance(value, str):
                 count += 1
             if not isinstance(value, dict) or value.get("type") in META_TYPES:

@@ -345,9 +345,9 @@ class Codex(Grammar):
     def count_turns(self, raw: Any) -> int:
         """Lines that are not JSON, response items, echo events whose text no response item holds,
         error events, and records of unknown types that hold text."""
-        values = [_unwrap(v) for v in raw if isinstance(v, dict)]
+        values = [_unwrap(v) for v in raw.values() if isinstance(v, dict)]
         items = _echo_table(values)
-        count = sum(1 for v in raw if isinstance(v, str))
+        count = sum(1 for v in raw.values() if isinstance(v, str))
         for kind, payload in values:
             count += _counts(kind, payload, items)
         return count

@@ -74,7 +74,10 @@ _REL = "|".join(regex.escape(w) for w in RELATIVE)
 _JOIN = "|".join(sorted({regex.escape(j) for _, js in RELATIVE.values() for j in js}, key=len, reverse=True))
 _STAMP = (rf"(?:(?P<rel>{_REL}){_SP}+(?:{_JOIN}){_SP}+(?P<clock>{_CLOCK})"
           rf"|(?P<date>\d{{1,4}}[./-]\d{{1,2}}[./-]\d{{1,4}}),?{_SP}+(?P<clock>{_CLOCK}))")
-_AUTHOR = (rf"(?P<name>[^\n—–]{{1,80}}?)(?:{_SP}+(?P<tag>{'|'.join(TAGS)}))?{_SP}+[—–]{_SP}+"
+# A Markdown heading or quote (``### Alice — 2024-01-01 10:00``, an exporter's turn heading) is never
+# an author line: the client copies a display name bare.
+_NOT_MARKDOWN = r"(?!#{1,6}[ \t]|>[ \t])"
+_AUTHOR = (rf"{_NOT_MARKDOWN}(?P<name>[^\n—–]{{1,80}}?)(?:{_SP}+(?P<tag>{'|'.join(TAGS)}))?{_SP}+[—–]{_SP}+"
            rf"(?P<stamp>{_STAMP}){_SP}*$")
 _NEXT_AUTHOR = rf"(?=\n[^\n—–]{{1,80}}?{_SP}+[—–]{_SP}+(?:{_REL}|\d))"
 HEADER = regex.compile(
@@ -87,7 +90,7 @@ HEADER = regex.compile(
 _CLOCK_PARTS = regex.compile(
     rf"(?P<h>\d{{1,2}}):(?P<mi>\d{{2}})(?::(?P<s>\d{{2}}))?(?:{_SP}?(?P<ampm>[AaPp]\.?[Mm]\.?))?")
 # The independent counter's own idea of a message start, line by line.
-_COUNT_AUTHOR = regex.compile(rf"^[^\n]+?{_SP}[—–]{_SP}(?:{_REL}|\d{{1,4}}[./-])")
+_COUNT_AUTHOR = regex.compile(rf"^{_NOT_MARKDOWN}[^\n]+?{_SP}[—–]{_SP}(?:{_REL}|\d{{1,4}}[./-])")
 _COUNT_STAMP = regex.compile(r"^\[\d{1,2}:\d\d")
 
 
