@@ -241,6 +241,7 @@ def account_records(raw: Any, base: str, turns: Iterable[str], regions: Iterable
     turn_set = {p for p in turns if p is not None}
     region_set = {p for p in regions if p is not None}
     turn_up, region_up = _ancestors(turn_set), _ancestors(region_set)
+    owners, owners_up = turn_set | region_set, turn_up | region_up
     for pointer in message_records(raw, base):
         out.checked += 1
         if _within(pointer, turn_set, turn_up):
@@ -250,7 +251,57 @@ def account_records(raw: Any, base: str, turns: Iterable[str], regions: Iterable
         else:
             out.unaccounted += 1
             out.note(pointer)
+            continue
+        for part in _parts(raw, base, pointer, owners):  # one interaction per block: every block owned
+            if not _within(part, owners, owners_up):
+                out.checked += 1
+                out.unaccounted += 1
+                out.note(part)
     return out
+
+
+def _parts(raw: Any, base: str, record: str, owners: set[str]) -> list[str]:
+    """When interactions or regions point inside a record (one per content block), the pointers of
+    the non-blank elements of every list on the way to them: each of those must be owned as well."""
+    inner = sorted(p for p in owners if p.startswith(record + "/"))
+    if not inner:
+        return []
+    lists: dict[str, list] = {}
+    for pointer in inner:
+        node, at = _resolve(raw, base, record), record
+        for token in pointer[len(record) + 1:].split("/"):
+            if isinstance(node, list):
+                lists[at] = node
+                node = node[int(token)] if token.isdigit() and int(token) < len(node) else None
+            elif isinstance(node, dict):
+                node = node.get(token.replace("~1", "/").replace("~0", "~"))
+            else:
+                break
+            at = f"{at}/{token}"
+    return [f"{at}/{i}" for at, items in sorted(lists.items()) for i, item in enumerate(items) if not _blank(item)]
+
+
+def _resolve(raw: Any, base: str, pointer: str) -> Any:
+    node = raw
+    for token in pointer[len(base):].split("/")[1:]:
+        if isinstance(node, list) and token.isdigit() and int(token) < len(node):
+            node = node[int(token)]
+        elif isinstance(node, dict):
+            node = node.get(token.replace("~1", "/").replace("~0", "~"))
+        else:
+            return None
+    return node
+
+
+def _blank(item: Any) -> bool:
+    """True when an element holds no text at all (an empty block), whatever its type markers."""
+    if isinstance(item, str):
+        return not item.strip()
+    if isinstance(item, dict):
+        return all(_blank(v) for k, v in item.items() if k != "type")
+    if isinstance(item, list):
+        return all(_blank(v) for v in item)
+    return item is None or isinstance(item, bool)
 
 
 def session_extent(session: ParsedSession) -> tuple[int, int] | None:

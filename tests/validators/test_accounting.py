@@ -115,3 +115,16 @@ def test_a_bare_entry_beside_messages_is_a_record():
 def test_a_view_keyed_by_line_indexes_is_walked_like_a_list():
     view = {"3": {"role": "user", "content": "a"}, "7": "not json {", "9": {"role": "assistant", "content": "b"}}
     assert list(message_records(view)) == ["/3", "/7", "/9"]
+
+
+def test_a_block_lost_inside_a_record_is_found():
+    raw = {"messages": [{"role": "assistant", "content": [
+        {"type": "text", "text": "Let me look."}, {"type": "text", "text": ""},
+        {"type": "tool_use", "name": "Read", "input": {"path": "a.py"}}]}]}
+    turns = [Turn("a", "assistant", "Let me look.", pointer="/messages/0/content/0"),
+             Turn("a", "tool", "Read a.py", pointer="/messages/0/content/2")]
+    session = ParsedSession(None, "none", turns, raw=raw, pointer="")
+    assert account(session, None).clean  # the empty block needs no owner
+    session.turns.pop()
+    result = account(session, None)
+    assert result.listed == ["/messages/0/content/2"] and result.checked == 2
