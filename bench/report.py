@@ -11,7 +11,8 @@ def _opt(value, spec: str, suffix: str = "") -> str:
 
 def run_line(kind: str, r: dict) -> str:
     if "error" in r:
-        return f"  {kind:<10} not run: {r['error']} (RSS {r.get('peak_rss_mb', 0):.0f} MB)"
+        rss = f" (RSS {r['peak_rss_mb']:.0f} MB)" if "peak_rss_mb" in r else ""
+        return f"  {kind:<10} not run: {r['error']}{rss}"
     floor = r.get("floor", {})
     line = f"  {kind:<10} {r['seconds']:>8.2f} s {r['mb_s']:>8.2f} MB/s"
     line += (f" = {r['x_floor']:>6.3f}x floor ({floor['mb_s']:.1f} MB/s)" if "x_floor" in r

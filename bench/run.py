@@ -181,6 +181,10 @@ def bench_set(name: str, spec: DataSet, data: Path, args: argparse.Namespace) ->
         for kind, floor in spec.runs.items():
             if kind in ("whatstk", "chatminer") and args.skip_peers:
                 continue
+            source = row["runs"].get(OUTPUT_OF.get(kind, kind), {})
+            if kind in OUTPUT_OF and "seconds" not in source:
+                row["runs"][kind] = {"error": f"{OUTPUT_OF[kind]} did not finish, so there is nothing to rerun"}
+                continue
             print(f"  {name}: {kind} (after floor {floor}) ...", flush=True)
             floor_r = best_of(f"floor:{floor}", data, outs(f"floor-{kind}"), mb, None, args.max_rss_mb)
             r = best_of(kind, data, outs(kind), mb, floor_r, args.max_rss_mb)
@@ -200,7 +204,9 @@ def baseline(args: argparse.Namespace) -> dict:
 # -- command line ----------------------------------------------------------------------------------
 def check_space(data_dir: Path, scale: float) -> None:
     """The 1 GB set needs its file plus room for the outputs: say how much is free, refuse if too little."""
-    need = generate.SETS["whatsapp_1gb"][2] * 98 * scale * (1 + HUGE_OUTPUT_FACTOR)
+    rel, _, messages = generate.SETS["whatsapp_1gb"]
+    size = messages * scale * 98  # ~98 bytes a message
+    need = size * HUGE_OUTPUT_FACTOR + (0 if (data_dir / rel).exists() else size)
     data_dir.mkdir(parents=True, exist_ok=True)
     for where in dict.fromkeys((data_dir, Path(tempfile.gettempdir()))):
         free = shutil.disk_usage(where).free
