@@ -1,16 +1,18 @@
-"""Deterministic benchmark data: a WhatsApp export, an archive of small transcripts, a ChatGPT export.
+"""Deterministic benchmark data: WhatsApp exports, a ChatGPT export, many small files of mixed formats.
 
-    python -m bench.generate [--scale 1.0] [--out bench/data]
+    python -m bench.generate [--scale 1.0] [--out bench/data] [--set NAME ...]
 
-Scale 1.0 gives the sizes the benchmark is specified for: a ~100 MB WhatsApp text file (~1M
-messages, 15% multi-line, some system lines, non-ASCII names), 10,000 transcripts, and a ~200 MB
-conversations.json with 20,000 conversations. The same seed and scale always give the same bytes.
+Scale 1.0 gives the sizes the benchmark is specified for (issue 11): a ~100 MB WhatsApp text file
+(~1M messages, 15% multi-line, some system lines, non-ASCII names), a ~1 GB one of the same kind
+(on demand only), a ~240 MB conversations.json of 20,000 conversations, and 10,000 small files
+taking turns over seven formats. The same seed and scale always give the same bytes.
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -54,24 +56,100 @@ def whatsapp(path: Path, messages: int, seed: int = 1) -> int:
     return messages
 
 
-def transcripts(folder: Path, count: int, seed: int = 2) -> int:
-    """Small plain transcripts, 5-20 turns each; returns the number of files."""
+def _turns(rng: random.Random, start: datetime, speakers: list[str]) -> list[tuple[datetime, str, str]]:
+    """5-20 turns (time, speaker, text), the speakers taking turns in order."""
+    turns, t = [], start
+    for j in range(rng.randint(5, 20)):
+        t += timedelta(seconds=rng.randint(2, 120))
+        turns.append((t, speakers[j % len(speakers)], _sentence(rng, rng.randint(5, 40))))
+    return turns
+
+
+AI = ["User", "Assistant (openai:gpt-4o@2024-08-06)"]
+
+
+def _epoch(t: datetime) -> int:
+    return int(t.replace(tzinfo=UTC).timestamp())
+
+
+def _transcript(rng: random.Random, i: int, start: datetime) -> tuple[str, bytes]:
+    lines = [f"Session: bench-{i:05d}"] + [f"[{t:%Y-%m-%d %H:%M:%S}] {who}: {text}"
+                                          for t, who, text in _turns(rng, start, AI)]
+    return f"chat-{i:05d}.txt", ("\n".join(lines) + "\n").encode()
+
+
+def _markdown(rng: random.Random, i: int, start: datetime) -> tuple[str, bytes]:
+    parts = [f"Session: md-{i:05d}"] + [f"## {who} ({t:%Y-%m-%d %H:%M:%S})\n{text}\n"
+                                        for t, who, text in _turns(rng, start, ["User", "Assistant"])]
+    return f"notes-{i:05d}.md", "\n".join(parts).encode()
+
+
+def _whatsapp(rng: random.Random, i: int, start: datetime) -> tuple[str, bytes]:
+    lines = [f"{t.month}/{t.day}/{t.year % 100}, {t:%H:%M} - {who}: {text}"
+             for t, who, text in _turns(rng, start, rng.sample(NAMES, 3))]
+    return f"WhatsApp Chat {i:05d}.txt", ("\n".join(lines) + "\n").encode()
+
+
+def _irc(rng: random.Random, i: int, start: datetime) -> tuple[str, bytes]:
+    nicks = [n.split()[0].lower() for n in rng.sample(NAMES[:6], 3)]
+    lines = [f"{t:%Y-%m-%dT%H:%M:%S}+0000  <{who}> {text}" for t, who, text in _turns(rng, start, nicks)]
+    return f"channel-{i:05d}.log", ("\n".join(lines) + "\n").encode()
+
+
+def _telegram(rng: random.Random, i: int, start: datetime) -> tuple[str, bytes]:
+    people = rng.sample(NAMES, 2)
+    messages = [{"id": k, "type": "message", "date": f"{t:%Y-%m-%dT%H:%M:%S}",
+                 "date_unixtime": str(_epoch(t)), "from": who,
+                 "from_id": f"user{1000 + people.index(who)}", "text": text,
+                 "text_entities": [{"type": "plain", "text": text}]}
+                for k, (t, who, text) in enumerate(_turns(rng, start, people), 1)]
+    chat = {"name": f"Chat {i}", "type": "personal_chat", "id": 10**6 + i, "messages": messages}
+    return f"result-{i:05d}.json", orjson.dumps(chat, option=orjson.OPT_INDENT_2)
+
+
+def _discord(rng: random.Random, i: int, start: datetime) -> tuple[str, bytes]:
+    people = rng.sample(NAMES, 3)
+    messages = [{"id": str(k), "type": "Default", "timestamp": f"{t:%Y-%m-%dT%H:%M:%S}+00:00", "content": text,
+                 "author": {"id": str(100 + people.index(who)), "name": who.split()[0].lower(), "nickname": who,
+                            "isBot": False}, "attachments": [], "reactions": []}
+                for k, (t, who, text) in enumerate(_turns(rng, start, people), 1)]
+    export = {"guild": {"id": "900", "name": "Bench"}, "channel": {"id": str(10**6 + i), "type": "GuildTextChat",
+              "name": f"chan-{i:05d}"}, "messages": messages, "messageCount": len(messages)}
+    return f"channel-{i:05d}.json", orjson.dumps(export)
+
+
+def _slack(rng: random.Random, i: int, start: datetime) -> tuple[str, bytes]:
+    users = [f"U{k:04d}" for k in rng.sample(range(len(NAMES)), 3)]
+    messages = [{"type": "message", "user": who, "text": text, "ts": f"{_epoch(t)}.{k:06d}"}
+                for k, (t, who, text) in enumerate(_turns(rng, start, users))]
+    return f"c{i:05d}/{start:%Y-%m-%d}.json", orjson.dumps(messages, option=orjson.OPT_INDENT_2)
+
+
+# format -> renderer (rng, index, start) -> (name inside its batch folder, bytes); files take turns
+MIXED = {"transcript": _transcript, "markdown": _markdown, "whatsapp": _whatsapp, "irc": _irc,
+         "telegram": _telegram, "discord": _discord, "slack": _slack}
+SLACK_USERS = [{"id": f"U{k:04d}", "name": n.split()[0].lower(), "profile": {"display_name": n}}
+               for k, n in enumerate(NAMES)]
+
+
+def mixed(folder: Path, count: int, seed: int = 2) -> int:
+    """Small files of every format in MIXED, in turn, 1,000 to a folder (<format>/batch-NN/); returns count."""
     rng = random.Random(seed)
-    folder.mkdir(parents=True, exist_ok=True)
+    formats = list(MIXED.items())
     for i in range(count):
-        t = datetime(2025, 1, 1) + timedelta(minutes=i * 7)
-        lines = [f"Session: bench-{i:05d}"]
-        for j in range(rng.randint(5, 20)):
-            t += timedelta(seconds=rng.randint(2, 120))
-            who = "User" if j % 2 == 0 else "Assistant (openai:gpt-4o@2024-08-06)"
-            lines.append(f"[{t:%Y-%m-%d %H:%M:%S}] {who}: {_sentence(rng, rng.randint(5, 40))}")
-        sub = folder / f"batch-{i // 1000:02d}"
-        sub.mkdir(exist_ok=True)
-        (sub / f"chat-{i:05d}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        fmt, render = formats[i % len(formats)]
+        name, data = render(rng, i, datetime(2025, 1, 1) + timedelta(minutes=i * 7))
+        batch = folder / fmt / f"batch-{i // 1000:02d}"
+        if not batch.exists():
+            batch.mkdir(parents=True)
+            if fmt == "slack":  # a workspace export: the user directory beside the channel folders
+                (batch / "users.json").write_bytes(orjson.dumps(SLACK_USERS))
+        (batch / name).parent.mkdir(exist_ok=True)
+        (batch / name).write_bytes(data)
     return count
 
 
-def conversations(path: Path, count: int, seed: int = 3, mean_bytes: int = 10_000) -> int:
+def conversations(path: Path, count: int, seed: int = 3, mean_bytes: int = 14_000) -> int:
     """A ChatGPT conversations.json of ``count`` conversations (~mean_bytes each); returns count."""
     rng = random.Random(seed)
     base = datetime(2024, 1, 1, tzinfo=UTC).timestamp()
@@ -103,25 +181,46 @@ def conversations(path: Path, count: int, seed: int = 3, mean_bytes: int = 10_00
     return count
 
 
-def generate(out: Path, scale: float = 1.0) -> dict[str, Path]:
-    out.mkdir(parents=True, exist_ok=True)
-    paths = {"whatsapp": out / "whatsapp.txt", "transcripts": out / "transcripts",
-             "chatgpt": out / "chatgpt" / "conversations.json"}
-    paths["chatgpt"].parent.mkdir(exist_ok=True)
-    whatsapp(paths["whatsapp"], max(200, int(1_000_000 * scale)))
-    transcripts(paths["transcripts"], max(10, int(10_000 * scale)))
-    conversations(paths["chatgpt"], max(10, int(20_000 * scale)))
+VERSION = 2  # bump when a set's bytes change: data generated by another version is regenerated
+# name -> (path under the data folder, writer(path, count), count at scale 1.0)
+SETS = {
+    "whatsapp": ("whatsapp.txt", whatsapp, 1_000_000),                        # ~98 MB
+    "whatsapp_1gb": ("whatsapp-1gb.txt", whatsapp, 10_000_000),               # ~980 MB, only on demand
+    "chatgpt": ("chatgpt/conversations.json", conversations, 20_000),        # ~240 MB
+    "mixed": ("mixed", mixed, 10_000),                                        # ~25 MB in 10,000 files
+}
+DEFAULT = ("whatsapp", "chatgpt", "mixed")
+
+
+def generate(out: Path, scale: float = 1.0, names: tuple[str, ...] = DEFAULT) -> dict[str, Path]:
+    """Generate each named set under ``out`` unless this version already did; returns name -> path."""
+    paths = {}
+    for name in names:
+        rel, writer, count = SETS[name]
+        path, marker = out / rel, out / f".{name}.v{VERSION}"
+        if not marker.exists():
+            if path.is_dir():
+                shutil.rmtree(path)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            writer(path, max(10, int(count * scale)))
+            marker.write_text("complete\n")
+        paths[name] = path
     return paths
+
+
+def size(path: Path) -> int:
+    """Bytes of a file, or of every file under a folder."""
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else path.stat().st_size
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--scale", type=float, default=1.0)
     parser.add_argument("--out", type=Path, default=Path("bench/data"))
+    parser.add_argument("--set", choices=SETS, action="append", help="only this set (repeatable)")
     args = parser.parse_args()
-    for name, path in generate(args.out, args.scale).items():
-        size = sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else path.stat().st_size
-        print(f"{name}: {path} ({size / 1e6:.1f} MB)")
+    for name, path in generate(args.out, args.scale, tuple(args.set or DEFAULT)).items():
+        print(f"{name}: {path} ({size(path) / 1e6:.1f} MB)")
 
 
 if __name__ == "__main__":

@@ -1,188 +1,236 @@
-"""Benchmark runner: end-to-end MB/s and sessions/s, peak RSS, Prefect's overhead, peers on WhatsApp.
+"""Benchmark runner: each figure beside its floor measured in the same run, and beside the targets.
 
-    python -m bench.run            # full size (generates bench/data first if missing)
+    python -m bench.run            # full size (generates bench/data/full first if missing)
     python -m bench.run --quick    # 1/20 of the size, a smoke run
+    python -m bench.run --huge     # also the 1 GB WhatsApp file (generated on demand; checks free space)
 
 Each measurement runs in its own subprocess, so its peak RSS (summed over the process tree, the
-pool workers included, sampled every 20 ms) is its own. Figures are printed as a table and written
-to bench/results.json. No figure is asserted anywhere: this is a measuring tool.
+pool workers and Prefect's server included, sampled every 20 ms) is its own; a tree above
+--max-rss-mb is stopped. Figures are printed and written to bench/results.json. No figure is
+asserted anywhere: this is a measuring tool.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import shutil
 import site
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
 
-from bench.generate import generate
+from bench import generate
+from bench.report import print_report
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-# -- children: each prints one JSON line ----------------------------------------------------------
-def _interactions(ledger: str, run_id: str) -> int:
-    """Turns written by this run (ok and partial sessions), read from the run's ledger."""
-    import sqlite3
+@dataclass(frozen=True)
+class Target:
+    """One target of issue 11: ``row[run][field] op limit``."""
 
-    with sqlite3.connect(ledger) as db:
-        return db.execute("SELECT COALESCE(SUM(interactions), 0) FROM sessions WHERE run_id=? "
-                          "AND status IN ('ok', 'partial')", (run_id,)).fetchone()[0]
-
-
-def _result(summary: dict, seconds: float, **extra) -> dict:
-    counts = dict(summary["counts"], interactions=_interactions(summary["ledger"], summary["run_id"]))
-    return {"seconds": seconds, "counts": counts, "shards": summary["shards"], **extra}
+    label: str
+    run: str  # a run kind, or "prefect" for the overhead
+    field: str
+    op: str  # ">=" or "<="
+    limit: float
 
 
-def child_core(data: str, out: str) -> dict:
-    """The core without Prefect: reconstruct(..., runner=None), every shard in this process."""
-    from flows.pipeline import reconstruct
-    from models.settings import Settings
-
-    t0 = time.perf_counter()
-    summary = reconstruct([Path(data)], Path(out), Settings(), runner=None)
-    return _result(summary, time.perf_counter() - t0)
+@dataclass(frozen=True)
+class DataSet:
+    runs: dict[str, str]  # run kind -> the floor it is judged against, in the order they run
+    targets: tuple[Target, ...]
+    huge: bool = False  # only with --huge
 
 
-def child_core_pool(data: str, out: str) -> dict:
-    """The core on the same local process pool the flow uses, without Prefect: the fair baseline
-    for Prefect's overhead when an archive has more shards than one."""
-    from flows import pool
-    from flows.pipeline import reconstruct
-    from flows.shard import run_shard
-    from models.settings import Settings
-
-    settings = Settings()
-    with pool.local_pool(settings) as executor:
-        def runner(shards, companions, ledger_path):
-            futures = [executor.submit(run_shard, s, Path(out), settings, companions=companions,
-                                       ledger_path=Path(ledger_path)) for s in shards]
-            for f in futures:
-                yield f.result()
-
-        t0 = time.perf_counter()
-        summary = reconstruct([Path(data)], Path(out), settings, runner=runner if executor else None)
-        seconds = time.perf_counter() - t0
-    return _result(summary, seconds)
+PREFECT = Target("Prefect overhead, % of the core", "prefect", "pct", "<=", 10)
+WHATSAPP_RUNS = dict.fromkeys(("flow", "core", "core_pool", "whatstk", "chatminer"), "lines")
+SETS = {
+    "whatsapp": DataSet(WHATSAPP_RUNS, (Target("flow MB/s", "flow", "mb_s", ">=", 25),
+                                        Target("flow peak RSS MB", "flow", "peak_rss_mb", "<=", 500), PREFECT)),
+    "whatsapp_1gb": DataSet({"flow": "lines"}, (Target("flow peak RSS MB", "flow", "peak_rss_mb", "<=", 500),),
+                            huge=True),
+    "chatgpt": DataSet(dict.fromkeys(("flow", "core", "core_pool"), "orjson"),
+                       (Target("flow time / orjson's", "flow", "time_x_floor", "<=", 2),
+                        Target("flow peak RSS MB", "flow", "peak_rss_mb", "<=", 600), PREFECT)),
+    "mixed": DataSet({**dict.fromkeys(("flow", "core", "core_pool"), "file_io"), "rerun": "file_hash"},
+                     (Target("flow sessions/s", "flow", "sessions_s", ">=", 1500),
+                      Target("flow time / I/O floor's", "flow", "time_x_floor", "<=", 3),
+                      Target("unchanged rerun s", "rerun", "seconds", "<=", 3), PREFECT)),
+}
+OUTPUT_OF = {"rerun": "flow"}  # the rerun runs on the flow's output, so every input is unchanged
+HUGE_OUTPUT_FACTOR = 8  # today a document set is ~6.6x its input; room for that, the file and the floor
 
 
-def child_flow(data: str, out: str) -> dict:
-    os.environ.setdefault("DO_NOT_TRACK", "1")
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
-    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-    from prefect import flow
-
-    from flows.pipeline import run_archive
-    from models.settings import Settings
-
-    @flow
-    def warm_up() -> int:
-        return 1
-
-    t0 = time.perf_counter()
-    warm_up()  # starts the embedded server (and creates its database on a fresh machine)
-    t1 = time.perf_counter()
-    summary = run_archive([Path(data)], Path(out), Settings())
-    return _result(summary, time.perf_counter() - t1, server_start=t1 - t0)
+# -- one measurement -------------------------------------------------------------------------------
+def _sample(ps: psutil.Process, cpu: dict[int, float]) -> int:
+    """The RSS of the process tree; each process's CPU seconds so far into ``cpu`` (pid -> seconds)."""
+    rss = 0
+    for p in (ps, *ps.children(recursive=True)):
+        with contextlib.suppress(psutil.Error), p.oneshot():  # a process may end between listing and reading
+            rss += p.memory_info().rss
+            times = p.cpu_times()
+            cpu[p.pid] = times.user + times.system
+    return rss
 
 
-def child_whatstk(data: str, out: str) -> dict:
-    from whatstk import WhatsAppChat
-
-    t0 = time.perf_counter()
-    chat = WhatsAppChat.from_source(filepath=data, max_size=None)
-    return {"seconds": time.perf_counter() - t0, "messages": len(chat.df)}
-
-
-def child_chatminer(data: str, out: str) -> dict:
-    from chatminer.chatparsers import WhatsAppParser
-
-    t0 = time.perf_counter()
-    parser = WhatsAppParser(data)
-    parser.parse_file()
-    return {"seconds": time.perf_counter() - t0, "messages": len(parser.parsed_messages.get_df())}
+def _stop(ps: psutil.Process) -> None:
+    """Kill the child we started and its descendants, by pid."""
+    for p in (*ps.children(recursive=True), ps):
+        with contextlib.suppress(psutil.Error):
+            p.kill()
 
 
-CHILDREN = {"core": child_core, "core_pool": child_core_pool, "flow": child_flow, "whatstk": child_whatstk,
-            "chatminer": child_chatminer}
-
-
-# -- parent ----------------------------------------------------------------------------------------
-def measure(kind: str, data: Path) -> dict:
+def measure(kind: str, data: Path, out: Path, max_rss_mb: float) -> dict:
     """Run one child, sampling the RSS of its whole process tree. Its output goes to files, not
     pipes: a chatty child (chat-miner warns per line) would otherwise block on a full pipe."""
-    with tempfile.TemporaryDirectory(prefix=f"bench-{kind}-") as work:
-        out, log_out, log_err = Path(work) / "out", Path(work) / "stdout", Path(work) / "stderr"
-        with log_out.open("w") as fo, log_err.open("w") as fe:
-            proc = subprocess.Popen([sys.executable, "-m", "bench.run", "--child", kind, str(data), str(out)],
-                                    cwd=ROOT, stdin=subprocess.DEVNULL, stdout=fo, stderr=fe)
-            peak = 0
-            ps = psutil.Process(proc.pid)
-            while proc.poll() is None:
-                try:
-                    rss = ps.memory_info().rss + sum(c.memory_info().rss for c in ps.children(recursive=True))
-                    peak = max(peak, rss)
-                except psutil.Error:
-                    pass
-                time.sleep(0.02)
-        stdout, stderr = log_out.read_text(errors="replace"), log_err.read_text(errors="replace")
+    logs = out.parent / f"{kind}.log"
+    with logs.with_suffix(".out").open("w+") as fo, logs.with_suffix(".err").open("w+") as fe:
+        proc = subprocess.Popen([sys.executable, "-m", "bench.run", "--child", kind, str(data), str(out)],
+                                cwd=ROOT, stdin=subprocess.DEVNULL, stdout=fo, stderr=fe)
+        ps, peak, killed, cpu = psutil.Process(proc.pid), 0, False, {}
+        while proc.poll() is None:
+            with contextlib.suppress(psutil.Error):
+                peak = max(peak, _sample(ps, cpu))
+            if peak > max_rss_mb * 2**20 and not killed:
+                _stop(ps)
+                killed = True
+            time.sleep(0.02)
+        fo.seek(0)
+        fe.seek(0)
+        stdout, stderr = fo.read(), fe.read()
+    # CPU seconds of the whole tree (start-up and Prefect's server included, up to the last sample of
+    # each process): on a loaded machine wall time grows with the load, CPU time much less
+    machine = {"cpu_s": sum(cpu.values()),
+               "load": os.getloadavg()[0], "peak_rss_mb": peak / 2**20}
     lines = stdout.strip().splitlines()
+    if killed:
+        return {"error": f"stopped: process tree above {max_rss_mb:.0f} MB", **machine}
     if proc.returncode != 0 or not lines:
-        return {"error": ((stderr or stdout).strip().splitlines() or ["failed"])[-1]}
-    result = json.loads(lines[-1])
-    result["peak_rss_mb"] = peak / 2**20
-    return result
+        return {"error": ((stderr or stdout).strip().splitlines() or ["failed"])[-1], **machine}
+    return {**json.loads(lines[-1]), **machine}
 
 
-def size_mb(path: Path) -> float:
-    if path.is_dir():
-        return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 1e6
-    return path.stat().st_size / 1e6
-
-
-def sessions(counts: dict) -> int:
-    return counts["sessions_ok"] + counts["sessions_partial"]
-
-
-def derive(mb: float, r: dict) -> dict:
-    """Add MB/s (and sessions/s for our runs) to one measurement."""
-    if "seconds" in r:
-        r["mb_s"] = mb / r["seconds"]
-        if "counts" in r:
-            r["sessions_s"] = sessions(r["counts"]) / r["seconds"]
+# -- figures ---------------------------------------------------------------------------------------
+def derive(r: dict, mb: float, floor: dict | None) -> dict:
+    """Add MB/s, sessions/s and the ratios to the floor to one measurement."""
+    if "seconds" not in r:
+        return r
+    r["mb_s"] = mb / r["seconds"]
+    if "counts" in r:
+        c = r["counts"]
+        r["sessions"] = c["sessions_ok"] + c["sessions_partial"]
+        r["sessions_s"] = r["sessions"] / r["seconds"]
+    if floor and "seconds" in floor:
+        r["x_floor"] = floor["seconds"] / r["seconds"]  # speed as a share of the floor's
+        r["time_x_floor"] = r["seconds"] / floor["seconds"]
     return r
 
 
-def overhead(row: dict) -> dict:
-    """Prefect's cost: the flow against the same pool without Prefect, and against the serial core."""
-    flow, core, pooled = row["flow"], row["core"], row["core_pool"]
-    if any("seconds" not in r for r in (flow, core, pooled)):
+def prefect_overhead(runs: dict) -> dict:
+    """Prefect's cost beyond its server start: the flow against the same pool without Prefect, and
+    against the faster of the two cores (the target: what running under the flow adds to the core)."""
+    flow, pooled, core = (runs.get(k, {}) for k in ("flow", "core_pool", "core"))
+    if any("seconds" not in r for r in (flow, pooled, core)):
         return {}
-    return {"vs_pool_s": flow["seconds"] - pooled["seconds"],
+    best = min(pooled["seconds"], core["seconds"])
+    return {"flow_minus_pool_s": flow["seconds"] - pooled["seconds"],
             "vs_pool_pct": 100 * (flow["seconds"] - pooled["seconds"]) / pooled["seconds"],
-            "flow_over_core": flow["seconds"] / core["seconds"],
+            "flow_minus_core_s": flow["seconds"] - best, "pct": 100 * (flow["seconds"] - best) / best,
             "server_start_s": flow.get("server_start")}
+
+
+def judge(row: dict, targets: tuple[Target, ...]) -> list[dict]:
+    out = []
+    for t in targets:
+        value = (row["prefect"] if t.run == "prefect" else row["runs"].get(t.run, {})).get(t.field)
+        met = None if value is None else (value >= t.limit if t.op == ">=" else value <= t.limit)
+        out.append({"label": t.label, "value": value, "op": t.op, "limit": t.limit, "met": met})
+    return out
+
+
+def best_of(kind: str, data: Path, outs: list[Path], mb: float, floor: dict | None, max_rss_mb: float) -> dict:
+    """The fastest of len(outs) runs (each on its own output folder), with the highest peak RSS of them."""
+    runs = [measure(kind, data, out, max_rss_mb) for out in outs]
+    done = [r for r in runs if "seconds" in r] or runs
+    best = min(done, key=lambda r: r.get("seconds", 0))
+    peak = max(r.get("peak_rss_mb", 0) for r in runs)
+    return derive({**best, "peak_rss_mb": peak, "repeats": len(runs)}, mb, floor)
+
+
+def bench_set(name: str, spec: DataSet, data: Path, args: argparse.Namespace) -> dict:
+    """Every run of one data set, each right after its own floor (load on a shared machine changes
+    by the minute: a ratio to a floor measured moments before is what stays comparable)."""
+    mb = generate.size(data) / 1e6
+    row: dict = {"mb": mb, "runs": {}}
+    with tempfile.TemporaryDirectory(prefix=f"bench-{name}-") as work:
+        def outs(kind: str) -> list[Path]:
+            folders = [Path(work) / f"{OUTPUT_OF.get(kind, kind)}-{k}" for k in range(args.repeat)]
+            for f in folders:
+                f.mkdir(exist_ok=True)
+            return [f / "out" for f in folders]
+
+        for kind, floor in spec.runs.items():
+            if kind in ("whatstk", "chatminer") and args.skip_peers:
+                continue
+            source = row["runs"].get(OUTPUT_OF.get(kind, kind), {})
+            if kind in OUTPUT_OF and "seconds" not in source:
+                row["runs"][kind] = {"error": f"{OUTPUT_OF[kind]} did not finish, so there is nothing to rerun"}
+                continue
+            print(f"  {name}: {kind} (after floor {floor}) ...", flush=True)
+            floor_r = best_of(f"floor:{floor}", data, outs(f"floor-{kind}"), mb, None, args.max_rss_mb)
+            r = best_of(kind, data, outs(kind), mb, floor_r, args.max_rss_mb)
+            row["runs"][kind] = {**r, "floor": {"kind": floor, **floor_r}}
+    row["prefect"] = prefect_overhead(row["runs"])
+    row["targets"] = judge(row, spec.targets)
+    return row
+
+
+def baseline(args: argparse.Namespace) -> dict:
+    """Prefect idle (its server started by an empty flow): a cost inside every flow's time and RSS."""
+    print("  baseline: prefect_idle ...", flush=True)
+    with tempfile.TemporaryDirectory(prefix="bench-idle-") as work:
+        return measure("prefect_idle", Path(work), Path(work) / "out", args.max_rss_mb)
+
+
+# -- command line ----------------------------------------------------------------------------------
+def check_space(data_dir: Path, scale: float) -> None:
+    """The 1 GB set needs its file plus room for the outputs: say how much is free, refuse if too little."""
+    rel, _, messages = generate.SETS["whatsapp_1gb"]
+    size = messages * scale * 98  # ~98 bytes a message
+    need = size * HUGE_OUTPUT_FACTOR + (0 if (data_dir / rel).exists() else size)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    for where in dict.fromkeys((data_dir, Path(tempfile.gettempdir()))):
+        free = shutil.disk_usage(where).free
+        print(f"--huge: {free / 1e9:.1f} GB free at {where}, about {need / 1e9:.1f} GB needed "
+              f"(the file and outputs up to {HUGE_OUTPUT_FACTOR}x its size)", flush=True)
+        if free < need + 1e9:
+            sys.exit(f"--huge: not enough free space at {where}; free some or leave out --huge")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="1/20 of the full size")
+    parser.add_argument("--huge", action="store_true", help="also the 1 GB WhatsApp file (generated on demand)")
     parser.add_argument("--data", type=Path, default=ROOT / "bench" / "data")
-    parser.add_argument("--only", choices=["whatsapp", "transcripts", "chatgpt"], action="append",
-                        help="measure only this data set (repeatable)")
+    parser.add_argument("--only", choices=list(SETS), action="append",
+                        help="only this data set (repeatable; --only whatsapp_1gb implies --huge)")
     parser.add_argument("--skip-peers", action="store_true", help="do not run whatstk and chat-miner")
+    parser.add_argument("--repeat", type=int, default=1, help="run each measurement N times, keep the fastest")
+    parser.add_argument("--max-rss-mb", type=float, default=8000, help="stop a run whose process tree exceeds this")
     parser.add_argument("--child", nargs=3, metavar=("KIND", "DATA", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
+        from bench.children import CHILDREN
+
         kind, data, out = args.child
         print(json.dumps(CHILDREN[kind](data, out)))
         return
@@ -193,73 +241,23 @@ def main() -> None:
                  "library's in Prefect's embedded server, which then cannot start: pip uninstall -y argparse")
     scale = 0.05 if args.quick else 1.0
     data_dir = args.data / ("quick" if args.quick else "full")
-    marker = data_dir / ".complete"
-    if not marker.exists():
-        print(f"generating data at scale {scale} in {data_dir} ...", flush=True)
-        t0 = time.perf_counter()
-        generate(data_dir, scale)
-        marker.write_text("ok")
-        print(f"generated in {time.perf_counter() - t0:.1f} s", flush=True)
-    sets = {"whatsapp": data_dir / "whatsapp.txt", "transcripts": data_dir / "transcripts",
-            "chatgpt": data_dir / "chatgpt" / "conversations.json"}
+    wanted = set(args.only or [n for n, s in SETS.items() if args.huge or not s.huge])
+    names = tuple(n for n in SETS if n in wanted)
+    if "whatsapp_1gb" in names:
+        check_space(data_dir, scale)
+    t0 = time.perf_counter()
+    paths = generate.generate(data_dir, scale, names)
+    print(f"data ready in {data_dir} ({time.perf_counter() - t0:.1f} s)", flush=True)
     commit = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=ROOT, capture_output=True, text=True)
     results: dict = {"scale": scale, "cpus": os.cpu_count(), "python": sys.version.split()[0],
-                     "commit": commit.stdout.strip() or None, "sets": {}}
-    for name, path in sets.items():
-        if args.only and name not in args.only:
-            continue
-        mb = size_mb(path)
-        row: dict = {"mb": mb}
-        for kind in ("flow", "core", "core_pool"):
-            print(f"  {name}: {kind} ...", flush=True)
-            row[kind] = derive(mb, measure(kind, path))
-        if name == "whatsapp" and not args.skip_peers:
-            for peer in ("whatstk", "chatminer"):
-                print(f"  {name}: {peer} ...", flush=True)
-                row[peer] = derive(mb, measure(peer, path))
-        row["prefect"] = overhead(row)
-        results["sets"][name] = row
-    print_table(results["sets"])
+                     "commit": commit.stdout.strip() or None, "repeat": args.repeat, "max_rss_mb": args.max_rss_mb,
+                     "baseline": {"prefect_idle": baseline(args)}, "sets": {}}
+    for name in names:
+        results["sets"][name] = bench_set(name, SETS[name], paths[name], args)
+    print_report(results)
     target = ROOT / "bench" / ("results-quick.json" if args.quick else "results.json")
     target.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
     print(f"\nwritten: {target}")
-
-
-def _fmt(value, spec: str) -> str:
-    """``format(value, spec)``, or a dash as wide when there is no value."""
-    width = spec.lstrip("<>^").split(".")[0].rstrip("dfs")
-    return format("-", f">{width}") if value is None else format(value, spec)
-
-
-def print_table(sets: dict) -> None:
-    head = f"{'data set':<12} {'run':<10} {'MB':>7} {'s':>8} {'MB/s':>8} {'sess/s':>9} {'sessions':>8} " \
-           f"{'messages':>9} {'RSS MB':>7}"
-    print("\n" + head + "\n" + "-" * len(head))
-    for name, row in sets.items():
-        for kind in ("flow", "core", "core_pool", "whatstk", "chatminer"):
-            r = row.get(kind)
-            if r is None:
-                continue
-            if "error" in r:
-                print(f"{name:<12} {kind:<10} not run: {r['error']}")
-                continue
-            c = r.get("counts")
-            n_sess = sessions(c) if c else None
-            msgs = c["interactions"] if c else r.get("messages")
-            print(f"{name:<12} {kind:<10} {row['mb']:>7.1f} {r['seconds']:>8.2f} {r['mb_s']:>8.2f} "
-                  f"{_fmt(r.get('sessions_s'), '>9.1f')} {_fmt(n_sess, '>8')} {_fmt(msgs, '>9')} "
-                  f"{r['peak_rss_mb']:>7.0f}")
-    head = f"{'data set':<12} {'shards':>6} {'flow - pool s':>13} {'%':>6} {'flow/core':>9} {'server start s':>14}"
-    print("\nPrefect overhead (flow against the same process pool without Prefect; flow/core against the"
-          " serial core;\nthe embedded server's start is measured apart and not in the flow's seconds)")
-    print(head + "\n" + "-" * len(head))
-    for name, row in sets.items():
-        o = row.get("prefect")
-        if not o:
-            print(f"{name:<12} (a run failed)")
-            continue
-        print(f"{name:<12} {row['flow'].get('shards', '-'):>6} {o['vs_pool_s']:>+13.2f} {o['vs_pool_pct']:>+6.1f} "
-              f"{o['flow_over_core']:>9.3f} {_fmt(o['server_start_s'], '>14.2f')}")
 
 
 if __name__ == "__main__":

@@ -1,18 +1,22 @@
-"""The benchmark's generated data, at a tiny size, is what it claims to be: it parses, with the grammars meant."""
+"""The benchmark's generated data, at a tiny size, is what it claims to be (it parses, with the grammars
+meant), and the floors' code runs. No timing is asserted here."""
 
 from __future__ import annotations
 
 import sqlite3
 
-from bench import generate
+import orjson
+
+from bench import floors, generate
+from bench.run import measure
 from flows.pipeline import reconstruct
 from models.settings import Settings
 
 
-def _files(summary: dict) -> list[tuple[str, str, int]]:
+def _files(summary: dict) -> list[tuple[str, str, str, int]]:
     with sqlite3.connect(summary["ledger"]) as db:
-        return db.execute("SELECT grammar, status, sessions FROM files WHERE run_id=? ORDER BY source_key",
-                          (summary["run_id"],)).fetchall()
+        return db.execute("SELECT source_key, grammar, status, sessions FROM files WHERE run_id=? "
+                          "AND status != 'companion' ORDER BY source_key", (summary["run_id"],)).fetchall()
 
 
 def _interactions(summary: dict) -> int:
@@ -20,30 +24,51 @@ def _interactions(summary: dict) -> int:
         return db.execute("SELECT SUM(interactions) FROM sessions WHERE run_id=?", (summary["run_id"],)).fetchone()[0]
 
 
-def test_generated_data_is_deterministic_and_parses(tmp_path):
-    data = tmp_path / "data"
-    data.mkdir()
-    wa = data / "whatsapp.txt"
+def test_whatsapp_is_deterministic_and_parses(tmp_path):
+    wa, again = tmp_path / "whatsapp.txt", tmp_path / "again.txt"
     generate.whatsapp(wa, 200)
-    again = tmp_path / "again.txt"
     generate.whatsapp(again, 200)
     assert wa.read_bytes() == again.read_bytes()
     text = wa.read_text(encoding="utf-8")
     assert text.startswith("1/1/19, 08:") and any(ord(ch) > 127 for ch in text)
 
-    generate.transcripts(data / "transcripts", 6)
-    (data / "chatgpt").mkdir()
-    generate.conversations(data / "chatgpt" / "conversations.json", 4, mean_bytes=2000)
-
-    wa_run = reconstruct([wa], tmp_path / "out-wa", Settings(), runner=None)
-    assert _files(wa_run) == [("whatsapp", "ok", 1)]
+    run = reconstruct([wa], tmp_path / "out", Settings(), runner=None)
+    assert [row[1:] for row in _files(run)] == [("whatsapp", "ok", 1)]
     # every generated line is a message or a system line; system lines may or may not count as turns
-    assert 190 <= _interactions(wa_run) <= 200
+    assert 190 <= _interactions(run) <= 200
 
-    tr_run = reconstruct([data / "transcripts"], tmp_path / "out-tr", Settings(), runner=None)
-    assert [row[:2] for row in _files(tr_run)] == [("transcript", "ok")] * 6
-    assert tr_run["counts"]["sessions_ok"] == 6
 
-    gpt_run = reconstruct([data / "chatgpt"], tmp_path / "out-gpt", Settings(), runner=None)
-    assert _files(gpt_run) == [("chatgpt", "ok", 4)]
-    assert gpt_run["counts"]["sessions_ok"] == 4 and gpt_run["counts"]["sessions_quarantined"] == 0
+def test_mixed_files_parse_with_the_grammar_of_their_format(tmp_path):
+    data = tmp_path / "mixed"
+    generate.mixed(data, 2 * len(generate.MIXED))
+    run = reconstruct([data], tmp_path / "out", Settings(), runner=None)
+    rows = _files(run)
+    assert len(rows) == 2 * len(generate.MIXED)
+    # the folder names the format; partial (e.g. a region the grammar does not account for) still counts
+    assert {(key.split("/")[1], grammar) for key, grammar, _, _ in rows} == {(f, f) for f in generate.MIXED}
+    assert {(status, n) for _, _, status, n in rows} <= {("ok", 1), ("partial", 1)}
+    assert run["counts"]["sessions_quarantined"] == 0 and run["counts"]["files_quarantined"] == 0
+
+
+def test_conversations_parse(tmp_path):
+    (tmp_path / "chatgpt").mkdir()
+    generate.conversations(tmp_path / "chatgpt" / "conversations.json", 4, mean_bytes=2000)
+    run = reconstruct([tmp_path / "chatgpt"], tmp_path / "out", Settings(), runner=None)
+    assert [row[1:] for row in _files(run)] == [("chatgpt", "ok", 4)]
+    assert run["counts"]["sessions_ok"] == 4 and run["counts"]["sessions_quarantined"] == 0
+
+
+def test_floors_run_and_do_the_whole_job(tmp_path):
+    paths = generate.generate(tmp_path / "data", 0.0001)  # every set at its minimum size
+    text = paths["whatsapp"].read_text(encoding="utf-8")
+    assert floors.lines(str(paths["whatsapp"]), "")["lines"] == text.count("\n")
+    conversations = len(orjson.loads(paths["chatgpt"].read_bytes()))
+    assert floors.orjson_loads(str(paths["chatgpt"]), "")["items"] == conversations == 10
+    n = sum(1 for p in paths["mixed"].rglob("*") if p.is_file())
+    assert floors.file_io(str(paths["mixed"]), str(tmp_path / "io"))["files"] == n
+    assert not list((tmp_path / "io").rglob(".*.tmp"))
+    assert floors.file_hash(str(paths["mixed"]), "")["files"] == n
+    # a floor measured the way the runner measures it: in a child, with the tree's peak RSS
+    (tmp_path / "m").mkdir()
+    r = measure("floor:lines", paths["whatsapp"], tmp_path / "m" / "out", max_rss_mb=4000)
+    assert r["lines"] == text.count("\n") and r["seconds"] > 0 and r["peak_rss_mb"] > 0

@@ -1,0 +1,119 @@
+"""What one measurement runs, in a child process of its own: the pipeline three ways, and the peers.
+
+Each function takes the data path and an output folder and returns a JSON-able dict with ``seconds``
+(the floors in ``bench/floors.py`` follow the same shape).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from pathlib import Path
+
+from bench.floors import FLOORS
+
+
+def _interactions(ledger: str, run_id: str) -> int:
+    """Turns written by this run (ok and partial sessions), read from the run's ledger."""
+    with sqlite3.connect(ledger) as db:
+        return db.execute("SELECT COALESCE(SUM(interactions), 0) FROM sessions WHERE run_id=? "
+                          "AND status IN ('ok', 'partial')", (run_id,)).fetchone()[0]
+
+
+def _result(summary: dict, seconds: float, **extra) -> dict:
+    counts = dict(summary["counts"], interactions=_interactions(summary["ledger"], summary["run_id"]))
+    return {"seconds": seconds, "counts": counts, "shards": summary["shards"], **extra}
+
+
+def core(data: str, out: str) -> dict:
+    """The core without Prefect: reconstruct(..., runner=None), every shard in this process."""
+    from flows.pipeline import reconstruct
+    from models.settings import Settings
+
+    t0 = time.perf_counter()
+    summary = reconstruct([Path(data)], Path(out), Settings(), runner=None)
+    return _result(summary, time.perf_counter() - t0)
+
+
+def core_pool(data: str, out: str) -> dict:
+    """The core on the same local process pool the flow uses, without Prefect: the fair baseline
+    for Prefect's overhead when an archive has more shards than one."""
+    from flows import pool
+    from flows.pipeline import reconstruct
+    from flows.shard import run_shard
+    from models.settings import Settings
+
+    settings = Settings()
+    with pool.local_pool(settings) as executor:
+        def runner(shards, companions, ledger_path):
+            futures = [executor.submit(run_shard, s, Path(out), settings, companions=companions,
+                                       ledger_path=Path(ledger_path)) for s in shards]
+            for f in futures:
+                yield f.result()
+
+        t0 = time.perf_counter()
+        summary = reconstruct([Path(data)], Path(out), settings, runner=runner if executor else None)
+        seconds = time.perf_counter() - t0
+    return _result(summary, seconds)
+
+
+def _start_prefect() -> float:
+    """Start the embedded Prefect server with an empty flow; returns the seconds it took (creating
+    its database too, on a fresh machine)."""
+    for key, value in (("DO_NOT_TRACK", "1"), ("PREFECT_SERVER_ANALYTICS_ENABLED", "false"),
+                       ("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180"),
+                       ("PREFECT_LOGGING_LEVEL", "WARNING")):
+        os.environ.setdefault(key, value)
+    from prefect import flow as prefect_flow
+
+    @prefect_flow
+    def warm_up() -> int:
+        return 1
+
+    t0 = time.perf_counter()
+    warm_up()
+    return time.perf_counter() - t0
+
+
+def flow(data: str, out: str) -> dict:
+    """The real flow on the embedded server; the server's start (a warm-up flow) is timed apart.
+    Run again on the same output, it is the unchanged rerun: every input skipped."""
+    from flows.pipeline import run_archive
+    from models.settings import Settings
+
+    server_start = _start_prefect()
+    t0 = time.perf_counter()
+    summary = run_archive([Path(data)], Path(out), Settings())
+    return _result(summary, time.perf_counter() - t0, server_start=server_start)
+
+
+def prefect_idle(data: str, out: str) -> dict:
+    """Prefect with its server started and nothing to do: the part of every flow's RSS that is not ours."""
+    import flows.pipeline  # noqa: F401  (the flow's imports, as in a real run)
+
+    seconds = _start_prefect()
+    time.sleep(0.5)  # let the RSS sampler see the settled process tree
+    return {"seconds": seconds}
+
+
+def whatstk(data: str, out: str) -> dict:
+    from whatstk import WhatsAppChat
+
+    t0 = time.perf_counter()
+    chat = WhatsAppChat.from_source(filepath=data, max_size=None)
+    return {"seconds": time.perf_counter() - t0, "messages": len(chat.df)}
+
+
+def chatminer(data: str, out: str) -> dict:
+    from chatminer.chatparsers import WhatsAppParser
+
+    t0 = time.perf_counter()
+    parser = WhatsAppParser(data)
+    parser.parse_file()
+    return {"seconds": time.perf_counter() - t0, "messages": len(parser.parsed_messages.get_df())}
+
+
+CHILDREN = {"core": core, "core_pool": core_pool, "flow": flow, "rerun": flow, "prefect_idle": prefect_idle,
+            "whatstk": whatstk,
+            "chatminer": chatminer, **{f"floor:{name}": fn for name, fn in FLOORS.items()}}
