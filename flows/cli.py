@@ -141,7 +141,7 @@ def _run(paths: list[Path], out: Path, settings: Settings, force: bool, allow_sh
     prefect_env()
     from flows.serve import use_running_server
 
-    console.print(f"using {use_running_server()}")
+    server = use_running_server()  # said with the summary, so a failure stays one line
     try:
         from flows.pipeline import run_archive
     except Exception as exc:  # an environment problem, not an input problem
@@ -161,6 +161,7 @@ def _run(paths: list[Path], out: Path, settings: Settings, force: bool, allow_sh
     if summary.get("status") == "interrupted":
         fail(f"interrupted: run {summary['run_id']} stopped after {summary['counts']['files']} files, all "
              "recorded in the ledger; run again to finish", EXIT_INTERRUPTED)
+    console.print(f"using {server}")
     _print_summary(summary)
     c = summary["counts"]
     return EXIT_QUARANTINED if (c["files_quarantined"] or c["sessions_quarantined"]) else EXIT_OK

@@ -422,7 +422,8 @@ class Ledger:
         run_id = run_id or self.latest_run_id()
         rows = self.db.execute(
             "SELECT CASE WHEN r.ordinal IS NULL THEN 'file' ELSE 'session' END AS what, r.source_key, "
-            "COALESCE(f.source_path, r.source_key), r.ordinal, s.session_id, GROUP_CONCAT(r.reason, ',') AS reasons, "
+            "COALESCE(f.source_path, r.source_key) AS source_path, r.ordinal, s.session_id, "
+            "GROUP_CONCAT(r.reason, ',') AS reasons, "
             "COALESCE(s.detail, f.detail) AS detail "  # a conversation over several files: its folder's key
 
             "FROM reasons r LEFT JOIN files f ON f.run_id=r.run_id AND f.source_key=r.source_key "

@@ -199,7 +199,7 @@ def _record_missing(paths: list[Path], refs: list[ingest.InputRef], run_id: str,
     """Inputs an earlier run saw under these roots that are gone: recorded ``missing``, and their
     documents (kept: nothing is deleted without confirmation) marked ``source_missing``."""
     prefixes = ["/".join(safe_path_part(p) for p in parts) for parts in ingest.root_names(paths)]
-    found = {r.key for r in refs}
+    found = {r.key for r in refs} | {part.key for r in refs for part in r.parts}  # files of a grouped conversation
     gone = sorted(k for k, (status, _) in ledger.known_inputs().items()
                   if k not in found and status not in (FileStatus.MISSING, FileStatus.IGNORED)
                   and any(k == p or k.startswith(p + "/") for p in prefixes))
