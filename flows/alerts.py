@@ -21,13 +21,13 @@ EVENT_PREFIX = "reconstruct.run."
 AUTOMATION_NAME = "reconstruct: run needs attention"
 WEBHOOK_BLOCK = "reconstruct-alerts"
 SUBJECT = "reconstruct {{ event.payload.archive }}: run {{ event.payload.run_id }} {{ event.payload.outcome }}"
-BODY = (
-    "Run {{ event.payload.run_id }} of {{ event.payload.archive }} {{ event.payload.outcome }}.\n"
+BODY = (  # the facts last: a long error must not push them out of a notification that keeps the tail
+    "{{ event.payload.error }}\n"
+    "Next: reconstruct quarantine --out {{ event.payload.out }}\n"
+    "Run {{ event.payload.run_id }} of {{ event.payload.archive }} {{ event.payload.outcome }}: "
     "files {{ event.payload.counts.files }} ({{ event.payload.counts.files_quarantined }} quarantined); "
     "sessions ok {{ event.payload.counts.sessions_ok }}, partial {{ event.payload.counts.sessions_partial }}, "
-    "quarantined {{ event.payload.counts.sessions_quarantined }}.\n"
-    "{{ event.payload.error }}\n"
-    "Next: reconstruct quarantine --out {{ event.payload.out }}"
+    "quarantined {{ event.payload.counts.sessions_quarantined }}."
 )
 
 

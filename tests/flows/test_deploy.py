@@ -54,7 +54,8 @@ def test_prefect_yaml_deploys_and_a_process_worker_runs_it(prefect_server, tmp_p
     finally:
         ledger.close()
     assert [r["status"] for r in runs] == ["completed"]
-    assert runs[0]["sessions_ok"] == 8 and len(list((out / "sessions").rglob("*.json"))) == 8
+    documents = len(list((out / "sessions").rglob("*.json")))
+    assert runs[0]["sessions_ok"] + runs[0]["sessions_partial"] == documents >= 20  # every example in sample_logs/
     with against(prefect_server):
         from prefect.client.orchestration import get_client
 

@@ -118,9 +118,12 @@ def test_a_quarantining_run_emits_an_event_and_the_automation_notifies(prefect_s
         from prefect.client.orchestration import get_client
 
         with get_client(sync_client=True) as client:
-            events = client.request("POST", "/events/filter", json={"filter": {
-                "event": {"name": ["reconstruct.run.quarantined"]}, "resource": {"id": [f"reconstruct.run.{run_id}"]},
-                "order": "DESC"}, "limit": 5}).json()["events"]
+            def read_events():  # the server stores events asynchronously
+                return client.request("POST", "/events/filter", json={"filter": {
+                    "event": {"name": ["reconstruct.run.quarantined"]},
+                    "resource": {"id": [f"reconstruct.run.{run_id}"]}, "order": "DESC"}, "limit": 5}).json()["events"]
+
+            events = _poll(read_events, wait=60)
     assert events and events[0]["payload"]["counts"]["files_quarantined"] == 1
     assert any(r["prefect.resource.role"] == "flow-run" for r in events[0]["related"])
 
