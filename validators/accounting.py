@@ -19,31 +19,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from models.messages import is_message_like
 from models.records import ParsedSession
 
 MAX_LISTED = 20
-
-ACTOR_KEYS = frozenset({
-    "author", "sender", "sender_name", "senderName", "from", "from_id", "user", "user_id", "username",
-    "user_name", "role", "speaker", "nick", "actor", "actor_id", "participant", "authorName",
-})
-TIME_KEYS = frozenset({
-    "timestamp", "timestamp_ms", "create_time", "created_at", "createdAt", "created", "date", "date_unixtime",
-    "time", "ts", "sent_at", "sentAt", "datetime",
-})
-CONTENT_KEYS = frozenset({
-    "content", "text", "parts", "message", "body", "msg", "value", "photos", "photo", "sticker", "attachments",
-    "files", "media", "file",
-})
-
-
-def _is_message(node: dict) -> bool:
-    keys = node.keys()
-    has_actor = not ACTOR_KEYS.isdisjoint(keys)
-    has_time = not TIME_KEYS.isdisjoint(keys)
-    has_content = not CONTENT_KEYS.isdisjoint(keys)
-    return has_actor + has_time + has_content >= 2 and (has_content or has_actor)
-
 
 def _is_sparse_list(node: dict) -> bool:
     """An object keyed by line or list indexes only (``{"3": ..., "7": ...}``): a session's view of
@@ -67,7 +46,7 @@ def message_records(node: Any, pointer: str = "") -> Iterator[str]:
                 yield at
             continue
         if isinstance(value, dict) and not _is_sparse_list(value):
-            if _is_message(value):
+            if is_message_like(value):
                 yield at
                 continue
             children = [(v, f"{at}/{escape(str(k))}") for k, v in value.items() if isinstance(v, (dict, list))]
@@ -75,7 +54,7 @@ def message_records(node: Any, pointer: str = "") -> Iterator[str]:
             items = value.items() if isinstance(value, dict) else enumerate(value)
             children = [(v, f"{at}/{i}") for i, v in items
                         if isinstance(v, (dict, list)) or (v is None or isinstance(v, str))]
-            if not any(isinstance(v, dict) and _is_message(v) for v, _ in children):
+            if not any(isinstance(v, dict) and is_message_like(v) for v, _ in children):
                 children = [c for c in children if isinstance(c[0], (dict, list))]
         else:
             continue

@@ -19,6 +19,7 @@ import regex
 from ijson.common import ObjectBuilder
 
 from models.errors import ParseError, Reason
+from models.messages import is_message_like
 from models.records import ParsedSession, Turn
 from parsers.jsonload import pointer_part
 from parsers.timeparse import parse_iso
@@ -120,30 +121,7 @@ def stream_items(fp: BinaryIO, name: str, grammar: str) -> Iterator[Any]:
 
 # --- detection: the share of a JSON sample's message-like records a grammar explains -------------
 
-ACTOR_KEYS = frozenset({
-    "author", "sender", "sender_name", "senderName", "from", "from_id", "user", "user_id", "username",
-    "user_name", "role", "speaker", "nick", "actor", "actor_id", "participant", "authorName",
-})
-TIME_KEYS = frozenset({
-    "timestamp", "timestamp_ms", "create_time", "created_at", "createdAt", "created", "date", "date_unixtime",
-    "time", "ts", "sent_at", "sentAt", "datetime",
-})
-CONTENT_KEYS = frozenset({
-    "content", "text", "parts", "message", "body", "msg", "photos", "photo", "sticker", "attachments",
-    "files", "media", "file",
-})
-"""What makes an object look like a chat message, whatever the format: two of an actor, a time and a
-content field (one of them the actor or the content). The same rule as the gate's source accounting,
-so a grammar's share is measured on the records the accounting will check."""
-
 _TOKEN = regex.compile(r'"(?:[^"\\]|\\.)*(")?|[{}\[\]]')
-
-
-def is_message_like(node: dict) -> bool:
-    keys = node.keys()
-    actor = not ACTOR_KEYS.isdisjoint(keys)
-    content = not CONTENT_KEYS.isdisjoint(keys)
-    return actor + (not TIME_KEYS.isdisjoint(keys)) + content >= 2 and (actor or content)
 
 
 def decode_sample(sample: str) -> Any:
