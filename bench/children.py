@@ -47,7 +47,7 @@ def core_pool(data: str, out: str) -> dict:
     settings = Settings()
     with pool.local_pool(settings) as executor:
         def runner(shards, companions, ledger_path):
-            futures = [executor.submit(run_shard, s, Path(out), settings, companions=companions,
+            futures = [executor.pool.submit(run_shard, s, Path(out), settings, companions=companions,
                                        ledger_path=Path(ledger_path)) for s in shards]
             for f in futures:
                 yield f.result()
