@@ -105,6 +105,20 @@ def sample_share(sample: str, explains: Callable[[dict[str, Any]], bool]) -> tup
     return good, len(lines)
 
 
+def record_share(sample: str, explains: Callable[[dict[str, Any]], bool],
+                 signature: Callable[[dict[str, Any]], bool], long_first: regex.Pattern) -> float:
+    """A JSON Lines agent log's detection share: the records it explains, when at least one carries
+    the format's signature; 0.9 for a single record longer than the sample that opens the way the
+    format writes records (``long_first``)."""
+    if long_first.match(sample) and sample.count("\n") == 0:
+        return 0.9
+    good, total = sample_share(sample, explains)
+    if not total or not good:
+        return 0.0
+    strong, _ = sample_share(sample, signature)
+    return good / total if strong else 0.0
+
+
 def text_of(value: Any) -> str:
     """The text of a content value: a string, or the text parts of a list of blocks."""
     if isinstance(value, str):

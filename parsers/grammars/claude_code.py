@@ -47,7 +47,7 @@ from models.records import ParsedSession, Region, RegionKind, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
 from parsers.drift import Drift
-from parsers.grammars._agentlog import bad_line_turn, masked, read_lines, sample_share, split_model, text_of
+from parsers.grammars._agentlog import bad_line_turn, masked, read_lines, record_share, split_model, text_of
 from parsers.grammars._aiexport import TimeNotes, compact, json_text, read_time
 from parsers.registry import register
 from parsers.sessions import file_name_id
@@ -158,13 +158,7 @@ class ClaudeCode(Grammar):
                '"message": {"role": "user", "content": "Fix the failing test"}}')
 
     def detect(self, sample: str, name: str) -> float:
-        if _LONG_FIRST.match(sample) and sample.count("\n") == 0:
-            return 0.9  # one record longer than the sample, opening the way Claude Code writes records
-        good, total = sample_share(sample, _explains)
-        if not total or not good:
-            return 0.0
-        strong, _ = sample_share(sample, _signature)
-        return good / total if strong else 0.0
+        return record_share(sample, _explains, _signature, _LONG_FIRST)
 
     def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
         doc = read_lines(source.text)

@@ -46,7 +46,7 @@ from models.records import ModelRef, ParsedSession, Region, RegionKind, SourceTe
 from models.settings import Settings
 from parsers.base import Grammar
 from parsers.drift import Drift
-from parsers.grammars._agentlog import bad_line_turn, masked, read_lines, sample_share, split_model, text_of
+from parsers.grammars._agentlog import bad_line_turn, masked, read_lines, record_share, split_model, text_of
 from parsers.grammars._aiexport import TimeNotes, compact, json_text, read_time
 from parsers.registry import register
 
@@ -193,13 +193,7 @@ class Codex(Grammar):
                '"role": "user", "content": [{"type": "input_text", "text": "…"}]}}')
 
     def detect(self, sample: str, name: str) -> float:
-        if _LONG_FIRST.match(sample) and sample.count("\n") == 0:
-            return 0.9  # one record longer than the sample, opening the way a rollout does
-        good, total = sample_share(sample, _explains)
-        if not total or not good:
-            return 0.0
-        strong, _ = sample_share(sample, _signature)
-        return good / total if strong else 0.0
+        return record_share(sample, _explains, _signature, _LONG_FIRST)
 
     def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
         doc = read_lines(source.text)
