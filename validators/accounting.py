@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from models.messages import is_message_like
+from models.messages import CONTENT_KEYS, is_message_like
 from models.records import ParsedSession
 
 MAX_LISTED = 20
@@ -257,7 +257,17 @@ def _parts(raw: Any, base: str, record: str, owners: set[str]) -> list[str]:
             else:
                 break
             at = f"{at}/{token}"
-    return [f"{at}/{i}" for at, items in sorted(lists.items()) for i, item in enumerate(items) if not _blank(item)]
+    listed = [f"{at}/{i}" for at, items in sorted(lists.items()) for i, item in enumerate(items) if not _blank(item)]
+    return listed + _content_fields(_resolve(raw, base, record), record)
+
+
+def _content_fields(node: Any, record: str) -> list[str]:
+    """The record's own non-blank content fields (``message``, ``response``...): a record read as several
+    interactions (a request and its reply) must not lose its message while a reply part is kept."""
+    if not isinstance(node, dict):
+        return []
+    return [f"{record}/{escape(k)}" for k, v in node.items()
+            if k in CONTENT_KEYS and not _blank(v)]
 
 
 def _resolve(raw: Any, base: str, pointer: str) -> Any:

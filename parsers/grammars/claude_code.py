@@ -27,6 +27,9 @@ Mapping (the document is the list of parsed lines, see ``_agentlog``):
 - sidechain records (``isSidechain``: a subagent's turns) are kept in place with
   ``extra.sidechain`` and ``extra.startedBy``, the call id of the ``Task``/``Agent`` call whose
   ``prompt`` equals the sidechain's first user text (else the latest such call before it);
+- a tool_use whose result record's ``toolUseResult`` keeps the file's text before the edit
+  (``originalFile``, MultiEdit's ``originalFileContents``) hands that text on as the turn's
+  ``base_text``: the session record's patch for the edit applies to exactly that base;
 - the model is ``message.model`` split by ``split_model`` with provider ``anthropic`` (the tool);
   ``<synthetic>`` (a message the CLI wrote itself) names no model.
 
@@ -63,6 +66,8 @@ META_TYPES = {
     "progress": "progress of a running tool, hook or subagent; its outcome is the tool result",
 }
 TASK_TOOLS = frozenset({"Task", "Agent"})
+ORIGINAL_KEYS = ("originalFile", "originalFileContents")
+"""Where a tool result keeps the edited file's text before the edit (Edit and Write; MultiEdit)."""
 META_FIELDS = (("cwd", "cwd"), ("gitBranch", "gitBranch"), ("version", "agentVersion"), ("agentId", "agentId"))
 KNOWN_BLOCKS = frozenset({"text", "thinking", "redacted_thinking", "tool_use", "tool_result", "image", "document"})
 _EXIT = regex.compile(r"^Exit code (\d+)")
@@ -288,20 +293,24 @@ class ClaudeCode(Grammar):
             extra["isMeta" if obj.get("isMeta") else "isCompactSummary"] = True
         elif role == "user" and kind == "text" and content.startswith("<bash-input>"):
             extra["userCommand"], turn_kind = "!", "command"
+        original = None
         if kind in ("thinking", "redacted_thinking"):
             turn_kind = "thinking"
         elif kind == "tool_use" and block is not None:
             turn_kind = "tool_call"
             extra.update(tool=block.get("name"), callId=block.get("id"))
-            operation = (state.results.get(str(block.get("id"))) or {}).get("type")
+            result = state.results.get(str(block.get("id"))) or {}
+            operation = result.get("type")
             extra["fileOperation"] = operation if operation in ("create", "update") else None
+            original = next((result[k] for k in ORIGINAL_KEYS if isinstance(result.get(k), str)), None)
         elif kind == "tool_result" and block is not None:
             call = str(block.get("tool_use_id"))
             speaker, role, turn_kind = state.tools.get(call, "tool"), "tool", "tool_result"
             extra.update(_result_extra(call, block, content, state.results.get(call)))
         elif kind not in ("text", "thinking"):
             turn_kind = kind
-        return Turn(speaker, role, content, when, raw, model, turn_kind, pointer=pointer, extra=compact(extra))
+        return Turn(speaker, role, content, when, raw, model, turn_kind, pointer=pointer, extra=compact(extra),
+                    base_text=original)
 
     @staticmethod
     def _sidechain(state: _State, obj: dict, content: str, pointer: str) -> dict[str, Any]:
