@@ -73,10 +73,12 @@ META_KINDS = {
     "references": "the references the reply used",
     "contentReferences": "the references the reply used",
     "clearToPreviousToolInvocation": "a display reset",
+    "autoModeResolution": "the model auto mode chose (the request's model)",
 }
 _SIGNATURE = regex.compile(r'"(?:responderUsername|requesterUsername)"\s*:')
 _REQUESTS = regex.compile(r'"requests"\s*:\s*\[')
 _REQUEST_ID = regex.compile(r'"requestId"\s*:\s*"')
+_FENCES = regex.compile(r"^(?:\s*```[\w+-]*[ \t]*)+\s*$")
 _UUID_NAME = regex.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
 
@@ -116,12 +118,32 @@ def copilot_model(model_id: Any, resolved: Any = None) -> ModelRef | None:
 
 
 def _text(value: Any) -> str:
-    """The text of an ``IMarkdownString`` (``{"value"}``), a string, or a list of either."""
+    """The text of an ``IMarkdownString`` (``{"value"}``), a string, a list of either, or a
+    serialized prompt element (``{"node": ...}``, how tool results are stored): its text leaves."""
     if isinstance(value, dict):
-        return _text(value.get("value"))
+        return _node_text(value["node"]) if isinstance(value.get("node"), dict) else _text(value.get("value"))
     if isinstance(value, list):
         return "".join(_text(v) for v in value)
     return value if isinstance(value, str) else ""
+
+
+def _node_text(node: dict[str, Any]) -> str:
+    """The text leaves of a serialized prompt-tsx element tree, one per line, in order."""
+    out: list[str] = []
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item.get("text"), str):
+            out.append(item["text"])
+        children = item.get("children")
+        stack.extend(reversed([c for c in children if isinstance(c, dict)] if isinstance(children, list) else []))
+    return "\n".join(out)
+
+
+def call_key(call_id: Any) -> str | None:
+    """A tool call id as the response parts write it: the model's id, without the ``__vscode-<n>``
+    VS Code appends to it in ``toolCallRounds`` and ``toolCallResults``."""
+    return call_id.partition("__vscode-")[0] if isinstance(call_id, str) and call_id else None
 
 
 def _uri_path(value: Any) -> str:
@@ -148,9 +170,28 @@ def _part_text(part: dict[str, Any]) -> str:
         return f"`{label}`" if label else ""
     if kind == "codeblockUri":
         return ""
-    if kind in ("markdownContent", "markdownVuln"):
-        return _text(part.get("content"))
+    if kind in ("markdownContent", "markdownVuln"):  # the text under content, or under value as converters write it
+        return _text(part.get("content")) or _text(part.get("value"))
     return _text(part.get("value"))
+
+
+def _session_id(data: dict[str, Any], requests: list[Any], name: str | None) -> tuple[str | None, str]:
+    """The stored session's ``sessionId``; in an export (which drops it) the ``sessionId`` Copilot
+    wrote in its first request's result metadata, else a UUID file name."""
+    if isinstance(data.get("sessionId"), str) and data["sessionId"]:
+        return data["sessionId"], "source:sessionId"
+    for req in requests:
+        sid = _result_of(req)[1].get("sessionId") if isinstance(req, dict) else None
+        if isinstance(sid, str) and sid:
+            return sid, "source:result.metadata.sessionId"
+    stem = PurePosixPath(name).name.removesuffix(".json") if name else ""
+    return (stem, "file-name") if _UUID_NAME.match(stem) else (None, "none")
+
+
+def _fence(part: dict[str, Any]) -> bool:
+    """A markdown part that is only code fences: what VS Code writes around an edit block (the
+    edit is its own part), not something said."""
+    return part.get("kind") in (None, "markdownContent") and bool(_FENCES.match(_part_text(part)))
 
 
 def _kind(part: Any) -> Any:
@@ -167,8 +208,8 @@ def _rounds(metadata: dict[str, Any]) -> tuple[dict[str, dict], list[dict]]:
         for call in calls if isinstance(calls, list) else ():
             if isinstance(call, dict):
                 ordered.append(call)
-                if isinstance(call.get("id"), str):
-                    by_id[call["id"]] = call
+                if call_key(call.get("id")):
+                    by_id[call_key(call["id"])] = call
     return by_id, ordered
 
 
@@ -178,9 +219,20 @@ def _result_of(req: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     return result, metadata
 
 
-def _has_result(part: dict[str, Any], results: dict[str, Any]) -> bool:
-    return ("resultDetails" in part or "pastTenseMessage" in part
-            or (isinstance(part.get("toolCallId"), str) and part["toolCallId"] in results))
+def _stored(metadata: dict[str, Any]) -> dict[str, tuple[str, Any]]:
+    """``toolCallResults`` by call key: (the key as stored, the result)."""
+    results = metadata.get("toolCallResults")
+    return {call_key(k): (k, v) for k, v in results.items() if call_key(k)} if isinstance(results, dict) else {}
+
+
+def _subagent(part: dict[str, Any]) -> dict[str, Any]:
+    data = part.get("toolSpecificData")
+    return data if isinstance(data, dict) and data.get("kind") == "subagent" else {}
+
+
+def _has_result(part: dict[str, Any], results: dict[str, tuple[str, Any]]) -> bool:
+    return ("resultDetails" in part or "pastTenseMessage" in part or isinstance(_subagent(part).get("result"), str)
+            or call_key(part.get("toolCallId")) in results)
 
 
 def _user_text(message: Any) -> str:
@@ -232,10 +284,7 @@ class CopilotChat(Grammar):
             else:
                 state.turns.append(Turn("System", "system", text_of(req), kind="notice", pointer=at,
                                         extra={"malformedEntry": True}))
-        sid, id_source = data.get("sessionId"), "source:sessionId"
-        if not (isinstance(sid, str) and sid):
-            stem = PurePosixPath(name).name.removesuffix(".json") if name else ""
-            sid, id_source = (stem, "file-name") if _UUID_NAME.match(stem) else (None, "none")
+        sid, id_source = _session_id(data, requests, name)
         session = ParsedSession(sid, id_source, state.turns, raw=data, pointer=base, regions=state.regions)
         session.title = data.get("customTitle") if isinstance(data.get("customTitle"), str) else None
         session.created, session.created_raw = read_time(data.get("creationDate"))
@@ -254,11 +303,10 @@ class CopilotChat(Grammar):
         self._message(state, req, at, when, raw)
         self._usage(state, result, metadata)
         by_id, ordered = _rounds(metadata)
-        results = metadata.get("toolCallResults") if isinstance(metadata.get("toolCallResults"), dict) else {}
         reply_when, reply_raw = read_time(req.get("responseTimestamp"))
-        ctx = _Request(at, copilot_model(req.get("modelId"), metadata.get("resolvedModel")), reply_when, reply_raw,
-                       by_id, ordered, results)
         response = req.get("response")
+        served = copilot_model(req.get("modelId"), _served(metadata, response))
+        ctx = _Request(at, served, reply_when, reply_raw, by_id, ordered, _stored(metadata))
         if isinstance(response, list):
             self._response(state, ctx, response, responder)
         error, where = _error(req, result)
@@ -294,20 +342,25 @@ class CopilotChat(Grammar):
 
     def _response(self, state: _State, ctx: _Request, parts: list[Any], responder: str) -> None:
         run: list[tuple[int, str]] = []
-        invocations = [p for p in parts if _kind(p) in TOOL_KINDS]
+        # a subagent's own calls are not in the request's rounds: only the request's calls pair in order
+        invocations = [p for p in parts if _kind(p) in TOOL_KINDS and not p.get("subAgentInvocationId")]
         in_order = len(invocations) == len(ctx.ordered) and not any(
-            isinstance(p.get("toolCallId"), str) and p["toolCallId"] in ctx.calls for p in invocations)
+            call_key(p.get("toolCallId")) in ctx.calls for p in invocations)
         seen_tools = 0
         for j, part in enumerate(parts):
             kind = _kind(part)
-            if kind in TEXT_KINDS and isinstance(part, dict):
+            if kind in TEXT_KINDS and isinstance(part, dict) and not _fence(part):
                 run.append((j, _part_text(part)))
                 continue
             self._flush(state, ctx, run, responder)
             run = []
-            if kind in TOOL_KINDS:
-                call = ctx.ordered[seen_tools] if in_order else ctx.calls.get(str(part.get("toolCallId")))
-                seen_tools += 1
+            if kind in TEXT_KINDS:
+                state.regions.append(Region(RegionKind.BOILERPLATE, "a code fence VS Code writes around an edit block",
+                                            pointer=f"{ctx.at}/response/{j}"))
+            elif kind in TOOL_KINDS:
+                call = ctx.calls.get(call_key(part.get("toolCallId")) or "")
+                if in_order and not part.get("subAgentInvocationId"):
+                    call, seen_tools = ctx.ordered[seen_tools], seen_tools + 1
                 self._tool(state, ctx, part, j, call, responder)
             elif kind in EDIT_KINDS:
                 state.turns.append(self._edit(part, ctx, f"{ctx.at}/response/{j}", responder, state.turns))
@@ -390,19 +443,22 @@ class CopilotChat(Grammar):
         cid = part.get("toolCallId") if isinstance(part.get("toolCallId"), str) else None
         name = str((call or {}).get("name") or part.get("toolId") or "tool")
         content = _call_input(part, call)
+        parent = part.get("subAgentInvocationId")
         extra = {"tool": name, "callId": cid, "toolId": part.get("toolId") if part.get("toolId") != name else None,
-                 "fileOperation": "create" if name in CREATE_TOOLS else None}
+                 "fileOperation": "create" if name in CREATE_TOOLS else None,
+                 "sidechain": True if parent else None, "startedBy": parent}
         state.turns.append(Turn(responder, "assistant", content, ctx.when, ctx.raw, ctx.model, "tool_call", pointer=at,
                                 extra=compact(extra)))
         if not _has_result(part, ctx.results):
             return
-        where, text = _outcome(part, ctx.results.get(cid) if cid else None, at, ctx.at)
+        where, text = _outcome(part, ctx.results.get(call_key(cid) or ""), at, ctx.at)
         details = part.get("resultDetails") if isinstance(part.get("resultDetails"), dict) else {}
         data = part.get("toolSpecificData") if isinstance(part.get("toolSpecificData"), dict) else {}
         terminal = data.get("terminalCommandState") if isinstance(data.get("terminalCommandState"), dict) else {}
         code = terminal.get("exitCode")
         extra = {"callId": cid, "isError": True if details.get("isError") else None,
-                 "exitCode": code if isinstance(code, int) and not isinstance(code, bool) else None}
+                 "exitCode": code if isinstance(code, int) and not isinstance(code, bool) else None,
+                 "sidechain": True if parent else None, "startedBy": parent}
         state.turns.append(Turn(name, "tool", text, ctx.when, ctx.raw, None, "tool_result", pointer=where,
                                 extra=compact(extra)))
 
@@ -416,16 +472,18 @@ class CopilotChat(Grammar):
 
 def _count_request(req: dict[str, Any]) -> int:
     result, metadata = _result_of(req)
-    results = metadata.get("toolCallResults") if isinstance(metadata.get("toolCallResults"), dict) else {}
+    results = _stored(metadata)
     count = bool(_user_text(req.get("message")).strip()) + (_error(req, result)[0] is not None)
     text = ""
     for part in req.get("response") if isinstance(req.get("response"), list) else ():
         kind = _kind(part)
-        if kind in TEXT_KINDS and isinstance(part, dict):
+        if kind in TEXT_KINDS and isinstance(part, dict) and not _fence(part):
             text += _part_text(part)
             continue
         count += bool(text.strip())
         text = ""
+        if kind in TEXT_KINDS:
+            continue  # a code fence around an edit block
         if kind in TOOL_KINDS:
             count += 1 + _has_result(part, results)
         elif kind in EDIT_KINDS or kind in SHOWN_KINDS:
@@ -435,6 +493,20 @@ def _count_request(req: dict[str, Any]) -> int:
         elif kind not in META_KINDS:
             count += bool(_unknown_text(part).strip())
     return count + bool(text.strip())
+
+
+def _served(metadata: dict[str, Any], response: Any) -> str | None:
+    """The model that served an ``auto`` request: ``resolvedModel``, an ``autoModeResolution`` part,
+    or the model of its first tool call round."""
+    if isinstance(metadata.get("resolvedModel"), str):
+        return metadata["resolvedModel"]
+    for part in response if isinstance(response, list) else ():
+        resolved = part.get("resolved") if _kind(part) == "autoModeResolution" else None
+        if isinstance(resolved, dict) and isinstance(resolved.get("id"), str):
+            return resolved["id"]
+    rounds = metadata.get("toolCallRounds")
+    first = rounds[0] if isinstance(rounds, list) and rounds and isinstance(rounds[0], dict) else {}
+    return first.get("modelId") if isinstance(first.get("modelId"), str) else None
 
 
 def _error(req: dict[str, Any], result: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
@@ -470,27 +542,35 @@ def _call_input(part: dict[str, Any], call: dict | None) -> str:
     data = part.get("toolSpecificData") if isinstance(part.get("toolSpecificData"), dict) else {}
     if data.get("kind") == "terminal":
         line = data.get("commandLine")
-        command = _text(line.get("toolEdited") or line.get("original")) if isinstance(line, dict) else None
+        # what ran: the user's edit of the command, else the tool's rewrite of it, else the model's
+        command = _text(line.get("userEdited") or line.get("toolEdited") or line.get("original")) if isinstance(
+            line, dict) else None
         return json_text({"command": command or _text(data.get("command"))})
     if data.get("kind") == "input" and "rawInput" in data:
         return json_text(data["rawInput"])
+    if data.get("kind") == "subagent" and isinstance(data.get("prompt"), str):
+        return json_text({k: data[k] for k in ("agentName", "description", "prompt") if isinstance(data.get(k), str)})
     return _text(part.get("invocationMessage")) or f"[{part.get('toolId') or 'tool'}]"
 
 
-def _outcome(part: dict[str, Any], stored: Any, at: str, request: str) -> tuple[str, str]:
+def _outcome(part: dict[str, Any], stored: tuple[str, Any] | None, at: str, request: str) -> tuple[str, str]:
     """(pointer, text) of a tool invocation's outcome: the output the part shows, else the text of
-    its ``toolCallResults`` entry, else the files it lists or its past-tense line."""
+    its ``toolCallResults`` entry, else a subagent's result, else the files it lists or its
+    past-tense line."""
     details = part.get("resultDetails")
     if isinstance(details, dict):
         output = details.get("output")
         text = "\n".join(_text(o) for o in output) if isinstance(output, list) else _text(output)
         if text:
             return f"{at}/resultDetails", text
-    content = stored.get("content") if isinstance(stored, dict) else stored
+    key, value = stored if stored is not None else (str(part.get("toolCallId")), None)
+    content = value.get("content") if isinstance(value, dict) else value
     texts = [v for v in (_text(c) for c in content) if v] if isinstance(content, list) else [_text(content)]
-    stored_at = f"{request}/result/metadata/toolCallResults/{pointer_part(str(part.get('toolCallId')))}"
+    stored_at = f"{request}/result/metadata/toolCallResults/{pointer_part(key)}"
     if any(texts):
         return stored_at, "\n".join(texts)
+    if isinstance(_subagent(part).get("result"), str):
+        return f"{at}/toolSpecificData/result", _subagent(part)["result"]
     summary = _text(part.get("pastTenseMessage"))
     if isinstance(details, list):
         paths = [p for p in (_uri_path(d) for d in details) if p]

@@ -22,6 +22,7 @@ from validators.accounting import account
 GRAMMAR = registry.get("copilot-chat")
 EXPORT = GOLDEN / "copilot-chat" / "chat.json"
 STORED = GOLDEN / "copilot-chat" / "5b1e7c3d-9a2f-4e6b-8d0c-1f2a3b4c5d6e.json"
+SUBAGENT = GOLDEN / "copilot-chat" / "agent-subagent.json"
 
 
 def _parse(doc: dict, name: str = "chat.json"):
@@ -58,7 +59,8 @@ def test_an_agent_request_becomes_message_thinking_calls_results_and_edits():
     assert orjson.loads(run.content)["command"] == "npx jest test/slug.test.ts"
     edit = next(t for t in session.turns if t.kind == "file_edit")
     assert edit.extra["byTool"] == "toolu_vrtx_02IjKlMnOp"  # the replace call made it: counted once
-    assert session.session_id is None and session.turns[0].speaker == "lena-k"
+    assert session.session_id == "d3e4f5a6-0000-4000-8000-00000000000c"  # an export keeps it only in results
+    assert session.id_source == "source:result.metadata.sessionId" and session.turns[0].speaker == "lena-k"
     assert GRAMMAR.count_turns(session.raw) == len(session.turns) and account(session, None).clean
 
 
@@ -136,3 +138,41 @@ def test_detected_with_a_clear_margin_over_other_json_chat_formats(rival):
         sample = decode(path.read_bytes(), path.name).text[:65536]
         scores = registry.detect(sample, path.name, threshold=0.5).scores
         assert scores["copilot-chat"] - scores.get(rival, 0.0) >= 0.3, (path.name, scores)
+
+
+def test_markdown_content_parts_read_from_content_or_value():
+    doc = {"requests": [{"message": "hi", "timestamp": 1752575400000, "response": [
+        {"kind": "markdownContent", "content": {"value": "one, "}},
+        {"kind": "markdownContent", "value": "two", "supportHtml": False},
+        {"kind": "toolInvocationSerialized", "toolId": "run_in_terminal", "isConfirmed": True,
+         "invocationMessage": "Using \"Run In Terminal\"", "isComplete": True}]}]}
+    [session] = _parse(doc)
+    assert [(t.kind, t.content) for t in session.turns] == [
+        ("message", "hi"), ("message", "one, two"), ("tool_call", 'Using "Run In Terminal"')]
+    assert GRAMMAR.count_turns(session.raw) == len(session.turns) and account(session, None).clean
+
+
+def test_a_subagent_its_calls_and_the_model_auto_mode_chose():
+    [session] = GRAMMAR.parse(decode(SUBAGENT.read_bytes(), SUBAGENT.name), Settings())
+    calls = [t for t in session.turns if t.kind == "tool_call"]
+    sub = calls[0]
+    assert sub.extra["tool"] == "runSubagent" and orjson.loads(sub.content)["agentName"] == "reviewer"
+    assert all(c.extra.get("startedBy") == sub.extra["callId"] for c in calls[1:3])
+    assert "startedBy" not in calls[3].extra  # the main agent's own call
+    assert {t.model.name for t in session.turns if t.model} == {"claude-sonnet-4.6"}  # copilot/auto, resolved
+    search = next(t for t in session.turns if t.kind == "tool_result" and t.speaker == "copilot_findTextInFiles")
+    assert search.content.startswith("2 matches\n")  # the text of a stored prompt element tree
+    run = next(t for t in calls if t.extra["tool"] == "run_in_terminal")
+    assert orjson.loads(run.content) == {"command": "npx vitest run src/ledger.test.ts"}  # as the user edited it
+    fences = [r.pointer for r in session.regions if r.kind is RegionKind.BOILERPLATE]
+    assert fences == ["/requests/0/response/10", "/requests/0/response/14"]
+    assert session.turns[-1].content.startswith("Next I would call `round2` from `monthlyTotal`")
+    assert GRAMMAR.count_turns(session.raw) == len(session.turns) and account(session, None).clean
+
+
+def test_round_ids_with_the_vscode_suffix_pair_with_their_parts():
+    [doc] = documents("copilot-chat", decode(SUBAGENT.read_bytes(), SUBAGENT.name))
+    record = doc["artifacts"]["ByggLogg"]["sessionRecord"]
+    assert [c["via"] for c in record["fileChanges"]] == ["tool:create_file"]  # the edit group is that call's
+    assert [c["command"] for c in record["commands"]] == ["npx vitest run src/ledger.test.ts"]
+    assert record["commands"][0]["exitCode"] == 1
