@@ -37,7 +37,12 @@ def escape(part: str) -> str:
 
 def message_records(node: Any, pointer: str = "") -> Iterator[str]:
     """Pointers of the outermost message-like objects under ``node``, in document order. A string or
-    null standing in a list beside message-like objects is a record too (a damaged or elided message)."""
+    null standing in a list beside message-like objects is a record too (a damaged or elided message).
+    In a JSON Lines view (``{"3": ..., "7": ...}``) every line that holds something is a record, as
+    every non-blank line of a text source is: a line is the source's own unit."""
+    if isinstance(node, dict) and _is_sparse_list(node):
+        yield from (f"{pointer}/{k}" for k, v in sorted(node.items(), key=lambda kv: int(kv[0])) if v is not None)
+        return
     stack: list[tuple[Any, str]] = [(node, pointer)]
     while stack:
         value, at = stack.pop()

@@ -26,6 +26,11 @@ One JSON object per session (a file holding a list of them gives one session eac
   metadata; unknown kinds are format drift (an interaction when they hold text);
 - ``result.errorDetails`` is an error interaction of the responder.
 
+Current VS Code keeps ``chatSessions/<id>.jsonl`` instead: a journal of mutations of that same
+object (``_vscode_journal``), replayed and then read as above, every interaction pointing at the
+line that wrote its value; values a later line replaced are declared duplicates and lines that
+only set session state (the input box, a title, a result's metadata) declared metadata.
+
 The model is the request's ``modelId`` (``copilot/gpt-4.1``, ``github.copilot-chat/claude-sonnet-4``):
 the part before the slash is VS Code's language-model vendor, so ``copilot`` and
 ``github.copilot-chat`` name provider ``github-copilot`` and any other vendor (a bring-your-own-key
@@ -36,7 +41,7 @@ message has the request's ``timestamp``, replies the ``responseTimestamp`` where
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
@@ -48,8 +53,9 @@ from models.records import ModelRef, ParsedSession, Region, RegionKind, SourceTe
 from models.settings import Settings
 from parsers.base import Grammar
 from parsers.drift import Drift
-from parsers.grammars._agentlog import split_model, text_of
+from parsers.grammars._agentlog import bad_line_turn, masked, read_lines, split_model, text_of
 from parsers.grammars._aiexport import TimeNotes, compact, json_text, read_time
+from parsers.grammars._vscode_journal import Journal, journal_head
 from parsers.jsonload import load_json, pointer_part
 from parsers.registry import register
 
@@ -82,9 +88,18 @@ _FENCES = regex.compile(r"^(?:\s*```[\w+-]*[ \t]*)+\s*$")
 _UUID_NAME = regex.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
 
+def _plain(parent: str, key: Any, node: Any) -> str:
+    """Where a value is in a session object read as it is: under its parent, at its key."""
+    return f"{parent}/{pointer_part(str(key))}"
+
+
+Locate = Callable[[str, Any, Any], str]
+
+
 @dataclass(slots=True)
 class _Request:
-    """What one request's walk needs: where it is, its model and time, its tool call rounds."""
+    """What one request's walk needs: where it and its parts are, its model and time, its tool
+    call rounds and stored results, the tool calls made so far."""
 
     at: str
     model: ModelRef | None
@@ -93,11 +108,20 @@ class _Request:
     calls: dict[str, dict[str, Any]]
     ordered: list[dict[str, Any]]
     results: dict[str, Any]
+    results_at: str
+    locate: Locate
+    response_at: str = ""
+    parts: list[Any] = field(default_factory=list)
+    tool_turns: list[Turn] = field(default_factory=list)
+
+    def part_at(self, j: int) -> str:
+        return self.locate(self.response_at, j, self.parts[j])
 
 
 @dataclass(slots=True)
 class _State:
     speaker: str
+    locate: Locate = _plain
     turns: list[Turn] = field(default_factory=list)
     regions: list[Region] = field(default_factory=list)
     tokens: dict[str, int] = field(default_factory=dict)
@@ -175,6 +199,14 @@ def _part_text(part: dict[str, Any]) -> str:
     return _text(part.get("value"))
 
 
+def _journal_path(entry: dict[str, Any]) -> str:
+    """What a journal line that says nothing sets: the session's initial state or a property path."""
+    if entry.get("kind") == 0:
+        return "the session's initial state (id, dates, input box)"
+    path = entry.get("k") if isinstance(entry.get("k"), list) else []
+    return "sets " + ".".join(str(k) for k in path) if path else "a session property"
+
+
 def _session_id(data: dict[str, Any], requests: list[Any], name: str | None) -> tuple[str | None, str]:
     """The stored session's ``sessionId``; in an export (which drops it) the ``sessionId`` Copilot
     wrote in its first request's result metadata, else a UUID file name."""
@@ -184,7 +216,7 @@ def _session_id(data: dict[str, Any], requests: list[Any], name: str | None) -> 
         sid = _result_of(req)[1].get("sessionId") if isinstance(req, dict) else None
         if isinstance(sid, str) and sid:
             return sid, "source:result.metadata.sessionId"
-    stem = PurePosixPath(name).name.removesuffix(".json") if name else ""
+    stem = PurePosixPath(name).name.removesuffix(".jsonl").removesuffix(".json") if name else ""
     return (stem, "file-name") if _UUID_NAME.match(stem) else (None, "none")
 
 
@@ -258,12 +290,17 @@ class CopilotChat(Grammar):
                '[{"message": {"text": "…"}, "response": [{"value": "…"}], "modelId": "copilot/gpt-4.1"}]}')
 
     def detect(self, sample: str, name: str) -> float:
+        if journal_head(sample):
+            return 0.95
         head = sample.lstrip("\ufeff \t\r\n")[:1]
         if head not in ("{", "[") or not _REQUESTS.search(sample):
             return 0.0
         return 0.95 if _SIGNATURE.search(sample) or _REQUEST_ID.search(sample) else 0.0
 
     def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
+        if journal_head(source.text):
+            yield self._journal_session(source)
+            return
         data = load_json(source.text, source.name, self.name)
         if isinstance(data, list):
             for i, item in enumerate(data):
@@ -271,14 +308,40 @@ class CopilotChat(Grammar):
         else:
             yield self._session(data if isinstance(data, dict) else {}, "", source.name)
 
-    def _session(self, data: dict[str, Any], base: str, name: str | None) -> ParsedSession:
+    def _journal_session(self, source: SourceText) -> ParsedSession:
+        """A session kept as VS Code's journal (``_vscode_journal``): the replayed session read as
+        the ``.json`` layout, each value at the line that wrote it; what later lines replaced is a
+        declared duplicate, a line that is not JSON a System notice."""
+        doc = read_lines(source.text)
+        journal = Journal(doc)
+        data = journal.state if isinstance(journal.state, dict) else {}
+        session = self._session(data, "", source.name, journal.locate)
+        session.raw = masked(doc, range(len(doc)))
+        session.regions.extend(Region(RegionKind.DUPLICATE, "replaced by a later line of the journal", pointer=p)
+                               for p in journal.stale())
+        for n in journal.unreadable:
+            if isinstance(doc[n], str):
+                session.turns.append(bad_line_turn(doc[n], n))
+            else:
+                session.regions.append(Region(RegionKind.METADATA, "journal line of an unknown kind", pointer=f"/{n}"))
+        if journal.unreadable:
+            session.warnings.append(f"{len(journal.unreadable)} journal lines could not be replayed: kept as they are")
+        owned = {p.split("/", 2)[1] for p in (t.pointer for t in session.turns) if p}
+        owned |= {r.pointer.split("/", 2)[1] for r in session.regions if r.pointer}
+        session.regions.extend(Region(RegionKind.METADATA, f"journal line: {_journal_path(doc[n])}", pointer=f"/{n}")
+                               for n in range(len(doc)) if isinstance(doc[n], dict) and str(n) not in owned)
+        session.meta["layout"] = "journal"
+        return session
+
+    def _session(self, data: dict[str, Any], base: str, name: str | None, locate: Locate = _plain) -> ParsedSession:
         user = data.get("requesterUsername")
-        state = _State(user if isinstance(user, str) and user.strip() else "User")
+        state = _State(user if isinstance(user, str) and user.strip() else "User", locate)
         responder = data.get("responderUsername")
         responder = responder if isinstance(responder, str) and responder.strip() else RESPONDER
         requests = data.get("requests") if isinstance(data.get("requests"), list) else []
+        listed = locate(base, "requests", requests)
         for i, req in enumerate(requests):
-            at = f"{base}/requests/{i}"
+            at = locate(listed, i, req)
             if isinstance(req, dict):
                 self._request(state, req, at, responder)
             else:
@@ -306,29 +369,34 @@ class CopilotChat(Grammar):
         reply_when, reply_raw = read_time(req.get("responseTimestamp"))
         response = req.get("response")
         served = copilot_model(req.get("modelId"), _served(metadata, response))
-        ctx = _Request(at, served, reply_when, reply_raw, by_id, ordered, _stored(metadata))
+        loc = state.locate
+        result_at = loc(at, "result", result)
+        results_at = loc(loc(result_at, "metadata", metadata), "toolCallResults", metadata.get("toolCallResults"))
+        ctx = _Request(at, served, reply_when, reply_raw, by_id, ordered, _stored(metadata), results_at, loc)
         if isinstance(response, list):
+            ctx.response_at, ctx.parts = loc(at, "response", response), response
             self._response(state, ctx, response, responder)
         error, where = _error(req, result)
         if error is not None:
+            error_at = loc(result_at, "errorDetails", error) if where.startswith("result/") else loc(at, where, error)
             state.turns.append(Turn(responder, "system", _text(error.get("message")), ctx.when, ctx.raw, None,
-                                    "error", pointer=f"{at}/{where}",
+                                    "error", pointer=error_at,
                                     extra=compact({"code": error.get("code"),
                                                    "filtered": error.get("responseIsFiltered") or None})))
 
     @staticmethod
     def _message(state: _State, req: dict[str, Any], at: str, when: Any, raw: str | None) -> None:
         text = _user_text(req.get("message"))
+        message_at = state.locate(at, "message", req.get("message"))
         if not text.strip():
-            state.regions.append(Region(RegionKind.EMPTY_RECORD, "request with no message text",
-                                        pointer=f"{at}/message"))
+            state.regions.append(Region(RegionKind.EMPTY_RECORD, "request with no message text", pointer=message_at))
             return
         agent = req.get("agent") if isinstance(req.get("agent"), dict) else {}
         command = req.get("slashCommand") if isinstance(req.get("slashCommand"), dict) else {}
         extra = compact({"requestId": req.get("requestId"), "agent": agent.get("id"),
                          "slashCommand": command.get("name"), "variables": _variables(req),
                          "responseCanceled": True if req.get("isCanceled") else None})
-        state.turns.append(Turn(state.speaker, "user", text, when, raw, None, "message", pointer=f"{at}/message",
+        state.turns.append(Turn(state.speaker, "user", text, when, raw, None, "message", pointer=message_at,
                                 extra=extra))
 
     @staticmethod
@@ -356,14 +424,14 @@ class CopilotChat(Grammar):
             run = []
             if kind in TEXT_KINDS:
                 state.regions.append(Region(RegionKind.BOILERPLATE, "a code fence VS Code writes around an edit block",
-                                            pointer=f"{ctx.at}/response/{j}"))
+                                            pointer=ctx.part_at(j)))
             elif kind in TOOL_KINDS:
                 call = ctx.calls.get(call_key(part.get("toolCallId")) or "")
                 if in_order and not part.get("subAgentInvocationId"):
                     call, seen_tools = ctx.ordered[seen_tools], seen_tools + 1
                 self._tool(state, ctx, part, j, call, responder)
             elif kind in EDIT_KINDS:
-                state.turns.append(self._edit(part, ctx, f"{ctx.at}/response/{j}", responder, state.turns))
+                state.turns.append(self._edit(part, ctx, ctx.part_at(j), responder))
             else:
                 self._other(state, ctx, part, j, responder)
         self._flush(state, ctx, run, responder)
@@ -373,20 +441,20 @@ class CopilotChat(Grammar):
         """One message for a run of markdown-like parts; the parts after the first are continuations."""
         if not run:
             return
-        first = f"{ctx.at}/response/{run[0][0]}"
+        first = ctx.part_at(run[0][0])
         text = "".join(t for _, t in run)
         if not text.strip():
             for j, _ in run:
                 state.regions.append(Region(RegionKind.EMPTY_RECORD, "response part with no text",
-                                            pointer=f"{ctx.at}/response/{j}"))
+                                            pointer=ctx.part_at(j)))
             return
         state.turns.append(Turn(responder, "assistant", text, ctx.when, ctx.raw, ctx.model, "message", pointer=first))
         for j, _ in run[1:]:
             state.regions.append(Region(RegionKind.CONTINUATION, f"part of the message at {first}",
-                                        pointer=f"{ctx.at}/response/{j}"))
+                                        pointer=ctx.part_at(j)))
 
     def _other(self, state: _State, ctx: _Request, part: Any, j: int, responder: str) -> None:
-        at = f"{ctx.at}/response/{j}"
+        at = ctx.part_at(j)
         kind = _kind(part)
         if kind == "thinking":
             text = _text(part.get("value"))
@@ -416,14 +484,13 @@ class CopilotChat(Grammar):
             state.regions.append(Region(RegionKind.METADATA, f"response part {kind!r} without text", pointer=at))
 
     @staticmethod
-    def _edit(part: dict[str, Any], ctx: _Request, at: str, responder: str, turns: list[Turn]) -> Turn:
+    def _edit(part: dict[str, Any], ctx: _Request, at: str, responder: str) -> Turn:
         """The edits an editor applied to one file; ``byTool`` names the call of this request whose
         arguments name the same file (the session record counts that change once, at the call)."""
         path = _uri_path(part.get("uri"))
         quoted = orjson.dumps(path).decode()[1:-1] if path else None
-        by_tool = next((t.extra.get("callId") or t.extra.get("tool") for t in reversed(turns)
-                        if quoted and t.kind == "tool_call" and t.extra and t.pointer
-                        and t.pointer.startswith(f"{ctx.at}/") and quoted in t.content), None)
+        by_tool = next((t.extra.get("callId") or t.extra.get("tool") for t in reversed(ctx.tool_turns)
+                        if quoted and t.extra and quoted in t.content), None)
         edits = []
         groups = part.get("edits") if isinstance(part.get("edits"), list) else []
         for group in groups:
@@ -439,7 +506,7 @@ class CopilotChat(Grammar):
 
     def _tool(self, state: _State, ctx: _Request, part: dict[str, Any], j: int, call: dict | None,
               responder: str) -> None:
-        at = f"{ctx.at}/response/{j}"
+        at = ctx.part_at(j)
         cid = part.get("toolCallId") if isinstance(part.get("toolCallId"), str) else None
         name = str((call or {}).get("name") or part.get("toolId") or "tool")
         content = _call_input(part, call)
@@ -449,9 +516,10 @@ class CopilotChat(Grammar):
                  "sidechain": True if parent else None, "startedBy": parent}
         state.turns.append(Turn(responder, "assistant", content, ctx.when, ctx.raw, ctx.model, "tool_call", pointer=at,
                                 extra=compact(extra)))
+        ctx.tool_turns.append(state.turns[-1])
         if not _has_result(part, ctx.results):
             return
-        where, text = _outcome(part, ctx.results.get(call_key(cid) or ""), at, ctx.at)
+        where, text = _outcome(part, ctx.results.get(call_key(cid) or ""), at, ctx)
         details = part.get("resultDetails") if isinstance(part.get("resultDetails"), dict) else {}
         data = part.get("toolSpecificData") if isinstance(part.get("toolSpecificData"), dict) else {}
         terminal = data.get("terminalCommandState") if isinstance(data.get("terminalCommandState"), dict) else {}
@@ -466,8 +534,13 @@ class CopilotChat(Grammar):
         """Per request: a message with text, every run of markdown-like parts with text, every
         thinking with text, edit group, warning, confirmation and unknown part with text, every tool
         invocation and every invocation with an outcome, an error with a message."""
+        lines = None
+        if isinstance(raw, dict) and isinstance(raw.get("0"), dict) and raw["0"].get("kind") == 0:
+            lines = [raw.get(str(n)) for n in range(max(int(k) for k in raw if k.isdigit()) + 1)]
+            raw = Journal(lines).state
         requests = raw.get("requests") if isinstance(raw, dict) and isinstance(raw.get("requests"), list) else []
-        return sum(_count_request(r) if isinstance(r, dict) else 1 for r in requests)
+        bad = sum(isinstance(line, str) for line in lines or ())
+        return bad + sum(_count_request(r) if isinstance(r, dict) else 1 for r in requests)
 
 
 def _count_request(req: dict[str, Any]) -> int:
@@ -553,28 +626,29 @@ def _call_input(part: dict[str, Any], call: dict | None) -> str:
     return _text(part.get("invocationMessage")) or f"[{part.get('toolId') or 'tool'}]"
 
 
-def _outcome(part: dict[str, Any], stored: tuple[str, Any] | None, at: str, request: str) -> tuple[str, str]:
+def _outcome(part: dict[str, Any], stored: tuple[str, Any] | None, at: str, ctx: _Request) -> tuple[str, str]:
     """(pointer, text) of a tool invocation's outcome: the output the part shows, else the text of
     its ``toolCallResults`` entry, else a subagent's result, else the files it lists or its
     past-tense line."""
     details = part.get("resultDetails")
+    details_at = ctx.locate(at, "resultDetails", details)
     if isinstance(details, dict):
         output = details.get("output")
         text = "\n".join(_text(o) for o in output) if isinstance(output, list) else _text(output)
         if text:
-            return f"{at}/resultDetails", text
+            return details_at, text
     key, value = stored if stored is not None else (str(part.get("toolCallId")), None)
     content = value.get("content") if isinstance(value, dict) else value
     texts = [v for v in (_text(c) for c in content) if v] if isinstance(content, list) else [_text(content)]
-    stored_at = f"{request}/result/metadata/toolCallResults/{pointer_part(key)}"
+    stored_at = ctx.locate(ctx.results_at, key, value)
     if any(texts):
         return stored_at, "\n".join(texts)
     if isinstance(_subagent(part).get("result"), str):
-        return f"{at}/toolSpecificData/result", _subagent(part)["result"]
+        return f"{ctx.locate(at, 'toolSpecificData', part['toolSpecificData'])}/result", _subagent(part)["result"]
     summary = _text(part.get("pastTenseMessage"))
     if isinstance(details, list):
         paths = [p for p in (_uri_path(d) for d in details) if p]
-        return f"{at}/resultDetails", "\n".join([summary, *paths]).strip()
+        return details_at, "\n".join([summary, *paths]).strip()
     if "pastTenseMessage" in part:
-        return f"{at}/pastTenseMessage", summary
-    return (f"{at}/resultDetails", "") if details is not None else (stored_at, "")
+        return ctx.locate(at, "pastTenseMessage", part["pastTenseMessage"]), summary
+    return (details_at, "") if details is not None else (stored_at, "")

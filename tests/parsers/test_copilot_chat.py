@@ -176,3 +176,27 @@ def test_round_ids_with_the_vscode_suffix_pair_with_their_parts():
     assert [c["via"] for c in record["fileChanges"]] == ["tool:create_file"]  # the edit group is that call's
     assert [c["command"] for c in record["commands"]] == ["npx vitest run src/ledger.test.ts"]
     assert record["commands"][0]["exitCode"] == 1
+
+
+JOURNAL = GOLDEN / "copilot-chat" / "0d1c2b3a-4e5f-4a6b-8c7d-9e0f1a2b3c4d.jsonl"
+
+
+def test_a_journal_is_replayed_each_value_at_the_line_that_wrote_it():
+    source = decode(JOURNAL.read_bytes(), JOURNAL.name)
+    [session] = GRAMMAR.parse(source, Settings())
+    assert session.meta["layout"] == "journal" and session.title == "Build fails on foo.h"
+    assert [t.pointer for t in session.turns] == [
+        "/2/v/0/message", "/5/v/0", "/6/v/0", "/7/v/metadata/toolCallResults/call_X1__vscode-1790000000001", "/6/v/1"]
+    stale = [r.pointer for r in session.regions if r.kind is RegionKind.DUPLICATE]
+    assert stale == ["/4/v/1", "/5/v/1"]  # a streamed part and a running tool call, both rewritten later
+    assert session.turns[2].extra["callId"] == "call_X1" and '"make"' in session.turns[2].content
+    assert GRAMMAR.count_turns(session.raw) == len(session.turns) and account(session, None).clean
+    [again] = GRAMMAR.parse(source, Settings())  # the replay never changes the lines it read
+    assert [t.content for t in again.turns] == [t.content for t in session.turns]
+
+
+def test_a_journal_line_that_is_not_json_is_kept_and_an_unknown_kind_declared():
+    text = JOURNAL.read_text() + "{broken\n" + '{"kind":7,"k":["x"],"v":1}\n'
+    [session] = GRAMMAR.parse(decode(text.encode(), JOURNAL.name), Settings())
+    assert session.turns[-1].kind == "notice" and any(r.pointer == "/10" for r in session.regions)
+    assert GRAMMAR.count_turns(session.raw) == len(session.turns) and account(session, None).clean
