@@ -267,12 +267,16 @@ def _parts(raw: Any, base: str, record: str, owners: set[str]) -> list[str]:
 
 
 def _content_fields(node: Any, record: str) -> list[str]:
-    """The record's own non-blank content fields (``message``, ``response``...): a record read as several
-    interactions (a request and its reply) must not lose its message while a reply part is kept."""
+    """The record's own non-blank content fields (``message``, ``response``...) and the objects of its
+    lists: a record read as several interactions (a request and its reply, a reply and its tool
+    calls) must not lose one of them while another is kept."""
     if not isinstance(node, dict):
         return []
-    return [f"{record}/{escape(k)}" for k, v in node.items()
-            if k in CONTENT_KEYS and not _blank(v)]
+    fields = [f"{record}/{escape(k)}" for k, v in node.items() if k in CONTENT_KEYS and not _blank(v)]
+    # a list of objects beside them (an entry's tool calls) is read one interaction per object too
+    fields += [f"{record}/{escape(k)}/{i}" for k, v in node.items() if k not in CONTENT_KEYS and isinstance(v, list)
+               and v and all(isinstance(x, dict) for x in v) for i, x in enumerate(v) if not _blank(x)]
+    return fields
 
 
 def _resolve(raw: Any, base: str, pointer: str) -> Any:

@@ -81,6 +81,14 @@ META_KINDS = {
     "clearToPreviousToolInvocation": "a display reset",
     "autoModeResolution": "the model auto mode chose (the request's model)",
 }
+REQUEST_LISTS = {
+    "followups": "follow-up questions the chat suggested (buttons, not said)",
+    "contentReferences": "the references the reply used",
+    "codeCitations": "public-code matches for the reply's code",
+    "promptTokenDetails": "how the prompt's tokens were spent",
+    "editedFileEvents": "the user's decisions on the proposed edits",
+    "responseMarkdownInfo": "where the reply's code blocks are",
+}
 _SIGNATURE = regex.compile(r'"(?:responderUsername|requesterUsername)"\s*:')
 _REQUESTS = regex.compile(r'"requests"\s*:\s*\[')
 _REQUEST_ID = regex.compile(r'"requestId"\s*:\s*"')
@@ -365,6 +373,10 @@ class CopilotChat(Grammar):
         state.times.note(when, raw, at)
         self._message(state, req, at, when, raw)
         self._usage(state, result, metadata)
+        for key, value in req.items():  # lists of objects the request keeps beside what was said
+            if key != "response" and isinstance(value, list) and any(isinstance(v, dict) for v in value):
+                state.regions.append(Region(RegionKind.METADATA, REQUEST_LISTS.get(key, f"request field {key!r}"),
+                                            pointer=state.locate(at, key, value)))
         by_id, ordered = _rounds(metadata)
         reply_when, reply_raw = read_time(req.get("responseTimestamp"))
         response = req.get("response")
