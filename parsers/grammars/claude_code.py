@@ -33,6 +33,11 @@ Mapping (the document is the list of parsed lines, see ``_agentlog``):
 - the model is ``message.model`` split by ``split_model`` with provider ``anthropic`` (the tool);
   ``<synthetic>`` (a message the CLI wrote itself) names no model.
 
+``attachment`` records (context the CLI attaches for the model: a hook's output, a reminder) are
+System interactions of the CLI (kind attachment, ``extra.attachmentType``) when they hold text,
+else declared metadata; ``last-prompt``, ``permission-mode`` and ``file-history-delta`` records
+are declared metadata.
+
 Session meta: cwd, gitBranch, agentVersion, tokenUsage, agentId. Unknown record and block types
 are noted as format drift; one with text is still an interaction (role other).
 """
@@ -64,6 +69,9 @@ META_TYPES = {
     "queue-operation": "prompt queue bookkeeping; a queued prompt appears as its own user record when sent",
     "custom-title": "title set by the user",
     "progress": "progress of a running tool, hook or subagent; its outcome is the tool result",
+    "last-prompt": "the last prompt typed, kept to restore the input box (the prompt is its own user record)",
+    "permission-mode": "the session's permission mode",
+    "file-history-delta": "file backup bookkeeping for undo, not said in the session",
 }
 TASK_TOOLS = frozenset({"Task", "Agent"})
 ORIGINAL_KEYS = ("originalFile", "originalFileContents")
@@ -77,7 +85,7 @@ _UUID_NAME = regex.compile(r"(?:^|/)(?P<id>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[
 
 def _explains(obj: dict[str, Any]) -> bool:
     kind = obj.get("type")
-    if kind in TURN_TYPES:
+    if kind in TURN_TYPES or kind == "attachment":
         return "uuid" in obj and ("sessionId" in obj or "parentUuid" in obj)
     return kind in META_TYPES and ("leafUuid" in obj or "messageId" in obj or "sessionId" in obj)
 
@@ -231,6 +239,9 @@ class ClaudeCode(Grammar):
             return
         if isinstance(uid, str):
             state.uuids.add(uid)
+        if kind == "attachment":
+            self._attachment(state, obj, i)
+            return
         if kind not in TURN_TYPES:
             self._unknown(state, obj, i)
             return
@@ -341,6 +352,22 @@ class ClaudeCode(Grammar):
         state.turns.append(Turn(AGENT, "system", text, when, raw, None, "message", pointer=f"/{i}", extra=extra))
 
     @staticmethod
+    def _attachment(state: _State, obj: dict, i: int) -> None:
+        """Context the CLI attached for the model (a hook's output, a reminder, a file it noticed): a
+        System interaction of the CLI when it has text, else declared."""
+        attached = obj.get("attachment") if isinstance(obj.get("attachment"), dict) else {}
+        kind = str(attached.get("type") or "attachment")
+        text = _attachment_text(attached)
+        if not text.strip():
+            state.regions.append(Region(RegionKind.METADATA, f"attachment {kind!r} with no text", pointer=f"/{i}"))
+            return
+        when, raw = read_time(obj.get("timestamp"))
+        state.times.note(when, raw, f"/{i}")
+        extra = compact({"uuid": obj.get("uuid"), "parentUuid": obj.get("parentUuid"), "attachmentType": kind})
+        state.turns.append(Turn(AGENT, "system", text, when, raw, None, "attachment", pointer=f"/{i}/attachment",
+                                extra=extra))
+
+    @staticmethod
     def _unknown(state: _State, obj: dict, i: int) -> None:
         kind = str(obj.get("type"))
         state.drift.note("recordType", kind, f"/{i}")
@@ -374,7 +401,18 @@ class ClaudeCode(Grammar):
         return count
 
 
+def _attachment_text(attached: dict[str, Any]) -> str:
+    for key in ("content", "text", "stdout", "message", "prompt"):
+        text = text_of(attached.get(key)) if attached.get(key) is not None else ""
+        if text.strip():
+            return text
+    return ""
+
+
 def _count_record(value: dict[str, Any], blocks: set[bytes]) -> int:
+    if value.get("type") == "attachment":
+        attached = value.get("attachment") if isinstance(value.get("attachment"), dict) else {}
+        return int(bool(_attachment_text(attached).strip()))
     message = value.get("message") if isinstance(value.get("message"), dict) else None
     if value.get("type") not in ("user", "assistant"):
         content = message.get("content") if message else value.get("content")

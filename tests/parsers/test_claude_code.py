@@ -250,3 +250,16 @@ def test_the_original_file_is_never_shown_in_the_document():
     assert b"ORIGINAL-ONLY" not in orjson.dumps(doc["artifacts"]["Chatthistorik"])
     [change] = doc["artifacts"]["ByggLogg"]["sessionRecord"]["fileChanges"]
     assert diffjson.apply(change["patch"], "x marks the spot ORIGINAL-ONLY\n") == "y marks the spot ORIGINAL-ONLY\n"
+
+
+def test_attachments_and_newer_bookkeeping_records():
+    path = GOLDEN / "claude-code" / "c41e7a2b-9d3f-4b6a-8e1c-5f2d7a9b3c60.jsonl"
+    source = decode(path.read_bytes(), path.name)
+    detection = registry.detect(source.text, path.name, threshold=0.5)
+    assert detection.grammar == "claude-code" and detection.scores["claude-code"] == 1.0  # every record explained
+    [session] = GRAMMAR.parse(source, Settings())
+    hook = session.turns[0]
+    assert (hook.kind, hook.role, hook.speaker) == ("attachment", "system", "Claude Code")
+    assert hook.extra["attachmentType"] == "hook_additional_context" and "formatDrift" not in session.meta
+    assert [r.pointer for r in session.regions] == ["/0", "/1", "/5", "/6"]
+    assert GRAMMAR.count_turns(session.raw) == len(session.turns) and account(session, None).clean
