@@ -26,6 +26,13 @@ copied to the document as it is). From these:
   ``summary`` instead. Every change whose result is known carries ``resultSha256``. Texts are the
   redacted ones the document holds; a ``cat -n`` listing cannot show a missing final newline, so
   one is assumed.
+- when the log keeps the edited file's text as the tool found it (Claude Code's
+  ``toolUseResult.originalFile``, handed on as ``Turn.base_text``, redacted like the content),
+  that text, canonical as seed 004 wants (BOM stripped, line ends LF), is the base of the edit's
+  patch whatever the session showed of the file before (``baseFrom: "originalFile"``);
+- an editor's edits (a ``file_edit`` interaction: line/column ranges and their new text, as VS
+  Code's Copilot Chat records them) apply to the file's known text; an edit group that a tool
+  call of the same request already made (``extra.byTool``) is not counted twice.
 """
 
 from __future__ import annotations
