@@ -16,8 +16,8 @@ TIME_KEYS = frozenset({
     "time", "ts", "sent_at", "sentAt", "datetime",
 })
 CONTENT_KEYS = frozenset({
-    "content", "text", "parts", "message", "body", "msg", "value", "photos", "photo", "sticker", "attachments",
-    "files", "media", "file",
+    "content", "text", "parts", "message", "response", "body", "msg", "value", "photos", "photo", "sticker",
+    "attachments", "files", "media", "file",
 })
 
 

@@ -47,6 +47,9 @@ class Turn:
     model_explicit: bool = True
     """False when ``model`` is a default the source states for the whole session rather than for
     this turn (ChatGPT's default_model_slug): rule A2 then applies to it."""
+    base_text: str | None = None
+    """For a tool call that edits a file: the file's whole text before the edit when the log keeps it
+    (Claude Code's ``toolUseResult.originalFile``). Only the session record's patch base; never shown."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +82,9 @@ class RegionKind(StrEnum):
     """A record the source itself marks as not shown to the participants."""
     DUPLICATE = "duplicate"
     """A record that repeats one already reconstructed (a streaming event echoing a final message)."""
+    CONTINUATION = "continuation"
+    """A part whose text is in the interaction just before it: a reply the source stores as several
+    parts (markdown cut by an inline file reference), read as one interaction (B2)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -193,7 +193,8 @@ def assemble(
             redactions.extend({"turn": ordinal, "type": k, "field": "sourceFields"} for k in found)
         else:
             extra = None
-        facts.observe(ordinal, turn.role, turn.kind, turn.speaker, content, extra)
+        base = scrub(turn.base_text)[0] if turn.base_text is not None else None  # redacted like the content
+        facts.observe(ordinal, turn.role, turn.kind, turn.speaker, content, extra, base)
         interactions.append(item)
 
     if naive_times:

@@ -26,6 +26,13 @@ copied to the document as it is). From these:
   ``summary`` instead. Every change whose result is known carries ``resultSha256``. Texts are the
   redacted ones the document holds; a ``cat -n`` listing cannot show a missing final newline, so
   one is assumed.
+- when the log keeps the edited file's text as the tool found it (Claude Code's
+  ``toolUseResult.originalFile``, handed on as ``Turn.base_text``, redacted like the content),
+  that text, canonical as seed 004 wants (BOM stripped, line ends LF), is the base of the edit's
+  patch whatever the session showed of the file before (``baseFrom: "originalFile"``);
+- an editor's edits (a ``file_edit`` interaction: line/column ranges and their new text, as VS
+  Code's Copilot Chat records them) apply to the file's known text; an edit group that a tool
+  call of the same request already made (``extra.byTool``) is not counted twice.
 """
 
 from __future__ import annotations
@@ -35,6 +42,8 @@ from typing import Any
 
 import orjson
 import regex
+
+from parsers.text import canonicalize
 
 _FENCE_CMD = regex.compile(r"^```(?:bash|sh|shell|console|zsh|powershell|ps1|cmd)[ \t]*\n(?P<body>.*?)^```",
                            regex.MULTILINE | regex.DOTALL)
@@ -51,13 +60,14 @@ _UDIFF = regex.compile(r"^```diff[ \t]*\n(?P<body>(?:.*\n)*?)```[ \t]*$", regex.
 _ANY_FENCE = regex.compile(r"^```[\w-]*[ \t]*\n(.*?)^```", regex.MULTILINE | regex.DOTALL)
 SHELL_TOOLS = {"Bash": "command", "bash": "command", "execute_bash": "command", "run": "command",
                "shell": "command", "local_shell": "command", "exec_command": "cmd", "shell_command": "command",
-               "run_shell_command": "command", "container.exec": "cmd", "execute_command": "command"}
+               "run_shell_command": "command", "container.exec": "cmd", "execute_command": "command",
+               "run_in_terminal": "command"}
 SHELL_COMMANDS = frozenset({"run", "test", "!"})
 WRITE_TOOLS = frozenset({"Write", "write_file", "write_to_file", "create_file"})
 PATH_KEYS = ("file_path", "path", "absolute_path", "filePath")
 READ_TOOLS = {"Read": "numbered", "read_file": "raw"}
 """Whole-file reads whose result is the file's text: Claude Code's ``cat -n`` style, or as it is."""
-PARTIAL_READ_KEYS = ("offset", "limit", "start_line", "end_line", "line_range")
+PARTIAL_READ_KEYS = ("offset", "limit", "start_line", "end_line", "line_range", "startLine", "endLine")
 _NUMBERED = regex.compile(r"^ *(?P<n>\d+)(?:\t|\u2192)(?P<line>.*)$")
 _BASH_INPUT = regex.compile(r"<bash-input>(?P<cmd>.*?)</bash-input>", regex.DOTALL)
 _RESULT_HEADER = regex.compile(r"^\[[\w-]+ for '[^\n]*'\] Result:\n")
@@ -79,14 +89,19 @@ class Facts:
         self._files: dict[str, str] = {}
         self._reads: dict[str, tuple[str, str]] = {}
         self._origin: dict[str, int] = {}
+        self._original_base: set[str] = set()
 
     def observe(self, ordinal: int, role: str, kind: str, speaker: str, content: str,
-                extra: dict[str, Any] | None = None) -> None:
+                extra: dict[str, Any] | None = None, base: str | None = None) -> None:
+        """One interaction; ``base`` is the text of the file a tool call edits, before the edit, when
+        the log keeps it (``Turn.base_text``, already redacted)."""
         agent = bool(extra) and ("tool" in extra or "callId" in extra) and kind in ("tool_call", "tool_result")
         if agent:
-            self._agent_tool(ordinal, kind, speaker, content, extra)
+            self._agent_tool(ordinal, kind, speaker, content, extra, base)
         elif kind in ("tool_call", "tool_result") or role == "tool":
             self.record["toolCalls"].append({"turn": ordinal, "kind": kind, "name": speaker})
+        if kind == "file_edit" and extra:
+            self._range_edits(ordinal, content, extra)
         if extra and extra.get("userCommand") in SHELL_COMMANDS:
             self.record["commands"].append({"turn": ordinal, "command": _typed_command(content)[:INPUT_CHARS]})
         if role == "assistant" and "<<<<<<< SEARCH" in content and not (extra and "tool" in extra):
@@ -153,7 +168,8 @@ class Facts:
                 if extra.get(key) is not None:
                     command[key] = extra[key]
 
-    def _agent_tool(self, ordinal: int, kind: str, speaker: str, content: str, extra: dict[str, Any]) -> None:
+    def _agent_tool(self, ordinal: int, kind: str, speaker: str, content: str, extra: dict[str, Any],
+                    base: str | None = None) -> None:
         if kind == "tool_result":
             self._tool_result(ordinal, speaker, content, extra)
             return
@@ -170,6 +186,8 @@ class Facts:
             self.record["commands"].append({"turn": ordinal, "command": command[:INPUT_CHARS], "callId": call})
             if isinstance(call, str):
                 self._commands[call] = self.record["commands"][-1]
+        if base is not None and isinstance(args, dict):
+            self._original(args, base)
         self._tool_edits(ordinal, name, args, content, extra)
         if name in READ_TOOLS and isinstance(args, dict) and isinstance(call, str):
             path = next((args[k] for k in PATH_KEYS if isinstance(args.get(k), str)), None)
@@ -182,6 +200,15 @@ class Facts:
         text = _numbered_text(content) if style == "numbered" else _raw_text(content)
         if text is not None:
             self._known(path, text, ordinal)
+
+    def _original(self, args: dict[str, Any], base: str) -> None:
+        """The edited file's text as the tool found it: the base of this edit's patch (seed 004: the
+        canonical text, BOM stripped and line ends LF), whatever the session showed of it before."""
+        path = next((args[k] for k in PATH_KEYS if isinstance(args.get(k), str)), None)
+        if path is not None:
+            self._files[path] = canonicalize(base.removeprefix("\ufeff"))
+            self._origin.pop(path, None)
+            self._original_base.add(path)
 
     def _known(self, path: str, text: str | None, ordinal: int) -> None:
         """The file's text after turn ``ordinal`` (None: no longer known)."""
@@ -199,6 +226,9 @@ class Facts:
             if isinstance(args, dict) and isinstance(args.get("command"), list):
                 text = "\n".join(str(c) for c in args["command"])
             self._apply_patch(ordinal, via, text)
+            return
+        if isinstance(args, dict) and isinstance(args.get("replacements"), list):
+            self._replacements(ordinal, via, args["replacements"])
             return
         path = next((args[k] for k in PATH_KEYS if isinstance(args.get(k), str)), None) if isinstance(
             args, dict) else None
@@ -221,17 +251,43 @@ class Facts:
         if pairs:
             self._edit(ordinal, via, path, pairs)
 
+    def _replacements(self, ordinal: int, via: str, replacements: list[Any]) -> None:
+        """Copilot's multi_replace_string_in_file: old/new pairs that each name their file."""
+        by_path: dict[str, list[tuple[str, str, bool]]] = {}
+        for r in replacements:
+            path = next((r[k] for k in PATH_KEYS if isinstance(r.get(k), str)), None) if isinstance(r, dict) else None
+            pair = _old_new(r) if path else None
+            if pair:
+                by_path.setdefault(path, []).append(pair)
+        for path, pairs in by_path.items():
+            self._edit(ordinal, via, path, pairs)
+
+    def _range_edits(self, ordinal: int, content: str, extra: dict[str, Any]) -> None:
+        """An editor's text edits (line/column ranges, 1-based) to one file: applied to its known text."""
+        data = _json(content)
+        path = extra.get("path")
+        if not isinstance(data, dict) or not isinstance(path, str) or extra.get("byTool"):
+            return
+        edits = [e for e in data.get("edits") or () if isinstance(e, dict) and isinstance(e.get("text"), str)]
+        base = self._files.get(path)
+        result = _apply_ranges(base, edits) if base is not None else None
+        summary = "\n".join(_unified(path, "", e["text"]) for e in edits)
+        self._change(ordinal, f"edit:{extra.get('editKind') or 'textEdit'}", path, "edit",
+                     base if result is not None else None, result, summary)
+        self._known(path, result, ordinal)
+
     # -- file texts and patches ----------------------------------------------------------------
 
     def _whole(self, ordinal: int, via: str, path: str, text: str, operation: str, created: bool) -> None:
         base = "" if created else self._files.get(path)
         self._change(ordinal, via, path, operation, base, text, None)
         self._known(path, text, ordinal)
+        self._original_base.discard(path)
 
     def _edit(self, ordinal: int, via: str, path: str, pairs: list[tuple[str, str, bool]]) -> None:
         base = self._files.get(path)
         result = base
-        for old, new, every in pairs:
+        for old, new, every in ((canonicalize(o), canonicalize(n), e) for o, n, e in pairs):
             if result is None or (old and old not in result):
                 result = None
                 break
@@ -239,6 +295,7 @@ class Facts:
         summary = "\n".join(_unified(path, old, new) for old, new, _ in pairs)
         self._change(ordinal, via, path, "edit", base if result is not None else None, result, summary)
         self._known(path, result, ordinal)
+        self._original_base.discard(path)
 
     def _change(self, ordinal: int, via: str, path: str, operation: str, base: str | None, result: str | None,
                 summary: str | None) -> None:
@@ -247,7 +304,9 @@ class Facts:
             entry["resultSha256"] = _sha(result)
         if base is not None and result is not None and base != result:
             entry["patch"] = make_patch(base, result, path)
-            if path in self._origin and operation != "create":
+            if path in self._original_base:
+                entry["baseFrom"] = "originalFile"
+            elif path in self._origin and operation != "create":
                 entry["baseTurn"] = self._origin[path]
         else:
             entry["summary"] = (summary if summary is not None else _unified(path, base or "", result or ""))[
@@ -341,10 +400,33 @@ def _fenced_command(name: str, content: str) -> str | None:
 
 def _old_new(edit: dict[str, Any]) -> tuple[str, str, bool] | None:
     """(old, new, every) of one edit: ``old_string``/``new_string`` or ``old_str``/``new_str``."""
-    for old, new in (("old_string", "new_string"), ("old_str", "new_str")):
+    for old, new in (("old_string", "new_string"), ("old_str", "new_str"), ("oldString", "newString")):
         if isinstance(edit.get(old), str) and isinstance(edit.get(new), str):
             return edit[old], edit[new], bool(edit.get("replace_all"))
     return None
+
+
+def _apply_ranges(base: str, edits: list[dict[str, Any]]) -> str | None:
+    """``base`` with every edit's ``[startLine, startColumn, endLine, endColumn]`` range replaced by
+    its text (ranges against the same base, applied from the last); None when a range is not in it."""
+    starts = [0]
+    for line in base.split("\n"):
+        starts.append(starts[-1] + len(line) + 1)
+    spans = []
+    for e in edits:
+        rng = e.get("range")
+        if not (isinstance(rng, list) and len(rng) == 4 and all(isinstance(v, int) and v >= 1 for v in rng)):
+            return None
+        sl, sc, el, ec = rng
+        if el >= len(starts) or sl > el:
+            return None
+        a, b = starts[sl - 1] + sc - 1, starts[el - 1] + ec - 1
+        if a > b or b > len(base):
+            return None
+        spans.append((a, b, e["text"]))
+    for a, b, text in sorted(spans, reverse=True):
+        base = base[:a] + text + base[b:]
+    return base
 
 
 def _typed_command(content: str) -> str:

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from models.messages import is_message_like
+from models.messages import CONTENT_KEYS, is_message_like
 from models.records import ParsedSession
 
 MAX_LISTED = 20
@@ -37,7 +37,12 @@ def escape(part: str) -> str:
 
 def message_records(node: Any, pointer: str = "") -> Iterator[str]:
     """Pointers of the outermost message-like objects under ``node``, in document order. A string or
-    null standing in a list beside message-like objects is a record too (a damaged or elided message)."""
+    null standing in a list beside message-like objects is a record too (a damaged or elided message).
+    In a JSON Lines view (``{"3": ..., "7": ...}``) every line that holds something is a record, as
+    every non-blank line of a text source is: a line is the source's own unit."""
+    if isinstance(node, dict) and _is_sparse_list(node):
+        yield from (f"{pointer}/{k}" for k, v in sorted(node.items(), key=lambda kv: int(kv[0])) if v is not None)
+        return
     stack: list[tuple[Any, str]] = [(node, pointer)]
     while stack:
         value, at = stack.pop()
@@ -257,7 +262,21 @@ def _parts(raw: Any, base: str, record: str, owners: set[str]) -> list[str]:
             else:
                 break
             at = f"{at}/{token}"
-    return [f"{at}/{i}" for at, items in sorted(lists.items()) for i, item in enumerate(items) if not _blank(item)]
+    listed = [f"{at}/{i}" for at, items in sorted(lists.items()) for i, item in enumerate(items) if not _blank(item)]
+    return listed + _content_fields(_resolve(raw, base, record), record)
+
+
+def _content_fields(node: Any, record: str) -> list[str]:
+    """The record's own non-blank content fields (``message``, ``response``...) and the objects of its
+    lists: a record read as several interactions (a request and its reply, a reply and its tool
+    calls) must not lose one of them while another is kept."""
+    if not isinstance(node, dict):
+        return []
+    fields = [f"{record}/{escape(k)}" for k, v in node.items() if k in CONTENT_KEYS and not _blank(v)]
+    # a list of objects beside them (an entry's tool calls) is read one interaction per object too
+    fields += [f"{record}/{escape(k)}/{i}" for k, v in node.items() if k not in CONTENT_KEYS and isinstance(v, list)
+               and v and all(isinstance(x, dict) for x in v) for i, x in enumerate(v) if not _blank(x)]
+    return fields
 
 
 def _resolve(raw: Any, base: str, pointer: str) -> Any:

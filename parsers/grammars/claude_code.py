@@ -27,8 +27,16 @@ Mapping (the document is the list of parsed lines, see ``_agentlog``):
 - sidechain records (``isSidechain``: a subagent's turns) are kept in place with
   ``extra.sidechain`` and ``extra.startedBy``, the call id of the ``Task``/``Agent`` call whose
   ``prompt`` equals the sidechain's first user text (else the latest such call before it);
+- a tool_use whose result record's ``toolUseResult`` keeps the file's text before the edit
+  (``originalFile``, MultiEdit's ``originalFileContents``) hands that text on as the turn's
+  ``base_text``: the session record's patch for the edit applies to exactly that base;
 - the model is ``message.model`` split by ``split_model`` with provider ``anthropic`` (the tool);
   ``<synthetic>`` (a message the CLI wrote itself) names no model.
+
+``attachment`` records (context the CLI attaches for the model: a hook's output, a reminder) are
+System interactions of the CLI (kind attachment, ``extra.attachmentType``) when they hold text,
+else declared metadata; ``last-prompt``, ``permission-mode`` and ``file-history-delta`` records
+are declared metadata.
 
 Session meta: cwd, gitBranch, agentVersion, tokenUsage, agentId. Unknown record and block types
 are noted as format drift; one with text is still an interaction (role other).
@@ -61,8 +69,13 @@ META_TYPES = {
     "queue-operation": "prompt queue bookkeeping; a queued prompt appears as its own user record when sent",
     "custom-title": "title set by the user",
     "progress": "progress of a running tool, hook or subagent; its outcome is the tool result",
+    "last-prompt": "the last prompt typed, kept to restore the input box (the prompt is its own user record)",
+    "permission-mode": "the session's permission mode",
+    "file-history-delta": "file backup bookkeeping for undo, not said in the session",
 }
 TASK_TOOLS = frozenset({"Task", "Agent"})
+ORIGINAL_KEYS = ("originalFile", "originalFileContents")
+"""Where a tool result keeps the edited file's text before the edit (Edit and Write; MultiEdit)."""
 META_FIELDS = (("cwd", "cwd"), ("gitBranch", "gitBranch"), ("version", "agentVersion"), ("agentId", "agentId"))
 KNOWN_BLOCKS = frozenset({"text", "thinking", "redacted_thinking", "tool_use", "tool_result", "image", "document"})
 _EXIT = regex.compile(r"^Exit code (\d+)")
@@ -72,7 +85,7 @@ _UUID_NAME = regex.compile(r"(?:^|/)(?P<id>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[
 
 def _explains(obj: dict[str, Any]) -> bool:
     kind = obj.get("type")
-    if kind in TURN_TYPES:
+    if kind in TURN_TYPES or kind == "attachment":
         return "uuid" in obj and ("sessionId" in obj or "parentUuid" in obj)
     return kind in META_TYPES and ("leafUuid" in obj or "messageId" in obj or "sessionId" in obj)
 
@@ -226,6 +239,9 @@ class ClaudeCode(Grammar):
             return
         if isinstance(uid, str):
             state.uuids.add(uid)
+        if kind == "attachment":
+            self._attachment(state, obj, i)
+            return
         if kind not in TURN_TYPES:
             self._unknown(state, obj, i)
             return
@@ -288,20 +304,24 @@ class ClaudeCode(Grammar):
             extra["isMeta" if obj.get("isMeta") else "isCompactSummary"] = True
         elif role == "user" and kind == "text" and content.startswith("<bash-input>"):
             extra["userCommand"], turn_kind = "!", "command"
+        original = None
         if kind in ("thinking", "redacted_thinking"):
             turn_kind = "thinking"
         elif kind == "tool_use" and block is not None:
             turn_kind = "tool_call"
             extra.update(tool=block.get("name"), callId=block.get("id"))
-            operation = (state.results.get(str(block.get("id"))) or {}).get("type")
+            result = state.results.get(str(block.get("id"))) or {}
+            operation = result.get("type")
             extra["fileOperation"] = operation if operation in ("create", "update") else None
+            original = next((result[k] for k in ORIGINAL_KEYS if isinstance(result.get(k), str)), None)
         elif kind == "tool_result" and block is not None:
             call = str(block.get("tool_use_id"))
             speaker, role, turn_kind = state.tools.get(call, "tool"), "tool", "tool_result"
             extra.update(_result_extra(call, block, content, state.results.get(call)))
         elif kind not in ("text", "thinking"):
             turn_kind = kind
-        return Turn(speaker, role, content, when, raw, model, turn_kind, pointer=pointer, extra=compact(extra))
+        return Turn(speaker, role, content, when, raw, model, turn_kind, pointer=pointer, extra=compact(extra),
+                    base_text=original)
 
     @staticmethod
     def _sidechain(state: _State, obj: dict, content: str, pointer: str) -> dict[str, Any]:
@@ -330,6 +350,22 @@ class ClaudeCode(Grammar):
         extra = compact({"uuid": obj.get("uuid"), "parentUuid": obj.get("parentUuid"), "subtype": obj.get("subtype"),
                          "level": obj.get("level")})
         state.turns.append(Turn(AGENT, "system", text, when, raw, None, "message", pointer=f"/{i}", extra=extra))
+
+    @staticmethod
+    def _attachment(state: _State, obj: dict, i: int) -> None:
+        """Context the CLI attached for the model (a hook's output, a reminder, a file it noticed): a
+        System interaction of the CLI when it has text, else declared."""
+        attached = obj.get("attachment") if isinstance(obj.get("attachment"), dict) else {}
+        kind = str(attached.get("type") or "attachment")
+        text = _attachment_text(attached)
+        if not text.strip():
+            state.regions.append(Region(RegionKind.METADATA, f"attachment {kind!r} with no text", pointer=f"/{i}"))
+            return
+        when, raw = read_time(obj.get("timestamp"))
+        state.times.note(when, raw, f"/{i}")
+        extra = compact({"uuid": obj.get("uuid"), "parentUuid": obj.get("parentUuid"), "attachmentType": kind})
+        state.turns.append(Turn(AGENT, "system", text, when, raw, None, "attachment", pointer=f"/{i}/attachment",
+                                extra=extra))
 
     @staticmethod
     def _unknown(state: _State, obj: dict, i: int) -> None:
@@ -365,7 +401,18 @@ class ClaudeCode(Grammar):
         return count
 
 
+def _attachment_text(attached: dict[str, Any]) -> str:
+    for key in ("content", "text", "stdout", "message", "prompt"):
+        text = text_of(attached.get(key)) if attached.get(key) is not None else ""
+        if text.strip():
+            return text
+    return ""
+
+
 def _count_record(value: dict[str, Any], blocks: set[bytes]) -> int:
+    if value.get("type") == "attachment":
+        attached = value.get("attachment") if isinstance(value.get("attachment"), dict) else {}
+        return int(bool(_attachment_text(attached).strip()))
     message = value.get("message") if isinstance(value.get("message"), dict) else None
     if value.get("type") not in ("user", "assistant"):
         content = message.get("content") if message else value.get("content")

@@ -7,8 +7,12 @@ A JSON list of events ``{"id", "timestamp", "source", "message", "action"|"obser
   ``system`` -> System; ``think`` -> OpenHands, kind thinking; ``finish`` -> OpenHands, its final
   thought (kind message);
 - any other action (``run``, ``run_ipython``, ``edit``, ``read``, ``write``, ``browse``...) is a
-  tool_call: content the ``args`` as compact JSON, ``extra.tool`` the function the model called
-  (``tool_call_metadata.function_name``, else the action), ``extra.callId`` ``event-<id>``;
+  tool_call, ``extra.tool`` the function the model called (``tool_call_metadata.function_name``,
+  else the action), ``extra.callId`` ``event-<id>``; its content is the arguments the model sent
+  for that call (the ``tool_calls`` entry of ``tool_call_metadata.model_response`` with the
+  event's ``tool_call_id``) with the action's ``thought`` beside them, as compact JSON: the
+  ``args`` OpenHands keeps are its own translation of the call (an ``edit`` keeps neither the
+  command nor the file text); without that metadata, the ``args``;
 - an observation answers the action it names in ``cause``: role tool, speaker the action, kind
   tool_result, content its ``content``, ``extra.exitCode`` from ``extras.metadata.exit_code``;
   ``error`` observations are System interactions (kind error); ``agent_state_changed``,
@@ -24,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import orjson
 import regex
 
 from models.records import ParsedSession, Region, RegionKind, SourceText, Turn
@@ -55,6 +60,26 @@ def _text(event: dict[str, Any], action: str) -> str:
         if isinstance(args.get(key), str) and args[key].strip():
             return args[key]
     return text_of(event.get("message")) if action != "system" else text_of(args.get("content"))
+
+
+def _call_text(event: dict[str, Any], meta: dict[str, Any]) -> str:
+    """A tool action's content (module docstring)."""
+    args = event.get("args") if isinstance(event.get("args"), dict) else {}
+    response = meta.get("model_response") if isinstance(meta.get("model_response"), dict) else {}
+    for choice in response.get("choices") or () if isinstance(response.get("choices"), list) else ():
+        message = choice.get("message") if isinstance(choice, dict) else None
+        for call in message.get("tool_calls") or () if isinstance(message, dict) else ():
+            if isinstance(call, dict) and call.get("id") == meta.get("tool_call_id"):
+                sent = (call.get("function") or {}).get("arguments") if isinstance(call.get("function"), dict) else None
+                try:
+                    arguments = orjson.loads(sent) if isinstance(sent, str) else None
+                except orjson.JSONDecodeError:
+                    arguments = None
+                if isinstance(arguments, dict):
+                    thought = args.get("thought")
+                    return json_text({**arguments, "thought": thought} if isinstance(thought, str) and thought
+                                     else arguments)
+    return json_text(event.get("args"))
 
 
 @register
@@ -107,7 +132,7 @@ class OpenHands(Grammar):
         meta = event.get("tool_call_metadata") if isinstance(event.get("tool_call_metadata"), dict) else {}
         tool = str(meta.get("function_name") or action)
         names[event.get("id")] = tool
-        return Turn(AGENT, "assistant", json_text(event.get("args")), when, raw, _model(event), "tool_call",
+        return Turn(AGENT, "assistant", _call_text(event, meta), when, raw, _model(event), "tool_call",
                     pointer=at, extra=compact({"tool": tool, "callId": f"event-{event.get('id')}", "action": action}))
 
     @staticmethod

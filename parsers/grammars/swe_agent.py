@@ -10,7 +10,13 @@ conversation is ``history`` (``messages``): one interaction per entry, pointer `
   ``<returncode>``);
 - ``assistant`` -> the agent's reply (speaker ``Assistant``); one that carries an ``action``, or a
   fenced command block, is a tool_call with ``extra.tool`` ``bash`` and a ``callId``
-  (``step-<n>``) shared with the observation that answers it.
+  (``step-<n>``) shared with the observation that answers it;
+- in the tool-calling format (mini-SWE-agent 2, OpenAI-style messages), an assistant entry with
+  ``tool_calls`` is its reasoning text (a message at ``.../content``, when it has any) and one
+  tool_call per call (content the call's arguments as compact JSON, ``extra.tool`` the function,
+  ``extra.callId`` the call's id, pointer ``.../tool_calls/<k>``); a ``tool`` entry answers the
+  call its ``tool_call_id`` names, its exit code from ``extra.returncode`` or ``<returncode>``.
+  An entry's time is its ``timestamp``, else ``extra.timestamp``.
 
 ``trajectory`` repeats the history step by step (thought, action, observation) and is a declared
 duplicate region when the history is present; ``info`` and ``replay_config`` are metadata
@@ -33,7 +39,7 @@ from models.records import ModelRef, ParsedSession, Region, RegionKind, SourceTe
 from models.settings import Settings
 from parsers.base import Grammar
 from parsers.grammars._agentlog import family_model, text_of
-from parsers.grammars._aiexport import compact, read_time
+from parsers.grammars._aiexport import compact, json_text, read_time
 from parsers.jsonload import load_json
 from parsers.registry import register
 
@@ -121,12 +127,13 @@ class SweAgent(Grammar):
                                   extra={"malformedEntry": True}))
                 continue
             text = text_of(entry.get("content"))
-            when, raw = read_time(entry.get("timestamp"))
+            when, raw = read_time(_entry_time(entry))
             if _is_observation(entry):
-                code = _RETURNCODE.match(text)
-                extra = {"callId": f"step-{step}", "exitCode": int(code["code"]) if code else None}
                 turns.append(Turn("environment", "tool", text, when, raw, None, "tool_result", pointer=at,
-                                  extra=compact(extra)))
+                                  extra=_result_extra(entry, text, step)))
+            elif entry.get("role") == "assistant" and _calls(entry):
+                step += 1
+                turns.extend(_tool_calls(entry, at, text, when, raw, model))
             elif entry.get("role") == "assistant":
                 action = _is_action(entry)
                 step += action
@@ -142,8 +149,52 @@ class SweAgent(Grammar):
         return turns
 
     def count_turns(self, raw: Any) -> int:
-        """Every entry of ``history`` (else ``messages``)."""
+        """Every entry of ``history`` (else ``messages``); an assistant entry with tool calls counts
+        each call, and its text when it has any."""
         if not isinstance(raw, dict):
             return 0
         entries = raw.get("history") if isinstance(raw.get("history"), list) else raw.get("messages")
-        return len(entries) if isinstance(entries, list) else 0
+        if not isinstance(entries, list):
+            return 0
+        return sum(len(_calls(e)) + bool(text_of(e.get("content")).strip())
+                   if isinstance(e, dict) and e.get("role") == "assistant" and _calls(e) else 1 for e in entries)
+
+
+def _calls(entry: dict[str, Any]) -> list[dict[str, Any]]:
+    calls = entry.get("tool_calls")
+    return [c for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []
+
+
+def _entry_time(entry: dict[str, Any]) -> Any:
+    extra = entry.get("extra") if isinstance(entry.get("extra"), dict) else {}
+    return entry.get("timestamp", extra.get("timestamp"))
+
+
+def _result_extra(entry: dict[str, Any], text: str, step: int) -> dict[str, Any] | None:
+    extra = entry.get("extra") if isinstance(entry.get("extra"), dict) else {}
+    code = extra.get("returncode")
+    if not isinstance(code, int) or isinstance(code, bool):
+        m = _RETURNCODE.match(text)
+        code = int(m["code"]) if m else None
+    cid = entry.get("tool_call_id") if isinstance(entry.get("tool_call_id"), str) else f"step-{step}"
+    return compact({"callId": cid, "exitCode": code})
+
+
+def _tool_calls(entry: dict[str, Any], at: str, text: str, when, raw, model: ModelRef | None) -> list[Turn]:
+    """The reasoning text and the calls of an assistant entry in the tool-calling format."""
+    out = []
+    if text.strip():
+        out.append(Turn("Assistant", "assistant", text, when, raw, model, "message", pointer=f"{at}/content",
+                        model_explicit=False))
+    for k, call in enumerate(_calls(entry)):
+        function = call.get("function") if isinstance(call.get("function"), dict) else {}
+        arguments = function.get("arguments")
+        try:
+            parsed = orjson.loads(arguments) if isinstance(arguments, str) else arguments
+        except orjson.JSONDecodeError:
+            parsed = arguments
+        content = parsed if isinstance(parsed, str) else json_text(parsed)
+        extra = {"tool": str(function.get("name") or "bash"), "callId": call.get("id")}
+        out.append(Turn("Assistant", "assistant", content, when, raw, model, "tool_call",
+                        pointer=f"{at}/tool_calls/{k}", extra=compact(extra), model_explicit=False))
+    return out

@@ -197,3 +197,69 @@ def test_a_compact_summary_is_the_cli_speaking():
     [session] = GRAMMAR.parse(_source([_user("u1", "This session is being continued from a previous conversation.",
                                              isCompactSummary=True)]), Settings())
     assert (session.turns[0].role, session.turns[0].extra["isCompactSummary"]) == ("system", True)
+
+
+def _edit_log(calls: list[tuple[str, dict, dict]]) -> SourceText:
+    """A session of tool calls (name, input, toolUseResult), each answered; the file is never read."""
+    records = [{"type": "user", "uuid": "u0", "parentUuid": None, "sessionId": SID,
+                "timestamp": "2025-10-01T09:00:00Z", "message": {"role": "user", "content": "tidy config.py"}}]
+    for n, (name, args, result) in enumerate(calls):
+        records.append({"type": "assistant", "uuid": f"a{n}", "parentUuid": f"u{n}", "sessionId": SID,
+                        "timestamp": f"2025-10-01T09:00:{2 * n + 1:02d}Z",
+                        "message": {"id": f"msg_{n}", "role": "assistant", "model": "claude-sonnet-4-5-20250929",
+                                    "content": [{"type": "tool_use", "id": f"toolu_{n}", "name": name,
+                                                 "input": args}]}})
+        records.append({"type": "user", "uuid": f"u{n + 1}", "parentUuid": f"a{n}", "sessionId": SID,
+                        "timestamp": f"2025-10-01T09:00:{2 * n + 2:02d}Z", "toolUseResult": result,
+                        "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_{n}",
+                                                                 "content": "The file has been updated."}]}})
+    return _source(records)
+
+
+def test_an_edit_patch_applies_to_the_original_file_its_result_keeps():
+    original = "\ufeffDEBUG = True\r\nPORT = 8000\r\nHOSTS = []\r\n"  # a Windows file the session never read
+    path = "/srv/app/config.py"
+    edit = {"file_path": path, "old_string": "DEBUG = True", "new_string": "DEBUG = False"}
+    multi = {"file_path": path, "edits": [{"old_string": "PORT = 8000", "new_string": "PORT = 8080"},
+                                         {"old_string": "HOSTS = []", "new_string": "HOSTS = ['*']"}]}
+    after_edit = "DEBUG = False\nPORT = 8000\nHOSTS = []\n"
+    [doc] = documents("claude-code", _edit_log([
+        ("Edit", edit, {"filePath": path, "oldString": "DEBUG = True", "newString": "DEBUG = False",
+                        "originalFile": original, "structuredPatch": [], "userModified": False}),
+        ("MultiEdit", multi, {"filePath": path, "edits": multi["edits"], "originalFileContents": after_edit}),
+        ("Write", {"file_path": path, "content": "DEBUG = False\n"},
+         {"type": "update", "filePath": path, "content": "DEBUG = False\n", "originalFile": "stale copy\n"}),
+    ]))
+    changes = doc["artifacts"]["ByggLogg"]["sessionRecord"]["fileChanges"]
+    bases = [diffjson.canonical(original).removeprefix("\ufeff"), after_edit, "stale copy\n"]
+    results = [after_edit, "DEBUG = False\nPORT = 8080\nHOSTS = ['*']\n", "DEBUG = False\n"]
+    assert [c["operation"] for c in changes] == ["edit", "edit", "write"]
+    for change, base, result in zip(changes, bases, results, strict=True):
+        assert change["baseFrom"] == "originalFile" and "baseTurn" not in change
+        patch = diffjson.validate(diffjson.dumps(change["patch"]), base)
+        assert patch["target"]["base_checksum_sha256"] == diffjson.sha256_text(base)
+        assert diffjson.apply(patch, base) == result and change["resultSha256"] == diffjson.sha256_text(result)
+
+
+def test_the_original_file_is_never_shown_in_the_document():
+    source = _edit_log([("Edit", {"file_path": "/a.txt", "old_string": "x", "new_string": "y"},
+                         {"filePath": "/a.txt", "originalFile": "x marks the spot ORIGINAL-ONLY\n"})])
+    [session] = GRAMMAR.parse(source, Settings())
+    assert session.turns[1].base_text == "x marks the spot ORIGINAL-ONLY\n"
+    [doc] = documents("claude-code", source)
+    assert b"ORIGINAL-ONLY" not in orjson.dumps(doc["artifacts"]["Chatthistorik"])
+    [change] = doc["artifacts"]["ByggLogg"]["sessionRecord"]["fileChanges"]
+    assert diffjson.apply(change["patch"], "x marks the spot ORIGINAL-ONLY\n") == "y marks the spot ORIGINAL-ONLY\n"
+
+
+def test_attachments_and_newer_bookkeeping_records():
+    path = GOLDEN / "claude-code" / "c41e7a2b-9d3f-4b6a-8e1c-5f2d7a9b3c60.jsonl"
+    source = decode(path.read_bytes(), path.name)
+    detection = registry.detect(source.text, path.name, threshold=0.5)
+    assert detection.grammar == "claude-code" and detection.scores["claude-code"] == 1.0  # every record explained
+    [session] = GRAMMAR.parse(source, Settings())
+    hook = session.turns[0]
+    assert (hook.kind, hook.role, hook.speaker) == ("attachment", "system", "Claude Code")
+    assert hook.extra["attachmentType"] == "hook_additional_context" and "formatDrift" not in session.meta
+    assert [r.pointer for r in session.regions] == ["/0", "/1", "/5", "/6"]
+    assert GRAMMAR.count_turns(session.raw) == len(session.turns) and account(session, None).clean

@@ -3,6 +3,8 @@ runtime's bookkeeping declared, and the build log's commands and file changes.""
 
 from __future__ import annotations
 
+import orjson
+
 from models.settings import Settings
 from parsers import registry
 from parsers.text import decode
@@ -31,3 +33,15 @@ def test_commands_with_exit_codes_and_a_created_file():
         ("cat /workspace/slugs.py", 0), ("cd /workspace && python -m pytest -q", 1)]
     assert [(c["operation"], "patch" in c) for c in record["fileChanges"]] == [("edit", False), ("create", True)]
     assert "unicode-test" in replay_patches(doc)["/workspace/test_slugs.py"]
+
+
+def test_an_edit_action_is_the_call_the_model_sent_and_its_patches_apply():
+    path = GOLDEN / "openhands" / "edit-actions.json"
+    [session] = GRAMMAR.parse(decode(path.read_bytes(), path.name), Settings())
+    call = orjson.loads(session.turns[1].content)
+    assert call["command"] == "create" and call["file_text"].startswith("def median")
+    assert call["thought"] == "I'll add the helper in stats.py first."  # the action's thought stays said
+    [doc] = documents("openhands", decode(path.read_bytes(), path.name))
+    changes = doc["artifacts"]["ByggLogg"]["sessionRecord"]["fileChanges"]
+    assert [c["operation"] for c in changes] == ["create", "edit"]
+    assert "(xs[mid - 1] + xs[mid]) / 2" in replay_patches(doc)["/workspace/stats.py"]

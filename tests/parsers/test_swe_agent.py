@@ -47,3 +47,18 @@ def test_commands_from_classic_actions():
     [doc] = documents("swe-agent", decode(TRAJ.read_bytes(), TRAJ.name))
     commands = doc["artifacts"]["ByggLogg"]["sessionRecord"]["commands"]
     assert [c["command"] for c in commands][-1] == "pip install -e . -q && pytest -q tests/test_sizefmt.py"
+
+
+def test_the_tool_calling_format_gives_one_call_per_tool_call_answered_by_id():
+    path = GOLDEN / "swe-agent" / "tinyurl__shortener-42.traj.json"
+    [session] = registry.get("swe-agent").parse(decode(path.read_bytes(), path.name), Settings())
+    calls = [t for t in session.turns if t.kind == "tool_call"]
+    results = [t for t in session.turns if t.kind == "tool_result"]
+    assert len(calls) == 5
+    assert [t.pointer for t in calls[:2]] == ["/messages/2/tool_calls/0", "/messages/2/tool_calls/1"]
+    assert [r.extra["callId"] for r in results] == [c.extra["callId"] for c in calls[:4]]
+    assert results[2].extra["exitCode"] == 1 and session.turns[2].pointer == "/messages/2/content"
+    assert session.turns[2].time is not None  # extra.timestamp
+    [doc] = documents("swe-agent", decode(path.read_bytes(), path.name))
+    commands = doc["artifacts"]["ByggLogg"]["sessionRecord"]["commands"]
+    assert commands[0]["command"] == "grep -rn 'def slugify' /testbed/tinyurl" and commands[2]["exitCode"] == 1
