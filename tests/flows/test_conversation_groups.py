@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 
 import orjson
 
@@ -10,7 +12,7 @@ from flows import ingest
 from flows.ledger import Ledger
 from flows.pipeline import reconstruct
 from models.settings import Settings
-from tests.helpers import ROOT
+from tests.helpers import CHECKER, ROOT
 
 
 def _export(tmp_path):
@@ -88,3 +90,55 @@ def test_a_day_file_too_large_to_read_is_a_gap_in_its_channel(tmp_path):
     finally:
         ledger.close()
     assert row == ("quarantined", "too_large")
+
+
+def _telegram(tmp_path, pages=("messages.html", "messages2.html")):
+    src = tmp_path / "tg" / "ChatExport_2021-03-14"
+    src.mkdir(parents=True)
+    sample = ROOT / "sample_logs" / "telegram_html" / "ChatExport_2021-03-14"
+    for page in pages:
+        shutil.copy(sample / ("messages2.html" if page != "messages.html" else page), src / page)
+    return src.parent
+
+
+def test_ingest_groups_a_telegram_chats_pages_in_page_order_and_leaves_a_lone_page_alone(tmp_path):
+    root = _telegram(tmp_path, ("messages.html", "messages2.html", "messages10.html", "messages9.html"))
+    lone = tmp_path / "tg" / "Other"
+    lone.mkdir()
+    shutil.copy(root / "ChatExport_2021-03-14" / "messages.html", lone / "messages.html")
+    refs = {r.key: r for r in ingest.discover([root], Settings())}
+    group = refs["tg/ChatExport_2021-03-14/messages.html"]
+    assert [p.key.rsplit("/", 1)[1] for p in group.parts] == ["messages.html", "messages2.html", "messages9.html",
+                                                               "messages10.html"]
+    assert not refs["tg/Other/messages.html"].parts
+
+
+def test_a_telegram_chats_pages_are_one_document_that_names_each_page(tmp_path):
+    out = tmp_path / "out"
+    summary = reconstruct([_telegram(tmp_path)], out, Settings())
+    assert summary["counts"]["sessions_ok"] == 1 and summary["counts"]["files"] == 2
+    path = out / "sessions" / "tg" / "ChatExport_2021-03-14" / "messages.html" / "unidentified-1" / "999.json"
+    doc = orjson.loads(path.read_bytes())
+    parts = [i["source"]["part"] for i in doc["artifacts"]["Chatthistorik"]["interactions"]]
+    assert parts == ["messages.html"] * 7 + ["messages2.html"] * 4
+    assert {r["part"] for r in doc["artifacts"]["ByggLogg"]["declaredRegions"]} == {"messages.html", "messages2.html"}
+    assert doc["artifacts"]["ai_protocol_performance"]["sourceAccounting"]["unaccounted"] == 0
+    checked = subprocess.run([sys.executable, str(CHECKER), str(path)], capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout
+    ledger = Ledger(out / "ledger.sqlite")
+    try:
+        files = dict(ledger.db.execute("SELECT source_key, status FROM files").fetchall())
+    finally:
+        ledger.close()
+    assert files == {"tg/ChatExport_2021-03-14/messages.html": "ok", "tg/ChatExport_2021-03-14/messages2.html": "ok"}
+
+
+def test_an_undecodable_or_missing_telegram_page_makes_the_chat_partial_naming_it(tmp_path):
+    root = _telegram(tmp_path, ("messages.html", "messages2.html", "messages4.html"))
+    (root / "ChatExport_2021-03-14" / "messages2.html").write_bytes(b"<html>" + b"\xc3(" * 400)
+    out = tmp_path / "out"
+    summary = reconstruct([root], out, Settings())
+    assert summary["counts"]["sessions_partial"] == 1
+    path = out / "sessions" / "tg" / "ChatExport_2021-03-14" / "messages.html" / "unidentified-1" / "999.json"
+    reason = orjson.loads(path.read_bytes())["artifacts"]["Chatthistorik"]["coverageReason"]
+    assert "messages3.html (missing)" in reason and "messages2.html (not readable)" in reason
