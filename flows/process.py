@@ -274,9 +274,11 @@ def process_group(parts: list[tuple[bytes | None, str]], name: str, ctx: RunCont
 
 
 def _groups(grammar, names: list[str]) -> bool:
-    """True when the grammar reads these files as the parts of one conversation (``Grammar.group_of``)."""
-    keys = {grammar.group_of(PurePosixPath(n).name) for n in names}
-    return None not in keys and len({key for key, _ in keys}) == 1
+    """True when the grammar reads these files as the parts of one conversation (``Grammar.group_of``;
+    a file named as the conversation's key is its first part, as DiscordChatExporter names it)."""
+    claims = [(PurePosixPath(n).name, grammar.group_of(PurePosixPath(n).name)) for n in names]
+    keys = {claim[0] if claim else leaf for leaf, claim in claims}
+    return any(claim for _, claim in claims) and len(keys) == 1
 
 
 def _part(data: bytes | None, name: str) -> SourceText:

@@ -102,10 +102,14 @@ def conversation_groups(folder: Path) -> dict[tuple[Path, str], list[Path]]:
     """The conversations over several files under a folder, as ingest groups them (``Grammar.group_of``):
     (their folder, their key within it) -> their files in part order, for groups of two files or more."""
     groups: dict[tuple[Path, str], list[tuple[int, Path]]] = {}
-    for path in sorted(folder.rglob("*")):
-        claim = registry.conversation_of(path.name) if path.is_file() else None
+    files = [p for p in sorted(folder.rglob("*")) if p.is_file()]
+    for path in files:
+        claim = registry.conversation_of(path.name)
         if claim is not None:
             groups.setdefault((path.parent, claim[1]), []).append((claim[2], path))
+    for path in files:  # a file named as a conversation's key is its first part
+        if (path.parent, path.name) in groups and registry.conversation_of(path.name) is None:
+            groups[(path.parent, path.name)].append((0, path))
     return {k: [p for _, p in sorted(v)] for k, v in groups.items() if len(v) > 1}
 
 

@@ -142,3 +142,40 @@ def test_an_undecodable_or_missing_telegram_page_makes_the_chat_partial_naming_i
     path = out / "sessions" / "tg" / "ChatExport_2021-03-14" / "messages.html" / "unidentified-1" / "999.json"
     reason = orjson.loads(path.read_bytes())["artifacts"]["Chatthistorik"]["coverageReason"]
     assert "messages3.html (missing)" in reason and "messages2.html (not readable)" in reason
+
+
+DCE = ROOT / "tests" / "golden" / "discord" / "partitioned"
+RUNS = "Data Engineering - Ops - nightly-runs [901]"
+
+
+def test_ingest_groups_the_parts_of_each_discord_channel_apart(tmp_path):
+    shutil.copytree(DCE, tmp_path / "dce", ignore=shutil.ignore_patterns("*.expected.json"))
+    groups = {r.name: [p.name.rsplit("/", 1)[1] for p in r.parts]
+              for r in ingest.discover([tmp_path / "dce"], Settings()) if r.parts}
+    assert groups == {
+        "dce/Data Engineering - Ops - deploys [905].json": ["Data Engineering - Ops - deploys [905].json",
+                                                            "Data Engineering - Ops - deploys [905] [part 2].json"],
+        f"dce/{RUNS}.json": [f"{RUNS}.json", f"{RUNS} [part 2].json", f"{RUNS} [part 3].json"],
+    }
+
+
+def test_a_partitioned_discord_channel_is_one_document_where_the_whole_export_would_be(tmp_path):
+    shutil.copytree(DCE, tmp_path / "dce", ignore=shutil.ignore_patterns("*.expected.json"))
+    out = tmp_path / "out"
+    summary = reconstruct([tmp_path / "dce"], out, Settings())
+    assert summary["counts"]["sessions_ok"] == 2 and summary["counts"]["files"] == 5
+    docs = sorted((out / "sessions" / "dce").rglob("*.json"))
+    assert sorted(d.name for d in docs) == ["901.json", "905.json"]
+    assert docs[0].parent != docs[1].parent  # two channels, two conversations
+    runs = next(d for d in docs if d.name == "901.json")
+    turns = orjson.loads(runs.read_bytes())["artifacts"]["Chatthistorik"]["interactions"]
+    assert len(turns) == 7 and turns[-1]["source"]["pointer"] == f"/{RUNS} [part 3].json/messages/0"
+    whole = tmp_path / "whole" / "dce"  # the same channel exported without --partition
+    whole.mkdir(parents=True)
+    merged = orjson.loads((DCE / f"{RUNS}.json").read_bytes())
+    for n in (2, 3):
+        merged["messages"] += orjson.loads((DCE / f"{RUNS} [part {n}].json").read_bytes())["messages"]
+    (whole / f"{RUNS}.json").write_bytes(orjson.dumps(merged))
+    reconstruct([whole], tmp_path / "out2", Settings())
+    again = tmp_path / "out2" / runs.relative_to(out)
+    assert [t["content"] for t in _interactions(again)] == [t["content"] for t in turns]
