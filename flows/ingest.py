@@ -232,6 +232,16 @@ def group_conversations(refs: list[InputRef]) -> list[InputRef]:
     return out
 
 
+def select(refs: list[InputRef], keys: list[str]) -> tuple[list[InputRef], list[str]]:
+    """The refs a rerun of these keys takes, and the keys no longer found. A key of one file of a
+    conversation over several files (a Slack day file, a Telegram page) takes the whole conversation:
+    its files are read together or not at all."""
+    wanted = set(keys)
+    found = [r for r in refs if r.key in wanted or any(p.key in wanted for p in r.parts)]
+    seen = {r.key for r in found} | {p.key for r in found for p in r.parts}
+    return found, sorted(wanted - seen)
+
+
 def _conversation(ref: InputRef) -> tuple[str, str, int] | None:
     """(key, name, part number) of the conversation over several files a file is part of, or None."""
     parent, _, _ = ref.key.rpartition("/")

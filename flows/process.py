@@ -67,6 +67,9 @@ class FileOutcome:
     detection: Detection | None
     sessions: list[SessionOutcome]
     seconds: float = 0.0
+    part_failures: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """For a conversation over several files: the files that could not be decoded, by name, with
+    (reason code, detail); the conversation reads them as gaps, the ledger quarantines each file."""
 
 
 def _encode(doc: dict[str, Any]) -> bytes:
@@ -253,7 +256,8 @@ def process_group(parts: list[tuple[bytes | None, str]], name: str, ctx: RunCont
     caller then processes each file on its own, as any other input."""
     with paused_gc():
         started = time.perf_counter()
-        sources = [_part(data, part) for data, part in parts]
+        failures: dict[str, tuple[str, str]] = {}
+        sources = [_part(data, part, failures) for data, part in parts]
         first = next((s for s in sources if s.text), None)
         if first is None:
             return None
@@ -270,6 +274,7 @@ def process_group(parts: list[tuple[bytes | None, str]], name: str, ctx: RunCont
                            parts=tuple(sources))
         outcome = collect(grammar.parse(group, ctx.settings), grammar, group, detection, ctx, started)
         outcome.seconds = time.perf_counter() - started
+        outcome.part_failures = failures
         return outcome
 
 
@@ -281,10 +286,10 @@ def _groups(grammar, names: list[str]) -> bool:
     return any(claim for _, claim in claims) and len(keys) == 1
 
 
-def _part(data: bytes | None, name: str) -> SourceText:
+def _part(data: bytes | None, name: str, failures: dict[str, tuple[str, str]]) -> SourceText:
     if data is not None:
         try:
             return decode(data, name)
-        except ReconstructError:
-            pass
+        except ReconstructError as exc:
+            failures[name] = (exc.reason.value, str(exc))
     return SourceText("", name, "", len(data or b""), "unreadable")

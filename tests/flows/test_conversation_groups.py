@@ -7,12 +7,16 @@ import subprocess
 import sys
 
 import orjson
+from typer.testing import CliRunner
 
 from flows import ingest
+from flows.cli import EXIT_OK, EXIT_QUARANTINED, app
 from flows.ledger import Ledger
 from flows.pipeline import reconstruct
 from models.settings import Settings
 from tests.helpers import CHECKER, ROOT
+
+runner = CliRunner()
 
 
 def _export(tmp_path):
@@ -179,3 +183,55 @@ def test_a_partitioned_discord_channel_is_one_document_where_the_whole_export_wo
     reconstruct([whole], tmp_path / "out2", Settings())
     again = tmp_path / "out2" / runs.relative_to(out)
     assert [t["content"] for t in _interactions(again)] == [t["content"] for t in turns]
+
+
+def test_a_rerun_of_one_file_of_a_conversation_takes_the_whole_conversation():
+    day, page = ingest.InputRef("x/general/2024-04-02.json", "x/general/2024-04-02.json", "p"), \
+        ingest.InputRef("x/tg/messages2.html", "x/tg/messages2.html", "p")
+    channel = ingest.InputRef("x/general", "x/general", "p", parts=(day,))
+    chat = ingest.InputRef("x/tg/messages.html", "x/tg/messages.html", "p", parts=(page,))
+    alone = ingest.InputRef("x/a.txt", "x/a.txt", "p")
+    found, gone = ingest.select([channel, chat, alone], [day.key, "x/tg/messages.html", "x/gone.txt"])
+    assert found == [channel, chat] and gone == ["x/gone.txt"]
+
+
+def _files(out):
+    ledger = Ledger(out / "ledger.sqlite")
+    try:
+        run = ledger.latest_run_id()
+        return dict(ledger.db.execute("SELECT source_key, status FROM files WHERE run_id=?", (run,)).fetchall())
+    finally:
+        ledger.close()
+
+
+def test_rerun_failed_of_a_slack_day_file_reruns_its_channel(prefect_harness, tmp_path, monkeypatch):
+    src = _export(tmp_path)
+    out = tmp_path / "out"
+    monkeypatch.setenv("RECONSTRUCT_MAX_FILE_BYTES", "700")  # one day file is too large on the first run
+    first = runner.invoke(app, ["run", str(src), "--out", str(out), "--workers", "1"])
+    assert first.exit_code == EXIT_QUARANTINED, first.output
+    assert _files(out)["acme-export/general/2024-04-01.json"] == "quarantined"
+    monkeypatch.delenv("RECONSTRUCT_MAX_FILE_BYTES")
+    again = runner.invoke(app, ["rerun", "--failed", "--out", str(out)])
+    assert again.exit_code == EXIT_OK, again.output
+    assert _files(out) == {"acme-export/general/2024-04-01.json": "ok", "acme-export/general/2024-04-02.json": "ok"}
+    assert len(_interactions(out / "sessions" / "acme-export" / "general" / "C01GENERAL.json")) == 7
+
+
+def test_rerun_failed_of_a_telegram_page_reruns_its_chat(prefect_harness, tmp_path):
+    root = _telegram(tmp_path)
+    page = root / "ChatExport_2021-03-14" / "messages2.html"
+    good = page.read_bytes()
+    page.write_bytes(b"<html>" + b"\xc3(" * 400)
+    out = tmp_path / "out"
+    first = runner.invoke(app, ["run", str(root), "--out", str(out), "--workers", "1"])
+    assert first.exit_code == EXIT_QUARANTINED, first.output
+    assert _files(out) == {"tg/ChatExport_2021-03-14/messages.html": "partial",
+                           "tg/ChatExport_2021-03-14/messages2.html": "quarantined"}
+    page.write_bytes(good)
+    again = runner.invoke(app, ["rerun", "--failed", "--out", str(out)])
+    assert again.exit_code == EXIT_OK, again.output
+    assert _files(out) == {"tg/ChatExport_2021-03-14/messages.html": "ok",
+                           "tg/ChatExport_2021-03-14/messages2.html": "ok"}
+    doc = out / "sessions" / "tg" / "ChatExport_2021-03-14" / "messages.html" / "unidentified-1" / "999.json"
+    assert len(_interactions(doc)) == 11
