@@ -117,7 +117,7 @@ def collect(parsed_sessions, grammar, source: SourceText, detection: Detection, 
     """Count, assemble and gate every session a grammar yields; a grammar failure keeps what came before."""
     sessions: list[SessionOutcome] = []
     seen_ids: dict[str, int] = {}
-    accountant = Accountant.of(source)
+    accountant = Accountant.of(source, lines=not grammar.structured)
     try:
         for ordinal, (parsed, last) in enumerate(_with_last(parsed_sessions), 1):
             accounting = accountant.account(parsed, last)

@@ -346,19 +346,20 @@ class Accountant:
     same way: each turn and region counts in the part it names, and every non-blank line of every
     readable part must be in one of them. JSON sessions are walked from their raw value."""
 
-    def __init__(self, texts: Sequence[tuple[str | None, str]]) -> None:
+    def __init__(self, texts: Sequence[tuple[str | None, str]], lines: bool = False) -> None:
         self.texts = list(texts)  # (part name, or None for a single file; canonical text)
+        self.lines = lines  # a line-oriented format: every session is checked line by line, even one with no spans
         self.indexes: dict[str | None, LineIndex] = {}
         self.done: dict[str | None, int] = {}  # per part, the last line an earlier session accounted for
 
     @classmethod
-    def of(cls, source: SourceText) -> Accountant:
+    def of(cls, source: SourceText, lines: bool = False) -> Accountant:
         if source.parts:
-            return cls([(part_name(p.name), p.text) for p in source.parts if p.text])
-        return cls([(None, source.text)])
+            return cls([(part_name(p.name), p.text) for p in source.parts if p.text], lines)
+        return cls([(None, source.text)], lines)
 
     def account(self, parsed: ParsedSession, last: bool) -> Accounting:
-        if not is_text_session(parsed):
+        if not (self.lines or is_text_session(parsed)):
             return account(parsed, None)
         out = Accounting("lines")
         for part, text in self.texts:

@@ -153,3 +153,23 @@ def test_a_block_lost_inside_a_record_is_found():
     session.turns.pop()
     result = account(session, None)
     assert result.listed == ["/messages/0/content/2"] and result.checked == 2
+
+
+@given(st.lists(st.lists(st.sampled_from(["x", "", " "]), min_size=1, max_size=15), min_size=1, max_size=4),
+       st.data())
+def test_any_split_of_several_files_into_turns_is_clean_and_a_lost_one_is_named_with_its_file(files, data):
+    texts = [(f"messages{i + 1}.html", "\n".join(lines) + "\n") for i, lines in enumerate(files)]
+    turns = []
+    for (name, _), lines in zip(texts, files, strict=True):
+        cuts = sorted(set(data.draw(st.lists(st.integers(1, len(lines)), max_size=len(lines)))) | {1})
+        turns += [Turn("A", "user", "x", lines=(a, b - 1), part=name)
+                  for a, b in zip(cuts, [*cuts[1:], len(lines) + 1], strict=True)]
+    session = ParsedSession(None, "none", turns)
+    assert Accountant(texts, lines=True).account(session, True).clean
+    lost = turns.pop(data.draw(st.integers(0, len(turns) - 1)))
+    lines = files[int(lost.part.removeprefix("messages").removesuffix(".html")) - 1]
+    result = Accountant(texts, lines=True).account(ParsedSession(None, "none", turns), True)
+    if any(lines[k].strip() for k in range(lost.lines[0] - 1, lost.lines[1])):
+        assert not result.clean and all(where.startswith(f"{lost.part} line") for where in result.listed)
+    else:
+        assert result.clean
