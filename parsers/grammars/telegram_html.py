@@ -16,7 +16,8 @@ Decisions:
   numbers, or the target of a pagination link that is not in the folder) or could not be read makes
   the session partial, naming it. A joined message at the top of a page continues the last author of
   the page before. A lone page is a session of its own (``meta.page`` its number, ``meta.pagination``
-  the pages it links to); there a joined message at the top is "unknown", with a warning.
+  the pages it links to); there a joined message at the top is "unknown", with a warning, and a link
+  to another page makes the session partial (the chat goes on in a file that was not read with it).
 - A message's time is the ``title`` of its ``div.pull_right.date`` (``12.03.2021 14:05:33 UTC+01:00``):
   aware with the offset, naive when an older export wrote no offset. The visible ``14:05`` is not used.
 - ``message default`` blocks are their author's turns (role "user"); ``joined`` ones take the author
@@ -332,6 +333,10 @@ class TelegramHtml(Grammar):
             session.meta["page"] = int(number[1] or 1)
         if page.pagination:
             session.meta["pagination"] = [href for *_, href in page.pagination]
+            others = sorted({href for *_, href in page.pagination if _PAGE_HREF.fullmatch(href)})
+            if others:  # beside its pages this file would have been read with them (ingest's grouping)
+                session.coverage_reason = (f"this page links to {', '.join(others)} of the same chat, not read "
+                                           "with it: the chat continues beyond this file")
         self._turns(session, page)
         self._regions(session, page, total)
         if page.drift:

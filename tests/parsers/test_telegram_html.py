@@ -157,3 +157,12 @@ def test_a_turn_lost_on_page_two_is_unaccounted_and_named_with_its_page():
     result = Accountant.of(source).account(s, True)
     assert result.reason().startswith("unaccounted_source")
     assert result.listed == [f"messages2.html lines {lost.lines[0]}-{lost.lines[1]}"]
+
+
+def test_a_lone_page_that_links_to_another_page_says_the_chat_goes_on_beyond_it():
+    text = _page(_msg(5, "Ann"), "messages2.html")
+    (s,) = G.parse(SourceText(text, "ChatExport/messages.html", "0" * 64, len(text), "utf-8"), Settings())
+    assert s.coverage_reason == ("this page links to messages2.html of the same chat, not read with it: "
+                                 "the chat continues beyond this file")
+    s, _ = _parse(_msg(5, "Ann"))
+    assert s.coverage_reason is None  # a chat of one page links nowhere
