@@ -15,8 +15,6 @@ import zipfile
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
-import regex
-
 from models.errors import IngestError, Reason, TransientIngestError
 from models.settings import Settings
 from normalizers.ids import safe_path_part
@@ -202,25 +200,62 @@ def root_names(paths: list[Path]) -> list[list[str]]:
 
 
 def group_conversations(refs: list[InputRef]) -> list[InputRef]:
-    """The files a grammar reads as one conversation (``Grammar.group_files``: a Slack channel's day
-    files) become one ref per folder, with the files as its parts; everything else stays as it is."""
-    patterns = [regex.compile(g.group_files) for g in registry.all_grammars() if g.group_files]
-    if not patterns:
-        return refs
-    groups: dict[str, list[InputRef]] = {}
-    out: list[InputRef] = []
+    """The files a grammar reads as one conversation (``Grammar.group_of``: a Slack channel's day files,
+    a Telegram chat's pages) become one ref per conversation, with the files as its parts in part order;
+    everything else stays as it is. A lone file that is the whole conversation (a Telegram chat's only
+    ``messages.html``) stays an ordinary input; an ordinary input under a conversation's own key (a
+    DiscordChatExporter channel exported whole beside its parts) joins it as its first part."""
+    groups: dict[str, list[tuple[int, InputRef]]] = {}
+    names: dict[str, str] = {}
+    plain: list[InputRef] = []
     for ref in refs:
-        parent, _, leaf = ref.key.rpartition("/")
-        # a file that cannot be read stays in its group: the conversation then says which day it lacks
-        if parent and not ref.companion and not ref.ignored and any(p.fullmatch(leaf) for p in patterns):
-            groups.setdefault(parent, []).append(ref)
+        claim = _conversation(ref)
+        if claim is None:
+            plain.append(ref)
+            continue
+        key, name, number = claim
+        groups.setdefault(key, []).append((number, ref))
+        names[key] = name
+    out = []
+    for ref in plain:
+        if ref.key in groups and not (ref.companion or ref.ignored):
+            groups[ref.key].append((0, ref))
         else:
             out.append(ref)
-    for key, parts in groups.items():
-        parts.sort(key=lambda r: r.key)
-        name = parts[0].name.rpartition("/")[0]
-        out.append(InputRef(key, name, parts[0].path, size=sum(p.size for p in parts), parts=tuple(parts)))
+    for key, members in groups.items():
+        members.sort(key=lambda m: (m[0], m[1].key))
+        parts = tuple(ref for _, ref in members)
+        if len(parts) == 1 and parts[0].key == key:
+            out.append(parts[0])
+            continue
+        out.append(InputRef(key, names[key], parts[0].path, size=sum(p.size for p in parts), parts=parts))
     return out
+
+
+def select(refs: list[InputRef], keys: list[str]) -> tuple[list[InputRef], list[str]]:
+    """The refs a rerun of these keys takes, and the keys no longer found. A key of one file of a
+    conversation over several files (a Slack day file, a Telegram page) takes the whole conversation:
+    its files are read together or not at all."""
+    wanted = set(keys)
+    found = [r for r in refs if r.key in wanted or any(p.key in wanted for p in r.parts)]
+    seen = {r.key for r in found} | {p.key for r in found for p in r.parts}
+    return found, sorted(wanted - seen)
+
+
+def _conversation(ref: InputRef) -> tuple[str, str, int] | None:
+    """(key, name, part number) of the conversation over several files a file is part of, or None."""
+    parent, _, _ = ref.key.rpartition("/")
+    folder, _, leaf = ref.name.rpartition("/")
+    # a file that cannot be read stays in its group: the conversation then says which part it lacks
+    if not parent or ref.companion or ref.ignored:
+        return None
+    claim = registry.conversation_of(leaf)
+    if claim is None:
+        return None
+    _, within, number = claim
+    if not within:
+        return parent, folder, number
+    return f"{parent}/{safe_path_part(within)}", f"{folder}/{within}", number
 
 
 def _walk(root: Path, parts: list[str], settings: Settings, companions: set[str],

@@ -234,9 +234,8 @@ def _mark_superseded(result: ShardResult, run_id: str, ledger: Ledger) -> None:
 def _only(refs: list[ingest.InputRef], keys: list[str], run_id: str, settings: Settings,
           ledger: Ledger) -> list[ingest.InputRef]:
     """The refs of these keys; a key no longer found is recorded missing (its documents stay)."""
-    wanted = set(keys)
-    found = [r for r in refs if r.key in wanted]
-    _missing(sorted(wanted - {r.key for r in found}), run_id, settings, ledger)
+    found, gone = ingest.select(refs, keys)
+    _missing(gone, run_id, settings, ledger)
     return found
 
 

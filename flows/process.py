@@ -10,6 +10,7 @@ import hashlib
 import time
 import traceback
 from dataclasses import dataclass, field, replace
+from pathlib import PurePosixPath
 from typing import Any, BinaryIO
 
 import orjson
@@ -22,7 +23,7 @@ from parsers import registry
 from parsers.memory import paused_gc
 from parsers.text import decode
 from validators import gate
-from validators.accounting import Accounting, LineIndex, account, is_text_session, session_extent
+from validators.accounting import Accountant, Accounting
 
 DETECT_SAMPLE = 65536
 
@@ -66,6 +67,9 @@ class FileOutcome:
     detection: Detection | None
     sessions: list[SessionOutcome]
     seconds: float = 0.0
+    part_failures: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """For a conversation over several files: the files that could not be decoded, by name, with
+    (reason code, detail); the conversation reads them as gaps, the ledger quarantines each file."""
 
 
 def _encode(doc: dict[str, Any]) -> bytes:
@@ -113,7 +117,7 @@ def collect(parsed_sessions, grammar, source: SourceText, detection: Detection, 
     """Count, assemble and gate every session a grammar yields; a grammar failure keeps what came before."""
     sessions: list[SessionOutcome] = []
     seen_ids: dict[str, int] = {}
-    accountant = _Accountant(source.text)
+    accountant = Accountant.of(source, lines=not grammar.structured)
     try:
         for ordinal, (parsed, last) in enumerate(_with_last(parsed_sessions), 1):
             accounting = accountant.account(parsed, last)
@@ -151,30 +155,6 @@ def _with_last(items):
             raise
         yield held, following is _END
         held = following
-
-
-class _Accountant:
-    """Source accounting across the sessions of one input, in source order.
-
-    A text session is accountable for the lines from the end of the previous session to its own
-    end, and the last one to the end of the file, so nothing between or after sessions escapes.
-    JSON sessions are walked from their raw value."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.index: LineIndex | None = None
-        self.done = 0  # last line accounted for by an earlier session
-
-    def account(self, parsed, last: bool) -> Accounting:
-        if not is_text_session(parsed):
-            return account(parsed, None)
-        if self.index is None:
-            self.index = LineIndex(self.text)
-        own = session_extent(parsed) or (self.done + 1, self.done)
-        end = self.index.count if last else own[1]
-        extent = (min(self.done + 1, own[0]), max(end, own[1]))
-        self.done = max(self.done, extent[1])
-        return account(parsed, self.index, extent)
 
 
 def _session_outcome(ordinal, parsed, grammar, source, detection, ctx, seen_ids,
@@ -270,13 +250,14 @@ def process_group(parts: list[tuple[bytes | None, str]], name: str, ctx: RunCont
                   companions: dict[str, str] | None = None) -> FileOutcome | None:
     """The core for the files of one conversation over several files (a Slack channel's day files).
 
-    Detection reads the first readable file; when its grammar reads such groups (``group_files``) the
+    Detection reads the first readable file; when its grammar reads these files as one group (``group_of``) the
     files go to it together as one source whose ``parts`` they are (a file that cannot be read or
     decoded is an empty part the grammar reports as a gap). None when the grammar does not group: the
     caller then processes each file on its own, as any other input."""
     with paused_gc():
         started = time.perf_counter()
-        sources = [_part(data, part) for data, part in parts]
+        failures: dict[str, tuple[str, str]] = {}
+        sources = [_part(data, part, failures) for data, part in parts]
         first = next((s for s in sources if s.text), None)
         if first is None:
             return None
@@ -286,20 +267,29 @@ def process_group(parts: list[tuple[bytes | None, str]], name: str, ctx: RunCont
         except ReconstructError:
             return None
         grammar = registry.get(detection.grammar)
-        if not grammar.group_files:
+        if not _groups(grammar, [s.name for s in sources]):
             return None
         digest = hashlib.sha256("\n".join(f"{s.name} {s.sha256}" for s in sources).encode()).hexdigest()
         group = SourceText("", name, digest, sum(s.size for s in sources), first.encoding, companions or {},
                            parts=tuple(sources))
         outcome = collect(grammar.parse(group, ctx.settings), grammar, group, detection, ctx, started)
         outcome.seconds = time.perf_counter() - started
+        outcome.part_failures = failures
         return outcome
 
 
-def _part(data: bytes | None, name: str) -> SourceText:
+def _groups(grammar, names: list[str]) -> bool:
+    """True when the grammar reads these files as the parts of one conversation (``Grammar.group_of``;
+    a file named as the conversation's key is its first part, as DiscordChatExporter names it)."""
+    claims = [(PurePosixPath(n).name, grammar.group_of(PurePosixPath(n).name)) for n in names]
+    keys = {claim[0] if claim else leaf for leaf, claim in claims}
+    return any(claim for _, claim in claims) and len(keys) == 1
+
+
+def _part(data: bytes | None, name: str, failures: dict[str, tuple[str, str]]) -> SourceText:
     if data is not None:
         try:
             return decode(data, name)
-        except ReconstructError:
-            pass
+        except ReconstructError as exc:
+            failures[name] = (exc.reason.value, str(exc))
     return SourceText("", name, "", len(data or b""), "unreadable")

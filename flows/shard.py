@@ -222,11 +222,16 @@ def _group(ref, out_root, ctx, ledger, inputs: ShardInputs, result: ShardResult,
     result.files.pop()  # the group's own row: one row per file instead
     share = round(outcome.seconds / len(ref.parts), 6)
     for i, (part, sha) in enumerate(zip(ref.parts, shas, strict=True)):
-        status, reasons = ((FileStatus(outcome.status), outcome.reasons) if sha else
-                           (FileStatus.QUARANTINED, [part.problem or Reason.UNREADABLE.value]))
+        own = part.detail
+        status, reasons = FileStatus(outcome.status), outcome.reasons
+        if not sha:  # not read: its problem from ingest, or the read's
+            status, reasons = FileStatus.QUARANTINED, [part.problem or Reason.UNREADABLE.value]
+        elif part.name in outcome.part_failures:  # read but not decoded: the conversation has a gap here
+            (reason, own), status = outcome.part_failures[part.name], FileStatus.QUARANTINED
+            reasons = [reason]
         detail = f"part of the conversation {ref.name} ({len(ref.parts)} files), whose sessions are recorded there"
         result.files.append(FileRow(part.key, part.name, sha, part.size, outcome.grammar, status, reasons,
-                                    scrub_name("; ".join(x for x in (outcome.detail, detail) if x)),
+                                    scrub_name("; ".join(x for x in (own, outcome.detail, detail) if x)),
                                     len(outcome.sessions) if i == 0 else 0, share, context_sha))
 
 

@@ -15,6 +15,8 @@ from models.records import RegionKind
 
 ISO_Z_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$"
 SPEAKER_PATTERN = r"^[^()]+ \([^:]+:[^@]+@[^)]+\)$"
+PART = ("The file (of a conversation over several text files, such as a Telegram chat's messages2.html) "
+        "that the lines count in; absent for a single file.")
 
 
 class _Strict(BaseModel):
@@ -34,6 +36,7 @@ class ModelInfo(_Strict):
 class SourceSpan(_Strict):
     lines: tuple[int, int] | None = Field(None, description="1-based inclusive line span in the canonical text.")
     pointer: str | None = Field(None, description="JSON pointer into a structured export.")
+    part: str | None = Field(None, description=PART)
 
 
 class Interaction(_Strict):
@@ -86,6 +89,7 @@ class DeclaredRegion(_Strict):
     reason: str
     lines: tuple[int, int] | None = None
     pointer: str | None = None
+    part: str | None = Field(None, description=PART)
     content: str | None = Field(None, description="The region's text when a reader may want it (an alternative).")
 
 

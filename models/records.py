@@ -50,6 +50,9 @@ class Turn:
     base_text: str | None = None
     """For a tool call that edits a file: the file's whole text before the edit when the log keeps it
     (Claude Code's ``toolUseResult.originalFile``). Only the session record's patch base; never shown."""
+    part: str | None = None
+    """The file name of the part whose lines ``lines`` counts in, when the source is a conversation
+    over several text files (a Telegram chat's ``messages2.html``); None for a single file."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +104,8 @@ class Region:
     lines: tuple[int, int] | None = None
     pointer: str | None = None
     content: str | None = None
+    part: str | None = None
+    """The part's file name that ``lines`` counts in, as for ``Turn.part``."""
 
 
 @dataclass(slots=True)
@@ -112,6 +117,8 @@ class ParsedSession:
     For JSON sources ``raw`` is the JSON value found at ``pointer`` ("" for the whole document) and
     every turn and region pointer is absolute in that same document, so it starts with ``pointer``.
     For text sources ``lines`` is the session's span in the file; turns and regions use file lines.
+    For a conversation over several text files (``SourceText.parts``) ``lines`` is None and every turn
+    and region names the part its lines count in (``part``).
     """
 
     session_id: str | None
@@ -153,7 +160,7 @@ class SourceText:
     replaced_count: int = 0
     """How many invalid byte sequences decoding replaced in all."""
     parts: tuple[SourceText, ...] = ()
-    """The files of one conversation that spans several (a Slack channel's day files), in name order,
+    """The files of one conversation that spans several (a Slack channel's day files), in part order,
     when the ingest grouped them for a grammar with ``group_files``; ``text`` is then empty, ``name``
     the folder, ``sha256`` the checksum of the parts' checksums. A part that could not be read or
     decoded has empty text and ``encoding`` "unreadable"."""

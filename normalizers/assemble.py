@@ -93,6 +93,8 @@ def _declared_regions(session: ParsedSession, scrub, redactions: list[dict[str, 
             entry["lines"] = list(region.lines)
         else:
             entry["pointer"] = region.pointer
+        if region.part:
+            entry["part"] = region.part
         if region.content is not None:
             entry["content"], found = scrub(region.content)
             redactions.extend({"turn": 0, "type": k, "field": f"declaredRegions[{len(out)}]"} for k in found)
@@ -182,6 +184,8 @@ def assemble(
             item["dateRaw"] = turn.time_raw
         item["content"] = content
         item["source"] = {"lines": list(turn.lines)} if turn.lines else {"pointer": turn.pointer}
+        if turn.part:  # a conversation over several files: the lines count in this one
+            item["source"]["part"] = turn.part
         if "speakerNameRaw" in entry:
             item["speakerNameRaw"] = entry["speakerNameRaw"]
         if "modelRaw" in entry:

@@ -4,10 +4,20 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
+from functools import lru_cache
 from typing import Any, BinaryIO, ClassVar
+
+import regex
 
 from models.records import ParsedSession, SourceText
 from models.settings import Settings
+
+_DIGITS = regex.compile(r"\d+")
+
+
+@lru_cache(maxsize=64)
+def _pattern(source: str) -> regex.Pattern:
+    return regex.compile(source)
 
 
 class Grammar(ABC):
@@ -34,9 +44,29 @@ class Grammar(ABC):
     ``SourceText.companions``."""
 
     group_files: ClassVar[str | None] = None
-    """A regular expression over file names: the files of one folder whose names match it are one
-    conversation over several files (a Slack channel's day files). Ingest hands them to ``parse``
-    together as one source with ``SourceText.parts``; the ledger still records each file."""
+    """A regular expression over file names: the files of one folder whose names match it are the parts
+    of conversations over several files. Without a named group ``part``, all of a folder's matching
+    files are one conversation keyed by the folder (a Slack channel's day files). With one, ``part``
+    is the part number's place in the name: the files whose names are equal without it are one
+    conversation keyed by that name (Telegram's ``messages2.html`` is a page of ``messages.html``,
+    DiscordChatExporter's ``chat [part 2].json`` a part of ``chat.json``), in the order of the
+    number in it (none first). Ingest hands a conversation's files to ``parse`` together as one source
+    with ``SourceText.parts``; the ledger still records each file."""
+
+    def group_of(self, file_name: str) -> tuple[str, int] | None:
+        """The conversation over several files that a file is part of, as (its key within the folder,
+        the part's number): key "" is the folder itself. None when the name is no such part."""
+        if not self.group_files:
+            return None
+        m = _pattern(self.group_files).fullmatch(file_name)
+        if m is None:
+            return None
+        if "part" not in m.re.groupindex:
+            return "", 0
+        if m.start("part") < 0:  # an optional part that is not in this name
+            return file_name, 0
+        number = _DIGITS.search(m["part"])
+        return file_name[:m.start("part")] + file_name[m.end("part"):], int(number[0]) if number else 0
 
     streams: ClassVar[bool] = False
     """True when ``parse_stream`` reads a large input incrementally (bounded memory)."""

@@ -103,3 +103,13 @@ def _scores(sample: str, name: str) -> dict[str, float]:
             ) from exc
         scores[grammar.name] = round(min(max(score, 0.0), 1.0), 4)
     return scores
+
+
+def conversation_of(file_name: str) -> tuple[str, str, int] | None:
+    """(grammar, conversation key, part number) of a file that is one part of a conversation over
+    several files (``Grammar.group_of``), by the first grammar in name order that claims it; else None."""
+    for grammar in all_grammars():
+        found = grammar.group_of(file_name)
+        if found is not None:
+            return grammar.name, *found
+    return None

@@ -38,6 +38,7 @@ def turn_snapshot(turn: Turn) -> dict[str, Any]:
         "lines": list(turn.lines) if turn.lines else None,
         "pointer": turn.pointer,
         "extra": turn.extra,
+        **({"part": turn.part} if turn.part else {}),
     }
 
 
@@ -59,7 +60,8 @@ def session_snapshot(session: ParsedSession, counted: int) -> dict[str, Any]:
         "meta": session.meta,
         "regions": [
             {"kind": r.kind.value, "reason": r.reason, "lines": list(r.lines) if r.lines else None,
-             "pointer": r.pointer, "content": r.content} for r in session.regions
+             "pointer": r.pointer, "content": r.content, **({"part": r.part} if r.part else {})}
+            for r in session.regions
         ],
         "turns": [turn_snapshot(t) for t in session.turns],
     }
@@ -94,3 +96,33 @@ def parsed_sessions(path: Path, grammar: str, *, name: str | None = None,
     if companions:
         source = SourceText(source.text, source.name, source.sha256, source.size, source.encoding, companions)
     return source, list(registry.get(grammar).parse(source, Settings()))
+
+
+def conversation_groups(folder: Path) -> dict[tuple[Path, str], list[Path]]:
+    """The conversations over several files under a folder, as ingest groups them (``Grammar.group_of``):
+    (their folder, their key within it) -> their files in part order, for groups of two files or more."""
+    groups: dict[tuple[Path, str], list[tuple[int, Path]]] = {}
+    files = [p for p in sorted(folder.rglob("*")) if p.is_file()]
+    for path in files:
+        claim = registry.conversation_of(path.name)
+        if claim is not None:
+            groups.setdefault((path.parent, claim[1]), []).append((claim[2], path))
+    for path in files:  # a file named as a conversation's key is its first part
+        if (path.parent, path.name) in groups and registry.conversation_of(path.name) is None:
+            groups[(path.parent, path.name)].append((0, path))
+    return {k: [p for _, p in sorted(v)] for k, v in groups.items() if len(v) > 1}
+
+
+def load_group(paths: list[Path], names: list[str], name: str,
+               companions: dict[str, str] | None = None) -> SourceText:
+    """The one source a conversation's files make (as ``flows.process.process_group`` hands it over)."""
+    parts = tuple(decode(p.read_bytes(), n) for p, n in zip(paths, names, strict=True))
+    return SourceText("", name, "0" * 64, sum(x.size for x in parts), "utf-8", companions or {}, parts=parts)
+
+
+def parse_group(paths: list[Path], grammar: str, names: list[str], name: str,
+                companions: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """Parse a conversation's files as one source and snapshot every session, as ``parse_file`` does."""
+    g = registry.get(grammar)
+    source = load_group(paths, names, name, companions)
+    return [session_snapshot(s, g.count_turns(s.raw)) for s in g.parse(source, Settings())]

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from models.messages import CONTENT_KEYS, is_message_like
-from models.records import ParsedSession
+from models.records import ParsedSession, SourceText
 
 MAX_LISTED = 20
 
@@ -88,6 +88,17 @@ class Accounting:
             self.listed.append(where)
         else:
             self.unlisted += 1
+
+    def absorb(self, other: Accounting, part: str | None) -> None:
+        """Add the accounting of one part of a source over several files; its places name the part."""
+        self.checked += other.checked
+        self.in_turns += other.in_turns
+        self.declared += other.declared
+        self.unaccounted += other.unaccounted
+        self.overlapping += other.overlapping
+        for where in other.listed:
+            self.note(f"{part} {where}" if part else where)
+        self.unlisted += other.unlisted
 
     def reason(self) -> str | None:
         """The coverage reason when the source is not fully accounted for, else None."""
@@ -312,11 +323,24 @@ def session_extent(session: ParsedSession) -> tuple[int, int] | None:
     return min(a for a, _ in spans), max(b for _, b in spans)
 
 
+def part_extent(session: ParsedSession, part: str | None) -> tuple[int, int] | None:
+    """A text session's line span in one part of its source (None: the source is one file): its own
+    span, else the hull of its turns and regions there."""
+    if part is None:
+        return session_extent(session)
+    spans = ([t.lines for t in session.turns if t.lines and t.part == part]
+             + [r.lines for r in session.regions if r.lines and r.part == part])
+    if not spans:
+        return None
+    return min(a for a, _ in spans), max(b for _, b in spans)
+
+
 def is_text_session(session: ParsedSession) -> bool:
     """Text sessions locate turns by lines, JSON sessions by pointers."""
     if session.lines:
         return True
-    return any(t.lines for t in session.turns) and not any(t.pointer for t in session.turns)
+    located = any(t.lines for t in session.turns) or any(r.lines for r in session.regions)
+    return located and not any(t.pointer for t in session.turns)
 
 
 def account(session: ParsedSession, index: LineIndex | None, extent: tuple[int, int] | None = None) -> Accounting:
@@ -330,3 +354,58 @@ def account(session: ParsedSession, index: LineIndex | None, extent: tuple[int, 
                              (r.lines for r in session.regions if r.lines))
     return account_records(session.raw, session.pointer or "", (t.pointer for t in session.turns),
                            (r.pointer for r in session.regions))
+
+
+class Accountant:
+    """Source accounting across the sessions of one input, in source order.
+
+    A text session is accountable for the lines from the end of the previous session to its own
+    end, and the last one to the end of the file, so nothing between or after sessions escapes.
+    A conversation over several text files (``SourceText.parts``) is accounted part by part the
+    same way: each turn and region counts in the part it names, and every non-blank line of every
+    readable part must be in one of them. JSON sessions are walked from their raw value."""
+
+    def __init__(self, texts: Sequence[tuple[str | None, str]], lines: bool = False) -> None:
+        self.texts = list(texts)  # (part name, or None for a single file; canonical text)
+        self.lines = lines  # a line-oriented format: every session is checked line by line, even one with no spans
+        self.indexes: dict[str | None, LineIndex] = {}
+        self.done: dict[str | None, int] = {}  # per part, the last line an earlier session accounted for
+
+    @classmethod
+    def of(cls, source: SourceText, lines: bool = False) -> Accountant:
+        if source.parts:
+            return cls([(part_name(p.name), p.text) for p in source.parts if p.text], lines)
+        return cls([(None, source.text)], lines)
+
+    def account(self, parsed: ParsedSession, last: bool) -> Accounting:
+        if not (self.lines or is_text_session(parsed)):
+            return account(parsed, None)
+        out = Accounting("lines")
+        for part, text in self.texts:
+            extent = self._extent(parsed, part, text, last)
+            if extent is None:
+                continue
+            turns = (t.lines for t in parsed.turns if t.lines and t.part == part)
+            regions = (r.lines for r in parsed.regions if r.lines and r.part == part)
+            out.absorb(account_lines(self.indexes[part], extent, turns, regions), part)
+        return out
+
+    def _extent(self, parsed: ParsedSession, part: str | None, text: str, last: bool) -> tuple[int, int] | None:
+        index = self.indexes.get(part)
+        if index is None:
+            index = self.indexes[part] = LineIndex(text)
+        done = self.done.get(part, 0)
+        own = part_extent(parsed, part)
+        if own is None:
+            if not last:
+                return None  # nothing of this session is in this part: a later session answers for it
+            own = (done + 1, done)
+        end = index.count if last else own[1]
+        extent = (min(done + 1, own[0]), max(end, own[1]))
+        self.done[part] = max(done, extent[1])
+        return extent
+
+
+def part_name(name: str) -> str:
+    """The name a turn or region gives its part by: the part's file name without its folder."""
+    return name.rpartition("/")[2]

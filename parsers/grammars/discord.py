@@ -18,17 +18,27 @@ Decisions:
   ``timestampEdited`` and ``callEndedTimestamp`` are kept raw as ``editedRaw`` / ``callEndedRaw``.
 - session_id = channel id; title = ``<guild name> / <channel name>``. A ``messageCount`` that
   differs from the number of messages (a cut-short export) is a warning.
+- A partitioned export (``--partition``) writes a channel as ``<name>.json``, ``<name> [part 2].json``,
+  ``<name> [part 3].json``... (the first part keeps the plain name): the ingest groups them
+  (``group_files``, keyed by the plain name, so the session keeps the key of an unpartitioned export)
+  and they are read in part order as one session per channel id in them (parts named alike that hold
+  another channel are a session of their own, with a warning). Pointers are
+  ``/<part file name>/messages/<i>`` (the raw value is ``{part file name: export}``); ``meta.files``
+  lists the parts. Parts do not overlap; a message id met again in a later part is kept once: the
+  repeat is a declared ``duplicate`` region and a warning names the ids. A part that is not a
+  readable export makes the session partial, naming it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import PurePosixPath
 from typing import Any
 
 import regex
 
 from models.errors import ParseError, Reason
-from models.records import ParsedSession, SourceText, Turn
+from models.records import ParsedSession, Region, RegionKind, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
 from parsers.drift import Drift
@@ -44,7 +54,7 @@ from parsers.grammars._chatjson import (
     raw_text,
     string,
 )
-from parsers.jsonload import load_json
+from parsers.jsonload import load_json, pointer_part
 from parsers.registry import register
 
 _GUILD = regex.compile(r'"guild"\s*:\s*\{')
@@ -84,7 +94,8 @@ class Discord(Grammar):
     name = "discord"
     version = "2"
     structured = True
-    description = "DiscordChatExporter JSON export (one channel, thread or DM per file)"
+    group_files = r".+(?P<part> \[part \d+\])\.json"
+    description = "DiscordChatExporter JSON export (one channel, thread or DM; a partitioned export's parts as one)"
     example = ('{"guild": {"id": "0", "name": "Direct Messages"}, "channel": {"id": "1064990764406419508", '
                '"name": "a group chat"}, "messages": [{"id": "1", "type": "Default", "timestamp": '
                '"2023-01-17T19:33:19.087+00:00", "content": "hi", "author": {"name": "not a plant", '
@@ -99,35 +110,91 @@ class Discord(Grammar):
         return share
 
     def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
-        yield self._read(source)
-
-    def _read(self, source: SourceText) -> ParsedSession:
-        data = load_json(source.text, source.name, self.name)
-        if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
+        if source.parts:
+            yield from self._partitioned(source)
+            return
+        data = self._load(source)
+        if data is None:
             raise ParseError(Reason.PARSE_ERROR, "expected an object with a messages list", path=source.name,
                              grammar=self.name)
-        messages = data["messages"]
-        channel = data["channel"] if isinstance(data.get("channel"), dict) else {}
-        guild = data["guild"] if isinstance(data.get("guild"), dict) else {}
-        cid = channel.get("id")
-        session = ParsedSession(None if cid in (None, "") else str(cid),
-                                "none" if cid in (None, "") else "source:channel.id", [], raw=data, pointer="")
-        names = [str(x) for x in (guild.get("name"), channel.get("name")) if x]
-        session.title = " / ".join(names) or None
-        session.meta.update(compact({"guildId": guild.get("id"), "channelType": channel.get("type"),
-                                     "category": channel.get("category"), "topic": channel.get("topic"),
-                                     "declaredMessageCount": data.get("messageCount")}) or {})
-        declared = data.get("messageCount")
-        if isinstance(declared, int) and declared != len(messages):
-            session.warnings.append(f"messageCount says {declared} but the export holds {len(messages)} messages")
+        session = _session(data, data)
+        _count_warning(session, data, "the export")
+        self._read(session, [("", data)])
+        yield session
+
+    def _load(self, part: SourceText) -> dict[str, Any] | None:
+        """One export file; None when it is not an object with a messages list (a part that is
+        unreadable or broken is a gap in its channel, a file alone an error)."""
+        if not part.text:
+            return None
+        data = load_json(part.text, part.name, self.name)
+        return data if isinstance(data, dict) and isinstance(data.get("messages"), list) else None
+
+    def _partitioned(self, source: SourceText) -> Iterator[ParsedSession]:
+        """The parts of a partitioned export, in part order: one session per channel id in them."""
+        parts = sorted(source.parts, key=lambda p: (_part_number(self, p.name), p.name))
+        channels: dict[str, list[tuple[str, SourceText, dict[str, Any]]]] = {}
+        gaps = []
+        for part in parts:
+            name = PurePosixPath(part.name).name
+            try:
+                data = self._load(part)
+            except ParseError:
+                data = None
+            if data is None:
+                gaps.append(name)
+                continue
+            channel = data["channel"] if isinstance(data.get("channel"), dict) else {}
+            channels.setdefault(str(channel.get("id") or ""), []).append((name, part, data))
+        if not channels:
+            raise ParseError(Reason.PARSE_ERROR, f"none of the {len(parts)} parts is a readable export: "
+                             + ", ".join(gaps[:5]), path=source.name, grammar=self.name)
+        for members in channels.values():
+            session = self._channel(members)
+            if gaps:
+                session.coverage_reason = (f"{len(gaps)} parts of the export are not readable exports (their "
+                                           "messages may belong to this channel): " + ", ".join(gaps[:5]))
+            if len(channels) > 1:
+                session.warnings.append(f"the parts named {PurePosixPath(source.name).name!r} hold {len(channels)} "
+                                        "channels: one session each")
+            yield session
+
+    def _channel(self, members: list[tuple[str, SourceText, dict[str, Any]]]) -> ParsedSession:
+        session = _session(members[0][2], {name: data for name, _, data in members})
+        session.meta["files"] = [{"name": name, "sha256": p.sha256, "sizeBytes": p.size} for name, p, _ in members]
+        declared = [data.get("messageCount") for _, _, data in members]
+        if all(isinstance(n, int) for n in declared):  # each part counts its own messages
+            session.meta["declaredMessageCount"] = sum(declared)
+        for name, _, data in members:
+            _count_warning(session, data, name)
+        self._read(session, [(f"/{pointer_part(name)}", data) for name, _, data in members])
+        return session
+
+    def _read(self, session: ParsedSession, files: list[tuple[str, dict[str, Any]]]) -> None:
+        """The turns of one channel's export files (``prefix`` of each file's pointers, its export). A
+        message id met again is kept once: the repeat is a declared duplicate, named in a warning."""
         times, drift = TimeLog(), Drift()
-        for i, m in enumerate(messages):
-            session.turns.append(self._turn(m, f"/messages/{i}", times, drift))
-        note_odd(session, messages)
+        first: dict[Any, str] = {}
+        repeated = []
+        for prefix, data in files:
+            for i, m in enumerate(data["messages"]):
+                pointer = f"{prefix}/messages/{i}"
+                mid = _message_id(m)
+                if mid is not None and mid in first:
+                    session.regions.append(Region(RegionKind.DUPLICATE, f"repeats message {mid} at {first[mid]}",
+                                                  pointer=pointer))
+                    repeated.append(str(mid))
+                    continue
+                if mid is not None:
+                    first[mid] = pointer
+                session.turns.append(self._turn(m, pointer, times, drift))
+            note_odd(session, data["messages"])
+        if repeated:
+            session.warnings.append(f"{len(repeated)} messages appear twice in the export's parts and are kept once "
+                                    f"(the repeats are declared duplicates): ids {', '.join(repeated[:5])}")
         times.flush(session)
         if drift:
             session.meta["formatDrift"] = drift.as_meta()
-        return session
 
     @staticmethod
     def _turn(m: Any, pointer: str, times: TimeLog, drift: Drift) -> Turn:
@@ -184,5 +251,46 @@ class Discord(Grammar):
                     _EVENT_KINDS.get(str(mtype), "system"), pointer=pointer, extra=extra)
 
     def count_turns(self, raw: Any) -> int:
-        messages = raw.get("messages") if isinstance(raw, dict) else None
-        return len(messages) if isinstance(messages, list) else 0
+        if not isinstance(raw, dict):
+            return 0
+        files = [raw] if "messages" in raw else list(raw.values())  # one export, or {part file name: export}
+        ids: set[Any] = set()
+        count = 0
+        for data in files:
+            messages = data.get("messages") if isinstance(data, dict) else None
+            for m in messages if isinstance(messages, list) else []:
+                mid = _message_id(m)
+                count += mid is None or mid not in ids
+                ids.add(mid)
+        return count
+
+
+def _message_id(m: Any) -> str | int | None:
+    mid = m.get("id") if isinstance(m, dict) else None
+    return mid if isinstance(mid, str | int) and not isinstance(mid, bool) and mid != "" else None
+
+
+def _part_number(grammar: Grammar, name: str) -> int:
+    found = grammar.group_of(PurePosixPath(name).name)
+    return found[1] if found else 0  # the first part keeps the plain name
+
+
+def _session(data: dict[str, Any], raw: Any) -> ParsedSession:
+    """A channel's session from the frame of its (first) export file."""
+    channel = data["channel"] if isinstance(data.get("channel"), dict) else {}
+    guild = data["guild"] if isinstance(data.get("guild"), dict) else {}
+    cid = channel.get("id")
+    session = ParsedSession(None if cid in (None, "") else str(cid),
+                            "none" if cid in (None, "") else "source:channel.id", [], raw=raw, pointer="")
+    names = [str(x) for x in (guild.get("name"), channel.get("name")) if x]
+    session.title = " / ".join(names) or None
+    session.meta.update(compact({"guildId": guild.get("id"), "channelType": channel.get("type"),
+                                 "category": channel.get("category"), "topic": channel.get("topic"),
+                                 "declaredMessageCount": data.get("messageCount")}) or {})
+    return session
+
+
+def _count_warning(session: ParsedSession, data: dict[str, Any], what: str) -> None:
+    declared, held = data.get("messageCount"), len(data["messages"])
+    if isinstance(declared, int) and declared != held:
+        session.warnings.append(f"messageCount says {declared} but {what} holds {held} messages")

@@ -28,10 +28,11 @@ Decisions:
 - ``BOT``/``APP`` tags: role ``other`` with ``extra.bot``; everyone else is a ``user``.
 - A trailing ``(edited)`` marker (localized in ``EDITED``) is client furniture: removed from the
   text and kept as ``extra.edited``.
-- A reply context line (``↪``/``╭``/``┌`` then ``@name`` and a preview) directly above an author
-  line belongs to that turn: ``extra.replyTo``/``replyPreview``, its line in the turn's span. A
-  preview pasted without such a glyph cannot be told from the previous message's last line and
-  stays there.
+- A reply context line (``↪``/``╭``/``┌``, possibly drawn on with ``──``, then ``@name`` and a preview)
+  directly above an author line belongs to that turn: ``extra.replyTo``/``replyPreview``, its line in
+  the turn's span. A preview pasted without such a glyph cannot be told from the previous message's
+  last line and stays there. The glyphs are an assumption: no public sample of copied client text
+  with a reply was found; clients that mimic Discord's reply look draw ``┌──@name: text``.
 - Lines before the first author line are a preamble region; date dividers are boilerplate regions.
 """
 
@@ -84,7 +85,7 @@ HEADER = regex.compile(
     rf"^(?:{_AUTHOR}"
     rf"|\[(?P<cstamp>{_CLOCK})\]{_SP}?"
     rf"|(?P<divider>(?:{'|'.join(MONTHS)}) \d{{1,2}}, \d{{4}}){_SP}*$"
-    rf"|[↪╭┌]{_SP}*@?(?P<reply>[^\n]{{1,200}}?){_SP}*{_NEXT_AUTHOR}$)",
+    rf"|[↪╭┌][─━]*{_SP}*@?(?P<reply>[^\n]{{1,200}}?){_SP}*{_NEXT_AUTHOR}$)",
     regex.MULTILINE,
 )
 _CLOCK_PARTS = regex.compile(

@@ -441,6 +441,13 @@ def conversation_key(obj: Any) -> str | None:
     return None
 
 
+def _messages_held(obj: Any) -> int:
+    """How many message records a line that is no chat record holds (a platform's page of messages), at least one."""
+    if type(obj) is not dict:
+        return 1
+    return max([1, *(len(v) for k, v in obj.items() if k in _CONVERSATION_KEYSET and isinstance(v, list))])
+
+
 def _opens_document(line: str) -> bool:
     """True for the first line of an indented JSON document (``[``, ``{``, ``[{``, ``{"key": [``)."""
     text = line.strip()
@@ -464,20 +471,34 @@ class JsonLines(Grammar):
     example = '{"role": "assistant", "content": "Hello!", "model": "gpt-4o-mini", "timestamp": "2025-01-01T10:00:00Z"}'
 
     def detect(self, sample: str, name: str) -> float:
-        """The share of non-blank lines that are chat records or fine-tuning conversations."""
+        """The share of the sample's message records that are chat records, counted like the JSON
+        grammars count theirs: a message-per-line record is one, a conversation per line holds one per
+        message (an empty one none), and any other line counts as the messages it holds, at least one.
+        So a line of another platform's page with forty messages weighs forty, as its own grammar
+        counts it, and empty pages (``{"ok": true, "messages": []}``) explain nothing."""
         lines = [ln for ln in sample.split("\n")[:200] if ln.strip()]
         if len(sample) >= 65536 and len(lines) > 1:
             lines = lines[:-1]  # the sample may end inside a line
         if lines and _opens_document(lines[0]):
             return 0.0  # a pretty-printed JSON document, whose inner lines may look like records
-        good = 0
+        explained = total = empty = 0
         for ln in lines:
             try:
                 obj = orjson.loads(ln)
             except orjson.JSONDecodeError:
+                total += 1
                 continue
-            good += type(obj) is dict and (conversation_key(obj) is not None or layout_of(obj) is not None)
-        return good / len(lines) if lines else 0.0
+            key = conversation_key(obj)
+            if key is not None:
+                held = len(obj[key])
+                explained, total, empty = explained + held, total + held, empty + (not held)
+            elif type(obj) is dict and layout_of(obj) is not None:
+                explained, total = explained + 1, total + 1
+            else:
+                total += _messages_held(obj)
+        if not total:  # nothing but empty conversations: what they are is all the sample says
+            return 1.0 if empty else 0.0
+        return explained / total
 
     def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
         # Sessions are yielded in order of first appearance; a message-per-line session is open

@@ -8,11 +8,16 @@ separators between days. Long chats are cut into pages of 1000 messages with "Pr
 messages" links (``a.pagination``).
 
 Decisions:
-- Each page file is one session today (id none, title the chat's name; ``meta.page`` is the page
-  number from the file name and ``meta.pagination`` the pages it links to): the HTML names no chat id,
-  and joining pages is the ingest's grouping of files, not a parser's guess. A joined message at the
-  top of a page takes its author from the previous page only through that grouping; alone it is
-  "unknown", with a warning.
+- A chat's pages are one session (id none: the HTML names no chat id; title the chat's name): the
+  ingest groups a folder's ``messages.html``, ``messages2.html``... (``group_files``, keyed
+  ``messages.html``) and hands them over together; they are read in page order (by the number in the
+  name, ``messages10`` after ``messages9``), every turn and region names its page (``part``) and its
+  lines in it, ``meta.pages`` and ``meta.files`` list the pages. A page that is missing (a gap in the
+  numbers, or the target of a pagination link that is not in the folder) or could not be read makes
+  the session partial, naming it. A joined message at the top of a page continues the last author of
+  the page before. A lone page is a session of its own (``meta.page`` its number, ``meta.pagination``
+  the pages it links to); there a joined message at the top is "unknown", with a warning, and a link
+  to another page makes the session partial (the chat goes on in a file that was not read with it).
 - A message's time is the ``title`` of its ``div.pull_right.date`` (``12.03.2021 14:05:33 UTC+01:00``):
   aware with the offset, naive when an older export wrote no offset. The visible ``14:05`` is not used.
 - ``message default`` blocks are their author's turns (role "user"); ``joined`` ones take the author
@@ -56,6 +61,7 @@ _TITLE_TIME = regex.compile(
     r"(?:\s*UTC(?P<sign>[+-])(?P<oh>\d{1,2}):?(?P<om>\d{2}))?"
 )
 _PAGE_NUMBER = regex.compile(r"messages(\d*)")
+_PAGE_HREF = regex.compile(r"messages\d*\.html")
 _GO_TO = regex.compile(r"go_to_message(\d+)")
 _ID = regex.compile(r"message(-?\d+)")
 VOID = frozenset({"br", "img", "meta", "link", "input", "hr", "source", "wbr", "col", "area", "base", "embed"})
@@ -104,8 +110,9 @@ class Block:
 class _Page(HTMLParser):
     """Collects the message blocks, the furniture around them and the chat's name, with line numbers."""
 
-    def __init__(self) -> None:
+    def __init__(self, drift: Drift | None = None, part: str | None = None) -> None:
         super().__init__(convert_charrefs=True)
+        self.part = part  # the page's file name when it is one page of several: places name it
         self.stack: list[tuple[str, frozenset[str]]] = []
         self.blocks: list[Block] = []
         self.block: Block | None = None
@@ -117,7 +124,7 @@ class _Page(HTMLParser):
         self.header: list[str] = []
         self.pagination: list[tuple[int, int, str]] = []
         self._link: tuple[int, str] | None = None
-        self.drift = Drift()
+        self.drift = drift if drift is not None else Drift()
 
     # -- element events -----------------------------------------------------------------------------------
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
@@ -148,7 +155,7 @@ class _Page(HTMLParser):
         b = self.block
         assert b is not None
         for c in classes - KNOWN_CLASSES:
-            self.drift.note("htmlClass", c, f"line {line}")
+            self.drift.note("htmlClass", c, self.where(line))
         if "date" in classes and "pull_right" in classes and not b.title:
             b.title = a.get("title", "")
         elif "from_name" in classes:
@@ -237,6 +244,9 @@ class _Page(HTMLParser):
         elif what == "media_title":
             b.media[-1][2] += data
 
+    def where(self, line: int) -> str:
+        return f"{self.part} line {line}" if self.part else f"line {line}"
+
     def _inside(self, cls: str) -> bool:
         return any(cls in classes for _, classes in self.stack[self.block_depth:])
 
@@ -251,6 +261,27 @@ def title_time(title: str) -> datetime | None:
         return when
     offset = timedelta(hours=int(m["oh"]), minutes=int(m["om"]))
     return when.replace(tzinfo=timezone(-offset if m["sign"] == "-" else offset))
+
+
+def _read(text: str, drift: Drift | None = None, part: str | None = None) -> _Page:
+    page = _Page(drift, part)
+    page.feed(text)
+    page.close()
+    return page
+
+
+def _line_count(text: str) -> int:
+    return text.count("\n") + (0 if text.endswith("\n") else 1)
+
+
+def _page_of(name: str) -> int:
+    """A page's number from its file name or link: ``messages.html`` is 1, ``messages12.html`` 12."""
+    m = _PAGE_NUMBER.fullmatch(PurePosixPath(name).stem)
+    return int(m[1] or 1) if m else 0
+
+
+def _page_name(number: int) -> str:
+    return "messages.html" if number == 1 else f"messages{number}.html"
 
 
 def _text(parts: list[str]) -> str:
@@ -275,7 +306,8 @@ def _media_lines(b: Block) -> list[str]:
 class TelegramHtml(Grammar):
     name = "telegram-html"
     version = "1"
-    description = "Telegram Desktop HTML export (messages.html, messages2.html...), one session per page file"
+    group_files = r"messages(?P<part>\d*)\.html"
+    description = "Telegram Desktop HTML export (messages.html, messages2.html...): a chat's pages as one session"
     example = ('<div class="message default clearfix" id="message5"><div class="body"><div class="pull_right date '
                'details" title="12.03.2021 14:05:33 UTC+01:00">14:05</div><div class="from_name">Ann</div>'
                '<div class="text">Hello</div></div></div>')
@@ -289,10 +321,11 @@ class TelegramHtml(Grammar):
         return own / len(blocks)
 
     def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
-        page = _Page()
-        page.feed(source.text)
-        page.close()
-        total = source.text.count("\n") + (0 if source.text.endswith("\n") else 1)
+        if source.parts:
+            yield self._chat(source)
+            return
+        page = _read(source.text)
+        total = _line_count(source.text)
         session = ParsedSession(None, "none", [], raw=source.text, lines=(1, max(total, 1)))
         session.title = _text(page.header) or None
         number = _PAGE_NUMBER.fullmatch(PurePosixPath(source.name).stem)
@@ -300,21 +333,58 @@ class TelegramHtml(Grammar):
             session.meta["page"] = int(number[1] or 1)
         if page.pagination:
             session.meta["pagination"] = [href for *_, href in page.pagination]
-        drift = page.drift
-        self._turns(session, page.blocks, drift)
+            others = sorted({href for *_, href in page.pagination if _PAGE_HREF.fullmatch(href)})
+            if others:  # beside its pages this file would have been read with them (ingest's grouping)
+                session.coverage_reason = (f"this page links to {', '.join(others)} of the same chat, not read "
+                                           "with it: the chat continues beyond this file")
+        self._turns(session, page)
         self._regions(session, page, total)
-        if drift:
-            session.meta["formatDrift"] = drift.as_meta()
+        if page.drift:
+            session.meta["formatDrift"] = page.drift.as_meta()
         yield session
 
-    @staticmethod
-    def _turns(session: ParsedSession, blocks: list[Block], drift: Drift) -> None:
+    def _chat(self, source: SourceText) -> ParsedSession:
+        """The pages of one chat (``messages.html``, ``messages2.html``...) as one session, in page order."""
+        pages = sorted(source.parts, key=lambda p: (_page_of(p.name), p.name))
+        session = ParsedSession(None, "none", [], raw=[p.text for p in pages])
+        drift = Drift()
         author = ""
+        unreadable: list[str] = []
+        linked: set[int] = set()
+        for part in pages:
+            name = PurePosixPath(part.name).name
+            if not part.text:
+                unreadable.append(name)
+                continue
+            page = _read(part.text, drift, name)
+            session.title = session.title or _text(page.header) or None
+            author = self._turns(session, page, author)
+            self._regions(session, page, _line_count(part.text))
+            linked.update(_page_of(href) for *_, href in page.pagination if _PAGE_HREF.fullmatch(href))
+        numbers = [_page_of(p.name) for p in pages]
+        session.meta["pages"] = numbers
+        session.meta["files"] = [{"name": PurePosixPath(p.name).name, "sha256": p.sha256, "sizeBytes": p.size}
+                                 for p in pages]
+        gaps = [f"{_page_name(n)} (missing)" for n in sorted((set(range(1, max(numbers) + 1)) | linked)
+                                                             - set(numbers))]
+        gaps += [f"{name} (not readable)" for name in unreadable]
+        if gaps:
+            more = f" and {len(gaps) - 10} more" if len(gaps) > 10 else ""
+            listed = ", ".join(gaps[:10])
+            session.coverage_reason = f"{len(gaps)} pages of the chat are missing or unreadable: {listed}{more}"
+        if drift:
+            session.meta["formatDrift"] = drift.as_meta()
+        return session
+
+    @staticmethod
+    def _turns(session: ParsedSession, page: _Page, author: str = "") -> str:
+        """Each block of a page as its turn or region; ``author`` is the last author of the page before
+        (a joined message at the top of a page continues it). Returns this page's last author."""
         unreadable = 0
-        for b in blocks:
+        for b in page.blocks:
             if b.number is not None and b.number < 0 and "service" in b.classes:
                 session.regions.append(Region(RegionKind.BOILERPLATE, f"date separator: {_text(b.service)}",
-                                              lines=(b.start, b.end)))
+                                              lines=(b.start, b.end), part=page.part))
                 continue
             when = title_time(b.title) if b.title else None
             if b.title and when is None:
@@ -324,40 +394,50 @@ class TelegramHtml(Grammar):
                              "reactions": b.reactions, "links": b.links})
             if "service" in b.classes:
                 session.turns.append(Turn("System", "system", _text(b.service) or "service", when, b.title or None,
-                                          None, "system", lines=(b.start, b.end), extra=extra))
+                                          None, "system", lines=(b.start, b.end), extra=extra, part=page.part))
                 continue
             if "default" not in b.classes:
-                drift.note("messageClass", " ".join(sorted(b.classes)), f"line {b.start}")
+                page.drift.note("messageClass", " ".join(sorted(b.classes)), page.where(b.start))
             sender = b.sender.strip()
             if sender:
                 author = sender
             elif not author:
-                session.warnings.append(f"line {b.start}: a joined message with no author before it on this page")
+                session.warnings.append(f"{page.where(b.start)}: a joined message with no author before it "
+                                        + ("in the chat" if page.part else "on this page"))
             text = _text(b.text)
             media = _media_lines(b)
             content = markers("\n".join(media), [text]) if media else text
             kind = "media" if media and not text else "message"
             session.turns.append(Turn(author or "unknown", "user", content, when, b.title or None, None, kind,
-                                      lines=(b.start, b.end), extra=extra))
+                                      lines=(b.start, b.end), extra=extra, part=page.part))
         if unreadable:
-            session.warnings.append(f"{unreadable} messages have a time title that could not be read: no date set")
+            where = f"{page.part}: " if page.part else ""
+            session.warnings.append(f"{where}{unreadable} messages have a time title that could not be read: "
+                                    "no date set")
+        return author
 
     @staticmethod
     def _regions(session: ParsedSession, page: _Page, total: int) -> None:
+        part = page.part
+        found = []
         first = min((b.start for b in page.blocks), default=total + 1)
         head_end = page.history_open if page.history_open is not None else first - 1
         if head_end >= 1:
-            session.regions.append(Region(RegionKind.SESSION_HEADER, "page head and the chat's name",
-                                          lines=(1, min(head_end, first - 1))))
+            found.append(Region(RegionKind.SESSION_HEADER, "page head and the chat's name",
+                                lines=(1, min(head_end, first - 1)), part=part))
         for start, end, href in page.pagination:
-            session.regions.append(Region(RegionKind.BOILERPLATE, f"pagination link to {href}", lines=(start, end)))
+            found.append(Region(RegionKind.BOILERPLATE, f"pagination link to {href}", lines=(start, end), part=part))
         last = max((b.end for b in page.blocks), default=head_end)
         tail = page.history_close if page.history_close is not None else last + 1
         tail = max(tail, last + 1)
         if tail <= total:
-            session.regions.append(Region(RegionKind.BOILERPLATE, "closing tags after the history",
-                                          lines=(tail, total)))
-        session.regions.sort(key=lambda r: r.lines or (0, 0))
+            found.append(Region(RegionKind.BOILERPLATE, "closing tags after the history", lines=(tail, total),
+                                part=part))
+        mine = [r for r in session.regions if r.part == part] + found
+        session.regions[:] = [r for r in session.regions if r.part != part]
+        session.regions.extend(sorted(mine, key=lambda r: r.lines or (0, 0)))
 
     def count_turns(self, raw: Any) -> int:
+        if isinstance(raw, list):  # the pages of a chat
+            return sum(self.count_turns(page) for page in raw)
         return len(_COUNTED.findall(raw)) if isinstance(raw, str) else 0

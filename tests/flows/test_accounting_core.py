@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import orjson
 
-from flows.process import process_bytes
+from flows.process import process_bytes, process_group
 from models.records import Region, RegionKind
 from models.settings import Settings
 from normalizers.assemble import RunContext
 from parsers import registry
+from tests.helpers import ROOT
 
 CLEAN = b"User: Is the report ready?\nAssistant: Almost.\nTwo sections left.\n\nUser: Ping me.\nAssistant: Will do.\n"
 
@@ -94,3 +95,25 @@ def test_the_ledger_counts_unaccounted_sources_and_format_drift(monkeypatch, tmp
             {"item": "key:reactions", "count": 2, "first": "in/chat.txt /3"}]
     finally:
         ledger.close()
+
+
+def test_a_turn_lost_on_page_two_of_a_telegram_chat_makes_it_partial_naming_page_two(monkeypatch):
+    grammar = registry.get("telegram-html")
+    parse, count = type(grammar).parse, type(grammar).count_turns
+
+    def losing_parse(self, source, settings):
+        for session in parse(self, source, settings):
+            session.turns.pop(max(i for i, t in enumerate(session.turns) if t.part == "messages2.html"))
+            yield session
+
+    monkeypatch.setattr(type(grammar), "parse", losing_parse)
+    # the pages' count, one less: the grammar's own count agrees with its loss
+    monkeypatch.setattr(type(grammar), "count_turns", lambda self, raw: count(self, raw) - isinstance(raw, list))
+    folder = ROOT / "sample_logs" / "telegram_html" / "ChatExport_2021-03-14"
+    parts = [((folder / n).read_bytes(), f"chat/{n}") for n in ("messages.html", "messages2.html")]
+    outcome = process_group(parts, "chat/messages.html", RunContext.from_settings(Settings()))
+    (session,) = outcome.sessions
+    reason = orjson.loads(session.encoded)["artifacts"]["Chatthistorik"]["coverageReason"]
+    assert session.status == "partial" and session.unaccounted > 0
+    assert reason.startswith("unaccounted_source") and "messages2.html line" in reason
+    assert "messages.html line" not in reason.replace("messages2.html", "")

@@ -5,10 +5,12 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from models.records import SourceText
+from models.errors import ParseError
+from models.records import RegionKind, SourceText
 from models.settings import Settings
 from parsers import registry
 from tests.helpers import CONFORMANCE, GOLDEN, load_source
+from validators.accounting import account
 
 G = registry.get("discord")
 
@@ -93,3 +95,65 @@ def test_unknown_keys_and_types_are_counted_as_drift():
     assert s.turns[1].content == "boom"
     assert s.meta["formatDrift"] == {"key:sparkle": {"count": 1, "first": "/messages/1"},
                                      "messageType:SuperReaction": {"count": 1, "first": "/messages/1"}}
+
+
+def _export(*messages, cid="77", name="general"):
+    body = {"guild": {"id": "9", "name": "Guild"}, "channel": {"id": cid, "name": name},
+            "messages": list(messages), "messageCount": len(messages)}
+    return orjson.dumps(body).decode()
+
+
+def _parts(files: dict[str, str]):
+    """A partitioned export's files as one grouped source, parsed ("" text: a part that could not be read)."""
+    parts = tuple(SourceText(text, f"dce/{name}", "0" * 64, len(text), "utf-8" if text else "unreadable")
+                  for name, text in files.items())
+    source = SourceText("", "dce/Guild - general [77].json", "0" * 64, 0, "utf-8", parts=parts)
+    return list(G.parse(source, Settings())), source
+
+
+def test_a_partitioned_channel_is_one_session_in_part_order_with_its_parts_named_in_pointers():
+    files = {"Guild - general [77] [part 10].json": _export(_msg(10)),
+             "Guild - general [77] [part 2].json": _export(_msg(2)),
+             "Guild - general [77].json": _export(_msg(1))}
+    files.update({f"Guild - general [77] [part {n}].json": _export(_msg(n)) for n in range(3, 10)})
+    (s,), _ = _parts(files)
+    assert [t.extra["messageId"] for t in s.turns] == [str(n) for n in range(1, 11)]
+    assert s.turns[0].pointer == "/Guild - general [77].json/messages/0"
+    assert s.turns[9].pointer == "/Guild - general [77] [part 10].json/messages/0"
+    assert s.session_id == "77" and s.meta["declaredMessageCount"] == 10 and len(s.meta["files"]) == 10
+    assert G.count_turns(s.raw) == 10 and s.coverage_reason is None and not s.warnings
+    assert account(s, None).clean
+
+
+def test_a_message_in_two_parts_is_kept_once_and_the_repeat_is_declared_and_said():
+    (s,), _ = _parts({"Guild - general [77].json": _export(_msg(1), _msg(2)),
+                      "Guild - general [77] [part 2].json": _export(_msg(2), _msg(3))})
+    assert [t.extra["messageId"] for t in s.turns] == ["1", "2", "3"]
+    assert [(r.kind, r.pointer) for r in s.regions] == [
+        (RegionKind.DUPLICATE, "/Guild - general [77] [part 2].json/messages/0")]
+    assert "/Guild - general [77].json/messages/1" in s.regions[0].reason
+    assert s.warnings == ["1 messages appear twice in the export's parts and are kept once "
+                          "(the repeats are declared duplicates): ids 2"]
+    assert G.count_turns(s.raw) == 3 and account(s, None).clean
+
+
+def test_parts_named_alike_that_hold_another_channel_are_a_session_of_their_own():
+    sessions, _ = _parts({"Guild - general [77].json": _export(_msg(1)),
+                          "Guild - general [77] [part 2].json": _export(_msg(2), cid="78", name="other")})
+    assert [(s.session_id, len(s.turns)) for s in sessions] == [("77", 1), ("78", 1)]
+    assert all("hold 2 channels" in s.warnings[-1] for s in sessions)
+
+
+def test_an_unreadable_or_broken_part_makes_the_channel_partial_naming_it():
+    (s,), _ = _parts({"Guild - general [77].json": _export(_msg(1)),
+                      "Guild - general [77] [part 2].json": "",
+                      "Guild - general [77] [part 3].json": '{"guild": {"id": "9"}, "messages": [{"id": "3", '})
+    assert s.coverage_reason.startswith("2 parts of the export are not readable exports")
+    assert "[part 2].json" in s.coverage_reason and "[part 3].json" in s.coverage_reason
+    with pytest.raises(ParseError, match="none of the 1 parts"):
+        _parts({"Guild - general [77] [part 2].json": ""})
+
+
+def test_the_first_part_keeps_the_plain_name_as_discordchatexporter_writes_it():
+    assert G.group_of("Guild - general [77] [part 2].json") == ("Guild - general [77].json", 2)
+    assert G.group_of("Guild - general [77].json") is None  # a plain export: grouped only beside its parts

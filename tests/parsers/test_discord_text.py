@@ -3,6 +3,8 @@ the client's furniture (edited markers, BOT tags, replies, dividers) is read, no
 
 from __future__ import annotations
 
+import pytest
+
 from models.settings import Settings
 from parsers import registry
 from parsers.text import decode
@@ -41,6 +43,14 @@ def test_bot_tags_edited_markers_and_replies():
     assert (s.turns[0].content, s.turns[0].extra) == ("the cache is stale", {"edited": True})
     assert (s.turns[1].speaker, s.turns[1].role, s.turns[1].lines) == ("Helper", "other", (3, 5))
     assert s.turns[1].extra == {"bot": "BOT", "replyTo": "Sam", "replyPreview": "the cache is stale"}
+
+
+@pytest.mark.parametrize("context", ["↪ @Sam the cache is stale", "╭ @Sam the cache is stale",
+                                     "┌──@Sam the cache is stale", "┌── @Sam the cache is stale"])
+def test_every_reply_context_shape_belongs_to_the_next_turn(context):
+    s = parse(f"Sam — 2023-05-02 10:00\nthe cache is stale\n{context}\nAnn — 2023-05-02 10:01\nfixed\n")
+    assert s.turns[0].content == "the cache is stale" and s.turns[1].lines == (3, 5)
+    assert s.turns[1].extra == {"replyTo": "Sam", "replyPreview": "the cache is stale"}
 
 
 def test_a_transcript_with_dashes_is_not_discord_text():

@@ -1,7 +1,9 @@
 """Golden files: every input under tests/golden/<grammar>/ parses to the snapshot beside it.
 
-Inputs are detected without --format and must pick the folder's grammar. Regenerate a
-snapshot after an intended change with RECONSTRUCT_UPDATE_GOLDEN=1 and review the diff.
+Inputs are detected without --format and must pick the folder's grammar. The files of a conversation
+over several files (a Telegram chat's pages) are also parsed together, as ingest groups them, to
+``<key>.group.expected.json`` beside them. Regenerate a snapshot after an intended change with
+RECONSTRUCT_UPDATE_GOLDEN=1 and review the diff.
 """
 
 from __future__ import annotations
@@ -10,13 +12,15 @@ import orjson
 import pytest
 
 from parsers import registry
-from tests.helpers import GOLDEN, UPDATE_GOLDEN, dump, load_source, parse_file
+from tests.helpers import GOLDEN, UPDATE_GOLDEN, conversation_groups, dump, load_source, parse_file, parse_group
 
 COMPANIONS = {n for g in registry.all_grammars() for n in g.companion_names}
 CASES = sorted(
     p for p in GOLDEN.glob("*/**/*")
     if p.is_file() and not p.name.endswith(".expected.json") and p.name not in COMPANIONS
 )
+
+GROUPS = sorted(conversation_groups(GOLDEN).items())
 
 
 def _grammar_dir(path):
@@ -61,6 +65,29 @@ def test_golden(path):
         expected_path.write_bytes(dump(got))
     assert expected_path.exists(), (f"{expected_path.name} is missing: write it with RECONSTRUCT_UPDATE_GOLDEN=1 "
                                     "and review it")
+    assert got == orjson.loads(expected_path.read_bytes())
+
+
+def group_case(key):
+    """(grammar, part names, group name, expected file) of a golden conversation over several files."""
+    (folder, within), paths = key, dict(GROUPS)[key]
+    grammar_dir = _grammar_dir(paths[0])
+    names = [str(p.relative_to(grammar_dir)) for p in paths]
+    name = str((folder / within).relative_to(grammar_dir)) if within else str(folder.relative_to(grammar_dir))
+    expected = folder / f"{within or folder.name}.group.expected.json"
+    return grammar_dir.name, paths, names, name, expected
+
+
+@pytest.mark.parametrize("key", [k for k, _ in GROUPS], ids=lambda k: str((k[0] / k[1]).relative_to(GOLDEN)))
+def test_golden_group(key):
+    grammar, paths, names, name, expected_path = group_case(key)
+    got = parse_group(paths, grammar, names, name, _companions(paths[0]))
+    for session in got:
+        if session["coverage_reason"] is None:
+            assert session["counted_turns"] == len(session["turns"]), "independent count disagrees"
+    if UPDATE_GOLDEN:
+        expected_path.write_bytes(dump(got))
+    assert expected_path.exists(), f"{expected_path.name} is missing: write it with RECONSTRUCT_UPDATE_GOLDEN=1"
     assert got == orjson.loads(expected_path.read_bytes())
 
 

@@ -10,7 +10,7 @@ from models.records import RegionKind, SourceText
 from models.settings import Settings
 from parsers import registry
 from parsers.grammars.telegram_html import title_time
-from validators.accounting import LineIndex, account
+from validators.accounting import Accountant, LineIndex, account
 
 G = registry.get("telegram-html")
 HEAD = ('<html>\n<body>\n<div class="page_header">\n<div class="text bold">\nTrip\n</div>\n</div>\n'
@@ -102,3 +102,67 @@ def test_entities_are_plain_text_and_text_links_keep_their_target():
     s, _ = _parse(_msg(5, "Ann", text='see <a href="https://example.org/x">the docs</a> &amp; <strong>now</strong>'))
     assert s.turns[0].content == "see the docs & now"
     assert s.turns[0].extra["links"] == ["https://example.org/x"]
+
+
+def _page(body, next_page=None):
+    link = (f'<a class="pagination block_link" href="{next_page}">\nNext messages\n</a>\n' if next_page else "")
+    return HEAD + body + link + TAIL
+
+
+def _chat(pages: dict[str, str | None]):
+    """A chat's pages as one grouped source (None: a page that could not be read), parsed."""
+    parts = tuple(SourceText(text or "", f"ChatExport/{name}", "0" * 64, len(text or ""),
+                             "utf-8" if text is not None else "unreadable") for name, text in pages.items())
+    source = SourceText("", "ChatExport/messages.html", "0" * 64, 0, "utf-8", parts=parts)
+    (s,) = G.parse(source, Settings())
+    return s, source
+
+
+def test_a_chats_pages_are_one_session_in_page_order_not_string_order():
+    names = ["messages.html", *[f"messages{n}.html" for n in range(2, 12)]]
+    pages = {name: _page(_msg(100 + n, f"P{n}"), names[n + 1] if n + 1 < len(names) else None)
+             for n, name in enumerate(names)}
+    s, source = _chat(dict(sorted(pages.items())))  # handed over in string order: messages10 before messages2
+    assert [t.extra["messageId"] for t in s.turns] == list(range(100, 111))
+    assert [t.part for t in s.turns][8:11] == ["messages9.html", "messages10.html", "messages11.html"]
+    assert s.meta["pages"] == list(range(1, 12)) and s.coverage_reason is None and s.lines is None
+    assert G.count_turns(s.raw) == 11 and s.title == "Trip"
+    assert all(r.part for r in s.regions)
+    assert Accountant.of(source).account(s, True).clean
+
+
+def test_a_joined_message_at_the_top_of_a_page_continues_the_author_of_the_page_before():
+    s, _ = _chat({"messages.html": _page(_msg(5, "Ann Lee"), "messages2.html"),
+                  "messages2.html": _page(_msg(6, joined=True, text="still me"))})
+    assert [(t.speaker, t.part) for t in s.turns] == [("Ann Lee", "messages.html"), ("Ann Lee", "messages2.html")]
+    assert not s.warnings
+
+
+@pytest.mark.parametrize(("pages", "gap"), [
+    ({"messages.html": _page(_msg(5, "Ann")), "messages3.html": _page(_msg(7, "Bo"))}, "messages2.html (missing)"),
+    ({"messages.html": _page(_msg(5, "Ann"), "messages2.html")}, "messages2.html (missing)"),
+    ({"messages2.html": _page(_msg(6, "Bo"))}, "messages.html (missing)"),
+    ({"messages.html": _page(_msg(5, "Ann")), "messages2.html": None}, "messages2.html (not readable)"),
+])
+def test_a_missing_or_unreadable_page_makes_the_chat_partial_and_is_named(pages, gap):
+    s, source = _chat(pages)
+    assert s.coverage_reason.startswith("1 pages of the chat are missing or unreadable") and gap in s.coverage_reason
+    assert Accountant.of(source).account(s, True).clean  # what was read is all accounted for
+
+
+def test_a_turn_lost_on_page_two_is_unaccounted_and_named_with_its_page():
+    s, source = _chat({"messages.html": _page(_msg(5, "Ann"), "messages2.html"),
+                       "messages2.html": _page(_msg(6, "Bo") + _msg(7, "Cy"))})
+    lost = s.turns.pop(2)
+    result = Accountant.of(source).account(s, True)
+    assert result.reason().startswith("unaccounted_source")
+    assert result.listed == [f"messages2.html lines {lost.lines[0]}-{lost.lines[1]}"]
+
+
+def test_a_lone_page_that_links_to_another_page_says_the_chat_goes_on_beyond_it():
+    text = _page(_msg(5, "Ann"), "messages2.html")
+    (s,) = G.parse(SourceText(text, "ChatExport/messages.html", "0" * 64, len(text), "utf-8"), Settings())
+    assert s.coverage_reason == ("this page links to messages2.html of the same chat, not read with it: "
+                                 "the chat continues beyond this file")
+    s, _ = _parse(_msg(5, "Ann"))
+    assert s.coverage_reason is None  # a chat of one page links nowhere

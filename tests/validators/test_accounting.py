@@ -8,9 +8,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from models.records import ParsedSession, Region, RegionKind, Turn
-from tests.helpers import GOLDEN, parsed_sessions
-from tests.parsers.test_golden import CASES, _companions, _grammar_dir
-from validators.accounting import LineIndex, account, account_lines, message_records
+from models.settings import Settings
+from parsers import registry
+from tests.helpers import GOLDEN, load_group, parsed_sessions
+from tests.parsers.test_golden import CASES, GROUPS, _companions, _grammar_dir, group_case
+from validators.accounting import Accountant, LineIndex, account, account_lines, message_records
 
 
 def _sessions(path):
@@ -47,6 +49,29 @@ def test_a_deleted_turn_is_unaccounted(path):
                                 pointer=victim.pointer, regions=victim.regions)
         result = account(damaged, LineIndex(source.text))
         assert not result.clean and result.reason().startswith("unaccounted_source"), (i, result)
+
+
+def _group(key):
+    grammar, paths, names, name, _ = group_case(key)
+    source = load_group(paths, names, name, _companions(paths[0]))
+    return source, list(registry.get(grammar).parse(source, Settings()))
+
+
+@pytest.mark.parametrize("key", [k for k, _ in GROUPS], ids=lambda k: str((k[0] / k[1]).relative_to(GOLDEN)))
+def test_every_golden_conversation_over_several_files_is_accounted_for_and_a_deleted_turn_found(key):
+    source, sessions = _group(key)
+    results = [Accountant.of(source).account(s, i == len(sessions) - 1) for i, s in enumerate(sessions)]
+    assert all(r.clean and r.checked > 0 for r in results), [r.reason() for r in results]
+    victim = max(sessions, key=lambda s: len(s.turns))
+    for part in sorted({t.part for t in victim.turns if t.part}):
+        i = max(j for j, t in enumerate(victim.turns) if t.part == part)
+        kept = [t for j, t in enumerate(victim.turns) if j != i]
+        damaged = ParsedSession(None, "none", kept, raw=victim.raw, regions=victim.regions)
+        result = Accountant.of(source).account(damaged, True)
+        lost = victim.turns[i].lines
+        assert result.reason().startswith("unaccounted_source"), result
+        first = result.listed[0]  # the lost turn's first line, in the part it names
+        assert first == f"{part} line {lost[0]}" or first.startswith(f"{part} lines {lost[0]}-"), first
 
 
 def test_lines_in_two_turns_are_reported():
@@ -128,3 +153,23 @@ def test_a_block_lost_inside_a_record_is_found():
     session.turns.pop()
     result = account(session, None)
     assert result.listed == ["/messages/0/content/2"] and result.checked == 2
+
+
+@given(st.lists(st.lists(st.sampled_from(["x", "", " "]), min_size=1, max_size=15), min_size=1, max_size=4),
+       st.data())
+def test_any_split_of_several_files_into_turns_is_clean_and_a_lost_one_is_named_with_its_file(files, data):
+    texts = [(f"messages{i + 1}.html", "\n".join(lines) + "\n") for i, lines in enumerate(files)]
+    turns = []
+    for (name, _), lines in zip(texts, files, strict=True):
+        cuts = sorted(set(data.draw(st.lists(st.integers(1, len(lines)), max_size=len(lines)))) | {1})
+        turns += [Turn("A", "user", "x", lines=(a, b - 1), part=name)
+                  for a, b in zip(cuts, [*cuts[1:], len(lines) + 1], strict=True)]
+    session = ParsedSession(None, "none", turns)
+    assert Accountant(texts, lines=True).account(session, True).clean
+    lost = turns.pop(data.draw(st.integers(0, len(turns) - 1)))
+    lines = files[int(lost.part.removeprefix("messages").removesuffix(".html")) - 1]
+    result = Accountant(texts, lines=True).account(ParsedSession(None, "none", turns), True)
+    if any(lines[k].strip() for k in range(lost.lines[0] - 1, lost.lines[1])):
+        assert not result.clean and all(where.startswith(f"{lost.part} line") for where in result.listed)
+    else:
+        assert result.clean
