@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import socket
 import sqlite3
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -170,12 +171,27 @@ class Ledger:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(path, timeout=30)
         try:
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")
-            self._migrate()
+            self._prepare()
         except sqlite3.DatabaseError as exc:
             self.db.close()
             raise LedgerError(f"ledger {path} cannot be used: {exc}") from None
+
+    def _prepare(self, patience: float = 30.0) -> None:
+        """WAL mode and the schema. Switching the journal mode is refused at once, without waiting,
+        while another process opens or closes the same ledger, so a lock here is waited out."""
+        deadline = time.monotonic() + patience
+        while True:
+            try:
+                self.db.execute("PRAGMA journal_mode=WAL")
+                self.db.execute("PRAGMA synchronous=NORMAL")
+                self._migrate()
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                if self.db.in_transaction:
+                    self.db.rollback()
+                time.sleep(0.05)
 
     def _open_read_only(self) -> None:
         self.db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
@@ -211,13 +227,21 @@ class Ledger:
         return int(row[0]) if row else 0
 
     def _migrate(self) -> None:
-        version = self._version()
+        """Upgrade step by step, each step one write transaction. Two processes may open a new
+        ledger at once (a scheduled run and a CLI command): the one that loses the race sees its
+        step fail on what the other created, reads the version again and goes on from there."""
+        while (version := self._version()) < SCHEMA_VERSION:
+            try:
+                self.db.executescript(f"BEGIN IMMEDIATE;\n{MIGRATIONS[version]}\n"
+                                      f"INSERT OR REPLACE INTO meta VALUES ('schema_version', '{version + 1}');\n"
+                                      "COMMIT;")
+            except sqlite3.OperationalError:
+                if self.db.in_transaction:
+                    self.db.rollback()
+                if self._version() == version:  # nobody else upgraded: a real failure
+                    raise
         if version > SCHEMA_VERSION:
             raise LedgerError(f"ledger {self.path} has schema {version}, newer than this version knows")
-        for step in range(version, SCHEMA_VERSION):
-            with self.db:
-                self.db.executescript(MIGRATIONS[step])
-                self.db.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(step + 1),))
 
     # -- writing ---------------------------------------------------------------------------------
     def start_run(self, run_id: str, started_at: str, args: dict[str, Any], fingerprint: str,

@@ -6,6 +6,7 @@ import errno
 import os
 import sqlite3
 import stat
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -194,3 +195,32 @@ def test_status_on_a_ledger_of_an_older_schema_upgrades_it(tmp_path):
     db.commit()
     db.close()
     assert runner.invoke(app, ["status", "--out", str(out)]).exit_code == 0
+
+
+def _open_ledger(path: str, barrier) -> int:
+    from flows.ledger import Ledger
+
+    barrier.wait()
+    ledger = Ledger(Path(path))
+    try:
+        return ledger._version()
+    finally:
+        ledger.close()
+
+
+def test_processes_creating_one_ledger_at_once_both_succeed(tmp_path):
+    """A scheduled run and a CLI command may create the same new ledger together: the one that
+    loses the race to a migration step goes on from the version the other wrote."""
+    import multiprocessing
+
+    from flows.ledger import SCHEMA_VERSION
+
+    ctx = multiprocessing.get_context("spawn")
+    path = str(tmp_path / "ledger.sqlite")
+    for attempt in range(3):  # the race is not forced; several tries make a collision likely
+        Path(path).unlink(missing_ok=True)
+        with ctx.Manager() as manager:
+            barrier = manager.Barrier(4)
+            with ctx.Pool(4) as pool:
+                versions = pool.starmap(_open_ledger, [(path, barrier)] * 4)
+        assert versions == [SCHEMA_VERSION] * 4, attempt
