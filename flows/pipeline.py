@@ -27,12 +27,12 @@ from prefect.cache_policies import NO_CACHE
 from prefect.futures import as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from audit.ledger import FileRow, Ledger, ledger_path_for
 from models.settings import PIPELINE_VERSION, Settings
 from models.status import DocumentMark, FileStatus, RunStatus
 from normalizers.ids import safe_path_part
 
 from . import alerts, artifacts, emit, ingest, pool
-from .ledger import FileRow, Ledger, ledger_path_for
 from .shard import ShardResult, run_shard
 
 
@@ -151,8 +151,8 @@ def reconstruct(paths: list[Path], out_root: Path, settings: Settings, *, force:
             written += result.written
             if progress:
                 progress(done, files)
-        from .datasets import write as write_datasets
-        from .revisions import write_index
+        from audit.datasets import write as write_datasets
+        from audit.revisions import write_index
 
         write_index(out_root, ledger)
         interrupted = emit.stop_requested(out_root)

@@ -16,6 +16,8 @@ from pathlib import Path, PurePosixPath
 
 import orjson
 
+from audit import revisions
+from audit.ledger import FileRow, Ledger, RevisionRow, SessionRow
 from models.errors import IngestError, Reason
 from models.records import SourceText
 from models.settings import Settings
@@ -24,8 +26,7 @@ from normalizers.assemble import RunContext
 from normalizers.secrets import scrub_name
 from parsers.text import input_sha256, sha256_text
 
-from . import emit, ingest, revisions
-from .ledger import FileRow, Ledger, RevisionRow, SessionRow
+from . import emit, ingest
 from .process import DETECT_SAMPLE, FileOutcome, process_bytes, process_group, process_stream, quarantined_file
 
 

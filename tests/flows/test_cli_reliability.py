@@ -10,9 +10,9 @@ import stat
 import pytest
 from typer.testing import CliRunner
 
+from audit.ledger import Ledger
 from flows import emit
 from flows.cli import EXIT_CANNOT_START, EXIT_OK, EXIT_QUARANTINED, app
-from flows.ledger import Ledger
 from flows.pipeline import reconstruct
 from models.settings import Settings
 
@@ -184,7 +184,7 @@ def test_a_full_disk_through_the_cli_is_one_line(prefect_harness, tmp_path, monk
 
 
 def test_status_on_a_ledger_of_an_older_schema_upgrades_it(tmp_path):
-    from flows.ledger import MIGRATIONS
+    from audit.ledger import MIGRATIONS
 
     out = tmp_path / "out"
     out.mkdir()

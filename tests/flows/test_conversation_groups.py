@@ -6,8 +6,8 @@ import shutil
 
 import orjson
 
+from audit.ledger import Ledger
 from flows import ingest
-from flows.ledger import Ledger
 from flows.pipeline import reconstruct
 from models.settings import Settings
 from tests.helpers import ROOT

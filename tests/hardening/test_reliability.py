@@ -10,8 +10,8 @@ from pathlib import Path
 import orjson
 import pytest
 
+from audit.ledger import Ledger
 from flows import ingest, pool
-from flows.ledger import Ledger
 from flows.pipeline import only_transient, reconstruct, shard_task
 from models import errors
 from models.settings import Settings
@@ -85,7 +85,7 @@ def test_a_worker_that_dies_quarantines_its_input_and_the_run_goes_on(tmp_path):
 
 # -- 3. a stray JSON under OUT/sessions ----------------------------------------------------------
 def test_a_stray_json_under_sessions_does_not_stop_runs_datasets_or_report(tmp_path):
-    from flows.report import write_report
+    from audit.report import write_report
 
     src = tmp_path / "in"
     src.mkdir()
@@ -169,7 +169,7 @@ def test_a_file_with_a_failed_session_is_failed_everywhere_and_never_skipped(tmp
 
 
 def test_a_grammar_that_fails_halfway_is_rerun_not_skipped(tmp_path):
-    from flows.ledger import FileRow, SessionRow
+    from audit.ledger import FileRow, SessionRow
 
     ledger = Ledger(tmp_path / "ledger.sqlite")
     try:

@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from . import emit
+from .files import atomic_write, resolve_inside
 from .ledger import Ledger, RevisionRow
 
 INDEX_VERSION = "LKv2.1"
@@ -43,7 +43,7 @@ def put_blob(out_root: Path, data: bytes) -> str:
     sha = hashlib.sha256(data).hexdigest()
     path = blob_path(out_root, sha)
     if not path.exists():
-        emit.atomic_write(path, data)
+        atomic_write(path, data)
     return sha
 
 
@@ -61,7 +61,7 @@ def get_blob(out_root: Path, sha256: str) -> bytes:
 def keep_write(out_root: Path, rel: str, data: bytes, note: str) -> RevisionRow:
     """Before a document at ``rel`` is (re)written: keep the bytes it holds now and the new bytes
     as blobs, and return the revision row for the main process to index."""
-    target = emit.resolve_inside(out_root, rel)
+    target = resolve_inside(out_root, rel)
     previous = None
     try:
         old = target.read_bytes()
@@ -80,7 +80,7 @@ def write_index(out_root: Path, ledger: Ledger) -> Path:
             {"rev": f"v{r['rev']}", "sha256": r["sha256"], "note": r["note"], "ts": r["ts"]})
     payload = {"version": INDEX_VERSION, "files": [{"file": f, "history": h} for f, h in sorted(files.items())]}
     path = store_root(out_root) / "index.json"
-    emit.atomic_write(path, orjson.dumps(payload, option=orjson.OPT_INDENT_2) + b"\n")
+    atomic_write(path, orjson.dumps(payload, option=orjson.OPT_INDENT_2) + b"\n")
     return path
 
 
@@ -131,7 +131,7 @@ def check_current(ledger: Ledger, out_root: Path, rel: str) -> dict[str, Any]:
         raise RevisionError(f"{rel} has no revisions")
     latest = rows[-1]
     try:
-        on_disk = hashlib.sha256(emit.resolve_inside(out_root, rel).read_bytes()).hexdigest()
+        on_disk = hashlib.sha256(resolve_inside(out_root, rel).read_bytes()).hexdigest()
     except FileNotFoundError:
         on_disk = None
     if on_disk != latest["sha256"]:
@@ -144,7 +144,7 @@ def commit(ledger: Ledger, out_root: Path, rel: str, data: bytes, note: str) -> 
     """Write ``data`` as the next revision of ``rel`` (blob first, then the document, then the
     index); returns the new revision number."""
     row = keep_write(out_root, rel, data, note)
-    emit.atomic_write(emit.resolve_inside(out_root, rel), data)
+    atomic_write(resolve_inside(out_root, rel), data)
     added = ledger.add_revisions([row])
     write_index(out_root, ledger)
     return added[0][1] if added else ledger.revisions(rel)[-1]["rev"]
