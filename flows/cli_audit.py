@@ -65,13 +65,6 @@ def confirmed(expected: str, given: str | None) -> bool:
     return True
 
 
-def _refresh(out: Path, ledger) -> None:
-    """After a revision outside a run: the datasets follow OUT/sessions."""
-    from audit.datasets import write
-
-    write(out, ledger=ledger)
-
-
 def register(app: typer.Typer) -> None:
     """Add this module's commands to the ``reconstruct`` app."""
     @app.command()
@@ -109,7 +102,6 @@ def register(app: typer.Typer) -> None:
             if not confirmed(f"CONFIRM REVERT {session} {rev}", confirm):
                 raise typer.Exit(EXIT_PROBLEM)
             new = revisions.revert(ledger, out, rel, rev)
-            _refresh(out, ledger)
         typer.echo(f"{rel}: v{new} = revert->{rev}")
 
     @app.command()
@@ -178,7 +170,6 @@ def register(app: typer.Typer) -> None:
             except DiffError as exc:
                 _err(f"refused: {exc}")
                 raise typer.Exit(EXIT_PROBLEM) from None
-            _refresh(out, ledger)
         typer.echo(f"{rel}: v{new} = apply-diff on {rev}")
 
     @app.command()

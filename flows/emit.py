@@ -1,4 +1,5 @@
-"""Where documents go and how they are written: atomic, never outside the output root.
+"""Where documents and quarantine records go under the output root (the shard makes its writes
+durable together through audit.files.Batch: atomic, never outside the root).
 
 Layout under the output root (documented in the README):
 
@@ -23,7 +24,6 @@ from pathlib import Path
 
 import orjson
 
-from audit.files import PathEscape, atomic_write, resolve_inside  # noqa: F401  (flows write through emit)
 from normalizers.ids import NO_ID
 
 
@@ -70,19 +70,10 @@ def clear_stop(root: Path) -> None:
     (root / STOP_FILE).unlink(missing_ok=True)
 
 
-def remove_stale(root: Path, relpath: str) -> bool:
-    """Remove a quarantine record its input no longer earns (the input was fixed); True if one went."""
-    try:
-        resolve_inside(root, relpath).unlink()
-    except (FileNotFoundError, NotADirectoryError):
-        return False
-    return True
-
-
 def clean_temporaries(root: Path) -> int:
     """Remove temporary files a killed run left behind; returns how many."""
     removed = 0
-    for sub in ("sessions", "quarantine", ".revisions"):
+    for sub in ("sessions", "quarantine", ".revisions", "datasets"):
         base = root / sub
         if base.is_dir():
             for tmp in base.rglob(".*.tmp"):

@@ -27,6 +27,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.futures import as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from audit import datasets, revisions
 from audit.ledger import FileRow, Ledger, ledger_path_for
 from models.settings import PIPELINE_VERSION, Settings
 from models.status import DocumentMark, FileStatus, RunStatus
@@ -145,21 +146,16 @@ def reconstruct(paths: list[Path], out_root: Path, settings: Settings, *, force:
             ledger.record(run_id, settings.fingerprint(), result.files, result.sessions)
             ledger.add_revisions(result.revisions, run_id)  # the index's one writer: this process
             _mark_superseded(result, run_id, ledger)
+            if result.datasets is not None:  # after the ledger: a part's rows are always known to it
+                datasets.write_part(out_root, run_id, result.part, result.datasets)
             if result.stopped:  # recorded first: what was written before the disk filled is in the ledger
                 raise OSError(result.stopped[0], result.stopped[1])
             done += len(result.files)
             written += result.written
             if progress:
                 progress(done, files)
-        from audit.datasets import write as write_datasets
-        from audit.revisions import write_index
-
-        write_index(out_root, ledger)
+        revisions.refresh_index(out_root, ledger)
         interrupted = emit.stop_requested(out_root)
-        if not interrupted:  # an interrupted run stops fast; the next run refreshes the datasets
-            write_datasets(out_root, ledger=ledger, problems=(problems := []))
-            for problem in problems:
-                get_logger().warning("datasets: %s", problem)
         seconds = time.perf_counter() - started
         ending = RunStatus.INTERRUPTED if interrupted else RunStatus.COMPLETED
         counts = ledger.finish_run(run_id, _now(), ending, seconds)
@@ -186,12 +182,6 @@ def ending_status(exc: BaseException) -> RunStatus:
     if isinstance(exc, OSError):
         return RunStatus.FAILED
     return RunStatus.CRASHED
-
-
-def get_logger():
-    import logging
-
-    return logging.getLogger("reconstruct")
 
 
 def _record_missing(paths: list[Path], refs: list[ingest.InputRef], run_id: str, settings: Settings,
