@@ -111,12 +111,12 @@ def reconstruct(paths: list[Path], out_root: Path, settings: Settings, *, force:
     started = time.perf_counter()
     run_id = run_id or new_run_id()
     out_root.mkdir(parents=True, exist_ok=True)
-    cleaned = emit.clean_temporaries(out_root)
     emit.clear_stop(out_root)
     lpath = ledger_path_for(out_root, settings)
     ledger = Ledger(lpath)
     try:
         ledger.mark_interrupted()
+        cleaned = _clean_after_unfinished(out_root, ledger)
         ledger.start_run(run_id, _now(),
                          {"paths": [str(p) for p in paths], "out": str(out_root), "force": force,
                           "allow_shrink": allow_shrink, "pid": os.getpid(), "host": socket.gethostname(),
@@ -168,6 +168,16 @@ def reconstruct(paths: list[Path], out_root: Path, settings: Settings, *, force:
         ledger.close()
     return {"run_id": run_id, "status": ending, "counts": counts, "quarantined": quarantined, "seconds": seconds,
             "shards": len(shards), "written": written, "temporaries_removed": cleaned, "ledger": str(lpath)}
+
+
+def _clean_after_unfinished(out_root: Path, ledger: Ledger) -> int:
+    """Remove the temporaries a killed or failed run left behind. A completed run leaves none (each
+    shard committed or abandoned its batch), so after one the output, as large as the archive, is
+    not walked."""
+    last = ledger.runs(1)
+    if last and last[0]["status"] == RunStatus.COMPLETED:
+        return 0
+    return emit.clean_temporaries(out_root)
 
 
 def _now() -> str:

@@ -80,7 +80,7 @@ class ShardInputs:
     """The shard's reads: each zip opened once, each folder's companions read once."""
 
     def __init__(self, companions: dict[str, ingest.InputRef]) -> None:
-        self.companions = companions
+        self.companions = companion_index(companions)
         self.zips = ingest.ZipCache()
         self._context: dict[PurePosixPath, tuple[dict[str, str], str | None]] = {}
 
@@ -102,17 +102,23 @@ class ShardInputs:
         self.zips.close()
 
 
-def companions_for(ref: ingest.InputRef, companions: dict[str, ingest.InputRef], read=ingest.read) -> dict[str, str]:
+def companion_index(companions: dict[str, ingest.InputRef]) -> dict[PurePosixPath, list[ingest.InputRef]]:
+    """The run's companions by folder (built once per shard: every input looks its folders up)."""
+    index: dict[PurePosixPath, list[ingest.InputRef]] = {}
+    for key, comp in companions.items():
+        index.setdefault(PurePosixPath(key).parent, []).append(comp)
+    return index
+
+
+def companions_for(ref: ingest.InputRef, index: dict[PurePosixPath, list[ingest.InputRef]],
+                   read=ingest.read) -> dict[str, str]:
     """Companion texts (users.json...) from the input's folder or the nearest folder above it."""
-    if not companions:
-        return {}
     found: dict[str, str] = {}
     folder = PurePosixPath(ref.key).parent
     for parent in (folder, *folder.parents):
-        for key, comp in companions.items():
-            cpath = PurePosixPath(key)
+        for comp in index.get(parent, ()):
             name = PurePosixPath(comp.name).name
-            if cpath.parent == parent and name not in found:
+            if name not in found:
                 try:
                     found[name] = read(comp).decode("utf-8-sig", errors="replace")
                 except IngestError:

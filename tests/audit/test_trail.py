@@ -177,3 +177,21 @@ def test_the_index_is_rewritten_only_when_it_lacks_a_revision(tmp_path, monkeypa
     assert rerun() == 1
     revisions.index_path(out).unlink()
     assert rerun() == 1 and DOC in revisions.index_path(out).read_text()
+
+
+def test_temporaries_are_searched_for_only_after_a_run_that_did_not_complete(tmp_path, monkeypatch):
+    out = _run(tmp_path, TWO)
+    real, walks = emit.clean_temporaries, []
+    monkeypatch.setattr(emit, "clean_temporaries", lambda root: walks.append(root) or real(root))
+    reconstruct([tmp_path / "in"], out, RunSettings(workers=1))
+    assert walks == []  # the last run completed: no temporaries, the output is not walked
+    ledger = Ledger(out / "ledger.sqlite")
+    try:
+        ledger.db.execute("UPDATE runs SET status='interrupted'")
+        ledger.db.commit()
+    finally:
+        ledger.close()
+    leftover = files.temporary_for(out / DOC)
+    leftover.write_bytes(b"half")
+    summary = reconstruct([tmp_path / "in"], out, RunSettings(workers=1))
+    assert walks == [out] and summary["temporaries_removed"] == 1 and not leftover.exists()
