@@ -68,14 +68,25 @@ def only_transient(task, task_run, state) -> bool:
     return bool(getattr(exc, "transient", False))
 
 
+class Opaque:
+    """A task argument Prefect passes as it is: Prefect walks every list, dict and dataclass given to
+    a task (looking for futures to wait on), about a second per task for a shard's thousands of input
+    records, which hold none."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
 @task(name="reconstruct-shard", retries=0, retry_delay_seconds=1, retry_condition_fn=only_transient,
       persist_result=False, cache_policy=NO_CACHE)
-def process_shard(refs: list[ingest.InputRef], out_root: str, settings: Settings,
-                  companions: dict[str, ingest.InputRef], ledger_path: str, force: bool,
-                  allow_shrink: bool = False) -> ShardResult:
-    result, where = pool.dispatch(refs, Path(out_root), settings, companions=companions,
+def process_shard(refs: Opaque, out_root: str, settings: Settings, companions: Opaque, ledger_path: str,
+                  force: bool, allow_shrink: bool = False) -> ShardResult:
+    """One shard (``refs``: its list of InputRef; ``companions``: the run's, by key)."""
+    result, where = pool.dispatch(refs.value, Path(out_root), settings, companions=companions.value,
                                   ledger_path=Path(ledger_path), force=force, allow_shrink=allow_shrink)
-    get_run_logger().debug("shard of %d inputs ran on %s", len(refs), where)
+    get_run_logger().debug("shard of %d inputs ran on %s", len(refs.value), where)
     return result
 
 
@@ -256,7 +267,8 @@ def reconstruct_archive(paths: list[str], out: str, settings: Settings | dict[st
 
     def submit(shards, companions, ledger_path):
         shard = shard_task(settings)
-        futures = [shard.submit(s, str(out_root), settings, companions, ledger_path, force, allow_shrink)
+        shared = Opaque(companions)
+        futures = [shard.submit(Opaque(s), str(out_root), settings, shared, ledger_path, force, allow_shrink)
                    for s in shards]
         for i, fut in enumerate(as_completed(futures), 1):  # each shard recorded as soon as it is done
             result = fut.result()
