@@ -1,4 +1,4 @@
-"""Orchestration and I/O: ingest, the per-file core, emit, the run ledger, the Prefect flow, the CLI.
+"""Orchestration and the CLI: ingest, the per-file core, emit, the shard, the Prefect flow.
 
-Only this package touches the file system, the ledger and Prefect.
+Only this package imports Prefect; the audit trail it writes through is ``audit``.
 """

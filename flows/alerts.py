@@ -46,7 +46,7 @@ def needs_attention(counts: dict[str, int]) -> bool:
 
 def ledger_counts(ledger_path: Path, run_id: str) -> dict[str, int]:
     """The counts the ledger holds for a run that did not finish (empty when there is no ledger)."""
-    from .ledger import Ledger
+    from audit.ledger import Ledger
 
     if not ledger_path.is_file():
         return {}

@@ -80,7 +80,7 @@ def quarantine_rows(quarantined: list[dict[str, Any]]) -> list[dict[str, str]]:
 
 
 def slowest_files(ledger_path: str, run_id: str, n: int = SLOWEST) -> list[dict[str, Any]]:
-    from .ledger import Ledger
+    from audit.ledger import Ledger
 
     ledger = Ledger(Path(ledger_path))
     try:

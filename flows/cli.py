@@ -67,7 +67,7 @@ def load_settings(config: Path | None, **flags) -> Settings:
 def clear_failures(what: str):
     """Problems of the environment (the ledger, the disk, the output folder) end as one line and
     exit 4 instead of a traceback."""
-    from flows.ledger import LedgerError
+    from audit.ledger import LedgerError
 
     try:
         yield
@@ -81,7 +81,7 @@ def clear_failures(what: str):
 def read_ledger(out: Path, config: Path | None):
     """The ledger of OUT opened read-only (works on a read-only output); one line and exit 4
     when there is none, it is corrupt or it is newer than this version."""
-    from flows.ledger import Ledger, LedgerError, ledger_path_for
+    from audit.ledger import Ledger, LedgerError, ledger_path_for
 
     path = ledger_path_for(out, load_settings(config))
     try:

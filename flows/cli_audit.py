@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from flows.revisions import RevisionError
+from audit.revisions import RevisionError
 
 EXIT_PROBLEM = 1
 OutOpt = Annotated[Path, typer.Option("--out", "-o", help="Output root of the runs.")]
@@ -30,8 +30,8 @@ def _err(message: str) -> None:
 def _ledger(out: Path, config: Path | None, *, write: bool = False):
     """The run ledger of OUT (read-only unless ``write``); a RevisionError inside the block, or a
     missing or unreadable ledger, becomes one line and exit 1."""
+    from audit.ledger import Ledger, LedgerError, ledger_path_for
     from flows.cli import load_settings
-    from flows.ledger import Ledger, LedgerError, ledger_path_for
 
     path = ledger_path_for(out, load_settings(config))
     if not path.is_file():
@@ -65,13 +65,6 @@ def confirmed(expected: str, given: str | None) -> bool:
     return True
 
 
-def _refresh(out: Path, ledger) -> None:
-    """After a revision outside a run: the datasets follow OUT/sessions."""
-    from flows.datasets import write
-
-    write(out, ledger=ledger)
-
-
 def register(app: typer.Typer) -> None:
     """Add this module's commands to the ``reconstruct`` app."""
     @app.command()
@@ -81,7 +74,7 @@ def register(app: typer.Typer) -> None:
         config: ConfigOpt = None,
     ) -> None:
         """Revisions of a document, newest first: rev, ts, note, sha256."""
-        from flows import revisions
+        from audit import revisions
         from flows.cli import show_rows
 
         with _ledger(out, config) as ledger:
@@ -99,7 +92,7 @@ def register(app: typer.Typer) -> None:
         confirm: ConfirmOpt = None,
     ) -> None:
         """Restore an earlier revision, as a new revision; asks for CONFIRM REVERT <SESSION> <vK>."""
-        from flows import revisions
+        from audit import revisions
 
         with _ledger(out, config, write=True) as ledger:
             rel = revisions.resolve(ledger, out, session)
@@ -109,13 +102,12 @@ def register(app: typer.Typer) -> None:
             if not confirmed(f"CONFIRM REVERT {session} {rev}", confirm):
                 raise typer.Exit(EXIT_PROBLEM)
             new = revisions.revert(ledger, out, rel, rev)
-            _refresh(out, ledger)
         typer.echo(f"{rel}: v{new} = revert->{rev}")
 
     @app.command()
     def verify(out: OutOpt = Path("output"), config: ConfigOpt = None) -> None:
         """Check every document against the revision index and every blob against its name."""
-        from flows import revisions
+        from audit import revisions
 
         with _ledger(out, config) as ledger:
             problems = revisions.verify(ledger, out)
@@ -136,7 +128,7 @@ def register(app: typer.Typer) -> None:
         config: ConfigOpt = None,
     ) -> None:
         """Print one clean diff_json_v1 object turning revision vA into vB (nothing else on stdout)."""
-        from flows import revisions
+        from audit import revisions
         from validators.diffjson import dumps, make_diff
 
         with _ledger(out, config) as ledger:
@@ -155,7 +147,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Validate a diff and apply it to the latest revision as a new revision; asks for
         CONFIRM APPLY-DIFF <SESSION> <vN> (vN: the latest revision it applies to)."""
-        from flows import revisions
+        from audit import revisions
         from validators.diffjson import DiffError, apply, validate
 
         try:
@@ -178,7 +170,6 @@ def register(app: typer.Typer) -> None:
             except DiffError as exc:
                 _err(f"refused: {exc}")
                 raise typer.Exit(EXIT_PROBLEM) from None
-            _refresh(out, ledger)
         typer.echo(f"{rel}: v{new} = apply-diff on {rev}")
 
     @app.command()
@@ -191,9 +182,9 @@ def register(app: typer.Typer) -> None:
         out_file: Annotated[Path | None, typer.Option("--out-file", help="Write the one --table here.")] = None,
     ) -> None:
         """Write sessions and turns tables (one row per session document and per interaction)."""
+        from audit.datasets import FORMATS, TABLES, write
+        from audit.ledger import Ledger, ledger_path_for
         from flows.cli import load_settings
-        from flows.datasets import FORMATS, TABLES, write
-        from flows.ledger import Ledger, ledger_path_for
 
         if format not in FORMATS:
             _err(f"unknown format {format!r}: parquet, csv or jsonl")
@@ -228,7 +219,7 @@ def register(app: typer.Typer) -> None:
         out_file: Annotated[Path | None, typer.Option("--out-file", help="Default OUT/report.html.")] = None,
     ) -> None:
         """Write a self-contained HTML audit report (inline SVG charts) from the ledger and datasets."""
-        from flows.report import ReportError, write_report
+        from audit.report import ReportError, write_report
 
         with _ledger(out, config) as ledger:
             try:

@@ -1,4 +1,5 @@
-"""Where documents go and how they are written: atomic, never outside the output root.
+"""Where documents and quarantine records go under the output root (the shard makes its writes
+durable together through audit.files.Batch: atomic, never outside the root).
 
 Layout under the output root (documented in the README):
 
@@ -19,16 +20,11 @@ name a path outside the root.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import orjson
 
 from normalizers.ids import NO_ID
-
-
-class PathEscape(ValueError):
-    """A computed output path would leave the output root (a bug guard: ids are made safe first)."""
 
 
 def folder(source_key: str) -> str:
@@ -46,45 +42,6 @@ def document_relpath(source_key: str, session_id: str, ordinal: int) -> str:
 def quarantine_relpath(source_key: str, ordinal: int | None) -> str:
     leaf = "file.json" if ordinal is None else f"session-{ordinal}.json"
     return f"quarantine/{folder(source_key)}/{leaf}"
-
-
-def resolve_inside(root: Path, relpath: str) -> Path:
-    """The absolute path of ``relpath`` under ``root``, refusing anything that escapes it."""
-    base = root.resolve()
-    target = (base / relpath).resolve()
-    if target != base and base not in target.parents:
-        raise PathEscape(f"{relpath!r} escapes the output root")
-    return target
-
-
-def atomic_write(path: Path, data: bytes) -> bool:
-    """Write through a temporary file in the same folder, fsync, then rename over the target.
-
-    Returns False (and writes nothing) when the file already holds exactly these bytes.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        if path.stat().st_size == len(data) and path.read_bytes() == data:
-            return False
-    except FileNotFoundError:
-        pass
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-    return True
 
 
 def quarantine_record(payload: dict) -> bytes:
@@ -113,19 +70,10 @@ def clear_stop(root: Path) -> None:
     (root / STOP_FILE).unlink(missing_ok=True)
 
 
-def remove_stale(root: Path, relpath: str) -> bool:
-    """Remove a quarantine record its input no longer earns (the input was fixed); True if one went."""
-    try:
-        resolve_inside(root, relpath).unlink()
-    except (FileNotFoundError, NotADirectoryError):
-        return False
-    return True
-
-
 def clean_temporaries(root: Path) -> int:
     """Remove temporary files a killed run left behind; returns how many."""
     removed = 0
-    for sub in ("sessions", "quarantine", ".revisions"):
+    for sub in ("sessions", "quarantine", ".revisions", "datasets"):
         base = root / sub
         if base.is_dir():
             for tmp in base.rglob(".*.tmp"):

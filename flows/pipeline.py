@@ -27,12 +27,13 @@ from prefect.cache_policies import NO_CACHE
 from prefect.futures import as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from audit import datasets, revisions
+from audit.ledger import FileRow, Ledger, ledger_path_for
 from models.settings import PIPELINE_VERSION, Settings
 from models.status import DocumentMark, FileStatus, RunStatus
 from normalizers.ids import safe_path_part
 
 from . import alerts, artifacts, emit, ingest, pool
-from .ledger import FileRow, Ledger, ledger_path_for
 from .shard import ShardResult, run_shard
 
 
@@ -67,14 +68,25 @@ def only_transient(task, task_run, state) -> bool:
     return bool(getattr(exc, "transient", False))
 
 
+class Opaque:
+    """A task argument Prefect passes as it is: Prefect walks every list, dict and dataclass given to
+    a task (looking for futures to wait on), about a second per task for a shard's thousands of input
+    records, which hold none."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
 @task(name="reconstruct-shard", retries=0, retry_delay_seconds=1, retry_condition_fn=only_transient,
       persist_result=False, cache_policy=NO_CACHE)
-def process_shard(refs: list[ingest.InputRef], out_root: str, settings: Settings,
-                  companions: dict[str, ingest.InputRef], ledger_path: str, force: bool,
-                  allow_shrink: bool = False) -> ShardResult:
-    result, where = pool.dispatch(refs, Path(out_root), settings, companions=companions,
+def process_shard(refs: Opaque, out_root: str, settings: Settings, companions: Opaque, ledger_path: str,
+                  force: bool, allow_shrink: bool = False) -> ShardResult:
+    """One shard (``refs``: its list of InputRef; ``companions``: the run's, by key)."""
+    result, where = pool.dispatch(refs.value, Path(out_root), settings, companions=companions.value,
                                   ledger_path=Path(ledger_path), force=force, allow_shrink=allow_shrink)
-    get_run_logger().debug("shard of %d inputs ran on %s", len(refs), where)
+    get_run_logger().debug("shard of %d inputs ran on %s", len(refs.value), where)
     return result
 
 
@@ -110,12 +122,12 @@ def reconstruct(paths: list[Path], out_root: Path, settings: Settings, *, force:
     started = time.perf_counter()
     run_id = run_id or new_run_id()
     out_root.mkdir(parents=True, exist_ok=True)
-    cleaned = emit.clean_temporaries(out_root)
     emit.clear_stop(out_root)
     lpath = ledger_path_for(out_root, settings)
     ledger = Ledger(lpath)
     try:
         ledger.mark_interrupted()
+        cleaned = _clean_after_unfinished(out_root, ledger)
         ledger.start_run(run_id, _now(),
                          {"paths": [str(p) for p in paths], "out": str(out_root), "force": force,
                           "allow_shrink": allow_shrink, "pid": os.getpid(), "host": socket.gethostname(),
@@ -145,21 +157,16 @@ def reconstruct(paths: list[Path], out_root: Path, settings: Settings, *, force:
             ledger.record(run_id, settings.fingerprint(), result.files, result.sessions)
             ledger.add_revisions(result.revisions, run_id)  # the index's one writer: this process
             _mark_superseded(result, run_id, ledger)
+            if result.datasets is not None:  # after the ledger: a part's rows are always known to it
+                datasets.write_part(out_root, run_id, result.part, result.datasets)
             if result.stopped:  # recorded first: what was written before the disk filled is in the ledger
                 raise OSError(result.stopped[0], result.stopped[1])
             done += len(result.files)
             written += result.written
             if progress:
                 progress(done, files)
-        from .datasets import write as write_datasets
-        from .revisions import write_index
-
-        write_index(out_root, ledger)
+        revisions.refresh_index(out_root, ledger)
         interrupted = emit.stop_requested(out_root)
-        if not interrupted:  # an interrupted run stops fast; the next run refreshes the datasets
-            write_datasets(out_root, ledger=ledger, problems=(problems := []))
-            for problem in problems:
-                get_logger().warning("datasets: %s", problem)
         seconds = time.perf_counter() - started
         ending = RunStatus.INTERRUPTED if interrupted else RunStatus.COMPLETED
         counts = ledger.finish_run(run_id, _now(), ending, seconds)
@@ -174,6 +181,16 @@ def reconstruct(paths: list[Path], out_root: Path, settings: Settings, *, force:
             "shards": len(shards), "written": written, "temporaries_removed": cleaned, "ledger": str(lpath)}
 
 
+def _clean_after_unfinished(out_root: Path, ledger: Ledger) -> int:
+    """Remove the temporaries a killed or failed run left behind. A completed run leaves none (each
+    shard committed or abandoned its batch), so after one the output, as large as the archive, is
+    not walked."""
+    last = ledger.runs(1)
+    if last and last[0]["status"] == RunStatus.COMPLETED:
+        return 0
+    return emit.clean_temporaries(out_root)
+
+
 def _now() -> str:
     return f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ}"
 
@@ -186,12 +203,6 @@ def ending_status(exc: BaseException) -> RunStatus:
     if isinstance(exc, OSError):
         return RunStatus.FAILED
     return RunStatus.CRASHED
-
-
-def get_logger():
-    import logging
-
-    return logging.getLogger("reconstruct")
 
 
 def _record_missing(paths: list[Path], refs: list[ingest.InputRef], run_id: str, settings: Settings,
@@ -255,7 +266,8 @@ def reconstruct_archive(paths: list[str], out: str, settings: Settings | dict[st
 
     def submit(shards, companions, ledger_path):
         shard = shard_task(settings)
-        futures = [shard.submit(s, str(out_root), settings, companions, ledger_path, force, allow_shrink)
+        shared = Opaque(companions)
+        futures = [shard.submit(Opaque(s), str(out_root), settings, shared, ledger_path, force, allow_shrink)
                    for s in shards]
         for i, fut in enumerate(as_completed(futures), 1):  # each shard recorded as soon as it is done
             result = fut.result()

@@ -15,7 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 import orjson
+import polars as pl
 
+from audit.datasets import part_name
+from audit.files import resolve_inside
+from audit.ledger import FileRow, Ledger, PriorRuns, RevisionRow, SessionRow
+from audit.trail import ShardTrail
 from models.errors import IngestError, Reason
 from models.records import SourceText
 from models.settings import Settings
@@ -24,8 +29,7 @@ from normalizers.assemble import RunContext
 from normalizers.secrets import scrub_name
 from parsers.text import input_sha256, sha256_text
 
-from . import emit, ingest, revisions
-from .ledger import FileRow, Ledger, RevisionRow, SessionRow
+from . import emit, ingest
 from .process import DETECT_SAMPLE, FileOutcome, process_bytes, process_group, process_stream, quarantined_file
 
 
@@ -37,6 +41,8 @@ class ShardResult:
     unchanged: int = 0
     revisions: list[RevisionRow] = field(default_factory=list)
     stopped: tuple[int, str] | None = None  # (errno, message) of a full or read-only disk: the run stops
+    datasets: dict[str, pl.DataFrame] | None = None  # the written documents' rows, as dataset part frames
+    part: str = ""  # the file name of the shard's dataset part
 
     def merge(self, other: ShardResult) -> None:
         self.stopped = self.stopped or other.stopped
@@ -45,6 +51,10 @@ class ShardResult:
         self.written += other.written
         self.unchanged += other.unchanged
         self.revisions.extend(other.revisions)
+        self.part = self.part or other.part
+        if other.datasets is not None:
+            self.datasets = other.datasets if self.datasets is None else {
+                t: pl.concat([self.datasets[t], other.datasets[t]], how="vertical") for t in other.datasets}
 
 
 # A disk that takes no more writes: the run stops (marked failed) instead of quarantining every document.
@@ -70,7 +80,7 @@ class ShardInputs:
     """The shard's reads: each zip opened once, each folder's companions read once."""
 
     def __init__(self, companions: dict[str, ingest.InputRef]) -> None:
-        self.companions = companions
+        self.companions = companion_index(companions)
         self.zips = ingest.ZipCache()
         self._context: dict[PurePosixPath, tuple[dict[str, str], str | None]] = {}
 
@@ -92,17 +102,23 @@ class ShardInputs:
         self.zips.close()
 
 
-def companions_for(ref: ingest.InputRef, companions: dict[str, ingest.InputRef], read=ingest.read) -> dict[str, str]:
+def companion_index(companions: dict[str, ingest.InputRef]) -> dict[PurePosixPath, list[ingest.InputRef]]:
+    """The run's companions by folder (built once per shard: every input looks its folders up)."""
+    index: dict[PurePosixPath, list[ingest.InputRef]] = {}
+    for key, comp in companions.items():
+        index.setdefault(PurePosixPath(key).parent, []).append(comp)
+    return index
+
+
+def companions_for(ref: ingest.InputRef, index: dict[PurePosixPath, list[ingest.InputRef]],
+                   read=ingest.read) -> dict[str, str]:
     """Companion texts (users.json...) from the input's folder or the nearest folder above it."""
-    if not companions:
-        return {}
     found: dict[str, str] = {}
     folder = PurePosixPath(ref.key).parent
     for parent in (folder, *folder.parents):
-        for key, comp in companions.items():
-            cpath = PurePosixPath(key)
+        for comp in index.get(parent, ()):
             name = PurePosixPath(comp.name).name
-            if cpath.parent == parent and name not in found:
+            if name not in found:
                 try:
                     found[name] = read(comp).decode("utf-8-sig", errors="replace")
                 except IngestError:
@@ -133,26 +149,53 @@ def run_shard(
 ) -> ShardResult:
     """Process every input of a shard; a broken input is quarantined and the shard goes on.
 
-    ``allow_shrink`` lets a document replace an accepted one that held much more (the mass latch).
+    Every write of the shard is made durable at its end, together (``ShardTrail.commit``), and
+    so is what was written before an interruption or a full disk. ``allow_shrink`` lets a document
+    replace an accepted one that held much more (the mass latch).
     """
     ctx = RunContext.from_settings(settings)
-    ledger = Ledger(ledger_path, read_only=True) if (ledger_path is not None and not force
-                                                     and ledger_path.is_file()) else None
+    prior = None
+    if ledger_path is not None and not force and ledger_path.is_file():
+        prior = _prior(ledger_path, refs)
     inputs = ShardInputs(companions or {})
-    result = ShardResult()
+    result = ShardResult(part=part_name(refs[0].key) if refs else "")
+    trail = ShardTrail(out_root)
     try:
         for ref in refs:
             if emit.stop_requested(out_root):  # interrupted: what is done is returned and recorded
                 break
-            _one(ref, out_root, ctx, ledger, inputs, result, allow_shrink)
+            _one(ref, trail, ctx, prior, inputs, result, allow_shrink)
     except OSError as exc:
         if exc.errno not in DISK_FULL:
+            trail.abandon()
             raise
         result.stopped = (exc.errno, f"{exc.strerror} ({exc.filename or out_root})")  # what was written is kept
+    except BaseException:
+        trail.abandon()  # a retried or failed shard leaves no temporaries
+        raise
     finally:
         inputs.close()
-        if ledger is not None:
-            ledger.close()
+    return _committed(trail, result)
+
+
+def _prior(ledger_path: Path, refs: list[ingest.InputRef]) -> PriorRuns:
+    """What the ledger knows of the shard's inputs, in one query per kind for all of them."""
+    ledger = Ledger(ledger_path, read_only=True)
+    try:
+        return ledger.prior([key for ref in refs for key in (ref.key, *(p.key for p in ref.parts))])
+    finally:
+        ledger.close()
+
+
+def _committed(trail: ShardTrail, result: ShardResult) -> ShardResult:
+    """Make the shard's writes durable and hand their revisions and dataset rows over."""
+    try:
+        trail.commit()
+    except BaseException:
+        trail.abandon()
+        raise
+    result.revisions = trail.revisions
+    result.datasets = trail.rows.frames()
     return result
 
 
@@ -162,16 +205,17 @@ def worker_died(ref: ingest.InputRef, out_root: Path) -> ShardResult:
     outcome = quarantined_file(ref.name, ref.size, Reason.WORKER_DIED,
                                f"the worker process died while processing this input ({ref.size} bytes); "
                                "killed for lack of memory?")
-    _emit(ref, outcome, out_root, result)
-    return result
+    trail = ShardTrail(out_root)
+    _emit(ref, outcome, trail, result)
+    return _committed(trail, result)
 
 
-def _one(ref, out_root, ctx, ledger, inputs: ShardInputs, result: ShardResult, allow_shrink: bool) -> None:
+def _one(ref, trail: ShardTrail, ctx, prior, inputs: ShardInputs, result: ShardResult, allow_shrink: bool) -> None:
     if ref.ignored:
         result.files.append(_note_row(ref, FileStatus.IGNORED, ref.ignored))
         return
     if ref.parts:
-        _group(ref, out_root, ctx, ledger, inputs, result, allow_shrink)
+        _group(ref, trail, ctx, prior, inputs, result, allow_shrink)
         return
     if ref.companion:
         result.files.append(_note_row(ref, FileStatus.COMPANION, "context file for its folder's inputs"))
@@ -183,15 +227,16 @@ def _one(ref, out_root, ctx, ledger, inputs: ShardInputs, result: ShardResult, a
         texts, context_sha = inputs.context(ref)
         outcome = None
         if ref.size >= ctx.settings.stream_bytes:
-            outcome = _streamed(ref, ctx, ledger, inputs, context_sha, result)
+            outcome = _streamed(ref, ctx, prior, inputs, context_sha, result)
         if outcome is None:
-            outcome = _whole(ref, ctx, ledger, inputs, texts, context_sha, result)
+            outcome = _whole(ref, ctx, prior, inputs, texts, context_sha, result)
         if outcome == "skipped":
             return
-    _emit(ref, outcome, out_root, result, ctx.settings, allow_shrink, context_sha)
+    _emit(ref, outcome, trail, result, ctx.settings, allow_shrink, context_sha)
 
 
-def _group(ref, out_root, ctx, ledger, inputs: ShardInputs, result: ShardResult, allow_shrink: bool) -> None:
+def _group(ref, trail: ShardTrail, ctx, prior, inputs: ShardInputs, result: ShardResult,
+           allow_shrink: bool) -> None:
     """The files of one conversation (a Slack channel's day files) as one unit of work. Its sessions are
     recorded under the group's key (its folder); the ledger still gets one row per file."""
     datas: list[bytes | None] = []
@@ -207,8 +252,8 @@ def _group(ref, out_root, ctx, ledger, inputs: ShardInputs, result: ShardResult,
             datas.append(None)
     shas = [input_sha256(d) if d is not None else None for d in datas]
     texts, context_sha = inputs.context(ref.parts[0])
-    if (ledger is not None and not ledger.held_by_latch(ref.key)
-            and all(sha is not None and ledger.done_before(p.key, sha, ctx.fingerprint, context_sha)
+    if (prior is not None and not prior.held(ref.key)
+            and all(sha is not None and prior.unchanged(p.key, sha, ctx.fingerprint, context_sha)
                     for p, sha in zip(ref.parts, shas, strict=True))):
         for part, sha in zip(ref.parts, shas, strict=True):
             result.files.append(_note_row(part, FileStatus.SKIPPED, UNCHANGED, sha, context_sha))
@@ -216,9 +261,9 @@ def _group(ref, out_root, ctx, ledger, inputs: ShardInputs, result: ShardResult,
     outcome = process_group([(d, p.name) for d, p in zip(datas, ref.parts, strict=True)], ref.name, ctx, texts)
     if outcome is None:  # its grammar reads each file on its own
         for part in ref.parts:
-            _one(part, out_root, ctx, ledger, inputs, result, allow_shrink)
+            _one(part, trail, ctx, prior, inputs, result, allow_shrink)
         return
-    _emit(ref, outcome, out_root, result, ctx.settings, allow_shrink, context_sha)
+    _emit(ref, outcome, trail, result, ctx.settings, allow_shrink, context_sha)
     result.files.pop()  # the group's own row: one row per file instead
     share = round(outcome.seconds / len(ref.parts), 6)
     for i, (part, sha) in enumerate(zip(ref.parts, shas, strict=True)):
@@ -235,7 +280,7 @@ def _group(ref, out_root, ctx, ledger, inputs: ShardInputs, result: ShardResult,
                                     len(outcome.sessions) if i == 0 else 0, share, context_sha))
 
 
-def _whole(ref, ctx, ledger, inputs: ShardInputs, texts, context_sha, result: ShardResult):
+def _whole(ref, ctx, prior, inputs: ShardInputs, texts, context_sha, result: ShardResult):
     """An input read whole: quarantined when it would not fit the memory budget, skipped when
     unchanged, else processed."""
     budget = memory_budget(ctx.settings)
@@ -249,9 +294,9 @@ def _whole(ref, ctx, ledger, inputs: ShardInputs, texts, context_sha, result: Sh
         if exc.transient:
             raise  # Prefect retries the shard
         return quarantined_file(ref.name, ref.size, exc.reason, str(exc))
-    if ledger is not None:
+    if prior is not None:
         sha = input_sha256(data)
-        if ledger.done_before(ref.key, sha, ctx.fingerprint, context_sha) and not ledger.held_by_latch(ref.key):
+        if prior.unchanged(ref.key, sha, ctx.fingerprint, context_sha):
             result.files.append(_note_row(ref, FileStatus.SKIPPED, UNCHANGED, sha, context_sha))
             return "skipped"
     return process_bytes(data, ref.name, ctx, texts, siblings=ref.siblings)
@@ -260,15 +305,14 @@ def _whole(ref, ctx, ledger, inputs: ShardInputs, texts, context_sha, result: Sh
 UNCHANGED = "unchanged since an earlier run with the same settings"
 
 
-def _streamed(ref, ctx, ledger, inputs: ShardInputs, context_sha, result: ShardResult):
+def _streamed(ref, ctx, prior, inputs: ShardInputs, context_sha, result: ShardResult):
     """A large input through its grammar's streaming parser, or None to read it whole."""
     from parsers.text import sha256_stream
 
     try:
         with ingest.open_binary(ref, inputs.zips) as fp:
             sha, size, encoding = sha256_stream(iter(lambda: fp.read(1 << 20), b""))
-        if (ledger is not None and ledger.done_before(ref.key, sha, ctx.fingerprint, context_sha)
-                and not ledger.held_by_latch(ref.key)):
+        if prior is not None and prior.unchanged(ref.key, sha, ctx.fingerprint, context_sha):
             result.files.append(_note_row(ref, FileStatus.SKIPPED, UNCHANGED, sha, context_sha))
             return "skipped"
         with ingest.open_binary(ref, inputs.zips) as fp:
@@ -308,78 +352,26 @@ def _read(path: Path) -> bytes | None:
         return None
 
 
-def _emit(ref: ingest.InputRef, outcome: FileOutcome, out_root: Path, result: ShardResult,
+def _emit(ref: ingest.InputRef, outcome: FileOutcome, trail: ShardTrail, result: ShardResult,
           settings: Settings | None = None, allow_shrink: bool = False, context_sha: str | None = None) -> None:
+    """Stage the input's documents and records in the shard's batch, and its ledger rows."""
     started = time.perf_counter()
+    file_rel = emit.quarantine_relpath(ref.key, None)
     if not outcome.reasons:  # processed without a file-level failure: an old record would be stale
-        emit.remove_stale(out_root, emit.quarantine_relpath(ref.key, None))
+        _remove_stale(trail, file_rel)
     if outcome.status == FileStatus.QUARANTINED and not outcome.sessions:
-        rel = emit.quarantine_relpath(ref.key, None)
-        emit.atomic_write(emit.resolve_inside(out_root, rel), emit.quarantine_record({
+        trail.batch.stage_changed(resolve_inside(trail.out_root, file_rel), emit.quarantine_record({
             "status": "quarantined", "source": ref.name, "sha256": outcome.sha256,
             "reasons": outcome.reasons, "detail": scrub_name(outcome.detail),
             "grammarCandidates": outcome.detection.scores if outcome.detection else None,
         }))
     elif outcome.detail and outcome.reasons:
-        rel = emit.quarantine_relpath(ref.key, None)
-        emit.atomic_write(emit.resolve_inside(out_root, rel), emit.quarantine_record({
+        trail.batch.stage_changed(resolve_inside(trail.out_root, file_rel), emit.quarantine_record({
             "status": outcome.status, "source": ref.name, "sha256": outcome.sha256,
             "reasons": outcome.reasons, "detail": scrub_name(outcome.detail),
         }))
     for s in outcome.sessions:
-        latched = None
-        if s.encoded is not None:
-            rel = emit.document_relpath(ref.key, s.session_id, s.ordinal)
-            target = emit.resolve_inside(out_root, rel)
-            old = _read(target)
-            note = ""
-            if old is not None and old != s.encoded and settings is not None:
-                dataset = ref.key.split("/", 1)[0]
-                latched = _latch(old, s, settings.latch_threshold(dataset))
-                if latched and allow_shrink:
-                    # the override is on record: in the ledger detail and in the revision note
-                    note = f"allow-shrink: {latched}"
-                    override = f"mass latch overridden (--allow-shrink): {latched}"
-                    s.detail = "; ".join(x for x in (s.detail, override) if x)
-                    latched = None
-        if latched:
-            # the accepted document stays; the smaller one is kept aside with both masses
-            before = _mass(old)
-            rel = emit.quarantine_relpath(ref.key, s.ordinal)
-            emit.atomic_write(emit.resolve_inside(out_root, rel), emit.quarantine_record({
-                "status": "quarantined", "source": ref.name, "ordinal": s.ordinal, "sessionId": s.session_id,
-                "reasons": [Reason.MASS_LATCH.value], "detail": latched,
-                "acceptedDocument": emit.document_relpath(ref.key, s.session_id, s.ordinal),
-                "mass": {"accepted": {"interactions": before[0], "characters": before[1]},
-                         "rejected": {"interactions": s.interactions, "characters": s.characters}},
-                "rejectedDocument": orjson.loads(s.encoded),
-            }))
-            s.status, s.reasons, s.detail = SessionStatus.QUARANTINED, [Reason.MASS_LATCH.value], latched
-            sha = None
-        elif s.encoded is not None:
-            try:
-                # blobs first (the old bytes, then the new): a revision is never indexed without them
-                previous = revisions.put_blob(out_root, old) if old is not None and old != s.encoded else None
-                sha = revisions.put_blob(out_root, s.encoded)
-                changed = emit.atomic_write(target, s.encoded)
-            except OSError as exc:
-                if exc.errno in DISK_FULL:
-                    raise
-                s.status, s.reasons, s.detail = SessionStatus.QUARANTINED, [Reason.WRITE_ERROR.value], str(exc)
-                rel, sha = None, None
-            else:
-                emit.remove_stale(out_root, emit.quarantine_relpath(ref.key, s.ordinal))
-                result.written += changed
-                result.unchanged += not changed
-                result.revisions.append(RevisionRow(rel, sha, note, revisions.now(), previous))
-        else:
-            rel = emit.quarantine_relpath(ref.key, s.ordinal)
-            emit.atomic_write(emit.resolve_inside(out_root, rel), emit.quarantine_record({
-                "status": "quarantined", "source": ref.name, "ordinal": s.ordinal, "sessionId": s.session_id,
-                "reasons": s.reasons, "detail": scrub_name(s.detail), "failures": s.failures,
-                "rejectedDocument": s.document,
-            }))
-            sha = None
+        rel, sha = _session(ref, s, trail, result, settings, allow_shrink)
         result.sessions.append(SessionRow(
             ref.key, s.ordinal, s.session_id, s.session_id_raw, SessionStatus(s.status), s.reasons,
             scrub_name(s.detail), rel, sha, s.interactions, s.source_turns, s.characters, round(s.seconds, 6),
@@ -387,3 +379,62 @@ def _emit(ref: ingest.InputRef, outcome: FileOutcome, out_root: Path, result: Sh
         ))
     outcome.seconds += time.perf_counter() - started
     result.files.append(_file_row(ref, outcome, context_sha))
+
+
+def _session(ref, s, trail: ShardTrail, result: ShardResult, settings: Settings | None,
+             allow_shrink: bool) -> tuple[str | None, str | None]:
+    """Stage one session's document (or its quarantine record); returns its (path, sha256) when written."""
+    record = emit.quarantine_relpath(ref.key, s.ordinal)
+    if s.encoded is None:
+        trail.batch.stage_changed(resolve_inside(trail.out_root, record), emit.quarantine_record({
+            "status": "quarantined", "source": ref.name, "ordinal": s.ordinal, "sessionId": s.session_id,
+            "reasons": s.reasons, "detail": scrub_name(s.detail), "failures": s.failures,
+            "rejectedDocument": s.document,
+        }))
+        return record, None
+    rel = emit.document_relpath(ref.key, s.session_id, s.ordinal)
+    target = resolve_inside(trail.out_root, rel)
+    old = _read(target)
+    note, latched = "", None
+    if old is not None and old != s.encoded and settings is not None:
+        latched = _latch(old, s, settings.latch_threshold(ref.key.split("/", 1)[0]))
+        if latched and allow_shrink:
+            # the override is on record: in the ledger detail and in the revision note
+            note = f"allow-shrink: {latched}"
+            s.detail = "; ".join(x for x in (s.detail, f"mass latch overridden (--allow-shrink): {latched}") if x)
+            latched = None
+    if latched:
+        _hold_back(ref, s, trail, old, latched, resolve_inside(trail.out_root, record))
+        return record, None
+    try:
+        sha, changed = trail.document(rel, s.encoded, old, note=note, document=s.document, target=target)
+    except OSError as exc:
+        if exc.errno in DISK_FULL:
+            raise
+        s.status, s.reasons, s.detail = SessionStatus.QUARANTINED, [Reason.WRITE_ERROR.value], str(exc)
+        return None, None
+    _remove_stale(trail, record)
+    result.written += changed
+    result.unchanged += not changed
+    return rel, sha
+
+
+def _remove_stale(trail: ShardTrail, rel: str) -> None:
+    """Remove a quarantine record its input no longer earns (the input was fixed) once the shard's
+    writes are in place; most inputs have none, so the path is resolved only when it exists."""
+    if (trail.out_root / rel).exists():
+        trail.batch.remove_after(resolve_inside(trail.out_root, rel))
+
+
+def _hold_back(ref, s, trail: ShardTrail, old: bytes, latched: str, record: Path) -> None:
+    """The mass latch: the accepted document stays; the smaller one is kept aside with both masses."""
+    before = _mass(old)
+    trail.batch.stage_changed(record, emit.quarantine_record({
+        "status": "quarantined", "source": ref.name, "ordinal": s.ordinal, "sessionId": s.session_id,
+        "reasons": [Reason.MASS_LATCH.value], "detail": latched,
+        "acceptedDocument": emit.document_relpath(ref.key, s.session_id, s.ordinal),
+        "mass": {"accepted": {"interactions": before[0], "characters": before[1]},
+                 "rejected": {"interactions": s.interactions, "characters": s.characters}},
+        "rejectedDocument": orjson.loads(s.encoded),
+    }))
+    s.status, s.reasons, s.detail = SessionStatus.QUARANTINED, [Reason.MASS_LATCH.value], latched

@@ -68,7 +68,7 @@ def test_declared_regions_are_listed_in_the_build_log(monkeypatch):
 
 
 def test_the_ledger_counts_unaccounted_sources_and_format_drift(monkeypatch, tmp_path):
-    from flows.ledger import Ledger
+    from audit.ledger import Ledger
     from flows.pipeline import reconstruct
 
     grammar = registry.get("transcript")

@@ -67,6 +67,6 @@ def test_planted_secret_never_reaches_any_output(tmp_path):
             for col in frame.columns:
                 if frame[col].dtype == pl.Utf8:
                     assert not frame[col].str.contains(CORE, literal=True).any(), (path, col)
-    sessions = pl.read_parquet(out / "datasets" / "sessions.parquet")
+    sessions = pl.read_parquet(out / "exp" / "sessions.parquet")
     assert sessions["redactions"].sum() >= 3
     assert "openai_api_key" in (out / "report.html").read_text()

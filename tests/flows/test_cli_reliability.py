@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from flows import emit
+from audit.files import Batch
+from audit.ledger import Ledger
 from flows.cli import EXIT_CANNOT_START, EXIT_OK, EXIT_QUARANTINED, app
-from flows.ledger import Ledger
 from flows.pipeline import reconstruct
 from models.settings import Settings
 
@@ -149,25 +149,30 @@ def test_a_full_disk_stops_the_run_marked_failed_with_what_was_written(tmp_path,
     src.mkdir()
     for i in range(6):
         (src / f"c{i}.txt").write_text(GOOD.replace("s-1", f"s-{i}"))
-    real, calls = emit.atomic_write, []
+    real, calls = Batch.stage, []
 
-    def filling(path, data):
+    def filling(self, path, data, mode=0o644):
         calls.extend([path] if "sessions" in path.parts else [])
         if len(calls) > 3:
             raise OSError(errno.ENOSPC, "No space left on device", str(path))
-        return real(path, data)
+        return real(self, path, data, mode)
 
-    monkeypatch.setattr(emit, "atomic_write", filling)
+    monkeypatch.setattr(Batch, "stage", filling)
     out = tmp_path / "out"
     with pytest.raises(OSError, match="No space left"):
         reconstruct([src], out, Settings(workers=1))
     ledger = Ledger(out / "ledger.sqlite")
     try:
         run = ledger.runs(1)[0]
-        written = ledger.db.execute("SELECT COUNT(*) FROM sessions WHERE output_sha256 IS NOT NULL").fetchone()[0]
+        written = sorted(r[0] for r in ledger.db.execute("SELECT output_path FROM sessions WHERE output_sha256 "
+                                                         "IS NOT NULL"))
+        indexed = sorted(ledger.latest_revisions())
     finally:
         ledger.close()
-    assert run["status"] == "failed" and written == 3
+    # the shard's writes staged before the disk filled are made durable and recorded, and only those
+    on_disk = sorted(p.relative_to(out).as_posix() for p in (out / "sessions").rglob("*.json"))
+    assert run["status"] == "failed" and len(written) == 3 and written == indexed == on_disk
+    assert not list(out.rglob("*.tmp"))
 
 
 def test_a_full_disk_through_the_cli_is_one_line(prefect_harness, tmp_path, monkeypatch):
@@ -175,17 +180,17 @@ def test_a_full_disk_through_the_cli_is_one_line(prefect_harness, tmp_path, monk
     src.mkdir()
     (src / "a.txt").write_text(GOOD)
 
-    def full(path, data):
+    def full(self, path, data, mode=0o644):
         raise OSError(errno.ENOSPC, "No space left on device", str(path))
 
-    monkeypatch.setattr(emit, "atomic_write", full)
+    monkeypatch.setattr(Batch, "stage", full)
     result = runner.invoke(app, ["run", str(src), "--out", str(tmp_path / "o"), "--workers", "1"])
     _one_line_exit_4(result)
     assert "No space left on device" in result.output
 
 
 def test_status_on_a_ledger_of_an_older_schema_upgrades_it(tmp_path):
-    from flows.ledger import MIGRATIONS
+    from audit.ledger import MIGRATIONS
 
     out = tmp_path / "out"
     out.mkdir()
@@ -198,7 +203,7 @@ def test_status_on_a_ledger_of_an_older_schema_upgrades_it(tmp_path):
 
 
 def _open_ledger(path: str, barrier) -> int:
-    from flows.ledger import Ledger
+    from audit.ledger import Ledger
 
     barrier.wait()
     ledger = Ledger(Path(path))
@@ -213,7 +218,7 @@ def test_processes_creating_one_ledger_at_once_both_succeed(tmp_path):
     loses the race to a migration step goes on from the version the other wrote."""
     import multiprocessing
 
-    from flows.ledger import SCHEMA_VERSION
+    from audit.ledger import SCHEMA_VERSION
 
     ctx = multiprocessing.get_context("spawn")
     path = str(tmp_path / "ledger.sqlite")

@@ -6,7 +6,7 @@ import shutil
 
 import orjson
 
-from flows.ledger import Ledger
+from audit.ledger import Ledger
 from flows.pipeline import reconstruct
 from models.settings import Settings
 from tests.helpers import GOLDEN

@@ -9,9 +9,9 @@ import sys
 import orjson
 from typer.testing import CliRunner
 
+from audit.ledger import Ledger
 from flows import ingest
 from flows.cli import EXIT_OK, EXIT_QUARANTINED, app
-from flows.ledger import Ledger
 from flows.pipeline import reconstruct
 from models.settings import Settings
 from tests.helpers import CHECKER, ROOT

@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from flows.ledger import Ledger
+from audit.ledger import Ledger
 from flows.pipeline import reconstruct
 from models.settings import Settings
 from tests.helpers import CHECKER, ROOT

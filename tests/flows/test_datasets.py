@@ -5,16 +5,16 @@ from __future__ import annotations
 import polars as pl
 from typer.testing import CliRunner
 
+from audit.datasets import tables
 from flows.cli import app
 from flows.pipeline import reconstruct
 from models.settings import Settings
 from tests.helpers import ROOT
 
 
-def test_every_run_writes_parquet_tables_matching_the_documents(tmp_path):
+def test_every_run_gives_tables_matching_the_documents(tmp_path):
     summary = reconstruct([ROOT / "sample_logs"], tmp_path, Settings())
-    sessions = pl.read_parquet(tmp_path / "datasets" / "sessions.parquet")
-    turns = pl.read_parquet(tmp_path / "datasets" / "turns.parquet")
+    sessions, turns = tables(tmp_path)
     assert sessions.height == summary["counts"]["sessions_ok"] + summary["counts"]["sessions_partial"]
     assert turns.height == summary["counts"]["interactions"] == sessions["interactions"].sum()
     assert sessions["source_sha256"].str.len_chars().min() == 64
@@ -32,8 +32,7 @@ def test_export_formats(tmp_path):
 
 def test_provenance_columns_and_deterministic_order(tmp_path):
     summary = reconstruct([ROOT / "sample_logs"], tmp_path, Settings())
-    sessions = pl.read_parquet(tmp_path / "datasets" / "sessions.parquet")
-    turns = pl.read_parquet(tmp_path / "datasets" / "turns.parquet")
+    sessions, turns = tables(tmp_path)
     assert sessions["output_path"].to_list() == sorted(sessions["output_path"].to_list())
     assert turns.select("output_path", "ordinal").rows() == sorted(turns.select("output_path", "ordinal").rows())
     assert set(sessions["run_id"].to_list()) == {summary["run_id"]}
@@ -46,7 +45,7 @@ def test_provenance_columns_and_deterministic_order(tmp_path):
     # a later run that skips everything keeps the run that wrote each document
     later = reconstruct([ROOT / "sample_logs"], tmp_path, Settings())
     assert later["counts"]["files_skipped"] + later["counts"]["files_companion"] == later["counts"]["files"]
-    again = pl.read_parquet(tmp_path / "datasets" / "sessions.parquet")
+    again = tables(tmp_path)[0]
     assert set(again["run_id"].to_list()) == {summary["run_id"]}
 
 
@@ -56,6 +55,6 @@ def test_export_one_table_to_a_file(tmp_path):
     result = CliRunner().invoke(app, ["export", "--out", str(tmp_path), "--format", "csv", "--table", "turns",
                                       "--out-file", str(target)])
     assert result.exit_code == 0, result.output
-    assert pl.read_csv(target).height == pl.read_parquet(tmp_path / "datasets" / "turns.parquet").height
+    assert pl.read_csv(target).height == tables(tmp_path)[1].height
     bad = CliRunner().invoke(app, ["export", "--out", str(tmp_path), "--format", "xml"])
     assert bad.exit_code != 0

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from flows.ledger import Ledger
+from audit.ledger import Ledger
 from tests.flows.conftest import against
 from tests.helpers import ROOT
 

@@ -9,8 +9,8 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
+from audit.ledger import Ledger
 from flows.cli import app
-from flows.ledger import Ledger
 from flows.pipeline import reconstruct
 from models.settings import Settings
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from audit.ledger import Ledger
+from audit.report import figures
 from flows.cli import app
-from flows.ledger import Ledger
 from flows.pipeline import reconstruct
-from flows.report import figures
 from models.settings import Settings
 from tests.helpers import ROOT
 

@@ -11,9 +11,9 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
-from flows import revisions
+from audit import revisions
+from audit.ledger import MIGRATIONS, SCHEMA_VERSION, Ledger
 from flows.cli import app
-from flows.ledger import MIGRATIONS, SCHEMA_VERSION, Ledger
 from flows.pipeline import reconstruct
 from flows.shard import run_shard
 from models.settings import Settings

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.ledger import Ledger
+from audit.ledger import Ledger
 from flows.serve import healthy
 from tests.flows.conftest import against, free_port
 from tests.helpers import ROOT

@@ -10,7 +10,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from flows.ledger import Ledger
+from audit.ledger import Ledger
 from tests.helpers import ROOT
 
 RUN = textwrap.dedent("""

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.ledger import Ledger
+from audit.ledger import Ledger
 from tests.helpers import ROOT
 
 CLI = "import sys; from flows.cli import app; sys.argv[0] = 'reconstruct'; app()"

@@ -10,8 +10,8 @@ from pathlib import Path
 import orjson
 import pytest
 
+from audit.ledger import Ledger
 from flows import ingest, pool
-from flows.ledger import Ledger
 from flows.pipeline import only_transient, reconstruct, shard_task
 from models import errors
 from models.settings import Settings
@@ -85,7 +85,7 @@ def test_a_worker_that_dies_quarantines_its_input_and_the_run_goes_on(tmp_path):
 
 # -- 3. a stray JSON under OUT/sessions ----------------------------------------------------------
 def test_a_stray_json_under_sessions_does_not_stop_runs_datasets_or_report(tmp_path):
-    from flows.report import write_report
+    from audit.report import write_report
 
     src = tmp_path / "in"
     src.mkdir()
@@ -97,9 +97,9 @@ def test_a_stray_json_under_sessions_does_not_stop_runs_datasets_or_report(tmp_p
     (src / "b.txt").write_text(GOOD_TRANSCRIPT.replace("s-1", "s-2"))
     summary = reconstruct([src], out, Settings())
     assert summary["counts"]["sessions_ok"] == 1
-    import polars as pl
+    from audit.datasets import tables
 
-    assert pl.read_parquet(out / "datasets" / "sessions.parquet").height == 2
+    assert tables(out)[0].height == 2
     ledger = Ledger(out / "ledger.sqlite")
     try:
         assert write_report(out, ledger).is_file()
@@ -169,7 +169,7 @@ def test_a_file_with_a_failed_session_is_failed_everywhere_and_never_skipped(tmp
 
 
 def test_a_grammar_that_fails_halfway_is_rerun_not_skipped(tmp_path):
-    from flows.ledger import FileRow, SessionRow
+    from audit.ledger import FileRow, SessionRow
 
     ledger = Ledger(tmp_path / "ledger.sqlite")
     try:
@@ -177,7 +177,7 @@ def test_a_grammar_that_fails_halfway_is_rerun_not_skipped(tmp_path):
         ledger.record("r1", "fp", [FileRow("k", "k", "h", 1, "irc", FileStatus.PARTIAL, ["parse_error"], "boom", 1,
                                            0.0)],
                       [SessionRow("k", 1, "s", None, "ok", [], "", "sessions/k/s.json", "x", 1, 1, 1, 0.0)])
-        assert not ledger.done_before("k", "h", "fp")
+        assert not ledger.prior(["k"]).unchanged("k", "h", "fp")
         assert [s["source_key"] for s in ledger.failed_sources("r1")] == ["k"]
         assert [q["reasons"] for q in ledger.quarantined("r1")] == ["parse_error"]
         assert ledger.run_counts("r1")["files_quarantined"] == 1
@@ -295,9 +295,9 @@ def test_a_zip_is_opened_once_per_shard_not_per_entry(tmp_path, monkeypatch):
 
 # -- 12. documents whose source is gone are kept and flagged; fixed inputs lose their quarantine record --
 def _flags(out: Path) -> dict[str, str]:
-    import polars as pl
+    from audit.datasets import tables
 
-    frame = pl.read_parquet(out / "datasets" / "sessions.parquet")
+    frame = tables(out)[0]
     return {p: f for p, f in zip(frame["output_path"], frame["flag"], strict=True) if f}
 
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import polars as pl
 
-from flows.datasets import write as write_datasets
-from flows.ledger import Ledger
+from audit.datasets import write as write_datasets
+from audit.ledger import Ledger
+from audit.report import write_report
 from flows.pipeline import reconstruct
-from flows.report import write_report
 from models.settings import Settings
 from normalizers.secrets import Redactor
 

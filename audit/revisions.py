@@ -10,16 +10,21 @@ change to ``OUT/.revisions/index.json`` in seed 001's schema.
 from __future__ import annotations
 
 import hashlib
+import os
+import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from . import emit
-from .ledger import Ledger, RevisionRow
+from .files import atomic_write, resolve_inside, temporary_for
+from .ledger import Ledger
 
 INDEX_VERSION = "LKv2.1"
+BLOB_MODE = 0o444  # a blob never changes (and is often the very inode of its document)
+INDEXED = "index_revisions"  # ledger meta: how many revisions index.json holds
+EDITS = "edits"  # the dataset parts of revert and apply-diff, as a run's are under its run id
 
 
 class RevisionError(Exception):
@@ -34,17 +39,49 @@ def store_root(out_root: Path) -> Path:
     return out_root / ".revisions"
 
 
+def index_path(out_root: Path) -> Path:
+    return store_root(out_root) / "index.json"
+
+
+def blobs(out_root: Path) -> Path:
+    return store_root(out_root) / "blobs"
+
+
 def blob_path(out_root: Path, sha256: str) -> Path:
-    return store_root(out_root) / "blobs" / sha256
+    return blobs(out_root) / sha256
 
 
-def put_blob(out_root: Path, data: bytes) -> str:
-    """Keep ``data`` under its sha256; race-free: same name means same bytes, so skip if present."""
-    sha = hashlib.sha256(data).hexdigest()
-    path = blob_path(out_root, sha)
-    if not path.exists():
-        emit.atomic_write(path, data)
-    return sha
+def keep(out_root: Path, source: Path, sha256: str) -> bool:
+    """Keep the file ``source`` (whose content hashes to ``sha256``) as that revision's blob: a hard
+    link to it, so the store holds no second copy of the bytes, or a copy where the file system
+    cannot link (another device, no hard links). Documents are replaced by rename (a new inode),
+    so the linked bytes never change. Race-free: same name, same bytes; False when present."""
+    path = blob_path(out_root, sha256)
+    if path.exists():
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(source, path)
+    except FileExistsError:  # a parallel shard kept the same bytes first
+        return False
+    except OSError:
+        _copy(source, path)
+    return True
+
+
+def _copy(source: Path, path: Path) -> None:
+    """The copy ``keep`` falls back to: streamed through a temporary, fsynced, renamed, read-only."""
+    tmp = temporary_for(path)
+    tmp.unlink(missing_ok=True)
+    try:
+        with source.open("rb") as src, open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, BLOB_MODE), "wb") as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
+            dst.flush()
+            os.fsync(dst.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def get_blob(out_root: Path, sha256: str) -> bytes:
@@ -58,20 +95,6 @@ def get_blob(out_root: Path, sha256: str) -> bytes:
     return data
 
 
-def keep_write(out_root: Path, rel: str, data: bytes, note: str) -> RevisionRow:
-    """Before a document at ``rel`` is (re)written: keep the bytes it holds now and the new bytes
-    as blobs, and return the revision row for the main process to index."""
-    target = emit.resolve_inside(out_root, rel)
-    previous = None
-    try:
-        old = target.read_bytes()
-    except FileNotFoundError:
-        old = None
-    if old is not None:
-        previous = put_blob(out_root, old)
-    return RevisionRow(rel, put_blob(out_root, data), note, now(), previous)
-
-
 def write_index(out_root: Path, ledger: Ledger) -> Path:
     """Export the index in seed 001's schema: files by path, history by revision (deterministic)."""
     files: dict[str, list[dict[str, str]]] = {}
@@ -79,9 +102,19 @@ def write_index(out_root: Path, ledger: Ledger) -> Path:
         files.setdefault(r["output_path"], []).append(
             {"rev": f"v{r['rev']}", "sha256": r["sha256"], "note": r["note"], "ts": r["ts"]})
     payload = {"version": INDEX_VERSION, "files": [{"file": f, "history": h} for f, h in sorted(files.items())]}
-    path = store_root(out_root) / "index.json"
-    emit.atomic_write(path, orjson.dumps(payload, option=orjson.OPT_INDENT_2) + b"\n")
+    path = index_path(out_root)
+    atomic_write(path, orjson.dumps(payload, option=orjson.OPT_INDENT_2) + b"\n")
+    ledger.set_meta(INDEXED, str(sum(len(h) for h in files.values())))
     return path
+
+
+def refresh_index(out_root: Path, ledger: Ledger) -> bool:
+    """Export the index unless it already holds every revision of the ledger (an unchanged rerun
+    does not rewrite a file proportional to the whole output); True when written."""
+    if index_path(out_root).is_file() and ledger.meta(INDEXED) == str(ledger.revision_count()):
+        return False
+    write_index(out_root, ledger)
+    return True
 
 
 def resolve(ledger: Ledger, out_root: Path, session: str) -> str:
@@ -131,7 +164,7 @@ def check_current(ledger: Ledger, out_root: Path, rel: str) -> dict[str, Any]:
         raise RevisionError(f"{rel} has no revisions")
     latest = rows[-1]
     try:
-        on_disk = hashlib.sha256(emit.resolve_inside(out_root, rel).read_bytes()).hexdigest()
+        on_disk = hashlib.sha256(resolve_inside(out_root, rel).read_bytes()).hexdigest()
     except FileNotFoundError:
         on_disk = None
     if on_disk != latest["sha256"]:
@@ -142,11 +175,21 @@ def check_current(ledger: Ledger, out_root: Path, rel: str) -> dict[str, Any]:
 
 def commit(ledger: Ledger, out_root: Path, rel: str, data: bytes, note: str) -> int:
     """Write ``data`` as the next revision of ``rel`` (blob first, then the document, then the
-    index); returns the new revision number."""
-    row = keep_write(out_root, rel, data, note)
-    emit.atomic_write(emit.resolve_inside(out_root, rel), data)
-    added = ledger.add_revisions([row])
+    index and the document's dataset rows); returns the new revision number."""
+    from .datasets import part_name, write_part
+    from .trail import ShardTrail
+
+    target = resolve_inside(out_root, rel)
+    trail = ShardTrail(out_root)
+    try:
+        old = target.read_bytes()
+    except FileNotFoundError:
+        old = None
+    sha, _ = trail.document(rel, data, old, note=note)
+    trail.commit()
+    added = ledger.add_revisions(trail.revisions)
     write_index(out_root, ledger)
+    write_part(out_root, EDITS, part_name(f"{rel}\0{sha}"), trail.rows.frames())
     return added[0][1] if added else ledger.revisions(rel)[-1]["rev"]
 
 

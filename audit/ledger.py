@@ -151,6 +151,29 @@ class SessionRow:
     drift: dict[str, dict[str, Any]] | None = None
 
 
+KEYS_PER_QUERY = 500  # source keys bound in one query (SQLite's variable limit is far above)
+
+
+@dataclass(frozen=True, slots=True)
+class PriorRuns:
+    """What the ledger recorded of a set of inputs before this run (``Ledger.prior``)."""
+
+    latest: dict[str, tuple]  # source key -> (sha256, fingerprint, context sha256, status, failed) of its last row
+    latched: set[str]  # keys whose latest processing held a session back by the mass latch
+
+    def unchanged(self, source_key: str, sha256: str, fingerprint: str, context_sha256: str | None = None) -> bool:
+        """True when the latest record of this input is of these exact bytes (and companions), with
+        these settings, and nothing in it failed (an input changed and changed back is processed),
+        and no session of it is held by the mass latch (--allow-shrink may now decide otherwise)."""
+        row = self.latest.get(source_key)
+        return (row is not None and row == (sha256, fingerprint, context_sha256, row[3], 0)
+                and row[3] in (FileStatus.OK, FileStatus.PARTIAL, FileStatus.SKIPPED)
+                and source_key not in self.latched)
+
+    def held(self, source_key: str) -> bool:
+        return source_key in self.latched
+
+
 class LedgerError(Exception):
     """The ledger is missing, corrupt, newer than this version, or cannot be written."""
 
@@ -372,15 +395,6 @@ class Ledger:
         cols = [c[0] for c in rows.description]
         return [dict(zip(cols, r, strict=True)) for r in rows.fetchall()]
 
-    def held_by_latch(self, source_key: str) -> bool:
-        """True when the latest run that processed this input held a session back by the mass
-        latch: such an input is not 'unchanged', since --allow-shrink may now decide otherwise."""
-        row = self.db.execute(
-            "SELECT 1 FROM reasons WHERE source_key=? AND reason=? AND run_id = "
-            "(SELECT run_id FROM sessions WHERE source_key=? ORDER BY rowid DESC LIMIT 1) LIMIT 1",
-            (source_key, Reason.MASS_LATCH, source_key)).fetchone()
-        return row is not None
-
     def revisions(self, output_path: str | None = None) -> list[dict[str, Any]]:
         """Revisions of one document (or all), oldest first, in (output_path, rev) order."""
         where, args = ("WHERE output_path=?", (output_path,)) if output_path is not None else ("", ())
@@ -388,6 +402,17 @@ class Ledger:
                               "ORDER BY output_path, rev", args)
         cols = [c[0] for c in cur.description]
         return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
+
+    def revision_count(self) -> int:
+        return self.db.execute("SELECT COUNT(*) FROM revisions").fetchone()[0]
+
+    def meta(self, key: str) -> str | None:
+        row = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.db:
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
 
     def latest_revisions(self) -> dict[str, str]:
         """output_path -> sha256 of its newest revision."""
@@ -423,14 +448,27 @@ class Ledger:
         row = cur.fetchone()
         return dict(zip([c[0] for c in cur.description], row, strict=True)) if row else None
 
-    def done_before(self, source_key: str, sha256: str, fingerprint: str, context_sha256: str | None = None) -> bool:
-        """True when the latest record of this input is of these exact bytes (and companions), with
-        these settings, and nothing in it failed (an input changed and changed back is processed)."""
-        row = self.db.execute(
-            f"SELECT sha256, config_fingerprint, context_sha256, status, {FAILED} FROM files f WHERE source_key=? "
-            "ORDER BY rowid DESC LIMIT 1", (source_key,)).fetchone()
-        return row is not None and tuple(row) == (sha256, fingerprint, context_sha256, row[3], 0) and row[3] in (
-            FileStatus.OK, FileStatus.PARTIAL, FileStatus.SKIPPED)
+    def prior(self, keys: Iterable[str]) -> PriorRuns:
+        """What earlier runs recorded of these inputs: each one's latest file record and whether its
+        latest processing held a session back by the mass latch, in one query per kind for them all
+        (a shard asks once, not once per input)."""
+        keys = sorted(set(keys))
+        latest: dict[str, tuple] = {}
+        latched: set[str] = set()
+        for start in range(0, len(keys), KEYS_PER_QUERY):
+            chunk = keys[start:start + KEYS_PER_QUERY]
+            marks = ",".join("?" * len(chunk))
+            for row in self.db.execute(
+                    f"SELECT source_key, sha256, config_fingerprint, context_sha256, status, {FAILED} FROM files f "
+                    f"WHERE rowid IN (SELECT MAX(rowid) FROM files WHERE source_key IN ({marks}) "
+                    "GROUP BY source_key)", chunk):
+                latest[row[0]] = tuple(row[1:])
+            latched.update(r[0] for r in self.db.execute(
+                "SELECT s.source_key FROM sessions s WHERE s.rowid IN (SELECT MAX(rowid) FROM sessions "
+                f"WHERE source_key IN ({marks}) GROUP BY source_key) AND EXISTS (SELECT 1 FROM reasons r "
+                "WHERE r.source_key = s.source_key AND r.run_id = s.run_id AND r.reason = ?)",
+                (*chunk, Reason.MASS_LATCH)))
+        return PriorRuns(latest, latched)
 
     def runs(self, limit: int = 10) -> list[dict[str, Any]]:
         cur = self.db.execute("SELECT * FROM runs ORDER BY started_at DESC, rowid DESC LIMIT ?", (limit,))

@@ -15,7 +15,8 @@ from typing import Any
 
 import polars as pl
 
-from . import datasets, emit
+from . import datasets
+from .files import atomic_write
 from .ledger import Ledger
 
 PALETTE = ["#2b6cb0", "#38a169", "#d69e2e", "#c53030", "#805ad5", "#319795", "#dd6b20", "#718096"]
@@ -200,5 +201,5 @@ def render(fig: dict[str, Any]) -> str:
 def write_report(out_root: Path, ledger: Ledger, run_id: str | None = None, out_file: Path | None = None) -> Path:
     """Render the report of a run (default the latest) to ``out_file`` (default OUT/report.html)."""
     target = out_file or out_root / "report.html"
-    emit.atomic_write(target.resolve(), render(figures(out_root, ledger, run_id)).encode("utf-8"))
+    atomic_write(target.resolve(), render(figures(out_root, ledger, run_id)).encode("utf-8"))
     return target

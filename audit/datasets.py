@@ -1,0 +1,281 @@
+"""Audit datasets: the sessions and turns tables of the documents under OUT/sessions, as polars tables.
+
+One row per session document and one per interaction, with provenance columns (source path,
+source sha256, span, grammar, status, output path, the run that last wrote the document), in a
+deterministic order (output path, then ordinal).
+
+A run never reads documents back for them: each shard builds the rows of the documents it
+writes from the documents themselves (``Rows``), and the run writes them as Parquet *parts*,
+``OUT/datasets/parts/<table>/<run id>/<shard>.parquet``, as its shards finish. A part row is keyed
+by its document's ``output_path`` and ``output_sha256``, so the rows of given bytes are the same
+whichever run wrote them. The tables are the rows of the *current* documents: for each path, the
+latest revision in the ledger's index (revert and apply-diff add parts of their own), when the
+document is still on disk; ``run_id`` (the latest run that wrote those bytes) and ``flag`` come from
+the ledger. A current document without a part row (an output made before parts existed, a part
+lost in a crash) is read once, so parts are a cache, never the truth. ``reconstruct export``
+writes the tables as single files (Parquet, CSV, JSON Lines) and compacts the parts into one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+import polars as pl
+
+if TYPE_CHECKING:
+    from .ledger import Ledger
+
+TABLES = ("sessions", "turns")
+FORMATS = ("parquet", "csv", "jsonl")
+PARTS = Path("datasets") / "parts"
+COMPACTED = "compacted"  # the part export leaves: the current rows of every part it read
+
+SESSION_COLUMNS = {
+    "output_path": pl.Utf8, "session_id": pl.Utf8, "created_at": pl.Utf8, "status": pl.Utf8,
+    "coverage_reason": pl.Utf8, "source_path": pl.Utf8, "source_sha256": pl.Utf8, "source_lines": pl.Utf8,
+    "source_pointer": pl.Utf8, "grammar": pl.Utf8, "grammar_version": pl.Utf8, "interactions": pl.Int64,
+    "source_turns": pl.Int64, "redactions": pl.Int64, "redaction_types": pl.Utf8, "output_sha256": pl.Utf8,
+    "run_id": pl.Utf8, "flag": pl.Utf8,
+}
+TURN_COLUMNS = {
+    "output_path": pl.Utf8, "session_id": pl.Utf8, "ordinal": pl.Int64, "role": pl.Utf8, "kind": pl.Utf8,
+    "speaker_name": pl.Utf8, "provider": pl.Utf8, "model_name": pl.Utf8, "model_version": pl.Utf8,
+    "model_source": pl.Utf8, "speaker": pl.Utf8, "date": pl.Utf8, "content": pl.Utf8, "source_lines": pl.Utf8,
+    "source_pointer": pl.Utf8, "source_path": pl.Utf8, "grammar": pl.Utf8,
+}
+# What a part holds: the rows of given bytes (run and flag are the ledger's, looked up when read);
+# a turn carries its document's sha256 so that a query can keep the turns of current documents.
+LEDGER_COLUMNS = ("run_id", "flag")
+PART_COLUMNS = {
+    "sessions": {k: v for k, v in SESSION_COLUMNS.items() if k not in LEDGER_COLUMNS},
+    "turns": {**TURN_COLUMNS, "output_sha256": pl.Utf8},
+}
+KEY = ["output_path", "output_sha256"]
+
+
+def rows(rel: str, sha256: str, doc: dict[str, Any]) -> tuple[dict, list[dict]]:
+    """The sessions row and the turns rows of one document (raises on anything that is not one)."""
+    arts = doc["artifacts"]
+    log, hist, perf = arts["ByggLogg"], arts["Chatthistorik"], arts["ai_protocol_performance"]
+    src = log["source"]
+    lines = orjson.dumps(src.get("lines")).decode() if src.get("lines") else None
+    session = {
+        "output_path": rel, "session_id": doc["sessionId"], "created_at": doc["createdAt"],
+        "status": "partial" if hist.get("coverage") == "partial" else "ok",
+        "coverage_reason": hist.get("coverageReason"), "source_path": src["path"],
+        "source_sha256": src["sha256"], "source_lines": lines, "source_pointer": src.get("pointer"),
+        "grammar": log["grammar"]["id"], "grammar_version": log["grammar"]["version"],
+        "interactions": perf["interactionCount"], "source_turns": perf["sourceTurnCount"],
+        "redactions": perf["redactions"]["total"],
+        "redaction_types": orjson.dumps(perf["redactions"].get("byType") or {}, option=orjson.OPT_SORT_KEYS).decode(),
+        "output_sha256": sha256,
+    }
+    turns = []
+    for it in hist["interactions"]:
+        span = it["source"]
+        turns.append({
+            "output_path": rel, "session_id": doc["sessionId"], "ordinal": it["ordinal"], "role": it["role"],
+            "kind": it["kind"], "speaker_name": it["speakerName"], "provider": it["model"]["provider"],
+            "model_name": it["model"]["name"], "model_version": it["model"]["version"],
+            "model_source": it["modelSource"], "speaker": it["speaker"], "date": it.get("date"),
+            "content": it["content"],
+            "source_lines": orjson.dumps(span["lines"]).decode() if span.get("lines") else None,
+            "source_pointer": span.get("pointer"), "source_path": src["path"], "grammar": log["grammar"]["id"],
+            "output_sha256": sha256,
+        })
+    return session, turns
+
+
+class Rows:
+    """The dataset rows of the documents one shard wrote, built from the documents in hand."""
+
+    def __init__(self) -> None:
+        self.sessions: list[dict] = []
+        self.turns: list[dict] = []
+
+    def add(self, rel: str, sha256: str, doc: dict[str, Any]) -> None:
+        session, turns = rows(rel, sha256, doc)
+        self.sessions.append(session)
+        self.turns.extend(turns)
+
+    def frames(self) -> dict[str, pl.DataFrame]:
+        """The rows as part frames (compact to send from a worker: columns, not dicts)."""
+        return {"sessions": pl.DataFrame(self.sessions, schema=PART_COLUMNS["sessions"]),
+                "turns": pl.DataFrame(self.turns, schema=PART_COLUMNS["turns"])}
+
+
+def _write_frame(frame: pl.DataFrame, target: Path, fmt: str) -> Path:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.tmp")  # readers never see a half-written table
+    if fmt == "parquet":
+        frame.write_parquet(tmp)
+    elif fmt == "csv":
+        frame.write_csv(tmp)
+    elif fmt == "jsonl":
+        frame.write_ndjson(tmp)
+    else:
+        raise ValueError(f"unknown format {fmt!r}: parquet, csv or jsonl")
+    tmp.replace(target)
+    return target
+
+
+def part_name(first_key: str) -> str:
+    """A shard's part file name: from its first source key, so the same shard plan names it alike."""
+    return hashlib.sha256(first_key.encode()).hexdigest()[:16] + ".parquet"
+
+
+def write_part(out_root: Path, run_id: str, name: str, frames: dict[str, pl.DataFrame]) -> list[Path]:
+    """Write a shard's (or a revert's) rows as parts of the run ``run_id``; nothing when empty."""
+    if frames["sessions"].is_empty():
+        return []
+    return [_write_frame(frames[t], out_root / PARTS / t / run_id / name, "parquet") for t in TABLES]
+
+
+def _part_files(out_root: Path, table: str) -> list[Path]:
+    base = out_root / PARTS / table
+    return sorted(p for p in base.rglob("*.parquet") if not p.name.startswith(".")) if base.is_dir() else []
+
+
+def _read_parts(files: list[Path], table: str) -> pl.DataFrame:
+    if not files:
+        return pl.DataFrame(schema=PART_COLUMNS[table])
+    return pl.concat([pl.read_parquet(f) for f in files], how="vertical")
+
+
+def _current(out_root: Path, ledger: Ledger) -> pl.DataFrame:
+    """(output_path, output_sha256) of every current document: the index's latest revision of
+    each path still on disk."""
+    latest = ledger.latest_revisions()
+    present = [(p, h) for p, h in latest.items() if (out_root / p).is_file()]
+    return pl.DataFrame(present, schema={"output_path": pl.Utf8, "output_sha256": pl.Utf8}, orient="row")
+
+
+class Snapshot:
+    """The part files as listed, then the ledger's current documents: listed first, since a run
+    records a shard in the ledger before it writes the shard's part, so every listed part's rows
+    are known to the ledger read after (compaction may then remove exactly the listed files)."""
+
+    def __init__(self, out_root: Path, ledger: Ledger) -> None:
+        self.files = {t: _part_files(out_root, t) for t in TABLES}
+        self.current = _current(out_root, ledger)
+        self.writers = ledger.writers()
+        self.flags = ledger.flags()
+
+
+def tables(out_root: Path, ledger: Ledger | None = None,
+           problems: list[str] | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(sessions, turns) of every current session document under OUT/sessions (see the module's doc).
+
+    Without a ledger (none given and none at OUT/ledger.sqlite) the documents on disk are read.
+    A current document that is not a session document is left out and named in ``problems``.
+    """
+    if ledger is None:
+        from .ledger import Ledger
+
+        default = out_root / "ledger.sqlite"
+        if not default.is_file():
+            return _from_documents(out_root, {}, {}, problems)
+        ledger = Ledger(default, read_only=True)
+        try:
+            return tables(out_root, ledger, problems)
+        finally:
+            ledger.close()
+    return _tables(out_root, Snapshot(out_root, ledger), problems)
+
+
+def _tables(out_root: Path, snap: Snapshot, problems: list[str] | None) -> tuple[pl.DataFrame, pl.DataFrame]:
+    parts = {t: _read_parts(snap.files[t], t) for t in TABLES}
+    sessions = parts["sessions"].join(snap.current, on=KEY, how="semi").unique(subset=KEY, keep="first")
+    turns = parts["turns"].join(snap.current, on=KEY, how="semi").unique(subset=[*KEY, "ordinal"], keep="first")
+    unread = snap.current.join(sessions.select(KEY), on=KEY, how="anti")
+    if unread.height:  # no part holds these: read the documents themselves, once
+        extra = _read_documents(out_root, unread.rows(), problems)
+        sessions = pl.concat([sessions, extra["sessions"]], how="vertical")
+        turns = pl.concat([turns, extra["turns"]], how="vertical")
+    return _finish(sessions, turns, snap.writers, snap.flags)
+
+
+def _finish(sessions: pl.DataFrame, turns: pl.DataFrame, writers: dict,
+            flags: dict) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Add the ledger's columns, select the published columns, sort deterministically."""
+    keys = sessions.select(KEY).rows()
+    sessions = sessions.with_columns(
+        pl.Series("run_id", [writers.get(k) for k in keys], dtype=pl.Utf8),
+        pl.Series("flag", [flags.get(k[0]) for k in keys], dtype=pl.Utf8),
+    )
+    # string order of the relative path, as everywhere else (Path order differs: "telegram/" vs "telegram-html/")
+    return (sessions.select(list(SESSION_COLUMNS)).sort("output_path"),
+            turns.select(list(TURN_COLUMNS)).sort("output_path", "ordinal"))
+
+
+def _read_documents(out_root: Path, keyed: list[tuple[str, str | None]],
+                    problems: list[str] | None) -> dict[str, pl.DataFrame]:
+    """Rows of these documents read from disk (``keyed``: path and the sha256 expected, or None)."""
+    found = Rows()
+    for rel, expected in keyed:
+        try:
+            raw = (out_root / rel).read_bytes()
+            sha = hashlib.sha256(raw).hexdigest()
+            if expected is not None and sha != expected:
+                raise ValueError(f"its sha256 {sha} is not its latest revision {expected}")
+            found.add(rel, sha, orjson.loads(raw))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            if problems is not None:
+                problems.append(f"{rel}: not a session document, left out of the datasets "
+                                f"({type(exc).__name__}: {exc}); see `reconstruct verify`")
+    return found.frames()
+
+
+def _from_documents(out_root: Path, writers: dict, flags: dict,
+                    problems: list[str] | None) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Without a ledger: every JSON file under OUT/sessions, read."""
+    base = out_root / "sessions"
+    paths = sorted(p.relative_to(out_root).as_posix() for p in base.rglob("*.json") if p.is_file()) \
+        if base.is_dir() else []
+    frames = _read_documents(out_root, [(p, None) for p in paths], problems)
+    return _finish(frames["sessions"], frames["turns"], writers, flags)
+
+
+def compact(out_root: Path, snap: Snapshot, sessions: pl.DataFrame, turns: pl.DataFrame) -> None:
+    """Replace the listed parts by one holding the current rows (what a query keeps of them)."""
+    name = f"{uuid.uuid4().hex[:16]}.parquet"
+    frames = {"sessions": sessions.select(list(PART_COLUMNS["sessions"])),
+              "turns": turns.join(sessions.select("output_path", "output_sha256"), on="output_path", how="left")
+                            .select(list(PART_COLUMNS["turns"]))}
+    written = set(write_part(out_root, COMPACTED, name, frames))
+    for table in TABLES:
+        for path in snap.files[table]:
+            if path not in written:
+                path.unlink(missing_ok=True)
+                if path.parent != out_root / PARTS / table / COMPACTED:
+                    with contextlib.suppress(OSError):  # not empty: a run still writing there
+                        path.parent.rmdir()
+
+
+def write(out_root: Path, fmt: str = "parquet", folder: Path | None = None, *, ledger: Ledger | None = None,
+          table: str | None = None, out_file: Path | None = None, problems: list[str] | None = None) -> list[Path]:
+    """Write sessions.<ext> and turns.<ext> (parquet, csv or jsonl) under OUT/datasets (or
+    ``folder``); with ``table`` only that one, to ``out_file`` when given. With a ledger, the parts
+    are compacted into one as well (when OUT can be written)."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}: parquet, csv or jsonl")
+    folder = folder or out_root / "datasets"
+    if ledger is not None:
+        snap = Snapshot(out_root, ledger)
+        frames = _tables(out_root, snap, problems)
+        with contextlib.suppress(OSError):  # a read-only output: the export is still written where asked
+            compact(out_root, snap, *frames)
+    else:
+        frames = tables(out_root, None, problems)
+    written = []
+    for name, frame in zip(TABLES, frames, strict=True):
+        if table is not None and name != table:
+            continue
+        target = out_file if (out_file is not None and table is not None) else folder / f"{name}.{fmt}"
+        written.append(_write_frame(frame, target, fmt))
+    return written

@@ -1,0 +1,158 @@
+"""Durable file writes under an output root: atomic replacement, never outside the root.
+
+Shared by the documents (flows/emit.py), the revision store and the datasets, so it lives here,
+below ``flows``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+class PathEscape(ValueError):
+    """A computed output path would leave the output root (a bug guard: ids are made safe first)."""
+
+
+def resolve_inside(root: Path, relpath: str) -> Path:
+    """The absolute path of ``relpath`` under ``root``, refusing anything that escapes it."""
+    base = root.resolve()
+    target = (base / relpath).resolve()
+    if target != base and base not in target.parents:
+        raise PathEscape(f"{relpath!r} escapes the output root")
+    return target
+
+
+def same_bytes(path: Path, data: bytes | Path) -> bool:
+    """True when ``path`` already holds exactly ``data`` (bytes, or the content of a file)."""
+    try:
+        size = path.stat().st_size
+        if isinstance(data, Path):
+            return size == data.stat().st_size and path.read_bytes() == data.read_bytes()
+        return size == len(data) and path.read_bytes() == data
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+
+
+def temporary_for(path: Path) -> Path:
+    """The temporary a write of ``path`` goes through: hidden, in the same folder (so the rename is
+    atomic), named after the process (parallel writers never share one) and removed by
+    ``clean_temporaries`` when a killed run leaves it behind."""
+    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
+
+
+def fsync_folders(folders) -> None:
+    """Make renames and links in these folders durable: one fsync per folder."""
+    for folder in sorted(set(folders)):
+        dir_fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+
+class Batch:
+    """The writes of one shard, made durable together: every file goes to its temporary first, then
+    all temporaries are fsynced, then renamed over their targets, then each touched folder is
+    fsynced once (not once per file). A crash before the renames leaves only temporaries, which the
+    next run removes; a crash after leaves whole files: never a half-written one.
+
+    A file may be given as bytes or as a finished temporary file in its target's folder (a large
+    document spooled by the worker), which is renamed into place as it is.
+    """
+
+    def __init__(self) -> None:
+        self._staged: dict[Path, Path] = {}  # target -> its temporary, in staging order
+        self._removals: list[Path] = []
+
+    def __len__(self) -> int:
+        return len(self._staged)
+
+    def stage(self, target: Path, data: bytes | Path, mode: int = 0o644) -> Path:
+        """Put ``data`` in ``target``'s temporary (not yet fsynced or visible), with permissions
+        ``mode``; returns the temporary."""
+        target.parent.mkdir(parents=True, exist_ok=True)
+        earlier = self._staged.pop(target, None)
+        if earlier is not None and earlier != data:  # staged twice: the last one wins
+            earlier.unlink(missing_ok=True)
+        if isinstance(data, Path):
+            data.chmod(mode)
+            self._staged[target] = data
+            return data
+        tmp = temporary_for(target)
+        tmp.unlink(missing_ok=True)  # one a killed process of the same pid left, perhaps read-only
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        self._staged[target] = tmp
+        return tmp
+
+    def stage_changed(self, target: Path, data: bytes) -> bool:
+        """Stage ``data`` unless ``target`` already holds it; True when staged."""
+        if same_bytes(target, data):
+            return False
+        self.stage(target, data)
+        return True
+
+    def remove_after(self, path: Path) -> None:
+        """Remove ``path`` (if present) once the staged files are in place."""
+        self._removals.append(path)
+
+    def sync(self) -> None:
+        """fsync every staged temporary (their bytes are durable before any of them is visible)."""
+        for tmp in self._staged.values():
+            fd = os.open(tmp, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    def publish(self, extra_folders=()) -> list[Path]:
+        """Rename every staged temporary over its target, make the removals, then fsync each touched
+        folder (and ``extra_folders``) once; returns the targets, in staging order."""
+        done = []
+        for target, tmp in self._staged.items():
+            os.replace(tmp, target)
+            done.append(target)
+        self._staged.clear()
+        folders = {t.parent for t in done} | set(extra_folders)
+        for path in self._removals:
+            try:
+                path.unlink()
+                folders.add(path.parent)
+            except (FileNotFoundError, NotADirectoryError):
+                pass
+        self._removals.clear()
+        fsync_folders(folders)
+        return done
+
+    def commit(self) -> list[Path]:
+        self.sync()
+        return self.publish()
+
+    def abandon(self) -> None:
+        """Drop what is staged (the temporaries go; the targets stay as they were)."""
+        for tmp in self._staged.values():
+            tmp.unlink(missing_ok=True)
+        self._staged.clear()
+        self._removals.clear()
+
+
+def atomic_write(path: Path, data: bytes) -> bool:
+    """Write one file through a temporary in the same folder, fsync, rename, fsync the folder.
+
+    Returns False (and writes nothing) when the file already holds exactly these bytes.
+    """
+    batch = Batch()
+    if not batch.stage_changed(path, data):
+        return False
+    try:
+        batch.commit()
+    except BaseException:
+        batch.abandon()
+        raise
+    return True

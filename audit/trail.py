@@ -1,0 +1,83 @@
+"""The audit trail of one shard's writes: documents with their revisions and dataset rows.
+
+A shard (flows/shard.py) hands every document it accepts to a ``ShardTrail``; the trail stages
+the bytes in the shard's write batch, keeps each new revision in the store as a hard link to the
+written file (no second copy), and builds the document's rows of the sessions and turns tables
+from the document itself, so nothing is read back. ``commit`` makes the batch durable and visible;
+the main process then indexes the revisions and writes the rows as a dataset part.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from . import datasets, revisions
+from .files import Batch, resolve_inside
+from .ledger import RevisionRow
+
+DOCUMENT_MODE = 0o444  # a document shares its inode with its latest blob: not to be edited in place
+
+
+def sha256_of(data: bytes | Path) -> str:
+    """The sha256 of bytes, or of a file's content read in chunks."""
+    if not isinstance(data, Path):
+        return hashlib.sha256(data).hexdigest()
+    digest = hashlib.sha256()
+    with data.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+class ShardTrail:
+    """What one shard wrote: its write batch, the revision rows and the dataset rows."""
+
+    def __init__(self, out_root: Path) -> None:
+        self.out_root = out_root
+        self.batch = Batch()
+        self.revisions: list[RevisionRow] = []
+        self.rows = datasets.Rows()
+        self._blobs: list[tuple[Path, str]] = []  # (temporary, sha256): kept once fsynced
+
+    def document(self, rel: str, data: bytes | Path, old: bytes | None, *, note: str = "",
+                 document: dict[str, Any] | None = None, target: Path | None = None) -> tuple[str, bool]:
+        """Stage the document ``rel`` (``old``: what its file holds now, None when absent;
+        ``target``: its resolved path, when known); returns (sha256, changed). An unchanged
+        document is not touched."""
+        target = target or resolve_inside(self.out_root, rel)
+        sha = sha256_of(data)
+        previous = hashlib.sha256(old).hexdigest() if old is not None else None
+        if previous is not None and previous != sha:
+            revisions.keep(self.out_root, target, previous)  # the file as it is, if the store lacks it
+        changed = previous != sha
+        if changed:
+            self._blobs.append((self.batch.stage(target, data, mode=DOCUMENT_MODE), sha))
+        else:
+            revisions.keep(self.out_root, target, sha)  # a store that lost it (a run killed mid-way)
+        self.revisions.append(RevisionRow(rel, sha, note, revisions.now(),
+                                          previous if previous != sha else None))
+        try:
+            if document is None:
+                document = orjson.loads(data if not isinstance(data, Path) else data.read_bytes())
+            self.rows.add(rel, sha, document)
+        except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError):
+            pass  # no part row: the tables read this document itself (datasets.tables)
+        return sha, changed
+
+    def commit(self) -> None:
+        """fsync every staged file, keep the new revisions (hard links), rename everything into
+        place and fsync each folder once."""
+        self.batch.sync()
+        for tmp, sha in self._blobs:
+            revisions.keep(self.out_root, tmp, sha)
+        stored = [revisions.blobs(self.out_root)] if self._blobs else []
+        self._blobs.clear()
+        self.batch.publish(extra_folders=stored)
+
+    def abandon(self) -> None:
+        self.batch.abandon()
+        self._blobs.clear()

@@ -1,0 +1,197 @@
+"""The write path of a shard: batched durable writes, revisions kept by hard link (or a copy)."""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from audit import files, revisions
+from audit.files import Batch
+from audit.ledger import Ledger
+from flows import emit
+from flows.cli import app
+from flows.pipeline import reconstruct
+from models.settings import Settings as RunSettings
+
+DOC = "sessions/in/chat.txt/unidentified-1/999.json"
+TWO = "User: hi\nAssistant: hello\n"
+FOUR = TWO + "User: how are you\nAssistant: fine thanks\n"
+
+
+def _run(tmp_path: Path, text: str, name: str = "chat.txt") -> Path:
+    src = tmp_path / "in"
+    src.mkdir(exist_ok=True)
+    (src / name).write_text(text)
+    reconstruct([src], tmp_path / "out", RunSettings(workers=1))
+    return tmp_path / "out"
+
+
+def _blobs(out: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in revisions.blobs(out).iterdir() if not p.name.startswith(".")}
+
+
+def _latest(out: Path, rel: str) -> str:
+    ledger = Ledger(out / "ledger.sqlite", read_only=True)
+    try:
+        return ledger.latest_revisions()[rel]
+    finally:
+        ledger.close()
+
+
+def test_a_revision_is_a_hard_link_to_the_document_written(tmp_path):
+    out = _run(tmp_path, TWO)
+    doc = out / DOC
+    blob = revisions.blob_path(out, _latest(out, DOC))
+    assert os.path.samefile(doc, blob) and doc.stat().st_nlink == 2
+    assert hashlib.sha256(blob.read_bytes()).hexdigest() == blob.name
+    # read-only: the document is its latest revision, so it is replaced, never edited in place
+    assert stat.S_IMODE(doc.stat().st_mode) == 0o444
+
+
+def test_where_links_are_not_possible_the_revision_is_a_copy(tmp_path, monkeypatch):
+    def no_links(src, dst, *a, **k):
+        raise OSError(errno.EXDEV, "Invalid cross-device link")
+
+    monkeypatch.setattr(revisions.os, "link", no_links)
+    out = _run(tmp_path, TWO)
+    _run(tmp_path, FOUR)
+    blob = revisions.blob_path(out, _latest(out, DOC))
+    assert not os.path.samefile(out / DOC, blob)
+    assert blob.read_bytes() == (out / DOC).read_bytes()
+    assert len(_blobs(out)) == 2 and not list(revisions.blobs(out).glob(".*"))
+    assert CliRunner().invoke(app, ["verify", "--out", str(out)]).exit_code == 0
+
+
+def test_a_rerun_a_revert_and_an_apply_diff_never_alter_a_stored_revision(tmp_path):
+    out = _run(tmp_path, TWO)
+    _run(tmp_path, FOUR)
+    before = _blobs(out)
+    runner = CliRunner()
+    confirm = f"CONFIRM REVERT {DOC} v0"
+    revert = runner.invoke(app, ["revert", DOC, "--to", "v0", "--out", str(out), "--confirm", confirm])
+    assert revert.exit_code == 0, revert.output
+    _run(tmp_path, FOUR + "User: and now?\nAssistant: still fine\n")
+    after = _blobs(out)
+    assert {k: after[k] for k in before} == before
+    assert all(hashlib.sha256(v).hexdigest() == k for k, v in after.items())
+    assert runner.invoke(app, ["verify", "--out", str(out)]).exit_code == 0
+
+
+def test_an_unchanged_rewrite_keeps_the_file_and_restores_a_lost_blob(tmp_path):
+    out = _run(tmp_path, TWO)
+    inode = (out / DOC).stat().st_ino
+    blob = revisions.blob_path(out, _latest(out, DOC))
+    blob.unlink()
+    reconstruct([tmp_path / "in"], out, RunSettings(workers=1), force=True)
+    assert (out / DOC).stat().st_ino == inode
+    assert os.path.samefile(out / DOC, blob)
+
+
+def _fsyncs(monkeypatch) -> list[str]:
+    """Record every fsync of the write primitives as 'dir' or 'file'."""
+    calls: list[str] = []
+    real = os.fsync
+
+    def recording(fd):
+        calls.append("dir" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file")
+        return real(fd)
+
+    monkeypatch.setattr(files.os, "fsync", recording)
+    return calls
+
+
+def test_a_batch_fsyncs_every_file_and_each_folder_once(tmp_path, monkeypatch):
+    calls = _fsyncs(monkeypatch)
+    batch = Batch()
+    for i in range(5):
+        batch.stage(tmp_path / "a" / f"{i}.json", b"x" * i)
+    batch.stage(tmp_path / "b" / "0.json", b"y")
+    batch.stage(tmp_path / "b" / "1.json", b"z")
+    batch.commit()
+    assert calls.count("file") == 7 and calls.count("dir") == 2
+    assert (tmp_path / "a" / "4.json").read_bytes() == b"xxxx"
+
+
+def test_a_crash_before_the_renames_leaves_only_temporaries(tmp_path):
+    (tmp_path / "sessions" / "k").mkdir(parents=True)
+    old = tmp_path / "sessions" / "k" / "old.json"
+    old.write_bytes(b"old")
+    batch = Batch()
+    batch.stage(old, b"new")
+    batch.stage(tmp_path / "sessions" / "k" / "new.json", b"new")
+    batch.sync()  # killed here: synced, never renamed
+    assert old.read_bytes() == b"old" and not (tmp_path / "sessions" / "k" / "new.json").exists()
+    assert emit.clean_temporaries(tmp_path) == 2
+    assert sorted(p.name for p in (tmp_path / "sessions" / "k").iterdir()) == ["old.json"]
+
+
+def test_a_file_given_as_a_finished_temporary_is_renamed_into_place(tmp_path):
+    target = tmp_path / "d" / "doc.json"
+    target.parent.mkdir()
+    spooled = files.temporary_for(target)
+    spooled.write_bytes(b"spooled")
+    batch = Batch()
+    assert batch.stage(target, spooled, mode=0o444) == spooled
+    batch.commit()
+    assert target.read_bytes() == b"spooled" and not spooled.exists()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["a/x", "a/y", "b/x", "c/d/z"]), st.binary(max_size=40)), max_size=12))
+def test_a_committed_batch_holds_the_last_bytes_staged_for_each_file_and_nothing_else(writes):
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        batch = Batch()
+        for name, data in writes:
+            batch.stage(root / name, data)
+        batch.commit()
+        expected = {name: data for name, data in writes}
+        on_disk = {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+        assert on_disk == expected
+
+
+def test_the_index_is_rewritten_only_when_it_lacks_a_revision(tmp_path, monkeypatch):
+    out = _run(tmp_path, TWO)
+    real, exports = revisions.write_index, []
+    monkeypatch.setattr(revisions, "write_index", lambda *a: exports.append(1) or real(*a))
+
+    def rerun() -> int:
+        exports.clear()
+        reconstruct([tmp_path / "in"], out, RunSettings(workers=1))
+        return len(exports)
+
+    assert rerun() == 0  # unchanged: the index holds every revision already
+    ledger = Ledger(out / "ledger.sqlite")
+    try:
+        ledger.set_meta(revisions.INDEXED, "0")  # as if a run was killed before exporting it
+    finally:
+        ledger.close()
+    assert rerun() == 1
+    revisions.index_path(out).unlink()
+    assert rerun() == 1 and DOC in revisions.index_path(out).read_text()
+
+
+def test_temporaries_are_searched_for_only_after_a_run_that_did_not_complete(tmp_path, monkeypatch):
+    out = _run(tmp_path, TWO)
+    real, walks = emit.clean_temporaries, []
+    monkeypatch.setattr(emit, "clean_temporaries", lambda root: walks.append(root) or real(root))
+    reconstruct([tmp_path / "in"], out, RunSettings(workers=1))
+    assert walks == []  # the last run completed: no temporaries, the output is not walked
+    ledger = Ledger(out / "ledger.sqlite")
+    try:
+        ledger.db.execute("UPDATE runs SET status='interrupted'")
+        ledger.db.commit()
+    finally:
+        ledger.close()
+    leftover = files.temporary_for(out / DOC)
+    leftover.write_bytes(b"half")
+    summary = reconstruct([tmp_path / "in"], out, RunSettings(workers=1))
+    assert walks == [out] and summary["temporaries_removed"] == 1 and not leftover.exists()
