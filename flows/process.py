@@ -12,12 +12,11 @@ import traceback
 from dataclasses import dataclass, field, replace
 from typing import Any, BinaryIO
 
-import orjson
-
 from models.errors import Reason, ReconstructError
 from models.records import Detection, SourceText
 from models.status import FileStatus, SessionStatus
 from normalizers.assemble import RunContext, assemble
+from normalizers.encode import encode_interaction, head_and_tail, join_lines
 from parsers import registry
 from parsers.memory import paused_gc
 from parsers.text import decode
@@ -68,25 +67,28 @@ class FileOutcome:
     seconds: float = 0.0
 
 
-def _encode(doc: dict[str, Any]) -> bytes:
-    return orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
-
-
 def _gate_session(doc: dict[str, Any], counted: int, accounting: Accounting) -> tuple[bytes, gate.GateResult]:
-    """Gate the document, record the per-check results in it, then check the exact bytes.
+    """Gate the document, record the per-check results in it, then check the exact bytes as they
+    are encoded (normalizers.encode: head, interaction lines, tail).
 
     The summary is written before the byte check (a document is encoded once); a document whose
     bytes fail is never written, so a written document's ``jsonSyntax: pass`` is always true.
     """
     result = gate.check(doc, None, counted, accounting=accounting)
     doc["artifacts"]["ai_protocol_performance"]["gate"] = result.summary()
+    interactions = doc["artifacts"]["Chatthistorik"]["interactions"]
+    check = gate.ByteCheck()
     try:
-        encoded = _encode(doc)
+        head, tail = head_and_tail(doc, len(interactions))
+        body = join_lines(map(encode_interaction, interactions), True)
     except (TypeError, ValueError) as exc:  # e.g. an integer beyond 64 bits in a source field
         result.failures.append(gate.GateFailure(Reason.JSON_SYNTAX, "$", f"cannot be serialised: {exc}"))
         return b"", result
-    result.failures.extend(gate.check_bytes(encoded))
-    return encoded, result
+    check.envelope(head, tail)
+    for piece in (head, body, tail):
+        check.feed(piece)
+    result.failures.extend(check.failures())
+    return b"".join((head, body, tail)), result
 
 
 def quarantined_file(name: str, size: int, reason: Reason | str, detail: str, sha: str | None = None,

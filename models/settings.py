@@ -23,7 +23,7 @@ from pydantic_settings import (
 
 from models.errors import ConfigError, Reason
 
-PIPELINE_VERSION = "0.1.0"
+PIPELINE_VERSION = "0.2.0"
 
 _IDENTITY = regex.compile(r"^(?P<provider>[^:]+):(?P<name>[^@]+)@(?P<version>.+)$")
 

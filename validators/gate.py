@@ -199,10 +199,61 @@ def _check_interactions(interactions: list[Any], out: _Collector) -> None:
 
 
 def check_bytes(encoded: bytes) -> list[GateFailure]:
-    """Check 1 alone, on the exact bytes that will be written."""
+    """Check 1 alone, on the exact bytes of a whole document (parsed back, up to FULL_PARSE_LIMIT)."""
     out = _Collector()
     _check_syntax(encoded, out)
     return out.failures
+
+
+class ByteCheck:
+    """Check 1 on a document's bytes as they are produced, never parsing the whole document again.
+
+    The document is written as a head, interaction lines and a tail (normalizers.encode). Each
+    interaction line is one orjson encoding of one object (or the same bytes built column-wise), so
+    its keys are unique and ordered by construction; orjson writes NaN and infinities as ``null`` and
+    refuses integers beyond 64 bits and strings that are not UTF-8 (a lone surrogate) before any byte
+    is produced (the caller records that as a JSON syntax failure). What can still go wrong
+    is checked here: the envelope (head and tail) is parsed back, being small; every piece is
+    checked to be UTF-8 without CR; the whole starts with ``{`` and ends with ``}`` and one LF.
+    Each piece fed must be whole (never a cut inside a UTF-8 sequence)."""
+
+    __slots__ = ("_out", "first", "last", "size")
+
+    def __init__(self) -> None:
+        self._out = _Collector()
+        self.first = b""
+        self.last = b""
+        self.size = 0
+
+    def envelope(self, head: bytes, tail: bytes) -> None:
+        """Parse the document with no interactions: the skeleton the lines go into."""
+        try:
+            if not isinstance(orjson.loads(head + tail), dict):
+                self._out.add(Reason.JSON_SYNTAX, "$", "root is not an object")
+        except orjson.JSONDecodeError as exc:
+            self._out.add(Reason.JSON_SYNTAX, "$", f"invalid JSON or UTF-8: {exc}")
+
+    def feed(self, piece: bytes) -> None:
+        if not piece:
+            return
+        if not self.size:
+            self.first = piece[:3]
+        self.size += len(piece)
+        self.last = (self.last + piece[-2:])[-2:]
+        if b"\r" in piece and Reason.JSON_SYNTAX not in self._out.counts:
+            self._out.add(Reason.JSON_SYNTAX, "$", "contains CR characters")
+        if not piece.isascii():
+            try:
+                piece.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                self._out.add(Reason.JSON_SYNTAX, "$", f"not UTF-8: {exc}")
+
+    def failures(self) -> list[GateFailure]:
+        if self.first.startswith(b"\xef\xbb\xbf"):
+            self._out.add(Reason.JSON_SYNTAX, "$", "starts with a BOM")
+        if not (self.first.startswith(b"{") and self.last == b"}\n"):
+            self._out.add(Reason.JSON_SYNTAX, "$", "not a single clean JSON object")
+        return self._out.failures
 
 
 def _check_accounting(history: dict[str, Any], accounting: Accounting | None, out: _Collector) -> bool:
