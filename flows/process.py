@@ -12,16 +12,29 @@ import traceback
 from dataclasses import dataclass, field, replace
 from typing import Any, BinaryIO
 
+import orjson
+
 from models.errors import Reason, ReconstructError
 from models.records import Detection, SourceText
 from models.status import FileStatus, SessionStatus
-from normalizers.assemble import RunContext, assemble
+from normalizers.assemble import RunContext, assemble, envelope
+from normalizers.columns import ColumnAssembler, lines_bytes
 from normalizers.encode import encode_interaction, head_and_tail, join_lines
 from parsers import registry
+from parsers.columns import split_lines
 from parsers.memory import paused_gc
 from parsers.text import decode
 from validators import gate
-from validators.accounting import Accounting, LineIndex, account, is_text_session, session_extent
+from validators.accounting import (
+    Accounting,
+    BlankIndex,
+    LineIndex,
+    account,
+    account_lines,
+    account_spans,
+    is_text_session,
+    session_extent,
+)
 
 DETECT_SAMPLE = 65536
 
@@ -49,6 +62,13 @@ class SessionOutcome:
     """Lines or records in declared regions."""
     drift: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Format drift the grammar met: ``{"category:value": {"count": n, "first": pointer}}``."""
+    spool: Any = None
+    """A streamed session's finished document: a temporary file (flows/spool.py) the shard renames
+    into place, instead of ``encoded``."""
+    spool_sha256: str | None = None
+    turns: Any = None
+    """The interaction rows as a polars frame when the session was assembled column-wise (ordinal,
+    role, kind, date, time_raw, content, line_start, line_end), for the datasets; else None."""
 
 
 @dataclass(slots=True)
@@ -67,20 +87,23 @@ class FileOutcome:
     seconds: float = 0.0
 
 
-def _gate_session(doc: dict[str, Any], counted: int, accounting: Accounting) -> tuple[bytes, gate.GateResult]:
+def _gate_session(built: _Built, counted: int, accounting: Accounting) -> tuple[bytes, gate.GateResult]:
     """Gate the document, record the per-check results in it, then check the exact bytes as they
     are encoded (normalizers.encode: head, interaction lines, tail).
 
     The summary is written before the byte check (a document is encoded once); a document whose
     bytes fail is never written, so a written document's ``jsonSyntax: pass`` is always true.
     """
-    result = gate.check(doc, None, counted, accounting=accounting)
+    doc = built.doc
+    result = gate.check(doc, None, counted, accounting=accounting, frames=built.frames)
     doc["artifacts"]["ai_protocol_performance"]["gate"] = result.summary()
-    interactions = doc["artifacts"]["Chatthistorik"]["interactions"]
     check = gate.ByteCheck()
     try:
-        head, tail = head_and_tail(doc, len(interactions))
-        body = join_lines(map(encode_interaction, interactions), True)
+        head, tail = head_and_tail(doc, built.count)
+        if built.columns is not None:
+            body = lines_bytes(built.columns, True)
+        else:
+            body = join_lines(map(encode_interaction, doc["artifacts"]["Chatthistorik"]["interactions"]), True)
     except (TypeError, ValueError) as exc:  # e.g. an integer beyond 64 bits in a source field
         result.failures.append(gate.GateFailure(Reason.JSON_SYNTAX, "$", f"cannot be serialised: {exc}"))
         return b"", result
@@ -107,7 +130,16 @@ def process_text(source: SourceText, ctx: RunContext) -> FileOutcome:
     except ReconstructError as exc:
         return quarantined_file(source.name, source.size, exc.reason, str(exc), source.sha256)
     grammar = registry.get(detection.grammar)
-    return collect(grammar.parse(source, ctx.settings), grammar, source, detection, ctx, started)
+    return collect(_sessions(grammar, source, ctx), grammar, source, detection, ctx, started)
+
+
+def _sessions(grammar, source: SourceText, ctx: RunContext):
+    """The grammar's sessions, with their turns as columns when it reads this input that way."""
+    if grammar.columnar and ctx.settings.columnar:
+        sessions = grammar.parse_columns(source, ctx.settings)
+        if sessions is not None:
+            return sessions
+    return grammar.parse(source, ctx.settings)
 
 
 def collect(parsed_sessions, grammar, source: SourceText, detection: Detection, ctx: RunContext,
@@ -165,18 +197,40 @@ class _Accountant:
     def __init__(self, text: str) -> None:
         self.text = text
         self.index: LineIndex | None = None
+        self.blanks: BlankIndex | None = None
         self.done = 0  # last line accounted for by an earlier session
 
     def account(self, parsed, last: bool) -> Accounting:
         if not is_text_session(parsed):
             return account(parsed, None)
+        if parsed.frame is not None:
+            return self._frame(parsed, last)
         if self.index is None:
             self.index = LineIndex(self.text)
+        extent = self._extent(parsed, last, self.index.count)
+        return account(parsed, self.index, extent)
+
+    def _extent(self, parsed, last: bool, count: int) -> tuple[int, int]:
         own = session_extent(parsed) or (self.done + 1, self.done)
-        end = self.index.count if last else own[1]
+        end = count if last else own[1]
         extent = (min(self.done + 1, own[0]), max(end, own[1]))
         self.done = max(self.done, extent[1])
-        return account(parsed, self.index, extent)
+        return extent
+
+    def _frame(self, parsed, last: bool) -> Accounting:
+        """A session whose turns are columns: counted with prefix sums over the spans; only when
+        something is unaccounted are the lines walked one by one, to name them."""
+        if self.blanks is None:
+            self.blanks = BlankIndex(split_lines(self.text))
+        extent = self._extent(parsed, last, self.blanks.count)
+        starts, ends = parsed.frame["line_start"], parsed.frame["line_end"]
+        regions = [r.lines for r in parsed.regions if r.lines]
+        found = account_spans(self.blanks, extent, starts, ends, regions)
+        if found is None:
+            if self.index is None:
+                self.index = LineIndex(self.text)
+            found = account_lines(self.index, extent, zip(starts.to_list(), ends.to_list(), strict=True), regions)
+        return found
 
 
 def _session_outcome(ordinal, parsed, grammar, source, detection, ctx, seen_ids,
@@ -194,31 +248,70 @@ def _judge(ordinal, parsed, grammar, source, detection, ctx, seen_ids, accountin
     t0 = time.perf_counter()
     counted = grammar.count_turns(parsed.raw)
     parsed.raw = None
-    doc = assemble(parsed, counted, source=source, detection=detection, grammar_version=grammar.version, ctx=ctx,
-                   accounting=accounting.as_dict(), unaccounted=accounting.reason())
-    parsed.turns.clear()  # the document holds what is needed; free the turn records before encoding
+    built = _built(parsed, counted, source, detection, grammar, ctx, accounting)
+    doc = built.doc
     sid = doc["sessionId"]
     raw_id = doc["artifacts"]["ByggLogg"].get("sessionIdRaw", sid) if parsed.session_id is not None else None
-    interactions = doc["artifacts"]["Chatthistorik"]["interactions"]
-    chars = sum(len(i["content"]) for i in interactions)
     if parsed.session_id is not None and sid in seen_ids:
         return SessionOutcome(
             ordinal, sid, raw_id, SessionStatus.QUARANTINED, [Reason.DUPLICATE_SESSION_ID.value],
             f"session id {raw_id!r} already used by session #{seen_ids[sid]} of this source; "
             "not merged, not overwritten",
-            None, doc, len(interactions), counted, chars, seconds=time.perf_counter() - t0,
+            None, built.full_document(), built.count, counted, built.characters, seconds=time.perf_counter() - t0,
         )
     seen_ids.setdefault(sid, ordinal)
-    encoded, result = _gate_session(doc, counted, accounting)
+    encoded, result = _gate_session(built, counted, accounting)
     if result.passed:
         status = SessionStatus.PARTIAL if result.partial else SessionStatus.OK
         reason = doc["artifacts"]["Chatthistorik"].get("coverageReason", "")
         return SessionOutcome(ordinal, sid, raw_id, status, [], reason, encoded, None,
-                              len(interactions), counted, chars, seconds=time.perf_counter() - t0)
+                              built.count, counted, built.characters, seconds=time.perf_counter() - t0,
+                              turns=built.turns)
     detail = "; ".join(f"{f.reason.value} at {f.path}: {f.message}" for f in result.failures[:5])
-    return SessionOutcome(ordinal, sid, raw_id, SessionStatus.QUARANTINED, result.reasons, detail, None, doc,
-                          len(interactions), counted, chars, [f.as_dict() for f in result.failures],
-                          seconds=time.perf_counter() - t0)
+    return SessionOutcome(ordinal, sid, raw_id, SessionStatus.QUARANTINED, result.reasons, detail, None,
+                          built.full_document(), built.count, counted, built.characters,
+                          [f.as_dict() for f in result.failures], seconds=time.perf_counter() - t0)
+
+
+@dataclass(slots=True)
+class _Built:
+    """A session's document before the gate: the envelope and its interactions, as dicts (in the
+    envelope) or as encoded columns (``columns``, with the gate's column checks)."""
+
+    doc: dict[str, Any]
+    count: int
+    characters: int
+    columns: Any = None
+    frames: gate.FrameCheck | None = None
+
+    @property
+    def turns(self):
+        """The interaction rows as a frame (columnar sessions), for the datasets."""
+        return self.columns.drop("line") if self.columns is not None else None
+
+    def full_document(self) -> dict[str, Any]:
+        """The document with its interactions as dicts (a quarantine record keeps it)."""
+        if self.columns is not None:
+            history = self.doc["artifacts"]["Chatthistorik"]
+            history["interactions"] = [orjson.loads(line) for line in self.columns["line"]]
+        return self.doc
+
+
+def _built(parsed, counted, source, detection, grammar, ctx, accounting: Accounting) -> _Built:
+    common = {"source": source, "detection": detection, "grammar_version": grammar.version, "ctx": ctx,
+              "accounting": accounting.as_dict(), "unaccounted": accounting.reason()}
+    if parsed.frame is None:
+        doc = assemble(parsed, counted, **common)
+        parsed.turns.clear()  # the document holds what is needed; free the turn records before encoding
+        interactions = doc["artifacts"]["Chatthistorik"]["interactions"]
+        return _Built(doc, len(interactions), sum(len(i["content"]) for i in interactions))
+    assembler = ColumnAssembler(ctx)
+    columns = assembler.add(parsed.frame)
+    parsed.frame = None
+    frames = gate.FrameCheck()
+    frames.feed(columns, assembler.checked)
+    doc = envelope(parsed, counted, assembler.summary, [], **common)
+    return _Built(doc, columns.height, int(columns["content"].str.len_chars().sum() or 0), columns, frames)
 
 
 def _partial_failure(source: SourceText, detection: Detection, sessions: list[SessionOutcome],

@@ -65,6 +65,17 @@ class Settings(BaseSettings):
     stream_bytes: int = Field(
         64 * 1024**2, ge=1, description="Inputs this large are streamed when their grammar can stream."
     )
+    columnar: bool = Field(
+        True, description="Assemble the sessions of grammars that read turns as columns column-wise (same "
+        "documents, faster); off: every session goes through turn records."
+    )
+    stream_text_bytes: int = Field(
+        16 * 1024**2, ge=1, description="Text inputs this large are streamed when their grammar can (columnar "
+        "line grammars: memory bounded by a chunk)."
+    )
+    stream_chunk_bytes: int = Field(
+        2 * 1024**2, ge=1, description="Bytes read at a time from a streamed text input (memory per chunk)."
+    )
     memory_budget_bytes: int | None = Field(
         None, ge=1, description="Memory one worker may spend on one input read whole; larger inputs are "
         "quarantined too_large (default: this machine's memory shared by the workers)."

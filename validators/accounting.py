@@ -19,8 +19,11 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import polars as pl
+
 from models.messages import is_message_like
 from models.records import ParsedSession
+from parsers.columns import nonblank
 
 MAX_LISTED = 20
 
@@ -311,3 +314,58 @@ def account(session: ParsedSession, index: LineIndex | None, extent: tuple[int, 
                              (r.lines for r in session.regions if r.lines))
     return account_records(session.raw, session.pointer or "", (t.pointer for t in session.turns),
                            (r.pointer for r in session.regions))
+
+
+class BlankIndex:
+    """Cumulative counts of non-blank lines of one text (or one chunk of it), for accounting turn
+    spans as columns: ``prefix[k]`` is how many of lines ``first..first+k-1`` are not blank."""
+
+    __slots__ = ("count", "first", "prefix")
+
+    def __init__(self, lines: pl.Series, first: int = 1) -> None:
+        self.first = first
+        self.count = len(lines)
+        self.prefix = pl.concat([pl.Series([0], dtype=pl.Int64), nonblank(lines).cast(pl.Int64).cum_sum()])
+
+    def upto(self, line: pl.Expr) -> pl.Expr:
+        """Non-blank lines from this index's first line up to ``line`` (inclusive)."""
+        return pl.lit(self.prefix).gather((line - self.first + 1).clip(0, self.count))
+
+
+def account_spans(index: BlankIndex, extent: tuple[int, int], starts: pl.Series, ends: pl.Series,
+                  regions: Iterable[tuple[int, int]]) -> Accounting | None:
+    """``account_lines`` over turn spans given as columns, for lines the index holds. Returns None
+    when some line is unaccounted or doubled: the caller then lists them with ``account_lines``."""
+    first, last = extent
+    region_list = list(regions)
+    schema = {"a": pl.Int64, "b": pl.Int64, "turn": pl.Boolean}
+    spans = pl.concat([
+        pl.DataFrame({"a": starts, "b": ends, "turn": pl.Series([True] * len(starts), dtype=pl.Boolean)},
+                     schema=schema),
+        pl.DataFrame({"a": [a for a, _ in region_list], "b": [b for _, b in region_list],
+                      "turn": [False] * len(region_list)}, schema=schema),
+    ]).sort("a", "b", "turn")
+    c = pl.col
+    clipped = spans.select(c("a").clip(lower_bound=first).alias("a"), c("b").clip(upper_bound=last).alias("b"),
+                           c("turn")).filter(c("a") <= c("b"))
+    covered = pl.max_horizontal(c("b").cum_max().shift(1).fill_null(first - 1), pl.lit(first - 1))
+    sums = clipped.with_columns(cb=covered).select(
+        loose=(pl.when(c("a") > c("cb") + 1).then(index.upto(c("a") - 1) - index.upto(c("cb"))).otherwise(0)).sum(),
+        doubled=(pl.when(c("a") <= c("cb")).then(index.upto(pl.min_horizontal(c("b"), c("cb")))
+                                                 - index.upto(c("a") - 1)).otherwise(0)).sum(),
+        fresh=pl.when(c("b") > c("cb"))
+        .then(index.upto(c("b")) - index.upto(pl.max_horizontal(c("a"), c("cb") + 1) - 1)).otherwise(0),
+        turn=c("turn"), end=c("b").max(),
+    )
+    end = sums["end"][0] if len(sums) else None
+    tail = 0
+    covered_to = max(first - 1, end) if end is not None else first - 1
+    if covered_to < last:
+        tail = int(pl.select(index.upto(pl.lit(last)) - index.upto(pl.lit(covered_to))).item())
+    if (len(sums) and (sums["loose"][0] or sums["doubled"][0])) or tail:
+        return None
+    out = Accounting("lines")
+    out.in_turns = int(sums.filter(pl.col("turn"))["fresh"].sum()) if len(sums) else 0
+    out.declared = int(sums.filter(~pl.col("turn"))["fresh"].sum()) if len(sums) else 0
+    out.checked = out.in_turns + out.declared
+    return out
