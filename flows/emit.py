@@ -79,12 +79,52 @@ def atomic_write(path: Path, data: bytes) -> bool:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
+    _sync_folder(path.parent)
+    return True
+
+
+def _sync_folder(folder: Path) -> None:
+    dir_fd = os.open(folder, os.O_RDONLY)
     try:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def place_file(tmp: Path, path: Path) -> bool:
+    """Rename a finished, synced temporary document (a streamed session's, flows/spool.py) over the
+    target, then sync the folder. The temporary file must be on the output root's file system."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(tmp, path)
+    _sync_folder(path.parent)
     return True
+
+
+_INTERACTIONS = b'      "interactions": ['
+
+
+def document_mass(path: Path) -> tuple[int, int] | None:
+    """(interactions, content characters) of a document in the one layout (normalizers.encode), read
+    line by line: a streamed document's predecessor is never read whole. None for another layout."""
+    count = chars = 0
+    inside = False
+    with open(path, "rb") as fh:
+        for line in fh:
+            if not inside:
+                if line.rstrip(b"\n") == _INTERACTIONS:
+                    inside = True
+                elif line.startswith(_INTERACTIONS):
+                    return (0, 0) if line.rstrip(b",\n").endswith(b"[]") else None
+                continue
+            if not line.startswith(b"{"):
+                return count, chars
+            try:
+                item = orjson.loads(line.rstrip(b"\n").removesuffix(b","))
+            except orjson.JSONDecodeError:
+                return None
+            count += 1
+            chars += len(item.get("content") or "")
+    return None
 
 
 def quarantine_record(payload: dict) -> bytes:
@@ -125,7 +165,7 @@ def remove_stale(root: Path, relpath: str) -> bool:
 def clean_temporaries(root: Path) -> int:
     """Remove temporary files a killed run left behind; returns how many."""
     removed = 0
-    for sub in ("sessions", "quarantine", ".revisions"):
+    for sub in ("sessions", "quarantine", ".revisions", ".spool"):
         base = root / sub
         if base.is_dir():
             for tmp in base.rglob(".*.tmp"):

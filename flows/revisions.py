@@ -10,6 +10,8 @@ change to ``OUT/.revisions/index.json`` in seed 001's schema.
 from __future__ import annotations
 
 import hashlib
+import os
+import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -45,6 +47,25 @@ def put_blob(out_root: Path, data: bytes) -> str:
     if not path.exists():
         emit.atomic_write(path, data)
     return sha
+
+
+def put_blob_file(out_root: Path, source: Path, sha256: str) -> str:
+    """Keep a file already hashed (a streamed document) as a blob, without reading it into memory:
+    a hard link when the file system allows one (documents are only ever replaced by rename, never
+    written in place), else a copy through a synced temporary file."""
+    path = blob_path(out_root, sha256)
+    if path.exists():
+        return sha256
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        os.link(source, tmp)
+    except OSError:
+        shutil.copyfile(source, tmp)
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    return sha256
 
 
 def get_blob(out_root: Path, sha256: str) -> bytes:

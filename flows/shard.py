@@ -24,7 +24,7 @@ from normalizers.assemble import RunContext
 from normalizers.secrets import scrub_name
 from parsers.text import input_sha256, sha256_text
 
-from . import emit, ingest, revisions
+from . import emit, ingest, revisions, spool
 from .ledger import FileRow, Ledger, RevisionRow, SessionRow
 from .process import DETECT_SAMPLE, FileOutcome, process_bytes, process_group, process_stream, quarantined_file
 
@@ -182,8 +182,8 @@ def _one(ref, out_root, ctx, ledger, inputs: ShardInputs, result: ShardResult, a
     else:
         texts, context_sha = inputs.context(ref)
         outcome = None
-        if ref.size >= ctx.settings.stream_bytes:
-            outcome = _streamed(ref, ctx, ledger, inputs, context_sha, result)
+        if ref.size >= min(ctx.settings.stream_bytes, ctx.settings.stream_text_bytes):
+            outcome = _streamed(ref, ctx, ledger, inputs, context_sha, result, out_root)
         if outcome is None:
             outcome = _whole(ref, ctx, ledger, inputs, texts, context_sha, result)
         if outcome == "skipped":
@@ -255,7 +255,7 @@ def _whole(ref, ctx, ledger, inputs: ShardInputs, texts, context_sha, result: Sh
 UNCHANGED = "unchanged since an earlier run with the same settings"
 
 
-def _streamed(ref, ctx, ledger, inputs: ShardInputs, context_sha, result: ShardResult):
+def _streamed(ref, ctx, ledger, inputs: ShardInputs, context_sha, result: ShardResult, out_root: Path):
     """A large input through its grammar's streaming parser, or None to read it whole."""
     from parsers.text import sha256_stream
 
@@ -269,8 +269,14 @@ def _streamed(ref, ctx, ledger, inputs: ShardInputs, context_sha, result: ShardR
         with ingest.open_binary(ref, inputs.zips) as fp:
             sample = fp.read(DETECT_SAMPLE).decode("utf-8-sig", errors="ignore")
             fp.seek(0)
-            source = SourceText("", ref.name, sha, size, encoding)
-            return process_stream(fp, source, sample, ctx)
+            source = SourceText("", ref.name, sha, size, encoding, siblings=ref.siblings)
+            text = None
+            if size >= ctx.settings.stream_text_bytes:
+                text = spool.stream_text_input(lambda: ingest.open_binary(ref, inputs.zips), source, sample, ctx,
+                                               out_root)
+            if text is None and size >= ctx.settings.stream_bytes:
+                text = process_stream(fp, source, sample, ctx)
+            return text
     except OSError:
         return None
 
@@ -286,14 +292,7 @@ def _mass(doc_bytes: bytes) -> tuple[int, int] | None:
 
 def _latch(old: bytes, s, threshold: float) -> str | None:
     """Why replacing ``old`` with session ``s`` trips the mass latch (seed 003), or None."""
-    before = _mass(old)
-    if before is None:
-        return None
-    (old_i, old_c), (new_i, new_c) = before, (s.interactions, s.characters)
-    if (old_i and new_i < threshold * old_i) or (old_c and new_c < threshold * old_c):
-        return (f"interactions {old_i}->{new_i}, characters {old_c}->{new_c}, "
-                f"below {threshold:g} of the accepted document")
-    return None
+    return _latch_mass(_mass(old), s, threshold)
 
 
 def _read(path: Path) -> bytes | None:
@@ -323,6 +322,9 @@ def _emit(ref: ingest.InputRef, outcome: FileOutcome, out_root: Path, result: Sh
         }))
     for s in outcome.sessions:
         latched = None
+        if s.spool is not None:
+            _emit_spooled(ref, s, out_root, result, settings, allow_shrink)
+            continue
         if s.encoded is not None:
             rel = emit.document_relpath(ref.key, s.session_id, s.ordinal)
             target = emit.resolve_inside(out_root, rel)
@@ -375,10 +377,69 @@ def _emit(ref: ingest.InputRef, outcome: FileOutcome, out_root: Path, result: Sh
                 "rejectedDocument": s.document,
             }))
             sha = None
-        result.sessions.append(SessionRow(
-            ref.key, s.ordinal, s.session_id, s.session_id_raw, SessionStatus(s.status), s.reasons,
-            scrub_name(s.detail), rel, sha, s.interactions, s.source_turns, s.characters, round(s.seconds, 6),
-            s.unaccounted, s.declared, s.drift,
-        ))
+        result.sessions.append(_session_row(ref, s, rel, sha))
     outcome.seconds += time.perf_counter() - started
     result.files.append(_file_row(ref, outcome, context_sha))
+
+
+def _session_row(ref: ingest.InputRef, s, rel: str | None, sha: str | None) -> SessionRow:
+    return SessionRow(
+        ref.key, s.ordinal, s.session_id, s.session_id_raw, SessionStatus(s.status), s.reasons,
+        scrub_name(s.detail), rel, sha, s.interactions, s.source_turns, s.characters, round(s.seconds, 6),
+        s.unaccounted, s.declared, s.drift,
+    )
+
+
+def _emit_spooled(ref: ingest.InputRef, s, out_root: Path, result: ShardResult, settings: Settings | None,
+                  allow_shrink: bool) -> None:
+    """A streamed session's document, finished in a temporary file: renamed into place (kept as a
+    revision blob first), never read into memory; the mass latch reads the old document line by line."""
+    rel = emit.document_relpath(ref.key, s.session_id, s.ordinal)
+    target = emit.resolve_inside(out_root, rel)
+    old_sha = _file_sha(target)
+    note, sha = "", s.spool_sha256
+    latched = None
+    if old_sha is not None and old_sha != sha and settings is not None:
+        latched = _latch_mass(emit.document_mass(target), s, settings.latch_threshold(ref.key.split("/", 1)[0]))
+        if latched and allow_shrink:
+            note = f"allow-shrink: {latched}"
+            s.detail = "; ".join(x for x in (s.detail, f"mass latch overridden (--allow-shrink): {latched}") if x)
+            latched = None
+    if latched:
+        Path(s.spool).unlink(missing_ok=True)
+        emit.atomic_write(emit.resolve_inside(out_root, emit.quarantine_relpath(ref.key, s.ordinal)),
+                          emit.quarantine_record({
+                              "status": "quarantined", "source": ref.name, "ordinal": s.ordinal,
+                              "sessionId": s.session_id, "reasons": [Reason.MASS_LATCH.value], "detail": latched,
+                              "acceptedDocument": rel, "rejectedDocument": "not kept: a streamed document"}))
+        s.status, s.reasons, s.detail = SessionStatus.QUARANTINED, [Reason.MASS_LATCH.value], latched
+        result.sessions.append(_session_row(ref, s, None, None))
+        return
+    previous = revisions.put_blob_file(out_root, target, old_sha) if old_sha not in (None, sha) else None
+    revisions.put_blob_file(out_root, Path(s.spool), sha)
+    changed = emit.place_file(Path(s.spool), target) if old_sha != sha else False
+    Path(s.spool).unlink(missing_ok=True)
+    emit.remove_stale(out_root, emit.quarantine_relpath(ref.key, s.ordinal))
+    result.written += changed
+    result.unchanged += not changed
+    result.revisions.append(RevisionRow(rel, sha, note, revisions.now(), previous))
+    result.sessions.append(_session_row(ref, s, rel, sha))
+
+
+def _file_sha(path: Path) -> str | None:
+    try:
+        with open(path, "rb") as fh:
+            return hashlib.file_digest(fh, "sha256").hexdigest()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def _latch_mass(before: tuple[int, int] | None, s, threshold: float) -> str | None:
+    """``_latch`` with the accepted document's mass already known."""
+    if before is None:
+        return None
+    (old_i, old_c), (new_i, new_c) = before, (s.interactions, s.characters)
+    if (old_i and new_i < threshold * old_i) or (old_c and new_c < threshold * old_c):
+        return (f"interactions {old_i}->{new_i}, characters {old_c}->{new_c}, "
+                f"below {threshold:g} of the accepted document")
+    return None

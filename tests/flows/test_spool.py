@@ -1,0 +1,48 @@
+"""A large text input streamed in chunks gives the document of the same input read whole."""
+
+from __future__ import annotations
+
+import io
+import shutil
+
+import pytest
+
+from flows import ingest
+from flows.shard import run_shard
+from flows.spool import text_blocks
+from models.settings import Settings
+from tests.parsers.test_columns import CASES
+
+WHATSAPP = [p for g, p in CASES if g == "whatsapp"]
+
+
+def _run(src, out, **values):
+    settings = Settings(**values)
+    return run_shard(ingest.discover([src], settings), out, settings)
+
+
+def _documents(out):
+    return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted((out / "sessions").rglob("*.json"))}
+
+
+@pytest.mark.parametrize("path", WHATSAPP, ids=lambda p: p.name)
+def test_streamed_documents_equal_whole_ones(path, tmp_path):
+    src = tmp_path / "in"
+    src.mkdir()
+    shutil.copy(path, src / path.name)
+    whole, streamed = tmp_path / "whole", tmp_path / "streamed"
+    a = _run(src, whole)
+    b = _run(src, streamed, stream_text_bytes=1, stream_chunk_bytes=64)
+    assert _documents(whole) == _documents(streamed)
+    assert [(r.status, r.reasons, r.interactions, r.characters, r.declared) for r in a.sessions] == \
+        [(r.status, r.reasons, r.interactions, r.characters, r.declared) for r in b.sessions]
+    assert not list((streamed / ".spool").glob("*"))
+
+
+@pytest.mark.parametrize("size", [1, 3, 7, 64])
+def test_blocks_are_whole_lines_of_the_canonical_text(size):
+    data = "\ufeffa\r\nbé\r\rc\n\nd".encode()
+    blocks = list(text_blocks(io.BytesIO(data), size))
+    assert "".join(t for t, _ in blocks) == "a\nbé\n\nc\n\nd"
+    assert all(t.endswith("\n") for t, _ in blocks[:-1])
+    assert [n for _, n in blocks] == [1 + "".join(t for t, _ in blocks[:i]).count("\n") for i in range(len(blocks))]
