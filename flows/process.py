@@ -108,8 +108,9 @@ def _gate_session(built: _Built, counted: int, accounting: Accounting) -> tuple[
         result.failures.append(gate.GateFailure(Reason.JSON_SYNTAX, "$", f"cannot be serialised: {exc}"))
         return b"", result
     check.envelope(head, tail)
-    for piece in (head, body, tail):
-        check.feed(piece)
+    check.feed(head)
+    check.feed(body, encoded=True)
+    check.feed(tail)
     result.failures.extend(check.failures())
     return b"".join((head, body, tail)), result
 

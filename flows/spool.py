@@ -193,7 +193,7 @@ def _spool(open_input, source, grammar, plan, session, ctx: RunContext, spool: P
             _merge(built.accounting, found)
             built.characters += int(columns["content"].str.len_chars().sum() or 0)
             piece = lines_bytes(columns, built.assembler.summary.count == columns.height)
-            built.check.feed(piece)
+            built.check.feed(piece, encoded=True)
             out.write(piece)
     grammar.stream_end(session, source, plan, built.bad, extras)
     return built

@@ -20,6 +20,7 @@ a session's bytes do not depend on how it was cut.
 
 from __future__ import annotations
 
+import io
 import re
 from dataclasses import dataclass, field
 from datetime import UTC
@@ -215,8 +216,14 @@ def _line() -> pl.Expr:
 
 
 def lines_bytes(interactions: pl.DataFrame, first: bool) -> bytes:
-    """The encoded lines of these interactions as they follow the head (``encode.join_lines``)."""
+    """The encoded lines of these interactions as they follow the head (``encode.join_lines``).
+    Written by polars straight to bytes (a CSV of one unquoted column is the lines themselves): no
+    Python string of the whole body is ever made."""
     if not interactions.height:
         return b""
-    joined = interactions["line"].str.join(",\n").item()
-    return ("\n" if first else ",\n").encode() + joined.encode()
+    buffer = io.BytesIO()
+    last = pl.int_range(pl.len()) == pl.len() - 1
+    interactions.select(pl.when(last).then(pl.col("line")).otherwise(pl.col("line") + ",")).write_csv(
+        buffer, include_header=False, quote_style="never")
+    body = buffer.getbuffer()
+    return (b"\n" if first else b",\n") + bytes(body[:-1])  # the CSV's final line end is not the document's

@@ -273,11 +273,13 @@ class ByteCheck:
         except orjson.JSONDecodeError as exc:
             self._out.add(Reason.JSON_SYNTAX, "$", f"invalid JSON or UTF-8: {exc}")
 
-    def feed(self, piece: bytes) -> None:
-        """One piece of the document, in any order (each whole: never cut inside a UTF-8 sequence)."""
+    def feed(self, piece: bytes, encoded: bool = False) -> None:
+        """One piece of the document, in any order (each whole: never cut inside a UTF-8 sequence).
+        ``encoded``: the piece is interaction lines our encoders wrote from strings orjson or Arrow
+        already hold as valid UTF-8 (both refuse anything else), so only CR is looked for."""
         if b"\r" in piece and Reason.JSON_SYNTAX not in self._out.counts:
             self._out.add(Reason.JSON_SYNTAX, "$", "contains CR characters")
-        if not piece.isascii():
+        if not encoded and not piece.isascii():
             try:
                 piece.decode("utf-8")
             except UnicodeDecodeError as exc:
