@@ -67,8 +67,8 @@ class SessionOutcome:
     into place, instead of ``encoded``."""
     spool_sha256: str | None = None
     turns: Any = None
-    """The interaction rows as a polars frame when the session was assembled column-wise (ordinal,
-    role, kind, date, time_raw, content, line_start, line_end), for the datasets; else None."""
+    """The interaction rows when the session was assembled column-wise (``normalizers.columns.TurnRows``:
+    ``.frame()`` is the turns table's document columns), for the datasets; else None."""
 
 
 @dataclass(slots=True)
@@ -285,10 +285,12 @@ class _Built:
     columns: Any = None
     frames: gate.FrameCheck | None = None
 
+    rows: Any = None
+
     @property
     def turns(self):
-        """The interaction rows as a frame (columnar sessions), for the datasets."""
-        return self.columns.drop("line") if self.columns is not None else None
+        """The interaction rows (columnar sessions), for the datasets."""
+        return self.rows
 
     def full_document(self) -> dict[str, Any]:
         """The document with its interactions as dicts (a quarantine record keeps it)."""
@@ -312,7 +314,8 @@ def _built(parsed, counted, source, detection, grammar, ctx, accounting: Account
     frames = gate.FrameCheck()
     frames.feed(columns, assembler.checked)
     doc = envelope(parsed, counted, assembler.summary, [], **common)
-    return _Built(doc, columns.height, int(columns["content"].str.len_chars().sum() or 0), columns, frames)
+    return _Built(doc, columns.height, int(columns["content"].str.len_chars().sum() or 0), columns, frames,
+                  assembler.rows(columns))
 
 
 def _partial_failure(source: SourceText, detection: Detection, sessions: list[SessionOutcome],

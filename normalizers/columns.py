@@ -87,7 +87,12 @@ class ColumnAssembler:
                             "date": date, "time_raw": frame["time_raw"], "content": content,
                             "line_start": frame["line_start"], "line_end": frame["line_end"], "raw": raw,
                             "extra": extra})
-        return out.with_columns(line=_line()).drop("spk", "raw", "extra")
+        return out.with_columns(line=_line(), speaker_key=frame["speaker"]).drop("spk", "raw", "extra")
+
+    def rows(self, interactions: pl.DataFrame) -> TurnRows:
+        """These interactions as turn rows (what the audit datasets hold of each interaction)."""
+        return TurnRows(interactions.drop("line", "time_raw"), {k: v.entry for k, v in self.speakers.items()})
+
 
     # -- speakers --------------------------------------------------------------------------
 
@@ -200,6 +205,34 @@ class ColumnAssembler:
             s.saw_date(date.min())
         return date
 
+
+@dataclass(slots=True)
+class TurnRows:
+    """A session's interaction rows as columns, kept from assembly so the audit datasets need not
+    read the document back. ``frame()`` has the turns table's columns that come from the document
+    (flows/datasets.py adds output path, session id and provenance)."""
+
+    columns: pl.DataFrame
+    speakers: dict[str, dict[str, Any]]
+
+    def frame(self) -> pl.DataFrame:
+        keys = list(self.speakers)
+
+        def field(get) -> pl.Expr:
+            return pl.col("speaker_key").replace_strict(keys, [get(self.speakers[k]) for k in keys],
+                                                        return_dtype=pl.Utf8)
+
+        c = pl.col
+        return self.columns.select(
+            c("ordinal"), c("role"), c("kind"), field(lambda e: e["speakerName"]).alias("speaker_name"),
+            field(lambda e: e["model"]["provider"]).alias("provider"),
+            field(lambda e: e["model"]["name"]).alias("model_name"),
+            field(lambda e: e["model"]["version"]).alias("model_version"),
+            pl.lit(model_source(None, True)).alias("model_source"), field(lambda e: e["speaker"]).alias("speaker"),
+            c("date"), c("content"),
+            pl.concat_str(pl.lit("["), c("line_start").cast(pl.Utf8), pl.lit(","), c("line_end").cast(pl.Utf8),
+                          pl.lit("]")).alias("source_lines"),
+        )
 
 def _line() -> pl.Expr:
     """One interaction's JSON line, keys in the dict path's order."""
