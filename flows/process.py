@@ -137,7 +137,10 @@ def process_text(source: SourceText, ctx: RunContext) -> FileOutcome:
 def _sessions(grammar, source: SourceText, ctx: RunContext):
     """The grammar's sessions, with their turns as columns when it reads this input that way."""
     if grammar.columnar and ctx.settings.columnar:
-        sessions = grammar.parse_columns(source, ctx.settings)
+        try:
+            sessions = grammar.parse_columns(source, ctx.settings)
+        except Exception:  # a columnar shortcoming must not lose the input: the records read it
+            sessions = None
         if sessions is not None:
             return sessions
     return grammar.parse(source, ctx.settings)

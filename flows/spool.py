@@ -136,7 +136,7 @@ def stream_text_input(open_input: Callable[[], BinaryIO], source: SourceText, sa
     try:
         with paused_gc():
             return stream_text(open_input, source, detection, grammar, ctx, out_root)
-    except NotStreamable:
+    except Exception:  # NotStreamable, or a shortcoming of this route: the input is read whole instead
         return None
 
 

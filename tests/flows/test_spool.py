@@ -46,3 +46,23 @@ def test_blocks_are_whole_lines_of_the_canonical_text(size):
     assert "".join(t for t, _ in blocks) == "a\nbé\n\nc\n\nd"
     assert all(t.endswith("\n") for t, _ in blocks[:-1])
     assert [n for _, n in blocks] == [1 + "".join(t for t, _ in blocks[:i]).count("\n") for i in range(len(blocks))]
+
+
+def test_a_failing_columnar_route_falls_back_to_records(tmp_path, monkeypatch):
+    """A bug in the column-wise or streamed route never loses an input: the record path reads it."""
+    from parsers.grammars import _whatsapp_columns
+
+    src = tmp_path / "in"
+    src.mkdir()
+    shutil.copy(WHATSAPP[0], src / WHATSAPP[0].name)
+    expected = _run(src, tmp_path / "a", columnar=False)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("columnar bug")
+
+    monkeypatch.setattr(_whatsapp_columns, "turn_frame", broken)
+    for out, values in ((tmp_path / "b", {}), (tmp_path / "c", {"stream_text_bytes": 1, "stream_chunk_bytes": 64})):
+        got = _run(src, out, **values)
+        assert [(r.status, r.interactions) for r in got.sessions] == \
+            [(r.status, r.interactions) for r in expected.sessions]
+        assert _documents(out) == _documents(tmp_path / "a")
