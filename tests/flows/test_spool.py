@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from flows import ingest
+from flows import emit, ingest, revisions
 from flows.shard import run_shard
 from flows.spool import text_blocks
 from models.settings import Settings
@@ -66,3 +66,31 @@ def test_a_failing_columnar_route_falls_back_to_records(tmp_path, monkeypatch):
         assert [(r.status, r.interactions) for r in got.sessions] == \
             [(r.status, r.interactions) for r in expected.sessions]
         assert _documents(out) == _documents(tmp_path / "a")
+
+
+def _chat(n: int) -> str:
+    return "".join(f"1/{1 + i // 100}/24, 10:{i % 60:02d} - Ann: message number {i}\n" for i in range(n))
+
+
+def test_a_streamed_rerun_keeps_revisions_and_the_mass_latch(tmp_path):
+    src, out = tmp_path / "in", tmp_path / "out"
+    src.mkdir()
+    chat = src / "WhatsApp Chat with Ann.txt"
+    chat.write_text(_chat(40))
+    streamed = {"stream_text_bytes": 1, "stream_chunk_bytes": 256}
+    first = _run(src, out, **streamed)
+    (doc,) = (out / "sessions").rglob("*.json")
+    accepted = doc.read_bytes()
+    assert first.written == 1 and first.revisions[0].previous_sha256 is None
+    assert emit.document_mass(doc) == (40, sum(len(f"message number {i}") for i in range(40)))
+    assert revisions.blob_path(out, first.revisions[0].sha256).read_bytes() == accepted
+    again = _run(src, out, **streamed)
+    assert again.unchanged == 1 and doc.read_bytes() == accepted
+    chat.write_text(_chat(10))  # a quarter of the chat: the accepted document stays
+    shrunk = _run(src, out, **streamed)
+    assert [r.reasons for r in shrunk.sessions] == [["mass_latch"]] and doc.read_bytes() == accepted
+    assert not list((out / ".spool").glob("*"))
+    allowed = run_shard(ingest.discover([src], Settings(**streamed)), out, Settings(**streamed), allow_shrink=True)
+    assert allowed.written == 1 and allowed.revisions[0].previous_sha256 == first.revisions[0].sha256
+    assert emit.document_mass(doc)[0] == 10
+    assert "mass latch overridden" in allowed.sessions[0].detail
