@@ -215,7 +215,8 @@ def _finish(built: _Streamed, spool: Path, source, detection, grammar, plan, ses
     sid = doc["sessionId"]
     raw_id = doc["artifacts"]["ByggLogg"].get("sessionIdRaw", sid) if session.session_id is not None else None
     seconds = time.perf_counter() - started
-    if not result.passed:
+    if not result.passed:  # the quarantine record keeps the envelope; the interactions were only spooled
+        doc["artifacts"]["Chatthistorik"]["interactions"] = f"not kept: {summary.count} interactions, streamed"
         detail = "; ".join(f"{f.reason.value} at {f.path}: {f.message}" for f in result.failures[:5])
         outcome = SessionOutcome(1, sid, raw_id, SessionStatus.QUARANTINED, result.reasons, detail, None, doc,
                                  summary.count, counted, built.characters,

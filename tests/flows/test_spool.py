@@ -94,3 +94,24 @@ def test_a_streamed_rerun_keeps_revisions_and_the_mass_latch(tmp_path):
     assert allowed.written == 1 and allowed.revisions[0].previous_sha256 == first.revisions[0].sha256
     assert emit.document_mass(doc)[0] == 10
     assert "mass latch overridden" in allowed.sessions[0].detail
+
+
+def test_a_streamed_session_the_gate_refuses_is_quarantined_with_its_reasons(tmp_path, monkeypatch):
+    from models.errors import Reason
+    from validators import gate
+
+    src, out = tmp_path / "in", tmp_path / "out"
+    src.mkdir()
+    (src / "chat.txt").write_text(_chat(30))
+    feed = gate.FrameCheck.feed
+
+    def failing(self, interactions, checked):
+        feed(self, interactions, checked)
+        self.out.add(Reason.SPEAKER_FORMAT, "$.artifacts.Chatthistorik.interactions[0].speaker", "refused")
+
+    monkeypatch.setattr(gate.FrameCheck, "feed", failing)
+    got = _run(src, out, stream_text_bytes=1, stream_chunk_bytes=256)
+    assert [(r.status, r.reasons) for r in got.sessions] == [("quarantined", ["speaker_format"])]
+    assert not list((out / "sessions").rglob("*.json")) and not list((out / ".spool").glob("*"))
+    (record,) = (out / "quarantine").rglob("session-1.json")
+    assert b"not kept: 30 interactions, streamed" in record.read_bytes()
