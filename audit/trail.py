@@ -68,6 +68,24 @@ class ShardTrail:
             pass  # no part row: the tables read this document itself (datasets.tables)
         return sha, changed
 
+    def document_file(self, rel: str, tmp: Path, sha: str, previous: str | None, *, note: str = "",
+                      target: Path | None = None) -> bool:
+        """Stage a document the worker finished in a temporary file (a streamed session), its sha256
+        known; neither it nor the file it replaces is read. ``previous``: the sha256 of what the file
+        holds now. It adds no dataset rows: the tables read such a document themselves. Returns
+        whether the file changes."""
+        target = target or resolve_inside(self.out_root, rel)
+        changed = previous != sha
+        if previous is not None and changed:
+            revisions.keep(self.out_root, target, previous)
+        if changed:
+            self._blobs.append((self.batch.stage(target, tmp, mode=DOCUMENT_MODE), sha))
+        else:
+            tmp.unlink(missing_ok=True)
+            revisions.keep(self.out_root, target, sha)
+        self.revisions.append(RevisionRow(rel, sha, note, revisions.now(), previous if changed else None))
+        return changed
+
     def commit(self) -> None:
         """fsync every staged file, keep the new revisions (hard links), rename everything into
         place and fsync each folder once."""

@@ -58,6 +58,25 @@ def core_pool(data: str, out: str) -> dict:
     return _result(summary, seconds)
 
 
+def shard(data: str, out: str) -> dict:
+    """The core's shard alone (read, process, write documents and revision blobs), without the
+    ledger and the datasets pass that ``core`` adds: the datasets read every document back whole."""
+    from flows import ingest
+    from flows.shard import run_shard
+    from models.settings import Settings
+
+    settings = Settings()
+    t0 = time.perf_counter()
+    refs = ingest.discover([Path(data)], settings)
+    result = run_shard(refs, Path(out), settings)
+    seconds = time.perf_counter() - t0
+    ok = sum(s.status.value == "ok" for s in result.sessions)
+    partial = sum(s.status.value == "partial" for s in result.sessions)
+    return {"seconds": seconds, "shards": 1,
+            "counts": {"sessions_ok": ok, "sessions_partial": partial, "files": len(refs), "files_skipped": 0,
+                       "interactions": sum(s.interactions for s in result.sessions)}}
+
+
 def _start_prefect() -> float:
     """Start the embedded Prefect server with an empty flow; returns the seconds it took (creating
     its database too, on a fresh machine)."""
@@ -114,6 +133,6 @@ def chatminer(data: str, out: str) -> dict:
     return {"seconds": time.perf_counter() - t0, "messages": len(parser.parsed_messages.get_df())}
 
 
-CHILDREN = {"core": core, "core_pool": core_pool, "flow": flow, "rerun": flow, "prefect_idle": prefect_idle,
-            "whatstk": whatstk,
+CHILDREN = {"core": core, "core_pool": core_pool, "shard": shard, "flow": flow, "rerun": flow,
+            "prefect_idle": prefect_idle, "whatstk": whatstk,
             "chatminer": chatminer, **{f"floor:{name}": fn for name, fn in FLOORS.items()}}

@@ -44,6 +44,33 @@ def quarantine_relpath(source_key: str, ordinal: int | None) -> str:
     return f"quarantine/{folder(source_key)}/{leaf}"
 
 
+_INTERACTIONS = b'      "interactions": ['
+
+
+def document_mass(path: Path) -> tuple[int, int] | None:
+    """(interactions, content characters) of a document in the one layout (normalizers.encode), read
+    line by line: a streamed document's predecessor is never read whole. None for another layout."""
+    count = chars = 0
+    inside = False
+    with open(path, "rb") as fh:
+        for line in fh:
+            if not inside:
+                if line.rstrip(b"\n") == _INTERACTIONS:
+                    inside = True
+                elif line.startswith(_INTERACTIONS):
+                    return (0, 0) if line.rstrip(b",\n").endswith(b"[]") else None
+                continue
+            if not line.startswith(b"{"):
+                return count, chars
+            try:
+                item = orjson.loads(line.rstrip(b"\n").removesuffix(b","))
+            except orjson.JSONDecodeError:
+                return None
+            count += 1
+            chars += len(item.get("content") or "")
+    return None
+
+
 def quarantine_record(payload: dict) -> bytes:
     """A quarantine record (not a session document: it has no top-level ``artifacts``)."""
     try:
@@ -73,7 +100,7 @@ def clear_stop(root: Path) -> None:
 def clean_temporaries(root: Path) -> int:
     """Remove temporary files a killed run left behind; returns how many."""
     removed = 0
-    for sub in ("sessions", "quarantine", ".revisions", "datasets"):
+    for sub in ("sessions", "quarantine", ".revisions", "datasets", ".spool"):
         base = root / sub
         if base.is_dir():
             for tmp in base.rglob(".*.tmp"):

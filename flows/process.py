@@ -18,7 +18,9 @@ import orjson
 from models.errors import Reason, ReconstructError
 from models.records import Detection, SourceText
 from models.status import FileStatus, SessionStatus
-from normalizers.assemble import RunContext, assemble
+from normalizers.assemble import RunContext, assemble, envelope
+from normalizers.columns import ColumnAssembler, lines_bytes
+from normalizers.encode import encode_interaction, head_and_tail, join_lines
 from parsers import registry
 from parsers.memory import paused_gc
 from parsers.text import decode
@@ -51,6 +53,13 @@ class SessionOutcome:
     """Lines or records in declared regions."""
     drift: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Format drift the grammar met: ``{"category:value": {"count": n, "first": pointer}}``."""
+    spool: Any = None
+    """A streamed session's finished document: a temporary file (flows/spool.py) the shard renames
+    into place, instead of ``encoded``."""
+    spool_sha256: str | None = None
+    turns: Any = None
+    """The interaction rows when the session was assembled column-wise (``normalizers.columns.TurnRows``:
+    ``.frame()`` is the turns table's document columns), for the datasets; else None."""
 
 
 @dataclass(slots=True)
@@ -72,25 +81,32 @@ class FileOutcome:
     (reason code, detail); the conversation reads them as gaps, the ledger quarantines each file."""
 
 
-def _encode(doc: dict[str, Any]) -> bytes:
-    return orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
-
-
-def _gate_session(doc: dict[str, Any], counted: int, accounting: Accounting) -> tuple[bytes, gate.GateResult]:
-    """Gate the document, record the per-check results in it, then check the exact bytes.
+def _gate_session(built: _Built, counted: int, accounting: Accounting) -> tuple[bytes, gate.GateResult]:
+    """Gate the document, record the per-check results in it, then check the exact bytes as they
+    are encoded (normalizers.encode: head, interaction lines, tail).
 
     The summary is written before the byte check (a document is encoded once); a document whose
     bytes fail is never written, so a written document's ``jsonSyntax: pass`` is always true.
     """
-    result = gate.check(doc, None, counted, accounting=accounting)
+    doc = built.doc
+    result = gate.check(doc, None, counted, accounting=accounting, frames=built.frames)
     doc["artifacts"]["ai_protocol_performance"]["gate"] = result.summary()
+    check = gate.ByteCheck()
     try:
-        encoded = _encode(doc)
+        head, tail = head_and_tail(doc, built.count)
+        if built.columns is not None:
+            body = lines_bytes(built.columns, True)
+        else:
+            body = join_lines(map(encode_interaction, doc["artifacts"]["Chatthistorik"]["interactions"]), True)
     except (TypeError, ValueError) as exc:  # e.g. an integer beyond 64 bits in a source field
         result.failures.append(gate.GateFailure(Reason.JSON_SYNTAX, "$", f"cannot be serialised: {exc}"))
         return b"", result
-    result.failures.extend(gate.check_bytes(encoded))
-    return encoded, result
+    check.envelope(head, tail)
+    check.feed(head)
+    check.feed(body, encoded=True)
+    check.feed(tail)
+    result.failures.extend(check.failures())
+    return b"".join((head, body, tail)), result
 
 
 def quarantined_file(name: str, size: int, reason: Reason | str, detail: str, sha: str | None = None,
@@ -109,7 +125,19 @@ def process_text(source: SourceText, ctx: RunContext) -> FileOutcome:
     except ReconstructError as exc:
         return quarantined_file(source.name, source.size, exc.reason, str(exc), source.sha256)
     grammar = registry.get(detection.grammar)
-    return collect(grammar.parse(source, ctx.settings), grammar, source, detection, ctx, started)
+    return collect(_sessions(grammar, source, ctx), grammar, source, detection, ctx, started)
+
+
+def _sessions(grammar, source: SourceText, ctx: RunContext):
+    """The grammar's sessions, with their turns as columns when it reads this input that way."""
+    if grammar.columnar and ctx.settings.columnar:
+        try:
+            sessions = grammar.parse_columns(source, ctx.settings)
+        except Exception:  # a columnar shortcoming must not lose the input: the records read it
+            sessions = None
+        if sessions is not None:
+            return sessions
+    return grammar.parse(source, ctx.settings)
 
 
 def collect(parsed_sessions, grammar, source: SourceText, detection: Detection, ctx: RunContext,
@@ -172,31 +200,73 @@ def _judge(ordinal, parsed, grammar, source, detection, ctx, seen_ids, accountin
     t0 = time.perf_counter()
     counted = grammar.count_turns(parsed.raw)
     parsed.raw = None
-    doc = assemble(parsed, counted, source=source, detection=detection, grammar_version=grammar.version, ctx=ctx,
-                   accounting=accounting.as_dict(), unaccounted=accounting.reason())
-    parsed.turns.clear()  # the document holds what is needed; free the turn records before encoding
+    built = _built(parsed, counted, source, detection, grammar, ctx, accounting)
+    doc = built.doc
     sid = doc["sessionId"]
     raw_id = doc["artifacts"]["ByggLogg"].get("sessionIdRaw", sid) if parsed.session_id is not None else None
-    interactions = doc["artifacts"]["Chatthistorik"]["interactions"]
-    chars = sum(len(i["content"]) for i in interactions)
     if parsed.session_id is not None and sid in seen_ids:
         return SessionOutcome(
             ordinal, sid, raw_id, SessionStatus.QUARANTINED, [Reason.DUPLICATE_SESSION_ID.value],
             f"session id {raw_id!r} already used by session #{seen_ids[sid]} of this source; "
             "not merged, not overwritten",
-            None, doc, len(interactions), counted, chars, seconds=time.perf_counter() - t0,
+            None, built.full_document(), built.count, counted, built.characters, seconds=time.perf_counter() - t0,
         )
     seen_ids.setdefault(sid, ordinal)
-    encoded, result = _gate_session(doc, counted, accounting)
+    encoded, result = _gate_session(built, counted, accounting)
     if result.passed:
         status = SessionStatus.PARTIAL if result.partial else SessionStatus.OK
         reason = doc["artifacts"]["Chatthistorik"].get("coverageReason", "")
         return SessionOutcome(ordinal, sid, raw_id, status, [], reason, encoded, None,
-                              len(interactions), counted, chars, seconds=time.perf_counter() - t0)
+                              built.count, counted, built.characters, seconds=time.perf_counter() - t0,
+                              turns=built.turns)
     detail = "; ".join(f"{f.reason.value} at {f.path}: {f.message}" for f in result.failures[:5])
-    return SessionOutcome(ordinal, sid, raw_id, SessionStatus.QUARANTINED, result.reasons, detail, None, doc,
-                          len(interactions), counted, chars, [f.as_dict() for f in result.failures],
-                          seconds=time.perf_counter() - t0)
+    return SessionOutcome(ordinal, sid, raw_id, SessionStatus.QUARANTINED, result.reasons, detail, None,
+                          built.full_document(), built.count, counted, built.characters,
+                          [f.as_dict() for f in result.failures], seconds=time.perf_counter() - t0)
+
+
+@dataclass(slots=True)
+class _Built:
+    """A session's document before the gate: the envelope and its interactions, as dicts (in the
+    envelope) or as encoded columns (``columns``, with the gate's column checks)."""
+
+    doc: dict[str, Any]
+    count: int
+    characters: int
+    columns: Any = None
+    frames: gate.FrameCheck | None = None
+
+    rows: Any = None
+
+    @property
+    def turns(self):
+        """The interaction rows (columnar sessions), for the datasets."""
+        return self.rows
+
+    def full_document(self) -> dict[str, Any]:
+        """The document with its interactions as dicts (a quarantine record keeps it)."""
+        if self.columns is not None:
+            history = self.doc["artifacts"]["Chatthistorik"]
+            history["interactions"] = [orjson.loads(line) for line in self.columns["line"]]
+        return self.doc
+
+
+def _built(parsed, counted, source, detection, grammar, ctx, accounting: Accounting) -> _Built:
+    common = {"source": source, "detection": detection, "grammar_version": grammar.version, "ctx": ctx,
+              "accounting": accounting.as_dict(), "unaccounted": accounting.reason()}
+    if parsed.frame is None:
+        doc = assemble(parsed, counted, **common)
+        parsed.turns.clear()  # the document holds what is needed; free the turn records before encoding
+        interactions = doc["artifacts"]["Chatthistorik"]["interactions"]
+        return _Built(doc, len(interactions), sum(len(i["content"]) for i in interactions))
+    assembler = ColumnAssembler(ctx)
+    columns = assembler.add(parsed.frame)
+    parsed.frame = None
+    frames = gate.FrameCheck()
+    frames.feed(columns, assembler.checked)
+    doc = envelope(parsed, counted, assembler.summary, [], **common)
+    return _Built(doc, columns.height, int(columns["content"].str.len_chars().sum() or 0), columns, frames,
+                  assembler.rows(columns))
 
 
 def _partial_failure(source: SourceText, detection: Detection, sessions: list[SessionOutcome],

@@ -29,7 +29,7 @@ from normalizers.assemble import RunContext
 from normalizers.secrets import scrub_name
 from parsers.text import input_sha256, sha256_text
 
-from . import emit, ingest
+from . import emit, ingest, spool
 from .process import DETECT_SAMPLE, FileOutcome, process_bytes, process_group, process_stream, quarantined_file
 
 
@@ -226,8 +226,8 @@ def _one(ref, trail: ShardTrail, ctx, prior, inputs: ShardInputs, result: ShardR
     else:
         texts, context_sha = inputs.context(ref)
         outcome = None
-        if ref.size >= ctx.settings.stream_bytes:
-            outcome = _streamed(ref, ctx, prior, inputs, context_sha, result)
+        if ref.size >= min(ctx.settings.stream_bytes, ctx.settings.stream_text_bytes):
+            outcome = _streamed(ref, ctx, prior, inputs, context_sha, result, trail.out_root)
         if outcome is None:
             outcome = _whole(ref, ctx, prior, inputs, texts, context_sha, result)
         if outcome == "skipped":
@@ -305,7 +305,7 @@ def _whole(ref, ctx, prior, inputs: ShardInputs, texts, context_sha, result: Sha
 UNCHANGED = "unchanged since an earlier run with the same settings"
 
 
-def _streamed(ref, ctx, prior, inputs: ShardInputs, context_sha, result: ShardResult):
+def _streamed(ref, ctx, prior, inputs: ShardInputs, context_sha, result: ShardResult, out_root: Path):
     """A large input through its grammar's streaming parser, or None to read it whole."""
     from parsers.text import sha256_stream
 
@@ -318,8 +318,14 @@ def _streamed(ref, ctx, prior, inputs: ShardInputs, context_sha, result: ShardRe
         with ingest.open_binary(ref, inputs.zips) as fp:
             sample = fp.read(DETECT_SAMPLE).decode("utf-8-sig", errors="ignore")
             fp.seek(0)
-            source = SourceText("", ref.name, sha, size, encoding)
-            return process_stream(fp, source, sample, ctx)
+            source = SourceText("", ref.name, sha, size, encoding, siblings=ref.siblings)
+            text = None
+            if size >= ctx.settings.stream_text_bytes:
+                text = spool.stream_text_input(lambda: ingest.open_binary(ref, inputs.zips), source, sample, ctx,
+                                               out_root)
+            if text is None and size >= ctx.settings.stream_bytes:
+                text = process_stream(fp, source, sample, ctx)
+            return text
     except OSError:
         return None
 
@@ -335,14 +341,7 @@ def _mass(doc_bytes: bytes) -> tuple[int, int] | None:
 
 def _latch(old: bytes, s, threshold: float) -> str | None:
     """Why replacing ``old`` with session ``s`` trips the mass latch (seed 003), or None."""
-    before = _mass(old)
-    if before is None:
-        return None
-    (old_i, old_c), (new_i, new_c) = before, (s.interactions, s.characters)
-    if (old_i and new_i < threshold * old_i) or (old_c and new_c < threshold * old_c):
-        return (f"interactions {old_i}->{new_i}, characters {old_c}->{new_c}, "
-                f"below {threshold:g} of the accepted document")
-    return None
+    return _latch_mass(_mass(old), s, threshold)
 
 
 def _read(path: Path) -> bytes | None:
@@ -384,6 +383,8 @@ def _emit(ref: ingest.InputRef, outcome: FileOutcome, trail: ShardTrail, result:
 def _session(ref, s, trail: ShardTrail, result: ShardResult, settings: Settings | None,
              allow_shrink: bool) -> tuple[str | None, str | None]:
     """Stage one session's document (or its quarantine record); returns its (path, sha256) when written."""
+    if s.spool is not None:
+        return _spooled(ref, s, trail, result, settings, allow_shrink)
     record = emit.quarantine_relpath(ref.key, s.ordinal)
     if s.encoded is None:
         trail.batch.stage_changed(resolve_inside(trail.out_root, record), emit.quarantine_record({
@@ -438,3 +439,52 @@ def _hold_back(ref, s, trail: ShardTrail, old: bytes, latched: str, record: Path
         "rejectedDocument": orjson.loads(s.encoded),
     }))
     s.status, s.reasons, s.detail = SessionStatus.QUARANTINED, [Reason.MASS_LATCH.value], latched
+
+
+def _spooled(ref, s, trail: ShardTrail, result: ShardResult, settings: Settings | None,
+             allow_shrink: bool) -> tuple[str | None, str | None]:
+    """A streamed session's document, finished by the worker in a temporary file: staged as it is,
+    never read into memory; the mass latch reads the accepted document line by line."""
+    rel = emit.document_relpath(ref.key, s.session_id, s.ordinal)
+    record = emit.quarantine_relpath(ref.key, s.ordinal)
+    target = resolve_inside(trail.out_root, rel)
+    old_sha, sha = _file_sha(target), s.spool_sha256
+    note, latched = "", None
+    if old_sha not in (None, sha) and settings is not None:
+        latched = _latch_mass(emit.document_mass(target), s, settings.latch_threshold(ref.key.split("/", 1)[0]))
+        if latched and allow_shrink:
+            note = f"allow-shrink: {latched}"
+            s.detail = "; ".join(x for x in (s.detail, f"mass latch overridden (--allow-shrink): {latched}") if x)
+            latched = None
+    if latched:
+        Path(s.spool).unlink(missing_ok=True)
+        trail.batch.stage_changed(resolve_inside(trail.out_root, record), emit.quarantine_record({
+            "status": "quarantined", "source": ref.name, "ordinal": s.ordinal, "sessionId": s.session_id,
+            "reasons": [Reason.MASS_LATCH.value], "detail": latched, "acceptedDocument": rel,
+            "rejectedDocument": "not kept: a streamed document"}))
+        s.status, s.reasons, s.detail = SessionStatus.QUARANTINED, [Reason.MASS_LATCH.value], latched
+        return record, None
+    changed = trail.document_file(rel, Path(s.spool), sha, old_sha, note=note, target=target)
+    _remove_stale(trail, record)
+    result.written += changed
+    result.unchanged += not changed
+    return rel, sha
+
+
+def _file_sha(path: Path) -> str | None:
+    try:
+        with open(path, "rb") as fh:
+            return hashlib.file_digest(fh, "sha256").hexdigest()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def _latch_mass(before: tuple[int, int] | None, s, threshold: float) -> str | None:
+    """``_latch`` with the accepted document's mass already known."""
+    if before is None:
+        return None
+    (old_i, old_c), (new_i, new_c) = before, (s.interactions, s.characters)
+    if (old_i and new_i < threshold * old_i) or (old_c and new_c < threshold * old_c):
+        return (f"interactions {old_i}->{new_i}, characters {old_c}->{new_c}, "
+                f"below {threshold:g} of the accepted document")
+    return None

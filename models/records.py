@@ -138,6 +138,9 @@ class ParsedSession:
     regions: list[Region] = field(default_factory=list)
     """Every part of the session's source that is not in a turn, declared with its reason. The gate's
     source accounting checks that turns and regions together cover the source (DESIGN section 2)."""
+    frame: Any = None
+    """The turns as columns (a polars frame, ``parsers.columns.TURN_SCHEMA``) when the grammar parsed
+    them column-wise (``Grammar.parse_columns``); ``turns`` is then empty."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,7 @@ from pydantic_settings import (
 
 from models.errors import ConfigError, Reason
 
-PIPELINE_VERSION = "0.1.0"
+PIPELINE_VERSION = "0.2.0"
 
 _IDENTITY = regex.compile(r"^(?P<provider>[^:]+):(?P<name>[^@]+)@(?P<version>.+)$")
 
@@ -64,6 +64,17 @@ class Settings(BaseSettings):
     max_file_bytes: int = Field(4 * 1024**3, ge=1, description="Larger inputs are quarantined.")
     stream_bytes: int = Field(
         64 * 1024**2, ge=1, description="Inputs this large are streamed when their grammar can stream."
+    )
+    columnar: bool = Field(
+        True, description="Assemble the sessions of grammars that read turns as columns column-wise (same "
+        "documents, faster); off: every session goes through turn records."
+    )
+    stream_text_bytes: int = Field(
+        16 * 1024**2, ge=1, description="Text inputs this large are streamed when their grammar can (columnar "
+        "line grammars: memory bounded by a chunk)."
+    )
+    stream_chunk_bytes: int = Field(
+        2 * 1024**2, ge=1, description="Bytes read at a time from a streamed text input (memory per chunk)."
     )
     memory_budget_bytes: int | None = Field(
         None, ge=1, description="Memory one worker may spend on one input read whole; larger inputs are "

@@ -11,7 +11,7 @@ sentinel ``1970-01-01T00:00:00Z``; ByggLogg.createdAtSource says which one appli
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -109,6 +109,27 @@ def _created_from_name(name: str) -> str | None:
     return f"{m['y']}-{m['m']}-{m['d']}T00:00:00Z" if 1 <= int(m["m"]) <= 12 and 1 <= int(m["d"]) <= 31 else None
 
 
+@dataclass(slots=True)
+class Summary:
+    """What the interactions of a session add up to, for its envelope: however they were assembled
+    (dicts here, columns in normalizers/columns.py, chunk by chunk for a spooled session)."""
+
+    count: int = 0
+    redactions: list[dict[str, Any]] = field(default_factory=list)
+    name_notes: list[str] = field(default_factory=list)
+    facts: Facts = field(default_factory=Facts)
+    unknown: dict[str, int] = field(
+        default_factory=lambda: {"provider": 0, "name": 0, "version": 0, "turnsWithoutTime": 0})
+    naive_times: int = 0
+    unreadable_times: int = 0
+    truncated: int = 0
+    earliest: str | None = None
+
+    def saw_date(self, date: str | None) -> None:
+        if date is not None and (self.earliest is None or date < self.earliest):
+            self.earliest = date
+
+
 def assemble(
     session: ParsedSession,
     counted: int,
@@ -124,15 +145,17 @@ def assemble(
 
     ``accounting`` is the source accounting's figures for the session and ``unaccounted`` its
     ``unaccounted_source`` reason when it found gaps (validators.accounting, run by the caller)."""
-    warnings = list(session.warnings)
-    assumptions = list(session.assumptions)
-    redactions: list[dict[str, Any]] = []
+    summary = Summary()
+    interactions = _interactions(session, ctx, summary)
+    return envelope(session, counted, summary, interactions, source=source, detection=detection,
+                    grammar_version=grammar_version, ctx=ctx, accounting=accounting, unaccounted=unaccounted)
+
+
+def _interactions(session: ParsedSession, ctx: RunContext, summary: Summary) -> list[dict[str, Any]]:
+    """The interactions of a session's turn records, one dict each."""
+    redactions = summary.redactions
     speaker_cache: dict[tuple, dict[str, Any]] = {}
-    name_notes: list[str] = []
-    facts = Facts()
-    unknown = {"provider": 0, "name": 0, "version": 0, "turnsWithoutTime": 0}
-    naive_times = unreadable_times = truncated = 0
-    earliest: str | None = None
+    facts, unknown = summary.facts, summary.unknown
     interactions: list[dict[str, Any]] = []
     scrub = ctx.redactor.scrub
     suspects = ctx.redactor.candidates([t.content for t in session.turns])
@@ -144,7 +167,8 @@ def assemble(
         if entry is None:
             speaker, found = scrub(turn.speaker)  # a name may hold a key: it is shown in every turn
             redactions.extend({"turn": ordinal, "type": k, "field": "speakerName"} for k in found)
-            entry = speaker_cache[key] = _speaker_entry(ctx, speaker, turn.model, turn.model_explicit, name_notes)
+            entry = speaker_cache[key] = _speaker_entry(ctx, speaker, turn.model, turn.model_explicit,
+                                                        summary.name_notes)
         content = turn.content
         if ordinal - 1 in suspects:
             content, found = scrub(content)
@@ -152,7 +176,7 @@ def assemble(
                 redactions.append({"turn": ordinal, "type": kind, "field": "content"})
         if len(content) > limit:
             content = content[:limit]
-            truncated += 1
+            summary.truncated += 1
         model = entry["model"]
         item: dict[str, Any] = {
             "ordinal": ordinal,
@@ -160,7 +184,7 @@ def assemble(
             "kind": turn.kind,
             "speakerName": entry["speakerName"],
             "model": model,
-            "modelSource": "none" if turn.model is None else ("explicit" if turn.model_explicit else "session-default"),
+            "modelSource": model_source(turn.model, turn.model_explicit),
             "speaker": entry["speaker"],
         }
         for f in ("provider", "name", "version"):
@@ -168,16 +192,15 @@ def assemble(
                 unknown[f] += 1
         if turn.time is not None:
             if turn.time.tzinfo is None:
-                naive_times += 1
+                summary.naive_times += 1
             date = to_utc_z(turn.time, ctx.zone)
             if date is None:
-                unreadable_times += 1
+                summary.unreadable_times += 1
             else:
                 item["date"] = date
-                if earliest is None or date < earliest:
-                    earliest = date
+                summary.saw_date(date)
         elif turn.time_raw:
-            unreadable_times += 1
+            summary.unreadable_times += 1
         if "date" not in item:
             unknown["turnsWithoutTime"] += 1
         if turn.time_raw is not None:
@@ -200,14 +223,32 @@ def assemble(
         base = scrub(turn.base_text)[0] if turn.base_text is not None else None  # redacted like the content
         facts.observe(ordinal, turn.role, turn.kind, turn.speaker, content, extra, base)
         interactions.append(item)
+    summary.count = len(interactions)
+    return interactions
 
-    if naive_times:
+
+def model_source(model, explicit: bool) -> str:
+    return "none" if model is None else ("explicit" if explicit else "session-default")
+
+
+def envelope(session: ParsedSession, counted: int, summary: Summary, interactions: list[dict[str, Any]], *,
+             source: SourceText, detection: Detection, grammar_version: str, ctx: RunContext,
+             accounting: dict[str, Any] | None = None, unaccounted: str | None = None) -> dict[str, Any]:
+    """The document around the interactions (``interactions``: the list to put in it, empty when
+    they are encoded apart), from the session and what its interactions add up to."""
+    warnings = list(session.warnings)
+    assumptions = list(session.assumptions)
+    redactions = list(summary.redactions)
+    scrub = ctx.redactor.scrub
+    facts, unknown, earliest = summary.facts, summary.unknown, summary.earliest
+    limit = ctx.settings.max_turn_chars
+    if summary.naive_times:
         assumptions.append(
-            f"{naive_times} timestamps without a zone read as {ctx.zone.key} (configured source zone)"
+            f"{summary.naive_times} timestamps without a zone read as {ctx.zone.key} (configured source zone)"
         )
-    if unreadable_times:
-        warnings.append(f"{unreadable_times} turn times could not be read or are out of range: no date set")
-    warnings.extend(f"display field changed to fit the speaker format: {n}" for n in name_notes)
+    if summary.unreadable_times:
+        warnings.append(f"{summary.unreadable_times} turn times could not be read or are out of range: no date set")
+    warnings.extend(f"display field changed to fit the speaker format: {n}" for n in summary.name_notes)
 
     raw_id = session.session_id
     if raw_id is not None:  # an id becomes a file name: a secret in it is replaced before the mapping
@@ -230,12 +271,12 @@ def assemble(
     reasons = []
     if session.coverage_reason:
         reasons.append(session.coverage_reason)
-    if counted != len(interactions):
+    if counted != summary.count:
         reasons.append(
-            f"the source holds {counted} turns by an independent count, {len(interactions)} were reconstructed"
+            f"the source holds {counted} turns by an independent count, {summary.count} were reconstructed"
         )
-    if truncated:
-        reasons.append(f"{truncated} turns longer than {limit} characters were truncated")
+    if summary.truncated:
+        reasons.append(f"{summary.truncated} turns longer than {limit} characters were truncated")
     if unaccounted:
         reasons.append(unaccounted)
 
@@ -301,11 +342,11 @@ def assemble(
     if session_id == NO_ID and session.session_id is None:
         bygglogg["sessionIdSource"] = "none: no derivable id (rule C1)"
 
-    interaction_count = len(interactions)
+    interaction_count = summary.count
     performance: dict[str, Any] = {
         "sourceTurnCount": counted,
         "interactionCount": interaction_count,
-        "coverageRatio": round(interaction_count / counted, 6) if counted else (1.0 if not interactions else 0.0),
+        "coverageRatio": round(interaction_count / counted, 6) if counted else (1.0 if not interaction_count else 0.0),
         "detectionConfidence": detection.confidence,
         "gate": {},
         "unknownFields": unknown,

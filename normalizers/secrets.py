@@ -48,6 +48,15 @@ _TRIGGERS = re.compile(
 _PII_TRIGGERS = re.compile(r"@|\d{3}")
 
 
+def triggers() -> str:
+    """The trigger words as a pattern both Python's and Rust's regex read alike (column-wise search)."""
+    return _TRIGGERS.pattern
+
+
+def pii_triggers() -> str:
+    return _PII_TRIGGERS.pattern
+
+
 def _compile(patterns: dict[str, str]) -> regex.Pattern:
     return regex.compile("|".join(f"(?P<{k}>{v})" for k, v in patterns.items()))
 

@@ -76,6 +76,14 @@ class Grammar(ABC):
         session in memory. ``source.text`` is empty; its checksum and size are already known."""
         raise NotImplementedError(f"{self.name} does not stream")
 
+    columnar: ClassVar[bool] = False
+    """True when ``parse_columns`` gives the sessions with their turns as a frame."""
+
+    def parse_columns(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession] | None:
+        """The sessions of ``parse``, each with ``frame`` set instead of ``turns``; None when this
+        input cannot be read column-wise (``parse`` then reads it)."""
+        return None
+
     @abstractmethod
     def detect(self, sample: str, name: str) -> float:
         """The share in [0, 1] of the sample's records that this grammar explains under its rules.

@@ -19,8 +19,11 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import polars as pl
+
 from models.messages import CONTENT_KEYS, is_message_like
 from models.records import ParsedSession, SourceText
+from parsers.columns import nonblank, split_lines
 
 MAX_LISTED = 20
 
@@ -369,6 +372,7 @@ class Accountant:
         self.texts = list(texts)  # (part name, or None for a single file; canonical text)
         self.lines = lines  # a line-oriented format: every session is checked line by line, even one with no spans
         self.indexes: dict[str | None, LineIndex] = {}
+        self.blanks: BlankIndex | None = None  # a single text's non-blank prefix sums, for turns as columns
         self.done: dict[str | None, int] = {}  # per part, the last line an earlier session accounted for
 
     @classmethod
@@ -380,6 +384,8 @@ class Accountant:
     def account(self, parsed: ParsedSession, last: bool) -> Accounting:
         if not (self.lines or is_text_session(parsed)):
             return account(parsed, None)
+        if parsed.frame is not None and len(self.texts) == 1:
+            return self._frame(parsed, last)
         out = Accounting("lines")
         for part, text in self.texts:
             extent = self._extent(parsed, part, text, last)
@@ -390,17 +396,38 @@ class Accountant:
             out.absorb(account_lines(self.indexes[part], extent, turns, regions), part)
         return out
 
-    def _extent(self, parsed: ParsedSession, part: str | None, text: str, last: bool) -> tuple[int, int] | None:
+    def _frame(self, parsed: ParsedSession, last: bool) -> Accounting:
+        """A session whose turns are columns: counted with prefix sums over the spans; only when
+        something is unaccounted are the lines walked one by one, to name them."""
+        part, text = self.texts[0]
+        if self.blanks is None:
+            self.blanks = BlankIndex(split_lines(text))
+        extent = self._span(parsed, part, self.blanks.count, last) or (1, 0)
+        starts, ends = parsed.frame["line_start"], parsed.frame["line_end"]
+        regions = [r.lines for r in parsed.regions if r.lines]
+        found = account_spans(self.blanks, extent, starts, ends, regions)
+        if found is None:
+            found = account_lines(self._index(part, text), extent,
+                                  zip(starts.to_list(), ends.to_list(), strict=True), regions)
+        return found
+
+    def _index(self, part: str | None, text: str) -> LineIndex:
         index = self.indexes.get(part)
         if index is None:
             index = self.indexes[part] = LineIndex(text)
+        return index
+
+    def _extent(self, parsed: ParsedSession, part: str | None, text: str, last: bool) -> tuple[int, int] | None:
+        return self._span(parsed, part, self._index(part, text).count, last)
+
+    def _span(self, parsed: ParsedSession, part: str | None, count: int, last: bool) -> tuple[int, int] | None:
         done = self.done.get(part, 0)
         own = part_extent(parsed, part)
         if own is None:
             if not last:
                 return None  # nothing of this session is in this part: a later session answers for it
             own = (done + 1, done)
-        end = index.count if last else own[1]
+        end = count if last else own[1]
         extent = (min(done + 1, own[0]), max(end, own[1]))
         self.done[part] = max(done, extent[1])
         return extent
@@ -409,3 +436,58 @@ class Accountant:
 def part_name(name: str) -> str:
     """The name a turn or region gives its part by: the part's file name without its folder."""
     return name.rpartition("/")[2]
+
+
+class BlankIndex:
+    """Cumulative counts of non-blank lines of one text (or one chunk of it), for accounting turn
+    spans as columns: ``prefix[k]`` is how many of lines ``first..first+k-1`` are not blank."""
+
+    __slots__ = ("count", "first", "prefix")
+
+    def __init__(self, lines: pl.Series, first: int = 1) -> None:
+        self.first = first
+        self.count = len(lines)
+        self.prefix = pl.concat([pl.Series([0], dtype=pl.Int64), nonblank(lines).cast(pl.Int64).cum_sum()])
+
+    def upto(self, line: pl.Expr) -> pl.Expr:
+        """Non-blank lines from this index's first line up to ``line`` (inclusive)."""
+        return pl.lit(self.prefix).gather((line - self.first + 1).clip(0, self.count))
+
+
+def account_spans(index: BlankIndex, extent: tuple[int, int], starts: pl.Series, ends: pl.Series,
+                  regions: Iterable[tuple[int, int]]) -> Accounting | None:
+    """``account_lines`` over turn spans given as columns, for lines the index holds. Returns None
+    when some line is unaccounted or doubled: the caller then lists them with ``account_lines``."""
+    first, last = extent
+    region_list = list(regions)
+    schema = {"a": pl.Int64, "b": pl.Int64, "turn": pl.Boolean}
+    spans = pl.concat([
+        pl.DataFrame({"a": starts, "b": ends, "turn": pl.Series([True] * len(starts), dtype=pl.Boolean)},
+                     schema=schema),
+        pl.DataFrame({"a": [a for a, _ in region_list], "b": [b for _, b in region_list],
+                      "turn": [False] * len(region_list)}, schema=schema),
+    ]).sort("a", "b", "turn")
+    c = pl.col
+    clipped = spans.select(c("a").clip(lower_bound=first).alias("a"), c("b").clip(upper_bound=last).alias("b"),
+                           c("turn")).filter(c("a") <= c("b"))
+    covered = pl.max_horizontal(c("b").cum_max().shift(1).fill_null(first - 1), pl.lit(first - 1))
+    sums = clipped.with_columns(cb=covered).select(
+        loose=(pl.when(c("a") > c("cb") + 1).then(index.upto(c("a") - 1) - index.upto(c("cb"))).otherwise(0)).sum(),
+        doubled=(pl.when(c("a") <= c("cb")).then(index.upto(pl.min_horizontal(c("b"), c("cb")))
+                                                 - index.upto(c("a") - 1)).otherwise(0)).sum(),
+        fresh=pl.when(c("b") > c("cb"))
+        .then(index.upto(c("b")) - index.upto(pl.max_horizontal(c("a"), c("cb") + 1) - 1)).otherwise(0),
+        turn=c("turn"), end=c("b").max(),
+    )
+    end = sums["end"][0] if len(sums) else None
+    tail = 0
+    covered_to = max(first - 1, end) if end is not None else first - 1
+    if covered_to < last:
+        tail = int(pl.select(index.upto(pl.lit(last)) - index.upto(pl.lit(covered_to))).item())
+    if (len(sums) and (sums["loose"][0] or sums["doubled"][0])) or tail:
+        return None
+    out = Accounting("lines")
+    out.in_turns = int(sums.filter(pl.col("turn"))["fresh"].sum()) if len(sums) else 0
+    out.declared = int(sums.filter(~pl.col("turn"))["fresh"].sum()) if len(sums) else 0
+    out.checked = out.in_turns + out.declared
+    return out

@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import Any
 
 import orjson
+import polars as pl
 import regex
 from pydantic import ValidationError
 
@@ -184,25 +185,112 @@ def _check_interactions(interactions: list[Any], out: _Collector) -> None:
             if key in seen:  # same speaker fields as an earlier turn: already checked
                 continue
             seen.add(key)
-        fields = [model.get(f) if isinstance(model, dict) else None for f in ("provider", "name", "version")]
-        if not (isinstance(name, str) and name.strip()):
-            out.add(Reason.MODEL_FIELD, f"{where}.speakerName", f"must be a non-empty string, got {name!r}")
-        for f, v in zip(("provider", "name", "version"), fields, strict=True):
-            if not (isinstance(v, str) and v.strip()):
-                out.add(Reason.MODEL_FIELD, f"{where}.model.{f}", f"must be a non-empty string, got {v!r}")
-        if not (isinstance(speaker, str) and SPEAKER.fullmatch(speaker)):
-            out.add(Reason.SPEAKER_FORMAT, f"{where}.speaker", f"{speaker!r} fails the speaker regex")
-        elif isinstance(name, str) and all(isinstance(v, str) for v in fields):
-            expected = f"{name} ({fields[0]}:{fields[1]}@{fields[2]})"
-            if speaker != expected:
-                out.add(Reason.SPEAKER_MIRROR, f"{where}.speaker", f"{speaker!r} does not mirror {expected!r}")
+        _check_speaker(where, name, model, speaker, out)
+
+
+def _check_speaker(where: str, name: Any, model: Any, speaker: Any, out: _Collector) -> None:
+    """The speaker fields of one interaction: non-empty strings, the regex, the mirror."""
+    fields = [model.get(f) if isinstance(model, dict) else None for f in ("provider", "name", "version")]
+    if not (isinstance(name, str) and name.strip()):
+        out.add(Reason.MODEL_FIELD, f"{where}.speakerName", f"must be a non-empty string, got {name!r}")
+    for f, v in zip(("provider", "name", "version"), fields, strict=True):
+        if not (isinstance(v, str) and v.strip()):
+            out.add(Reason.MODEL_FIELD, f"{where}.model.{f}", f"must be a non-empty string, got {v!r}")
+    if not (isinstance(speaker, str) and SPEAKER.fullmatch(speaker)):
+        out.add(Reason.SPEAKER_FORMAT, f"{where}.speaker", f"{speaker!r} fails the speaker regex")
+    elif isinstance(name, str) and all(isinstance(v, str) for v in fields):
+        expected = f"{name} ({fields[0]}:{fields[1]}@{fields[2]})"
+        if speaker != expected:
+            out.add(Reason.SPEAKER_MIRROR, f"{where}.speaker", f"{speaker!r} does not mirror {expected!r}")
+
+
+class FrameCheck:
+    """The per-interaction checks over interaction columns (normalizers.columns), chunk by chunk.
+
+    What the columns make true by construction is not checked again (ordinals are a range, keys
+    are fixed, strings are strings); roles, kinds and dates are checked as columns, the speaker
+    fields once per distinct speaker, source fields per row that has them."""
+
+    def __init__(self) -> None:
+        self.out = _Collector()
+        self.count = 0
+
+    def feed(self, interactions: pl.DataFrame, checked: list[dict[str, Any]]) -> None:
+        base, out = self.count, self.out
+        self.count += interactions.height
+        where = "$.artifacts.Chatthistorik.interactions[{}]"
+        bad_roles = (~interactions["role"].is_in(sorted(_ROLES))).fill_null(True).arg_true()
+        for i in bad_roles.head(MAX_LISTED).to_list():
+            out.add(Reason.SCHEMA, where.format(base + i) + ".role", f"{interactions['role'][i]!r} is not a role")
+        for i in (interactions["kind"].is_null() | interactions["content"].is_null()).arg_true().head(MAX_LISTED):
+            out.add(Reason.SCHEMA, where.format(base + i), "content and kind must be strings")
+        dates = interactions["date"]
+        bad = (dates.is_not_null() & ~dates.str.contains(ISO_Z_PATTERN)).arg_true().head(MAX_LISTED)
+        for i in bad.to_list():
+            out.add(Reason.TIMESTAMP_FORMAT, where.format(base + i) + ".date",
+                    f"{dates[i]!r} is not YYYY-MM-DDTHH:mm:ssZ")
+        for item in checked:
+            at = where.format(item["at"])
+            if "sourceFields" in item:
+                _walk_times(item["sourceFields"], f"{at}.sourceFields", out)
+            else:
+                _check_speaker(at, item["speakerName"], item["model"], item["speaker"], out)
 
 
 def check_bytes(encoded: bytes) -> list[GateFailure]:
-    """Check 1 alone, on the exact bytes that will be written."""
+    """Check 1 alone, on the exact bytes of a whole document (parsed back, up to FULL_PARSE_LIMIT)."""
     out = _Collector()
     _check_syntax(encoded, out)
     return out.failures
+
+
+class ByteCheck:
+    """Check 1 on a document's bytes as they are produced, never parsing the whole document again.
+
+    The document is written as a head, interaction lines and a tail (normalizers.encode). Each
+    interaction line is one orjson encoding of one object (or the same bytes built column-wise), so
+    its keys are unique and ordered by construction; orjson writes NaN and infinities as ``null`` and
+    refuses integers beyond 64 bits and strings that are not UTF-8 (a lone surrogate) before any byte
+    is produced (the caller records that as a JSON syntax failure). What can still go wrong
+    is checked here: the envelope (head and tail) is parsed back, being small; every piece is
+    checked to be UTF-8 without CR; the whole starts with ``{`` and ends with ``}`` and one LF.
+    """
+
+    __slots__ = ("_out", "first", "last")
+
+    def __init__(self) -> None:
+        self._out = _Collector()
+        self.first = b""
+        self.last = b""
+
+    def envelope(self, head: bytes, tail: bytes) -> None:
+        """Parse the document with no interactions: the skeleton the lines go into, whose head
+        opens and whose tail closes the document."""
+        self.first, self.last = head[:3], tail[-2:]
+        try:
+            if not isinstance(orjson.loads(head + tail), dict):
+                self._out.add(Reason.JSON_SYNTAX, "$", "root is not an object")
+        except orjson.JSONDecodeError as exc:
+            self._out.add(Reason.JSON_SYNTAX, "$", f"invalid JSON or UTF-8: {exc}")
+
+    def feed(self, piece: bytes, encoded: bool = False) -> None:
+        """One piece of the document, in any order (each whole: never cut inside a UTF-8 sequence).
+        ``encoded``: the piece is interaction lines our encoders wrote from strings orjson or Arrow
+        already hold as valid UTF-8 (both refuse anything else), so only CR is looked for."""
+        if b"\r" in piece and Reason.JSON_SYNTAX not in self._out.counts:
+            self._out.add(Reason.JSON_SYNTAX, "$", "contains CR characters")
+        if not encoded and not piece.isascii():
+            try:
+                piece.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                self._out.add(Reason.JSON_SYNTAX, "$", f"not UTF-8: {exc}")
+
+    def failures(self) -> list[GateFailure]:
+        if self.first.startswith(b"\xef\xbb\xbf"):
+            self._out.add(Reason.JSON_SYNTAX, "$", "starts with a BOM")
+        if not (self.first.startswith(b"{") and self.last == b"}\n"):
+            self._out.add(Reason.JSON_SYNTAX, "$", "not a single clean JSON object")
+        return self._out.failures
 
 
 def _check_accounting(history: dict[str, Any], accounting: Accounting | None, out: _Collector) -> bool:
@@ -218,12 +306,13 @@ def _check_accounting(history: dict[str, Any], accounting: Accounting | None, ou
 
 
 def check(doc: dict[str, Any], encoded: bytes | None, source_turns: int, *, schema: bool = True,
-          accounting: Accounting | None = None) -> GateResult:
+          accounting: Accounting | None = None, frames: FrameCheck | None = None) -> GateResult:
     """Run every check on a document and (when given) the exact bytes that would be written.
 
     ``accounting`` is the source accounting of the session (validators.accounting), run on the
-    source before the document was assembled."""
-    out = _Collector()
+    source before the document was assembled. ``frames``: the interactions were checked as columns
+    (they are encoded apart and the document's list is empty)."""
+    out = frames.out if frames is not None else _Collector()
     if encoded is not None:
         _check_syntax(encoded, out)
     artifacts = doc.get("artifacts") if isinstance(doc.get("artifacts"), dict) else {}
@@ -232,7 +321,10 @@ def check(doc: dict[str, Any], encoded: bytes | None, source_turns: int, *, sche
     if not isinstance(interactions, list):
         out.add(Reason.SCHEMA, "$.artifacts.Chatthistorik.interactions", "missing or not a list")
         interactions = []
-    _check_interactions(interactions, out)
+    if frames is None:
+        _check_interactions(interactions, out)
+    else:
+        interactions = range(frames.count)
     partial = history.get("coverage") == "partial"
     if "coverage" in history and not partial:
         out.add(Reason.TURN_COUNT, "$.artifacts.Chatthistorik.coverage", "the only flag value is 'partial'")

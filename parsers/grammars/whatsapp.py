@@ -49,7 +49,8 @@ the cyclic garbage collector is paused while the turns are built (``parsers.memo
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from itertools import chain, pairwise
 from pathlib import PurePosixPath
@@ -58,12 +59,14 @@ from typing import Any
 from models.records import ParsedSession, Region, RegionKind, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
+from parsers.columns import split_lines
 from parsers.engine import line_patterns, scan
 from parsers.memory import paused_gc
 from parsers.registry import register
 from parsers.sessions import file_name_id
 
-from ._lines import DateOrder, date_order, day_of, drop_final_newline, line_count, unreadable_times  # noqa: F401
+from . import _whatsapp_columns as columns
+from ._lines import DateOrder, date_order, day_of, drop_final_newline, line_count, unreadable_times
 from ._whatsapp_data import NOTICES
 from ._whatsapp_headers import HEADER_BODY, MARKS, SP, STAMP_ONLY, clock_delta
 
@@ -190,10 +193,7 @@ class WhatsApp(Grammar):
 
     def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
         text = source.text
-        session_id = file_name_id(source.name)
-        session = ParsedSession(session_id, "file-name" if session_id else "none", [], raw=text,
-                                title=chat_title(source.name))
-        session.lines = (1, line_count(text))
+        session = _session(source, text)
         # The date order is decided from the whole file, but times are built during the one pass, in
         # the order the first 64 KiB suggest; when the whole file decides otherwise (rare: the start
         # had no day above 12), they are rebuilt once at the end.
@@ -203,43 +203,190 @@ class WhatsApp(Grammar):
             order, evidence, at, basis = date_order(runs)
             if order != guess:
                 bad = _redo_times(session.turns, runs, guess, order)
-        turns = session.turns
-        if not turns and text.strip():
-            session.meta["preamble"] = drop_final_newline(text)
-            session.regions.append(Region(RegionKind.PREAMBLE, "no message header in the file",
-                                          lines=session.lines))
-        where = f" (line {turns[at].lines[0]})" if at is not None else ""
-        session.assumptions.append(f"date order {'/'.join(order.upper())}: {evidence}{where}")
-        if basis in ("contradiction", "none"):
-            session.warnings.append(f"date order uncertain, {'/'.join(order.upper())} used: {evidence}")
-        if swapped := _swapped(runs, order):
-            date, i = swapped[0]
-            session.assumptions.append(
-                f"{len(swapped)} date{'s' if len(swapped) != 1 else ''} impossible in {'/'.join(order.upper())}"
-                f" read in the other day/month order (another dialect in the same file), first {date}"
-                f" (line {turns[i].lines[0]})")
-        if bad:
-            session.warnings.append(unreadable_times(bad, "not a calendar date or clock time"))
-        _attachments(session, source.siblings)
+        if not runs:
+            _headerless(session, text)
+        _conclude(session, runs, (order, evidence, at, basis), bad, lambda i: session.turns[i].lines[0])
+        _attachments(session, [t.extra for t in session.turns if t.extra], source.siblings)
         yield session
+
+    columnar = True
+
+    def parse_columns(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession] | None:
+        """The same sessions as ``parse``, with the turns as a frame (``session.frame``); None when
+        the header pattern cannot run in polars (then ``parse`` is the way)."""
+        text = source.text
+        lines = split_lines(text)
+        heads = columns.headers(lines, _REST)
+        if heads is None:
+            return None
+        session = _session(source, text)
+        runs = columns.date_runs(heads)
+        decided = date_order(runs)
+        reader = _Reader(source.siblings)
+        chunk = columns.turn_frame(lines, heads, decided.order, reader)
+        session.frame = chunk.frame
+        if chunk.frame.height:
+            first = int(heads.ok.arg_true()[0])
+            session.meta["dialect"] = "ios" if heads.groups["open"][first] is not None else "android"
+            _preamble(session, "\n".join(lines.head(first).to_list()) + ("\n" if first else ""), first)
+        starts = chunk.frame["line_start"]
+        if not runs:
+            _headerless(session, text)
+        _conclude(session, runs, decided, chunk.bad, lambda i: int(starts[i]))
+        _attachments(session, chunk.extras, source.siblings)
+        return iter([session])
+
+    streams_text = True
+    is_header = staticmethod(columns.header_lines)
+
+    def plan(self, source: SourceText, blocks: Iterator[tuple[str, int]]) -> TextPlan:
+        """The pre-pass of a streamed input over its blocks of whole lines ``(text, first line)``:
+        the headers' date runs (the day/month order is decided from the whole file), the independent
+        turn count, the first header and the line count."""
+        plan = TextPlan()
+        for text, first_line in blocks:
+            lines = split_lines(text)
+            plan.lines = first_line + len(lines) - 1
+            plan.counted += self.count_turns(text)
+            at, dates = columns.header_dates(lines)
+            if not len(at):
+                continue
+            if plan.turns == 0:
+                plan.dialect = "ios" if lines[int(at[0])].lstrip(MARKS).startswith("[") else "android"
+            runs = columns.date_runs(dates, plan.turns)
+            if plan.runs and runs and runs[0][0] == plan.runs[-1][0]:
+                runs = runs[1:]  # the same run goes on across the block boundary
+            for _, i in runs:
+                plan.run_lines[i] = first_line + int(at[i - plan.turns])
+            plan.runs.extend(runs)
+            plan.turns += len(at)
+        plan.order = date_order(plan.runs)
+        return plan
+
+    def stream_session(self, source: SourceText, plan: TextPlan) -> ParsedSession:
+        """The session of a streamed input, before its turns: what the whole file decided."""
+        session = _session(source, "")
+        session.lines = (1, plan.lines)
+        if plan.dialect:
+            session.meta["dialect"] = plan.dialect
+        return session
+
+    def stream_chunk(self, session: ParsedSession, plan: TextPlan, lines, first_line: int, reader) -> Any:
+        """The turn frame of a run of whole turns (the first chunk may start with a preamble)."""
+        heads = columns.headers(lines, _REST)
+        if first_line == 1 and heads.count:
+            first = int(heads.ok.arg_true()[0])
+            _preamble(session, "\n".join(lines.head(first).to_list()) + ("\n" if first else ""), first)
+        elif plan.turns == 0:  # no header anywhere: the whole text is the preamble
+            _headerless(session, session.meta.get("preamble", "") + "\n".join(lines.to_list()) + "\n")
+        return columns.turn_frame(lines, heads, plan.order.order, reader, first_line)
+
+    def stream_end(self, session: ParsedSession, source: SourceText, plan: TextPlan, bad: int,
+                   extras: list[dict]) -> None:
+        """What the whole file decided, once every chunk is read."""
+        _conclude(session, plan.runs, plan.order, bad, plan.run_lines.__getitem__)
+        _attachments(session, extras, source.siblings)
+
+    def reader(self, source: SourceText) -> _Reader:
+        return _Reader(source.siblings)
 
     def count_turns(self, raw: Any) -> int:
         return (1 if _LOOSE_FIRST.match(raw) else 0) + len(_LOOSE.findall(raw))
 
 
+@dataclass(slots=True)
+class TextPlan:
+    """What a streamed input's pre-pass found (``WhatsApp.plan``)."""
+
+    lines: int = 0
+    counted: int = 0
+    turns: int = 0
+    dialect: str | None = None
+    runs: list[tuple[str, int]] = field(default_factory=list)
+    run_lines: dict[int, int] = field(default_factory=dict)
+    order: DateOrder | None = None
+
+
+def _session(source: SourceText, text: str) -> ParsedSession:
+    session_id = file_name_id(source.name)
+    session = ParsedSession(session_id, "file-name" if session_id else "none", [], raw=text,
+                            title=chat_title(source.name))
+    session.lines = (1, line_count(text))
+    return session
+
+
+def _headerless(session: ParsedSession, text: str) -> None:
+    """A file with no message header: all of it is a preamble."""
+    if text.strip():
+        session.meta["preamble"] = drop_final_newline(text)
+        session.regions.append(Region(RegionKind.PREAMBLE, "no message header in the file",
+                                      lines=session.lines))
+
+
+def _conclude(session: ParsedSession, runs: list[tuple[str, int]], decided: tuple, bad: int,
+              line_of: Callable[[int], int]) -> None:
+    """What the whole file decided, in the session's assumptions and warnings (``line_of(i)``: the
+    first line of turn i)."""
+    order, evidence, at, basis = decided
+    where = f" (line {line_of(at)})" if at is not None else ""
+    session.assumptions.append(f"date order {'/'.join(order.upper())}: {evidence}{where}")
+    if basis in ("contradiction", "none"):
+        session.warnings.append(f"date order uncertain, {'/'.join(order.upper())} used: {evidence}")
+    if swapped := _swapped(runs, order):
+        date, i = swapped[0]
+        session.assumptions.append(
+            f"{len(swapped)} date{'s' if len(swapped) != 1 else ''} impossible in {'/'.join(order.upper())}"
+            f" read in the other day/month order (another dialect in the same file), first {date}"
+            f" (line {line_of(i)})")
+    if bad:
+        session.warnings.append(unreadable_times(bad, "not a calendar date or clock time"))
+
+
+class _Reader:
+    """The Python parse's reading of the rows the columnar parse flags (``_whatsapp_columns``)."""
+
+    def __init__(self, siblings: tuple[str, ...]) -> None:
+        self.names = {PurePosixPath(s).name for s in siblings} if siblings else None
+
+    def flag(self, h):
+        return columns.flagged(h, lambda a: _AUTHORED_EVENT.search(a) is not None,
+                               _ATTACHED_LAST, _MEDIA, _E2E, _MEDIA_FORM_ENDS)
+
+    def __call__(self, line: str, body: str) -> Turn:
+        m = FIRST.match(line)
+        if m is None:
+            raise ValueError(f"the Rust header pattern read a header the Python one does not: {line[:80]!r}")
+        author, first = m["author"], m["text"]
+        if author is None:
+            actor = actor_of(first)
+            return Turn("System", "system", body, kind="system", extra={"actor": actor} if actor else None)
+        notice = _AUTHORED_EVENT.search(author) is not None
+        return _special(m, line, author, first, body[len(first):], body, None, None, None, notice)
+
+    def mark(self, extras: list[dict | None]) -> None:
+        if self.names is not None:
+            _mark_present([e for e in extras if e], self.names)
+
+
 def _first(session: ParsedSession, text: str, m: re.Match) -> int:
     """At the first header: declare any text before it (nobody's message) and say which dialect this is."""
-    start = m.start() if m.start() == 0 else m.start() + 1  # a later match starts at its line end
+    start = m.start() + (text[m.start():m.start() + 1] == "\n")  # a later match starts at its line end
     session.meta["dialect"] = "ios" if m.group("open") else "android"
     if start == 0:
         return 1
-    preamble = text[:start]
-    lines = preamble.count("\n")
+    lines = text.count("\n", 0, start)
+    _preamble(session, text[:start], lines)
+    return 1 + lines
+
+
+def _preamble(session: ParsedSession, preamble: str, lines: int) -> None:
+    """Text before the first header (``lines`` of it): kept in meta, declared when not blank."""
+    if not lines:
+        return
     session.meta["preamble"] = drop_final_newline(preamble)
     if preamble.strip():
         session.regions.append(Region(RegionKind.PREAMBLE, "text before the first message header (an exporter's"
                                       " title or note, nobody's message)", lines=(1, lines)))
-    return 1 + lines
 
 
 def _read_turns(session: ParsedSession, text: str, guess: str) -> tuple[list[tuple[str, int]], int]:
@@ -330,23 +477,27 @@ def _special(m: re.Match, text: str, author: str, first: str, cont: str, content
     return Turn(author, "user", content, when, raw, None, "message", lines)
 
 
-def _attachments(session: ParsedSession, siblings: tuple[str, ...]) -> None:
-    """Record each attachment the chat references as present or missing among the files beside it.
+def _mark_present(extras: list[dict], names: set[str]) -> None:
+    """Say of each attachment whether its file is among the names beside the chat."""
+    for extra in extras:
+        if "attachment" in extra:
+            extra["attachmentPresent"] = extra["attachment"] in names
+
+
+def _attachments(session: ParsedSession, extras: list[dict], siblings: tuple[str, ...]) -> None:
+    """Record each attachment the chat references as present or missing among the files beside it
+    (``extras``: the turns' extra fields, in order).
 
     With no sibling list (a chat file read on its own) nothing can be checked, and the meta says so."""
-    referenced = [t for t in session.turns if t.extra and "attachment" in t.extra]
+    referenced = [e for e in extras if "attachment" in e]
     if not referenced:
         return
     if not siblings:
         session.meta["attachments"] = {"referenced": len(referenced), "checked": False}
         return
-    names = {PurePosixPath(s).name for s in siblings}
-    missing: list[str] = []
-    for turn in referenced:
-        present = turn.extra["attachment"] in names
-        turn.extra["attachmentPresent"] = present
-        if not present:
-            missing.append(turn.extra["attachment"])
+    if "attachmentPresent" not in referenced[0]:
+        _mark_present(referenced, {PurePosixPath(s).name for s in siblings})
+    missing = [e["attachment"] for e in referenced if not e["attachmentPresent"]]
     session.meta["attachments"] = {"referenced": len(referenced), "present": len(referenced) - len(missing),
                                    "missing": missing[:20], "checked": True}
     if missing:

@@ -229,7 +229,7 @@ def test_apply_diff_refuses_bad_diffs(two_revisions, tmp_path):
     confirm = ["--confirm", f"CONFIRM APPLY-DIFF {DOC} v1"]
     good = make_diff(base, base.replace('"hello"', '"HELLO"'), DOC)
     broken_json = make_diff(base, base[:-3], DOC)
-    speaker = make_diff(base, base.replace('"speaker": "', '"speaker": "x', 1), DOC)
+    speaker = make_diff(base, base.replace('"speaker":"', '"speaker":"x', 1), DOC)
     cases = {
         "code fences": "```json\n" + orjson.dumps(good).decode() + "\n```",
         "text before the object": "Here you go: " + orjson.dumps(good).decode(),

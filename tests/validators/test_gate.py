@@ -90,3 +90,38 @@ def test_schema_is_checked():
     doc = copy.deepcopy(_doc())
     doc["artifacts"]["Chatthistorik"]["interactions"][0]["role"] = "robot"
     assert Reason.SCHEMA in _check(doc).reasons
+
+
+def _pieces(doc):
+    from normalizers.encode import encode_interaction, head_and_tail, join_lines
+
+    interactions = doc["artifacts"]["Chatthistorik"]["interactions"]
+    head, tail = head_and_tail(doc, len(interactions))
+    return head, join_lines(map(encode_interaction, interactions), True), tail
+
+
+def test_byte_check_passes_the_encoded_pieces():
+    head, body, tail = _pieces(_doc())
+    check = gate.ByteCheck()
+    check.envelope(head, tail)
+    for piece in (head, body, tail):
+        check.feed(piece)
+    assert check.failures() == []
+
+
+@pytest.mark.parametrize("damage", ["cr", "utf8", "bom", "unclosed", "envelope"])
+def test_byte_check_finds_what_can_go_wrong(damage):
+    head, body, tail = _pieces(_doc())
+    if damage == "cr":
+        body = body.replace(b'"hi"', b'"h\ri"')
+    elif damage == "utf8":
+        body = body.replace(b'"hi"', b'"h\xffi"')
+    elif damage == "bom":
+        head = b"\xef\xbb\xbf" + head
+    elif damage == "unclosed":
+        tail = tail[:-2] + b"\n"
+    check = gate.ByteCheck()
+    check.envelope(head if damage != "envelope" else head[:-3], tail)
+    for piece in (head, body, tail):
+        check.feed(piece)
+    assert [f.reason for f in check.failures()] and all(f.reason == Reason.JSON_SYNTAX for f in check.failures())

@@ -1,0 +1,118 @@
+"""A large text input streamed in chunks gives the document of the same input read whole."""
+
+from __future__ import annotations
+
+import io
+import shutil
+
+import pytest
+
+from audit import revisions
+from flows import emit, ingest
+from flows.shard import run_shard
+from flows.spool import text_blocks
+from models.settings import Settings
+from tests.parsers.test_columns import CASES
+
+WHATSAPP = [p for g, p in CASES if g == "whatsapp"]
+
+
+def _run(src, out, **values):
+    settings = Settings(**values)
+    return run_shard(ingest.discover([src], settings), out, settings)
+
+
+def _documents(out):
+    return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted((out / "sessions").rglob("*.json"))}
+
+
+@pytest.mark.parametrize("path", WHATSAPP, ids=lambda p: p.name)
+def test_streamed_documents_equal_whole_ones(path, tmp_path):
+    src = tmp_path / "in"
+    src.mkdir()
+    shutil.copy(path, src / path.name)
+    whole, streamed = tmp_path / "whole", tmp_path / "streamed"
+    a = _run(src, whole)
+    b = _run(src, streamed, stream_text_bytes=1, stream_chunk_bytes=64)
+    assert _documents(whole) == _documents(streamed)
+    assert [(r.status, r.reasons, r.interactions, r.characters, r.declared) for r in a.sessions] == \
+        [(r.status, r.reasons, r.interactions, r.characters, r.declared) for r in b.sessions]
+    assert not list((streamed / ".spool").glob("*"))
+
+
+@pytest.mark.parametrize("size", [1, 3, 7, 64])
+def test_blocks_are_whole_lines_of_the_canonical_text(size):
+    data = "\ufeffa\r\nbé\r\rc\n\nd".encode()
+    blocks = list(text_blocks(io.BytesIO(data), size))
+    assert "".join(t for t, _ in blocks) == "a\nbé\n\nc\n\nd"
+    assert all(t.endswith("\n") for t, _ in blocks[:-1])
+    assert [n for _, n in blocks] == [1 + "".join(t for t, _ in blocks[:i]).count("\n") for i in range(len(blocks))]
+
+
+def test_a_failing_columnar_route_falls_back_to_records(tmp_path, monkeypatch):
+    """A bug in the column-wise or streamed route never loses an input: the record path reads it."""
+    from parsers.grammars import _whatsapp_columns
+
+    src = tmp_path / "in"
+    src.mkdir()
+    shutil.copy(WHATSAPP[0], src / WHATSAPP[0].name)
+    expected = _run(src, tmp_path / "a", columnar=False)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("columnar bug")
+
+    monkeypatch.setattr(_whatsapp_columns, "turn_frame", broken)
+    for out, values in ((tmp_path / "b", {}), (tmp_path / "c", {"stream_text_bytes": 1, "stream_chunk_bytes": 64})):
+        got = _run(src, out, **values)
+        assert [(r.status, r.interactions) for r in got.sessions] == \
+            [(r.status, r.interactions) for r in expected.sessions]
+        assert _documents(out) == _documents(tmp_path / "a")
+
+
+def _chat(n: int) -> str:
+    return "".join(f"1/{1 + i // 100}/24, 10:{i % 60:02d} - Ann: message number {i}\n" for i in range(n))
+
+
+def test_a_streamed_rerun_keeps_revisions_and_the_mass_latch(tmp_path):
+    src, out = tmp_path / "in", tmp_path / "out"
+    src.mkdir()
+    chat = src / "WhatsApp Chat with Ann.txt"
+    chat.write_text(_chat(40))
+    streamed = {"stream_text_bytes": 1, "stream_chunk_bytes": 256}
+    first = _run(src, out, **streamed)
+    (doc,) = (out / "sessions").rglob("*.json")
+    accepted = doc.read_bytes()
+    assert first.written == 1 and first.revisions[0].previous_sha256 is None
+    assert emit.document_mass(doc) == (40, sum(len(f"message number {i}") for i in range(40)))
+    assert revisions.blob_path(out, first.revisions[0].sha256).read_bytes() == accepted
+    again = _run(src, out, **streamed)
+    assert again.unchanged == 1 and doc.read_bytes() == accepted
+    chat.write_text(_chat(10))  # a quarter of the chat: the accepted document stays
+    shrunk = _run(src, out, **streamed)
+    assert [r.reasons for r in shrunk.sessions] == [["mass_latch"]] and doc.read_bytes() == accepted
+    assert not list((out / ".spool").glob("*"))
+    allowed = run_shard(ingest.discover([src], Settings(**streamed)), out, Settings(**streamed), allow_shrink=True)
+    assert allowed.written == 1 and allowed.revisions[0].previous_sha256 == first.revisions[0].sha256
+    assert emit.document_mass(doc)[0] == 10
+    assert "mass latch overridden" in allowed.sessions[0].detail
+
+
+def test_a_streamed_session_the_gate_refuses_is_quarantined_with_its_reasons(tmp_path, monkeypatch):
+    from models.errors import Reason
+    from validators import gate
+
+    src, out = tmp_path / "in", tmp_path / "out"
+    src.mkdir()
+    (src / "chat.txt").write_text(_chat(30))
+    feed = gate.FrameCheck.feed
+
+    def failing(self, interactions, checked):
+        feed(self, interactions, checked)
+        self.out.add(Reason.SPEAKER_FORMAT, "$.artifacts.Chatthistorik.interactions[0].speaker", "refused")
+
+    monkeypatch.setattr(gate.FrameCheck, "feed", failing)
+    got = _run(src, out, stream_text_bytes=1, stream_chunk_bytes=256)
+    assert [(r.status, r.reasons) for r in got.sessions] == [("quarantined", ["speaker_format"])]
+    assert not list((out / "sessions").rglob("*.json")) and not list((out / ".spool").glob("*"))
+    (record,) = (out / "quarantine").rglob("session-1.json")
+    assert b"not kept: 30 interactions, streamed" in record.read_bytes()
