@@ -236,12 +236,57 @@ def envelope(session: ParsedSession, counted: int, summary: Summary, interaction
              accounting: dict[str, Any] | None = None, unaccounted: str | None = None) -> dict[str, Any]:
     """The document around the interactions (``interactions``: the list to put in it, empty when
     they are encoded apart), from the session and what its interactions add up to."""
-    warnings = list(session.warnings)
-    assumptions = list(session.assumptions)
+    warnings, assumptions = _notes(session, summary, ctx)
     redactions = list(summary.redactions)
-    scrub = ctx.redactor.scrub
-    facts, unknown, earliest = summary.facts, summary.unknown, summary.earliest
-    limit = ctx.settings.max_turn_chars
+    raw_id = session.session_id
+    if raw_id is not None:  # an id becomes a file name: a secret in it is replaced before the mapping
+        raw_id, found = scrub_name(raw_id), ctx.redactor.scrub(raw_id)[1]
+        redactions.extend({"turn": 0, "type": k, "field": "sessionId"} for k in found)
+    session_id = safe_id(raw_id)
+    created, created_source = _created_at(session, summary.earliest, source, ctx)
+    reasons = _coverage_reasons(session, counted, summary, ctx.settings.max_turn_chars, unaccounted)
+    history = _history(session, interactions, reasons, ctx, redactions)
+    source_meta = _source_meta(session, ctx, redactions)
+    declared = _declared_regions(session, ctx.redactor.scrub, redactions)
+    bygglogg: dict[str, Any] = {
+        "source": _source_block(source, session),
+        "grammar": _grammar_block(detection, grammar_version),
+        "pipelineVersion": PIPELINE_VERSION,
+        "configFingerprint": ctx.fingerprint,
+        "sessionIdSource": session.id_source if session.session_id else "none: no derivable id (rule C1)",
+        "createdAtSource": created_source,
+        "assumptions": assumptions,
+        "warnings": warnings,
+        "steps": STEPS,
+        "redactions": redactions,
+        "declaredRegions": declared,
+        "sessionRecord": summary.facts.record,
+    }
+    if source_meta:
+        bygglogg["sourceMeta"] = source_meta
+    if source.replaced_count:
+        warnings.append(f"{source.replaced_count} invalid byte sequences decoded as U+FFFD (first at byte "
+                        f"{source.replaced[0]})")
+    if raw_id is not None and session_id != raw_id:
+        bygglogg["sessionIdRaw"] = raw_id
+    if session_id == NO_ID and session.session_id is None:
+        bygglogg["sessionIdSource"] = "none: no derivable id (rule C1)"
+    artifacts: dict[str, Any] = {
+        "ByggLogg": bygglogg,
+        "Chatthistorik": history,
+        "ai_protocol_performance": _performance(session, counted, summary, redactions, detection, ctx, accounting),
+    }
+    if session.heuristics:
+        artifacts["frankensteen_learning_db"] = {
+            "heuristics": [{"id": h.id, "description": h.description, "evidence": h.evidence}
+                           for h in session.heuristics]
+        }
+    return {"sessionId": session_id, "createdAt": created, "artifacts": artifacts}
+
+
+def _notes(session: ParsedSession, summary: Summary, ctx: RunContext) -> tuple[list[str], list[str]]:
+    """(warnings, assumptions): the grammar's, then what the interactions added up to."""
+    warnings, assumptions = list(session.warnings), list(session.assumptions)
     if summary.naive_times:
         assumptions.append(
             f"{summary.naive_times} timestamps without a zone read as {ctx.zone.key} (configured source zone)"
@@ -249,25 +294,27 @@ def envelope(session: ParsedSession, counted: int, summary: Summary, interaction
     if summary.unreadable_times:
         warnings.append(f"{summary.unreadable_times} turn times could not be read or are out of range: no date set")
     warnings.extend(f"display field changed to fit the speaker format: {n}" for n in summary.name_notes)
+    return warnings, assumptions
 
-    raw_id = session.session_id
-    if raw_id is not None:  # an id becomes a file name: a secret in it is replaced before the mapping
-        raw_id, found = scrub_name(raw_id), scrub(raw_id)[1]
-        redactions.extend({"turn": 0, "type": k, "field": "sessionId"} for k in found)
-    session_id = safe_id(raw_id)
-    created, created_source = None, "none: epoch sentinel (the source gives no time)"
+
+def _created_at(session: ParsedSession, earliest: str | None, source: SourceText,
+                ctx: RunContext) -> tuple[str, str]:
+    """(createdAt, createdAtSource), in the documented fallback order (module docstring)."""
     if session.created is not None:
         created = to_utc_z(session.created, ctx.zone)
-        created_source = "source: session time"
-    if created is None and earliest is not None:
-        created, created_source = earliest, "earliest turn time"
-    if created is None:
-        created = _created_from_name(source.name)
-        if created:
-            created_source = "date in the file name"
-    if created is None:
-        created = EPOCH
+        if created is not None:
+            return created, "source: session time"
+    if earliest is not None:
+        return earliest, "earliest turn time"
+    created = _created_from_name(source.name)
+    if created:
+        return created, "date in the file name"
+    return EPOCH, "none: epoch sentinel (the source gives no time)"
 
+
+def _coverage_reasons(session: ParsedSession, counted: int, summary: Summary, limit: int,
+                      unaccounted: str | None) -> list[str]:
+    """Why the document is partial, if it is: each reason in the order a reader checks them."""
     reasons = []
     if session.coverage_reason:
         reasons.append(session.coverage_reason)
@@ -279,91 +326,79 @@ def envelope(session: ParsedSession, counted: int, summary: Summary, interaction
         reasons.append(f"{summary.truncated} turns longer than {limit} characters were truncated")
     if unaccounted:
         reasons.append(unaccounted)
+    return reasons
 
+
+def _history(session: ParsedSession, interactions: list[dict[str, Any]], reasons: list[str], ctx: RunContext,
+             redactions: list[dict[str, Any]]) -> dict[str, Any]:
+    """Chatthistorik: title, interactions, coverage and the preamble, secrets scrubbed."""
     history: dict[str, Any] = {"title": None, "interactions": interactions}
     if session.title is not None:
-        history["title"], found = scrub(session.title)
+        history["title"], found = ctx.redactor.scrub(session.title)
         redactions.extend({"turn": 0, "type": k, "field": "title"} for k in found)
     if reasons:
         history["coverage"] = "partial"
         history["coverageReason"] = "; ".join(reasons)
     if session.meta.get("preamble"):
-        preamble, found = scrub(session.meta["preamble"])
+        preamble, found = ctx.redactor.scrub(session.meta["preamble"])
         redactions.extend({"turn": 0, "type": k, "field": "preamble"} for k in found)
         history["preamble"] = preamble
+    return history
 
-    source_meta = {k: v for k, v in session.meta.items() if not k.startswith("preamble") and k != "formatDrift"}
-    if source_meta:
-        found = []
-        source_meta = raw_time_keys(ctx.redactor.scrub_tree(source_meta, found))
-        redactions.extend({"turn": 0, "type": k, "field": "sourceMeta"} for k in found)
 
-    declared = _declared_regions(session, scrub, redactions)
+def _source_meta(session: ParsedSession, ctx: RunContext, redactions: list[dict[str, Any]]) -> dict[str, Any]:
+    """The grammar's session metadata (preamble and drift have their own places), secrets scrubbed."""
+    meta = {k: v for k, v in session.meta.items() if not k.startswith("preamble") and k != "formatDrift"}
+    if not meta:
+        return meta
+    found: list[str] = []
+    meta = raw_time_keys(ctx.redactor.scrub_tree(meta, found))
+    redactions.extend({"turn": 0, "type": k, "field": "sourceMeta"} for k in found)
+    return meta
+
+
+def _source_block(source: SourceText, session: ParsedSession) -> dict[str, Any]:
+    block: dict[str, Any] = {
+        "path": source.name,
+        "sha256": source.sha256,
+        "sizeBytes": source.size,
+        "encoding": source.encoding,
+        "lines": list(session.lines) if session.lines else None,
+        "pointer": session.pointer,
+    }
+    if source.replaced_count:
+        block["replacedBytes"] = {"count": source.replaced_count, "firstOffsets": list(source.replaced)}
+    return block
+
+
+def _grammar_block(detection: Detection, grammar_version: str) -> dict[str, Any]:
+    return {
+        "id": detection.grammar,
+        "version": grammar_version,
+        "detectionConfidence": detection.confidence,
+        "detectionMargin": None if detection.forced else detection.margin,
+        "forced": detection.forced,
+        "candidates": detection.scores,
+    }
+
+
+def _performance(session: ParsedSession, counted: int, summary: Summary, redactions: list[dict[str, Any]],
+                 detection: Detection, ctx: RunContext, accounting: dict[str, Any] | None) -> dict[str, Any]:
+    """ai_protocol_performance (the gate's summary is filled in by the gate)."""
     by_type: dict[str, int] = {}
     for r in redactions:
         by_type[r["type"]] = by_type.get(r["type"], 0) + 1
-
-    bygglogg: dict[str, Any] = {
-        "source": {
-            "path": source.name,
-            "sha256": source.sha256,
-            "sizeBytes": source.size,
-            "encoding": source.encoding,
-            "lines": list(session.lines) if session.lines else None,
-            "pointer": session.pointer,
-        },
-        "grammar": {
-            "id": detection.grammar,
-            "version": grammar_version,
-            "detectionConfidence": detection.confidence,
-            "detectionMargin": None if detection.forced else detection.margin,
-            "forced": detection.forced,
-            "candidates": detection.scores,
-        },
-        "pipelineVersion": PIPELINE_VERSION,
-        "configFingerprint": ctx.fingerprint,
-        "sessionIdSource": session.id_source if session.session_id else "none: no derivable id (rule C1)",
-        "createdAtSource": created_source,
-        "assumptions": assumptions,
-        "warnings": warnings,
-        "steps": STEPS,
-        "redactions": redactions,
-        "declaredRegions": declared,
-        "sessionRecord": facts.record,
-    }
-    if source_meta:
-        bygglogg["sourceMeta"] = source_meta
-    if source.replaced_count:
-        bygglogg["source"]["replacedBytes"] = {"count": source.replaced_count, "firstOffsets": list(source.replaced)}
-        warnings.append(f"{source.replaced_count} invalid byte sequences decoded as U+FFFD (first at byte "
-                        f"{source.replaced[0]})")
-    if raw_id is not None and session_id != raw_id:
-        bygglogg["sessionIdRaw"] = raw_id
-    if session_id == NO_ID and session.session_id is None:
-        bygglogg["sessionIdSource"] = "none: no derivable id (rule C1)"
-
-    interaction_count = summary.count
-    performance: dict[str, Any] = {
+    count = summary.count
+    return {
         "sourceTurnCount": counted,
-        "interactionCount": interaction_count,
-        "coverageRatio": round(interaction_count / counted, 6) if counted else (1.0 if not interaction_count else 0.0),
+        "interactionCount": count,
+        "coverageRatio": round(count / counted, 6) if counted else (1.0 if not count else 0.0),
         "detectionConfidence": detection.confidence,
         "gate": {},
-        "unknownFields": unknown,
+        "unknownFields": summary.unknown,
         "redactions": {"policy": ctx.settings.secrets_policy, "total": len(redactions), "byType": by_type},
-        "cleanJsonReplies": {"checked": facts.clean_checked, "compliant": facts.clean_ok},
+        "cleanJsonReplies": {"checked": summary.facts.clean_checked, "compliant": summary.facts.clean_ok},
         "sourceAccounting": accounting,
         "formatDrift": session.meta.get("formatDrift", {}),
         "timing": "per-session time is recorded in the run ledger, not here, so documents stay byte-identical",
     }
-    artifacts: dict[str, Any] = {
-        "ByggLogg": bygglogg,
-        "Chatthistorik": history,
-        "ai_protocol_performance": performance,
-    }
-    if session.heuristics:
-        artifacts["frankensteen_learning_db"] = {
-            "heuristics": [{"id": h.id, "description": h.description, "evidence": h.evidence}
-                           for h in session.heuristics]
-        }
-    return {"sessionId": session_id, "createdAt": created, "artifacts": artifacts}
