@@ -216,6 +216,20 @@ def check_space(data_dir: Path, scale: float) -> None:
             sys.exit(f"--huge: not enough free space at {where}; free some or leave out --huge")
 
 
+def keep_other_sets(target: Path, results: dict) -> dict:
+    """``results`` with the sets an earlier run at the same scale measured and this one did not
+    (``--only``), each still naming the commit it was measured on."""
+    try:
+        earlier = json.loads(target.read_text())
+    except (OSError, ValueError):
+        return results
+    if earlier.get("scale") != results["scale"]:
+        return results
+    kept = {name: figures | {"commit": figures.get("commit", earlier.get("commit"))}
+            for name, figures in earlier.get("sets", {}).items() if name not in results["sets"]}
+    return results | {"sets": kept | results["sets"]}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="1/20 of the full size")
@@ -253,10 +267,10 @@ def main() -> None:
                      "commit": commit.stdout.strip() or None, "repeat": args.repeat, "max_rss_mb": args.max_rss_mb,
                      "baseline": {"prefect_idle": baseline(args)}, "sets": {}}
     for name in names:
-        results["sets"][name] = bench_set(name, SETS[name], paths[name], args)
+        results["sets"][name] = bench_set(name, SETS[name], paths[name], args) | {"commit": results["commit"]}
     print_report(results)
     target = ROOT / "bench" / ("results-quick.json" if args.quick else "results.json")
-    target.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+    target.write_text(json.dumps(keep_other_sets(target, results), indent=2, sort_keys=True) + "\n")
     print(f"\nwritten: {target}")
 
 
