@@ -195,10 +195,28 @@ async def serve_until_stopped(plan: ServePlan, started=None) -> None:
     stopping = asyncio.create_task(stop.wait())
     await asyncio.wait({running, stopping}, return_when=asyncio.FIRST_COMPLETED)
     if not running.done():
-        await runner.astop()
+        await _stop(runner, running)
     stopping.cancel()
-    await running
+    with contextlib.suppress(asyncio.CancelledError):
+        await running
     loop.remove_signal_handler(signal.SIGINT)
+
+
+async def _stop(runner, running: asyncio.Task, patience: float = 60.0) -> None:
+    """Stop the runner. Prefect refuses to stop a runner that has not finished starting, and a
+    Ctrl-C can come that early: wait until it has started (or its start has ended), then stop it."""
+    deadline = asyncio.get_running_loop().time() + patience
+    while True:
+        try:
+            await runner.astop()
+            return
+        except RuntimeError:
+            if running.done():
+                return
+            if asyncio.get_running_loop().time() > deadline:
+                running.cancel()  # it never finished starting: do not wait for it forever
+                return
+            await asyncio.sleep(0.05)
 
 
 def serve(plan: ServePlan, prefect_home: Path, port: int = LOCAL_PORT, say=print) -> None:

@@ -5,6 +5,7 @@ import Prefect."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import os
 import signal
@@ -121,3 +122,38 @@ def test_read_only_commands_do_not_import_prefect(args, tmp_path):
     done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+class _SlowRunner:
+    """A runner that refuses to stop until it has been asked ``starts`` times (Prefect's
+    "Runner has not yet started"), then stops its start task."""
+
+    def __init__(self, starts: int) -> None:
+        self.starts, self.asked = starts, 0
+        self.done = asyncio.Event()
+
+    async def start(self) -> None:
+        await self.done.wait()
+
+    async def astop(self) -> None:
+        self.asked += 1
+        if self.asked <= self.starts:
+            raise RuntimeError("Runner has not yet started")
+        self.done.set()
+
+
+def test_a_stop_that_comes_before_the_runner_has_started_waits_for_it():
+    from flows.serve import _stop
+
+    async def scenario(runner, patience):
+        running = asyncio.create_task(runner.start())
+        await _stop(runner, running, patience)
+        await asyncio.wait({running}, timeout=5)
+        return running
+
+    slow = _SlowRunner(starts=3)
+    running = asyncio.run(scenario(slow, 30))
+    assert slow.asked == 4 and running.done() and not running.cancelled()
+    never = _SlowRunner(starts=10**9)
+    running = asyncio.run(scenario(never, 0.2))
+    assert running.cancelled()  # a runner that never starts is not waited for forever
