@@ -30,7 +30,8 @@ def test_chunks_become_turns_with_the_run_model_not_explicit():
     model = s.turns[-1].model
     assert (model.provider, model.name, s.turns[-1].model_explicit) == ("google", "gemini-2.5-pro", False)
     assert [(r.kind, r.pointer, r.content) for r in s.regions] == [
-        (RegionKind.METADATA, "/systemInstruction", "Be brief."), (RegionKind.METADATA, "/chunkedPrompt/pendingInputs/0", None)]
+        (RegionKind.METADATA, "/systemInstruction", "Be brief."),
+        (RegionKind.METADATA, "/chunkedPrompt/pendingInputs/0", None)]
     assert GRAMMAR.count_turns(s.raw) == len(s.turns)
     assert all(t.time is None for t in s.turns)  # AI Studio keeps no times: none is invented
 
