@@ -13,11 +13,11 @@ ACTOR_KEYS = frozenset({
 })
 TIME_KEYS = frozenset({
     "timestamp", "timestamp_ms", "create_time", "created_at", "createdAt", "created", "date", "date_unixtime",
-    "time", "ts", "sent_at", "sentAt", "datetime",
+    "time", "ts", "sent_at", "sentAt", "datetime", "inserted_at",
 })
 CONTENT_KEYS = frozenset({
     "content", "text", "parts", "message", "response", "body", "msg", "value", "photos", "photo", "sticker",
-    "attachments", "files", "media", "file",
+    "attachments", "files", "media", "file", "fragments",
 })
 
 

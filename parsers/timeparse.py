@@ -11,13 +11,14 @@ from datetime import UTC, datetime
 import regex
 
 _ISO_LOOSE = regex.compile(
-    r"(?P<date>\d{4}-\d{2}-\d{2})[T ](?P<time>\d{2}:\d{2}(?::\d{2})?)(?P<frac>[.,]\d+)?"
+    r"(?P<date>\d{4}-\d{2}-\d{2})(?:[T ]|, ?)(?P<time>\d{2}:\d{2}(?::\d{2})?)(?P<frac>[.,]\d+)?"
     r"\s*(?P<zone>Z|UTC|[+-]\d{2}:?\d{2})?"
 )
 
 
 def parse_iso(value: str) -> datetime | None:
-    """ISO 8601 date-times: ``2025-08-24T10:00:00Z``, ``2025-08-24 10:00``, ``...+0000``, fractions.
+    """ISO 8601 date-times: ``2025-08-24T10:00:00Z``, ``2025-08-24 10:00``, ``...+0000``, fractions,
+    and the comma some chat exporters put between date and clock (``2019-12-24, 12:23``).
 
     Naive when the text has no zone. Fractional seconds are dropped (the format has none).
     """

@@ -306,3 +306,48 @@ def has_text(value: Any, skip: frozenset[str] = frozenset()) -> bool:
         elif isinstance(node, list):
             stack.extend(node)
     return False
+
+
+# --- message trees: the current branch of a conversation stored as nodes with parent links -------------
+
+
+def current_path(parents: dict[str, str | None], current: str | None,
+                 time_of: Callable[[str], float | None]) -> tuple[list[str], str | None]:
+    """(node ids from the root to the current leaf, the assumption made to find it or None) of a tree given
+    as ``{node: parent}`` in document order (Open WebUI's ``history``, Grok's responses).
+
+    ``current`` names the leaf the tool showed last; when it is missing, or has children, the branch
+    goes on to the latest leaf (by its own time, then the deeper, then the later in the document).
+    Without any parent link the nodes are read in document order. Cycle-safe."""
+    order = {k: i for i, k in enumerate(parents)}
+    links = {k: p for k, p in parents.items() if p is not None and p in parents and p != k}
+    if not links:
+        return list(parents), None
+
+    def up(node: str) -> list[str]:
+        path, seen = [], set()
+        while node is not None and node not in seen:
+            seen.add(node)
+            path.append(node)
+            node = links.get(node)
+        return path
+
+    has_child = set(links.values())
+
+    def latest(under: str | None) -> tuple[str | None, int]:
+        leaves = [(k, up(k)) for k in parents if k not in has_child]
+        leaves = [(k, p) for k, p in leaves if under is None or under in p]
+        best = max(leaves, key=lambda kp: (time_of(kp[0]) or float("-inf"), len(kp[1]), order[kp[0]]),
+                   default=(None, []))
+        return best[0], len(leaves)
+
+    if current in parents and current not in has_child:
+        return up(current)[::-1], None
+    leaf, count = latest(current if current in parents else None)
+    if leaf is None:
+        return (up(current)[::-1] if current in parents else []), None
+    why = (f"the current node {current!r} is not a leaf" if current in parents else
+           "no current node is named" if current in (None, "") else f"the current node {current!r} is not in the tree")
+    note = f"{why}: the branch is taken to end at the latest of {count} leaves ({leaf!r})" if count > 1 or \
+        current in parents else None
+    return up(leaf)[::-1], note

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
+from itertools import pairwise
 from typing import Any
 
 import orjson
@@ -76,6 +77,26 @@ def odd_entry(value: Any, pointer: str) -> Turn:
     content = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
     return Turn("System", "system", content, None, None, None, "notice", pointer=pointer,
                 extra={"malformedEntry": True})
+
+
+def chronological(stamps: list[int | None]) -> tuple[list[int], bool]:
+    """Indexes of a message list oldest first by its ``stamps`` (epoch numbers, None where a message has
+    no time), and whether the list itself runs newest first (Messenger and Skype write it so).
+
+    Messages with the same stamp keep the list's own order, reversed when it runs newest first; a
+    message without a time takes its older neighbour's, so it stays where the list has it.
+    """
+    known = [s for s in stamps if s is not None]
+    ups = sum(1 for a, b in pairwise(known) if b > a)
+    downs = sum(1 for a, b in pairwise(known) if b < a)
+    newest_first = downs >= ups  # no evidence either way: newest first, as these exports write it
+    order = range(len(stamps) - 1, -1, -1) if newest_first else range(len(stamps))
+    keys: dict[int, tuple[int, int]] = {}
+    last = None
+    for rank, i in enumerate(order):
+        last = stamps[i] if stamps[i] is not None else last
+        keys[i] = (last if last is not None else -(2**62), rank)
+    return sorted(keys, key=keys.__getitem__), newest_first
 
 
 def note_odd(session: ParsedSession, entries: Iterable[Any]) -> None:

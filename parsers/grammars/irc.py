@@ -51,7 +51,10 @@ DIALECTS: dict[str, re.Pattern] = {
     ),
 }
 # What a chat line looks like after its stamp, in any dialect: detection's second signature.
-_SHAPED = re.compile(r"^\S+(?: \S+)?[ \t]+(?:<[^>\s]+>|\*\*\*|-!-|-->|<--|--[ \t]|[ \t]?\* |-[^\s-]+-)|\t")
+# weechat's columns are date, clock, nick (or an event prefix), text: a tab after the clock alone is
+# not IRC's shape (Zoom's ``10:02:15\t From  Ann : hi`` has one).
+_SHAPED = re.compile(r"^\S+(?: \S+)?[ \t]+(?:<[^>\s]+>|\*\*\*|-!-|-->|<--|--[ \t]|[ \t]?\* |-[^\s-]+-)"
+                     r"|^\S+ \S+\t[^\t]*\t")
 _IRSSI_DATE = re.compile(r"(?P<mon>[A-Z][a-z]{2}) +(?P<day>\d{1,2})(?: \d{2}:\d{2}:\d{2})? (?P<year>\d{4})")
 _NICK = r"[@+%~&!]?(?P<nick>[^\s>]+)"
 _MESSAGE = re.compile(rf"^<[ ]?{_NICK}>[ \t]?(?P<text>.*)$", re.S)

@@ -26,7 +26,6 @@ Decisions:
 from __future__ import annotations
 
 from collections.abc import Iterator
-from itertools import pairwise
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -40,6 +39,7 @@ from parsers.drift import Drift
 from parsers.grammars._chatjson import (
     Record,
     TimeLog,
+    chronological,
     explained_share,
     markers,
     note_odd,
@@ -94,25 +94,6 @@ def _ms(m: Any) -> int | None:
         return int(value)
     except ValueError:
         return None
-
-
-def chronological(messages: list[Any]) -> tuple[list[int], list[int | None], bool]:
-    """Indexes of ``messages`` oldest first, their times, and whether the file itself runs newest first.
-
-    A message without a time takes its older neighbour's, so it stays where the file has it.
-    """
-    stamps = [_ms(m) for m in messages]
-    known = [s for s in stamps if s is not None]
-    ups = sum(1 for a, b in pairwise(known) if b > a)
-    downs = sum(1 for a, b in pairwise(known) if b < a)
-    newest_first = downs >= ups
-    order = range(len(messages) - 1, -1, -1) if newest_first else range(len(messages))
-    keys: dict[int, tuple[int, int]] = {}
-    last = None
-    for rank, i in enumerate(order):
-        last = stamps[i] if stamps[i] is not None else last
-        keys[i] = (last if last is not None else -(2**62), rank)
-    return sorted(keys, key=keys.__getitem__), stamps, newest_first
 
 
 def _messenger_record(record: Record) -> bool:
@@ -178,7 +159,8 @@ class Messenger(Grammar):
             session.coverage_reason = (f"{len(gaps)} files of the thread are not readable message lists: "
                                        + ", ".join(gaps[:5]))
         messages = [m for _, m in entries]
-        order, stamps, newest_first = chronological(messages)
+        stamps = [_ms(m) for m in messages]
+        order, newest_first = chronological(stamps)
         if len(messages) > 1:
             session.assumptions.append(
                 "messages emitted oldest first by timestamp_ms; the file runs newest first, so messages with "

