@@ -10,7 +10,7 @@ from __future__ import annotations
 ACTOR_KEYS = frozenset({
     "author", "sender", "sender_name", "senderName", "from", "from_id", "user", "user_id", "username",
     "user_name", "role", "speaker", "nick", "actor", "actor_id", "participant", "authorName",
-    "creator",
+    "creator", "sender_id",
 })
 TIME_KEYS = frozenset({
     "timestamp", "timestamp_ms", "create_time", "created_at", "createdAt", "created", "date", "date_unixtime",

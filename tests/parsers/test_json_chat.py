@@ -126,3 +126,22 @@ def test_chronological_reads_a_newest_first_list_backwards_and_keeps_untimed_rec
     t = [datetime(2024, 1, 1, h, tzinfo=UTC) for h in range(4)]
     assert chronological([t[3], t[2], None, t[1], t[0]]) == ([4, 3, 2, 1, 0], True)
     assert chronological([t[0], None, t[2], t[2]]) == ([0, 1, 2, 3], False)
+
+
+def test_hangouts_takeout_is_hangouts_not_json_chat():
+    event = {"sender_id": {"gaia_id": "1"}, "timestamp": "1401010000000000", "event_type": "REGULAR_CHAT_MESSAGE",
+             "chat_message": {"message_content": {"segment": [{"type": "TEXT", "text": "hi"}]}}}
+    doc = {"conversations": [{"conversation": {"conversation": {"participant_data": []}}, "events": [event] * 3}]}
+    detection = _detect(doc, "Hangouts.json")
+    assert detection.grammar == "hangouts" and detection.margin >= 0.5, detection.scores
+
+
+def test_a_hangouts_author_missing_from_the_directory_keeps_the_source_id():
+    from parsers.grammars.hangouts import Hangouts
+    event = {"sender_id": {"gaia_id": "42"}, "timestamp": "1401010000000000", "event_type": "REGULAR_CHAT_MESSAGE",
+             "chat_message": {"message_content": {"segment": [{"type": "TEXT", "text": "a"},
+                                                              {"type": "LINE_BREAK"}, {"type": "TEXT", "text": "b"}]}}}
+    doc = {"conversations": [{"conversation": {"conversation": {"participant_data": []}}, "events": [event]}]}
+    (session,) = Hangouts().parse(decode(orjson.dumps(doc), "Hangouts.json"), Settings())
+    assert (session.turns[0].speaker, session.turns[0].content) == ("42", "a\nb")
+    assert session.turns[0].time == datetime(2014, 5, 25, 9, 26, 40, tzinfo=UTC)
