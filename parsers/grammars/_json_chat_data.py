@@ -58,6 +58,9 @@ class Layout:
     """Dotted path of a message's sub-type (Matrix ``content.msgtype``), kept as ``extra.subtype``."""
     media: frozenset[str] = frozenset()
     """Sub-types whose text is only an attachment's name: ``[image: name]``, kind ``media``."""
+    newest_first: bool = False
+    """The order the platform lists messages in, when their times cannot tell (all equal, or as many
+    steps back as forward): the Graph API lists a chat newest first."""
 
 
 GOOGLE_CHAT = Layout(
@@ -94,6 +97,7 @@ TEAMS = Layout(
     event_actor=("eventDetail.initiator.user.displayName", "eventDetail.initiator.application.displayName"),
     html="body.contentType", files=(("attachments", ("name", "contentUrl")),), deleted=("deletedDateTime",),
     replies="replies", session=("chatId", "channelIdentity.channelId"), bot=("from.application", None),
+    newest_first=True,
 )
 LAYOUTS: tuple[Layout, ...] = (GOOGLE_CHAT, MATRIX, TEAMS)
 """Every platform this grammar reads; detection and parsing try them in this order."""

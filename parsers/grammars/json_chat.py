@@ -153,12 +153,14 @@ def _entries(pages: list[Any], single: bool, layout: Layout) -> list[tuple[str, 
     return out
 
 
-def chronological(stamps: list[datetime | None]) -> tuple[list[int], bool]:
+def chronological(stamps: list[datetime | None], newest: bool = False) -> tuple[list[int], bool]:
     """Indexes oldest first, and whether the list runs newest first (read backwards, so equal times keep
-    their order in time). A record without a time takes its older neighbour's and stays beside it."""
+    their order in time); ``newest`` when the times cannot tell. A record without a time takes its older
+    neighbour's and stays beside it."""
     known = [s for s in stamps if s is not None]
     downs = sum(1 for a, b in pairwise(known) if b < a)
-    newest_first = downs > sum(1 for a, b in pairwise(known) if b > a)
+    ups = sum(1 for a, b in pairwise(known) if b > a)
+    newest_first = downs > ups or (downs == ups and newest)
     order = range(len(stamps) - 1, -1, -1) if newest_first else range(len(stamps))
     keys: dict[int, tuple[float, int]] = {}
     last = float("-inf")
@@ -275,7 +277,7 @@ class JsonChat(Grammar):
 
     @staticmethod
     def _order(session: ParsedSession, layout: Layout, records: list[Any]) -> list[int]:
-        order, newest_first = chronological([_stamp(layout, m) for m in records])
+        order, newest_first = chronological([_stamp(layout, m) for m in records], layout.newest_first)
         note = (f"{layout.container} run newest first: read backwards, then by time (equal times keep their order"
                 " in time)" if newest_first else "messages emitted oldest first by time; equal times keep file order")
         if len(records) > 1 and note not in session.assumptions:

@@ -145,3 +145,11 @@ def test_a_hangouts_author_missing_from_the_directory_keeps_the_source_id():
     (session,) = Hangouts().parse(decode(orjson.dumps(doc), "Hangouts.json"), Settings())
     assert (session.turns[0].speaker, session.turns[0].content) == ("42", "a\nb")
     assert session.turns[0].time == datetime(2014, 5, 25, 9, 26, 40, tzinfo=UTC)
+
+
+def test_teams_messages_with_equal_times_keep_the_api_order_newest_first():
+    doc = {"value": [_teams(2, "2024-01-01T10:00:00Z", "Bo", "second"),
+                     _teams(1, "2024-01-01T10:00:00Z", "Ann", "first")]}
+    (session,) = _parse(doc)
+    assert [t.content for t in session.turns] == ["first", "second"]
+    assert chronological([None, None], newest=True) == ([1, 0], True)
