@@ -10,10 +10,12 @@ from __future__ import annotations
 ACTOR_KEYS = frozenset({
     "author", "sender", "sender_name", "senderName", "from", "from_id", "user", "user_id", "username",
     "user_name", "role", "speaker", "nick", "actor", "actor_id", "participant", "authorName",
+    "creator", "sender_id",
 })
 TIME_KEYS = frozenset({
     "timestamp", "timestamp_ms", "create_time", "created_at", "createdAt", "created", "date", "date_unixtime",
-    "time", "ts", "sent_at", "sentAt", "datetime", "inserted_at",
+    "time", "ts", "sent_at", "sentAt", "datetime", "inserted_at", "created_date", "createdDateTime",
+    "origin_server_ts",
 })
 CONTENT_KEYS = frozenset({
     "content", "text", "parts", "message", "response", "body", "msg", "value", "photos", "photo", "sticker",

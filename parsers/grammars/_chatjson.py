@@ -124,8 +124,9 @@ def compact(fields: dict[str, Any]) -> dict[str, Any] | None:
 
 _TOKEN = regex.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"(\s*:)?|[{}\[\]]')
 _ACTOR = frozenset({"from", "from_id", "actor", "actor_id", "author", "user", "bot_id", "username", "sender_name",
-                    "sender", "role", "speaker", "name"})
-_TIME = frozenset({"date", "date_unixtime", "timestamp", "timestamp_ms", "ts", "time", "created_at", "create_time"})
+                    "sender", "role", "speaker", "name", "creator", "sender_id"})
+_TIME = frozenset({"date", "date_unixtime", "timestamp", "timestamp_ms", "ts", "time", "created_at", "create_time",
+                   "created_date", "createdDateTime", "origin_server_ts"})
 _CONTENT = frozenset({"text", "content", "message", "body", "photos", "files", "attachments", "sticker", "photo",
                       "file", "media_type", "parts", "blocks"})
 TOP = ""

@@ -10,6 +10,9 @@ from datetime import datetime
 from itertools import pairwise
 from typing import NamedTuple
 
+from models.records import ParsedSession, SourceText
+from parsers.sessions import file_name_id
+
 _FIELDS = re.compile(r"\d+")
 
 
@@ -18,6 +21,14 @@ def line_count(text: str) -> int:
     if not text:
         return 0
     return text.count("\n") + (0 if text.endswith("\n") else 1)
+
+
+def file_session(source: SourceText) -> ParsedSession:
+    """The one session of a text file that is one chat: its id from the file name, all its lines."""
+    sid = file_name_id(source.name)
+    session = ParsedSession(sid, "file-name" if sid else "none", [], raw=source.text)
+    session.lines = (1, line_count(source.text))
+    return session
 
 
 def drop_final_newline(text: str) -> str:

@@ -10,6 +10,11 @@ photos and files as markers), ``{"from", "text", "date"}`` (Telegram style, text
 ``speaker``/``sender``/``nick`` records. A line holding a whole conversation is a session of its own:
 ``{"messages": [...]}`` of API-style messages (the OpenAI fine-tuning format), ``{"conversations":
 [{"from": "human", "value": ...}]}`` (ShareGPT) or ``{"conversation": [...]}`` (LMSYS style).
+A line that wraps its record under its own type is read with that type's layout (``WRAPPED``): the
+Mattermost bulk export (``import.jsonl``: ``{"type": "post", "post": {"team", "channel", "user",
+"message", "create_at", "replies"}}``, ``direct_post`` likewise) is one session per channel or direct
+channel, each post's ``replies`` turns after it, ``system_*`` posts System turns with the user as
+actor, and its server, team, channel and user lines declared metadata.
 
 Sessions: one per file, or one per value of a session field (``session_id``, ``conversation_id``,
 ``thread_id``, ``chat_id``, ``channel_id`` and their camelCase forms), in order of first appearance;
@@ -36,7 +41,7 @@ region with its JSON kept. Keys a layout does not know are tallied with their fi
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
@@ -226,7 +231,20 @@ LAYOUTS: tuple[Layout, ...] = (
            media=("attachments", "files", "media"), extra=_COMMON),
 )
 """Recognised field-name sets, most specific first."""
-_KNOWN = {layout.name: layout.known_keys() for layout in LAYOUTS}
+_REPLY_KEYS = ("type", "props", "edit_at", "reactions", "replies", "is_pinned", "flagged_by", "attachments")
+WRAPPED: dict[str, Layout] = {
+    "post": Layout("mattermost", ("user",), ("message",), ("create_at",), media=("attachments",),
+                   extra=("team", "channel", *_REPLY_KEYS)),
+    "direct_post": Layout("mattermost-direct", ("user",), ("message",), ("create_at",), media=("attachments",),
+                          extra=("channel_members", *_REPLY_KEYS)),
+}
+"""Records a line wraps under its own type (the Mattermost bulk export: ``{"type": "post", "post": {...}}``),
+read with that type's layout at ``/<line>/<type>``; their ``replies`` are turns of their own after them."""
+WRAPPED_SESSION = {"post": ("team", "channel"), "direct_post": ("channel_members",)}
+"""The fields of a wrapped record that name its conversation (one session per channel or direct channel)."""
+ENTITIES = frozenset({"version", "role", "scheme", "team", "channel", "user", "direct_channel", "emoji", "bot"})
+"""The other lines of a Mattermost bulk export (server, teams, channels, users): declared metadata."""
+_KNOWN = {layout.name: layout.known_keys() for layout in (*LAYOUTS, *WRAPPED.values())}
 _ACTOR_NAMES = ("name", "display_name", "global_name", "username", "nickname", "id")
 
 
@@ -272,7 +290,7 @@ def _entities(value: Any) -> str:
 
 def _media_item(item: Any) -> str:
     if isinstance(item, dict):
-        _, ref = _first(item, ("uri", "url", "file_name", "filename", "name", "title"))
+        _, ref = _first(item, ("uri", "url", "file_name", "filename", "name", "title", "path"))
         return str(ref) if ref is not None else json_text(item)
     return str(item)
 
@@ -329,6 +347,48 @@ def record_turn(layout: Layout, obj: dict[str, Any], lines: tuple[int, int] | No
     model = get("model")
     return Turn(speaker, role, content, when, raw, _model(model, get("provider")) if model else None, kind, lines,
                 pointer, extra)
+
+
+def wrapped(obj: dict[str, Any]) -> str | None:
+    """The type of a line that wraps its record under that type (``{"type": "post", "post": {...}}``), else None."""
+    kind = obj.get("type")
+    return kind if type(kind) is str and kind in WRAPPED and type(obj.get(kind)) is dict else None
+
+
+def wrapped_turn(kind: str, record: dict[str, Any], lines: tuple[int, int], pointer: str, times: TimeNotes) -> Turn:
+    """A wrapped record as a turn; a Mattermost ``system_*`` post is a System turn with its user as actor."""
+    turn = record_turn(WRAPPED[kind], record, lines, pointer, times)
+    subtype = record.get("type")
+    if type(subtype) is str and subtype.startswith("system_"):
+        return replace(turn, speaker="System", role="system", kind="system",
+                       extra={**(turn.extra or {}), "actor": turn.speaker})
+    return turn
+
+
+def _wrapped_session(obj: dict[str, Any], kind: str) -> tuple[str, Any]:
+    fields = WRAPPED_SESSION[kind]
+    values = [obj[kind].get(f) for f in fields]
+    shown = [",".join(sorted(map(str, v))) if type(v) is list else str(v) for v in values]
+    return "+".join(fields), "/".join(shown)
+
+
+def _line_turns(value: Any) -> int:
+    """Turns a line holds by the independent count: a wrapped record and its replies, a message record one."""
+    if type(value) is not dict:
+        return 1
+    kind = wrapped(value)
+    if kind is not None:
+        replies = value[kind].get("replies")
+        return 1 + (len(replies) if type(replies) is list else 0)
+    if _entity(value):
+        return 0
+    return 0 if _FIELDS.isdisjoint(value) else 1
+
+
+def _entity(obj: dict[str, Any]) -> bool:
+    """A Mattermost bulk export's server, team, channel or user line (``{"type": "user", "user": {...}}``)."""
+    kind = obj.get("type")
+    return type(kind) is str and kind in ENTITIES and kind in obj
 
 
 KNOWN_BLOCKS = frozenset({"text", "input_text", "output_text", "image", "image_url", "input_image", "tool_use",
@@ -397,11 +457,18 @@ class _Group:
             self.bad.append(number)
             return
         self.view[str(index)] = obj
+        kind = wrapped(obj)
+        if kind is not None:
+            self._wrapped(number, obj[kind], kind)
+            return
         layout, unknown = _shape(obj)
         if layout is None:
-            self.regions.append(Region(RegionKind.METADATA, "an object with no author and no text field",
-                                       pointer=pointer, content=json_text(obj)))
-            self.drift.note("record", "no message fields", pointer)
+            entity = _entity(obj)
+            self.regions.append(Region(RegionKind.METADATA, f"the export's {obj['type']} record" if entity else
+                                       "an object with no author and no text field", pointer=pointer,
+                                       content=json_text(obj)))
+            if not entity:
+                self.drift.note("record", "no message fields", pointer)
             return
         for key in unknown:
             self.drift.note("key", key, pointer)
@@ -411,6 +478,17 @@ class _Group:
             self.turns.append(message_turn(obj, (number, number), pointer, self.times))
         else:
             self.turns.append(record_turn(layout, obj, (number, number), pointer, self.times))
+
+
+    def _wrapped(self, number: int, record: dict[str, Any], kind: str) -> None:
+        at = f"/{number - 1}/{kind}"
+        self.drift.unknown_keys(record, _KNOWN[WRAPPED[kind].name], at)
+        self.turns.append(wrapped_turn(kind, record, (number, number), at, self.times))
+        replies = record.get("replies")
+        for j, reply in enumerate(replies if type(replies) is list else ()):
+            where = f"{at}/replies/{j}"
+            self.turns.append(wrapped_turn(kind, reply, (number, number), where, self.times) if type(reply) is dict
+                              else malformed_turn(reply, where, (number, number)))
 
 
 _NOT_JSON = object()
@@ -494,6 +572,11 @@ class JsonLines(Grammar):
                 explained, total, empty = explained + held, total + held, empty + (not held)
             elif type(obj) is dict and layout_of(obj) is not None:
                 explained, total = explained + 1, total + 1
+            elif type(obj) is dict and wrapped(obj) is not None:
+                held = _line_turns(obj)
+                explained, total = explained + held, total + held
+            elif type(obj) is dict and _entity(obj):
+                continue  # a Mattermost export's server, team, channel or user line: it holds no message
             else:
                 total += _messages_held(obj)
         if not total:  # nothing but empty conversations: what they are is all the sample says
@@ -518,7 +601,8 @@ class JsonLines(Grammar):
             if (key := conversation_key(obj)) is not None:
                 order.append(self._conversation(number, obj, key))
                 continue
-            found = _session_key(obj) if type(obj) is dict else None
+            kind = wrapped(obj) if type(obj) is dict else None
+            found = _wrapped_session(obj, kind) if kind else _session_key(obj) if type(obj) is dict else None
             if current is None and found is None and type(obj) is dict and layout_of(obj) is None:
                 pending.append((number, obj, line))  # a file header: it goes with the first session
                 continue
@@ -590,7 +674,7 @@ class JsonLines(Grammar):
         JSON object, or an object with any author or text field of any layout, is one turn; a
         fine-tuning conversation has one per entry of ``messages``."""
         if isinstance(raw, LineView):
-            return sum(1 for value in raw.values() if type(value) is not dict or not _FIELDS.isdisjoint(value))
+            return sum(_line_turns(value) for value in raw.values())
         return next(len(raw[key]) for key, _ in CONVERSATION_LISTS if isinstance(raw.get(key), list))
 
 

@@ -209,3 +209,34 @@ def test_sharegpt_conversation_lines():
     assert G.count_turns(s.raw) == 5 and s.pointer == "/0"
     # a one-line platform export whose messages are not API-style is not a conversation line
     assert G.detect(orjson.dumps({"messages": [{"from": "a", "text": "b", "date": "x"}]}).decode(), "r.json") == 0.0
+
+
+def _mattermost(lines):
+    return _text(*lines), _parse(*lines, name="import.jsonl")
+
+
+def test_a_mattermost_export_is_one_session_per_channel_with_replies_after_their_post():
+    post = {"team": "t", "channel": "c", "user": "ann", "message": "q", "create_at": 1714723200000,
+            "replies": [{"user": "bo", "message": "a", "create_at": 1714723260000}]}
+    text, sessions = _mattermost([
+        {"type": "version", "version": 1}, {"type": "user", "user": {"username": "ann"}},
+        {"type": "post", "post": post},
+        {"type": "direct_post", "direct_post": {"channel_members": ["bo", "ann"], "user": "bo", "message": "dm",
+                                                "create_at": 1714723300000}},
+        {"type": "post", "post": {**post, "replies": None, "message": "again"}},
+    ])
+    assert [(s.session_id, [t.content for t in s.turns]) for s in sessions] == [
+        ("t/c", ["q", "a", "again"]), ("ann,bo", ["dm"])]
+    assert sessions[0].turns[1].pointer == "/2/post/replies/0"
+    assert [r.reason for r in sessions[0].regions] == ["the export's version record", "the export's user record"]
+    assert [G.count_turns(s.raw) for s in sessions] == [3, 1]
+    assert registry.detect(text, "import.jsonl", threshold=0.5).grammar == "jsonl"
+
+
+def test_a_mattermost_system_post_is_a_system_turn_with_its_user_as_actor():
+    _, (session,) = _mattermost([{"type": "post", "post": {
+        "team": "t", "channel": "c", "user": "bo", "type": "system_join_channel", "message": "bo joined the channel.",
+        "create_at": 1714723200000}}])
+    turn = session.turns[0]
+    assert (turn.speaker, turn.role, turn.kind, turn.extra) == ("System", "system", "system",
+                                                                {"actor": "bo", "type": "system_join_channel"})
