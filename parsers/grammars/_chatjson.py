@@ -79,9 +79,10 @@ def odd_entry(value: Any, pointer: str) -> Turn:
                 extra={"malformedEntry": True})
 
 
-def chronological(stamps: list[int | None]) -> tuple[list[int], bool]:
+def chronological(stamps: list[float | None], newest: bool = True) -> tuple[list[int], bool]:
     """Indexes of a message list oldest first by its ``stamps`` (epoch numbers, None where a message has
-    no time), and whether the list itself runs newest first (Messenger and Skype write it so).
+    no time), and whether the list itself runs newest first (Messenger, Skype and Teams write it so);
+    ``newest`` decides when the times cannot tell.
 
     Messages with the same stamp keep the list's own order, reversed when it runs newest first; a
     message without a time takes its older neighbour's, so it stays where the list has it.
@@ -89,9 +90,9 @@ def chronological(stamps: list[int | None]) -> tuple[list[int], bool]:
     known = [s for s in stamps if s is not None]
     ups = sum(1 for a, b in pairwise(known) if b > a)
     downs = sum(1 for a, b in pairwise(known) if b < a)
-    newest_first = downs >= ups  # no evidence either way: newest first, as these exports write it
+    newest_first = downs > ups or (downs == ups and newest)
     order = range(len(stamps) - 1, -1, -1) if newest_first else range(len(stamps))
-    keys: dict[int, tuple[int, int]] = {}
+    keys: dict[int, tuple[float, int]] = {}
     last = None
     for rank, i in enumerate(order):
         last = stamps[i] if stamps[i] is not None else last

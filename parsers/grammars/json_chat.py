@@ -34,7 +34,6 @@ from __future__ import annotations
 import html
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from itertools import pairwise
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -49,6 +48,7 @@ from parsers.drift import Drift
 from parsers.grammars._chatjson import (
     Record,
     TimeLog,
+    chronological,
     compact,
     explained_share,
     iso_time,
@@ -153,21 +153,8 @@ def _entries(pages: list[Any], single: bool, layout: Layout) -> list[tuple[str, 
     return out
 
 
-def chronological(stamps: list[datetime | None], newest: bool = False) -> tuple[list[int], bool]:
-    """Indexes oldest first, and whether the list runs newest first (read backwards, so equal times keep
-    their order in time); ``newest`` when the times cannot tell. A record without a time takes its older
-    neighbour's and stays beside it."""
-    known = [s for s in stamps if s is not None]
-    downs = sum(1 for a, b in pairwise(known) if b < a)
-    ups = sum(1 for a, b in pairwise(known) if b > a)
-    newest_first = downs > ups or (downs == ups and newest)
-    order = range(len(stamps) - 1, -1, -1) if newest_first else range(len(stamps))
-    keys: dict[int, tuple[float, int]] = {}
-    last = float("-inf")
-    for rank, i in enumerate(order):
-        last = stamps[i].timestamp() if stamps[i] is not None else last
-        keys[i] = (last, rank)
-    return sorted(keys, key=keys.__getitem__), newest_first
+def _epoch(when: datetime | None) -> float | None:
+    return when.timestamp() if when is not None else None
 
 
 def _stamp(layout: Layout, m: Any) -> datetime | None:
@@ -277,7 +264,7 @@ class JsonChat(Grammar):
 
     @staticmethod
     def _order(session: ParsedSession, layout: Layout, records: list[Any]) -> list[int]:
-        order, newest_first = chronological([_stamp(layout, m) for m in records], layout.newest_first)
+        order, newest_first = chronological([_epoch(_stamp(layout, m)) for m in records], layout.newest_first)
         note = (f"{layout.container} run newest first: read backwards, then by time (equal times keep their order"
                 " in time)" if newest_first else "messages emitted oldest first by time; equal times keep file order")
         if len(records) > 1 and note not in session.assumptions:
