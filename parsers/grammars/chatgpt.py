@@ -205,6 +205,7 @@ class ChatGPT(Grammar):
     version = "3"
     structured = True
     streams = True
+    entries = True
     companion_names = COMPANIONS
     description = "ChatGPT export conversations.json (mapping tree per conversation)"
     example = '[{"id": "…", "title": "…", "mapping": {"…": {"message": {"author": {"role": "user"}, …}}}}]'
@@ -220,6 +221,9 @@ class ChatGPT(Grammar):
 
     def parse_stream(self, fp: BinaryIO, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
         yield from self._sessions(stream_top_level(fp, source.name, self.name, "mapping"), source.name)
+
+    def parse_entry(self, pointer: str, value: Any, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
+        yield from self._sessions(((pointer, value),), source.name)
 
     def _sessions(self, items: Iterable[tuple[str, Any]], name: str) -> Iterator[ParsedSession]:
         for pointer, conv in items:
