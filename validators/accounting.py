@@ -15,6 +15,7 @@ Anything else is listed (first ranges or pointers) and makes the session partial
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -240,6 +241,7 @@ def account_records(raw: Any, base: str, turns: Iterable[str], regions: Iterable
     region_set = {p for p in regions if p is not None}
     turn_up, region_up = _ancestors(turn_set), _ancestors(region_set)
     owners, owners_up = turn_set | region_set, turn_up | region_up
+    ordered = sorted(owners)
     for pointer in message_records(raw, base):
         out.checked += 1
         if _within(pointer, turn_set, turn_up):
@@ -250,7 +252,7 @@ def account_records(raw: Any, base: str, turns: Iterable[str], regions: Iterable
             out.unaccounted += 1
             out.note(pointer)
             continue
-        for part in _parts(raw, base, pointer, owners):  # one interaction per block: every block owned
+        for part in _parts(raw, base, pointer, ordered):  # one interaction per block: every block owned
             if not _within(part, owners, owners_up):
                 out.checked += 1
                 out.unaccounted += 1
@@ -258,10 +260,11 @@ def account_records(raw: Any, base: str, turns: Iterable[str], regions: Iterable
     return out
 
 
-def _parts(raw: Any, base: str, record: str, owners: set[str]) -> list[str]:
+def _parts(raw: Any, base: str, record: str, owners: list[str]) -> list[str]:
     """When interactions or regions point inside a record (one per content block), the pointers of
-    the non-blank elements of every list on the way to them: each of those must be owned as well."""
-    inner = sorted(p for p in owners if p.startswith(record + "/"))
+    the non-blank elements of every list on the way to them: each of those must be owned as well
+    (``owners``: sorted, so the pointers below the record are found by bisection)."""
+    inner = owners[bisect_left(owners, record + "/"):bisect_left(owners, record + "0")]  # "0" follows "/"
     if not inner:
         return []
     lists: dict[str, list] = {}
