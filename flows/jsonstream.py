@@ -154,8 +154,8 @@ def _executor(settings: Settings) -> Iterator[ProcessPoolExecutor | None]:
     if settings.workers <= 1 or multiprocessing.current_process().daemon:
         yield None
         return
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["flows.jsonstream"])
+    # spawned, not forked from a server: a fork server would hold a third copy of the imports in memory
+    context = multiprocessing.get_context("spawn")
     pool = ProcessPoolExecutor(max_workers=settings.workers, mp_context=context, initializer=_worker_signals)
     try:
         yield pool

@@ -31,11 +31,16 @@ MAX_LISTED = 20
 def _is_sparse_list(node: dict) -> bool:
     """An object keyed by line or list indexes only (``{"3": ..., "7": ...}``): a session's view of
     the records of a JSON Lines file, walked like a list."""
-    return bool(node) and all(isinstance(k, str) and k.isdigit() for k in node)
+    first = next(iter(node), None)  # mostly settles it, without a generator: this runs for every object walked
+    if not (isinstance(first, str) and first.isdigit()):
+        return False
+    return all(isinstance(k, str) and k.isdigit() for k in node)
 
 
 def escape(part: str) -> str:
     """One JSON pointer reference token (RFC 6901)."""
+    if "~" not in part and "/" not in part:
+        return part
     return part.replace("~", "~0").replace("/", "~1")
 
 
@@ -60,11 +65,10 @@ def message_records(node: Any, pointer: str = "") -> Iterator[str]:
                 continue
             children = [(v, f"{at}/{escape(str(k))}") for k, v in value.items() if isinstance(v, (dict, list))]
         elif isinstance(value, (list, dict)):
-            items = value.items() if isinstance(value, dict) else enumerate(value)
+            items = list(value.items()) if isinstance(value, dict) else list(enumerate(value))
+            bare = any(isinstance(v, dict) and is_message_like(v) for _, v in items)  # beside messages only
             children = [(v, f"{at}/{i}") for i, v in items
-                        if isinstance(v, (dict, list)) or (v is None or isinstance(v, str))]
-            if not any(isinstance(v, dict) and is_message_like(v) for v, _ in children):
-                children = [c for c in children if isinstance(c[0], (dict, list))]
+                        if isinstance(v, (dict, list)) or (bare and (v is None or isinstance(v, str)))]
         else:
             continue
         stack.extend(reversed(children))
