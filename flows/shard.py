@@ -226,15 +226,20 @@ def _one(ref, trail: ShardTrail, ctx, prior, inputs: ShardInputs, result: ShardR
     else:
         texts, context_sha = inputs.context(ref)
         outcome = None
-        settings = ctx.settings
-        if ref.size >= min(settings.stream_bytes, settings.stream_text_bytes, settings.stream_json_bytes):
-            emitter = _emitter(ref, trail, result, settings, allow_shrink)
+        if ref.size >= _stream_limit(ref, ctx.settings):
+            emitter = _emitter(ref, trail, result, ctx.settings, allow_shrink)
             outcome = _streamed(ref, ctx, prior, inputs, context_sha, result, trail.out_root, emitter)
         if outcome is None:
             outcome = _whole(ref, ctx, prior, inputs, texts, context_sha, result)
         if outcome == "skipped":
             return
     _emit(ref, outcome, trail, result, ctx.settings, allow_shrink, context_sha)
+
+
+def _stream_limit(ref: ingest.InputRef, settings: Settings) -> int:
+    """The size from which an input is read as a stream (a JSON export's lower limit applies to .json files)."""
+    limit = min(settings.stream_bytes, settings.stream_text_bytes)
+    return min(limit, settings.stream_json_bytes) if ref.name.lower().endswith(".json") else limit
 
 
 def _group(ref, trail: ShardTrail, ctx, prior, inputs: ShardInputs, result: ShardResult,
