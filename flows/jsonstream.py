@@ -5,14 +5,15 @@ The JSON counterpart of flows/spool.py. A ChatGPT or Claude ``conversations.json
 
 1. the list is split into its entries (``parsers.jsonsplit``: cut where orjson confirms, no tree
    of the file); entries are grouped into batches of about ``stream_chunk_bytes``;
-2. each batch goes to a worker process (``workers`` of them, started for this input; with one, or
-   where no child process may be started, the batches run here): every entry is parsed by its
+2. each batch goes to one of ``workers - 1`` processes spawned for this input while they have fewer
+   than two batches each, else it is done here (this process is the last worker; with one worker,
+   or where no child process may be started, every batch is done here): every entry is parsed by its
    grammar (``Grammar.parse_entry``), accounted, assembled and gated as the whole-file path does
    (``process.judge``), and its document written to a temporary file under ``OUT/.spool``;
 3. the batches' sessions come back in their order: ordinals and duplicate session ids are settled
    here across batches, as the whole-file path settles them, and each session is handed to
    ``emit`` (the shard stages the temporary file in its write batch) before the next batch is
-   awaited. At most two batches per worker are in flight.
+   awaited. At most two batches per worker are in flight (memory: a few batches, not the file).
 
 The documents are the bytes of the whole-file path (tests compare them), whatever the worker
 count. A conversation the grammar cannot read is quarantined with its reason while the others go
@@ -68,8 +69,8 @@ class Job:
     settings: Settings
     spool: Path
     tag: str
-    entries: list[tuple[int, Any]]
-    """(index, value) when parsed already (in this process), else (index, the entry's bytes)."""
+    entries: list[tuple]
+    """(index, value, bytes) when parsed already (in this process), else (index, the entry's bytes)."""
     parsed: bool
 
 
@@ -107,31 +108,47 @@ def stream_entries(open_input: Callable[[], BinaryIO], source: SourceText, detec
     with open_input() as fp, _executor(ctx.settings) as pool:
         inflight: deque[Future | list[SessionOutcome]] = deque()
         limit = INFLIGHT_PER_WORKER * ctx.settings.workers
-        for batch, error in _batches(jsonsplit.entries(fp), ctx.settings.stream_chunk_bytes, pool is None):
+        started_up = pool.submit(_started) if pool is not None else None
+        for batch, error in _batches(jsonsplit.entries(fp), ctx.settings.stream_chunk_bytes):
             broken = error or broken
-            if not batch:
-                continue
-            job = Job(detection.grammar, detection, source, ctx.settings, spool, tag, batch, pool is None)
-            inflight.append(run_job(job, ctx) if pool is None else pool.submit(run_job, job))
-            while len(inflight) >= limit or (inflight and pool is None):
+            if batch:
+                job = Job(detection.grammar, detection, source, ctx.settings, spool, tag, batch, True)
+                inflight.append(_dispatch(job, pool, started_up, inflight, ctx))
+            while inflight and (len(inflight) >= limit or not isinstance(inflight[0], Future) or inflight[0].done()):
                 merger.add(_result(inflight.popleft()))
         while inflight:
             merger.add(_result(inflight.popleft()))
     return merger.outcome(source, detection, broken, time.perf_counter() - started)
 
 
+def _dispatch(job: Job, pool: ProcessPoolExecutor | None, started_up: Future | None, inflight: deque,
+              ctx: RunContext) -> Future | list[SessionOutcome]:
+    """A batch to a spawned worker once one has started and while they have fewer than two each,
+    else done here: this process is a worker too (it splits the file besides), so ``workers``
+    processes work in all, and no batch waits for a worker to start."""
+    busy = sum(1 for item in inflight if isinstance(item, Future) and not item.done())
+    if pool is None or not started_up.done() or busy >= INFLIGHT_PER_WORKER * (ctx.settings.workers - 1):
+        return run_job(job, ctx)
+    return pool.submit(run_job, replace(job, entries=[(i, bytes(raw)) for i, _, raw in job.entries], parsed=False))
+
+
+def _started() -> None:
+    """Done as soon as a worker has started (its imports take a second or more)."""
+
+
 def _result(item: Future | list[SessionOutcome]) -> list[SessionOutcome]:
     return item.result() if isinstance(item, Future) else item
 
 
-def _batches(entries: Iterator[jsonsplit.Entry], size: int, parsed: bool
-             ) -> Iterator[tuple[list[tuple[int, Any]], jsonsplit.SplitError | None]]:
-    """Entries in batches of about ``size`` bytes; the last batch carries the split's error, if any."""
-    batch: list[tuple[int, Any]] = []
+def _batches(entries: Iterator[jsonsplit.Entry], size: int
+             ) -> Iterator[tuple[list[tuple[int, Any, Any]], jsonsplit.SplitError | None]]:
+    """Entries (index, value, bytes) in batches of about ``size`` bytes; the last batch carries the
+    split's error, if any."""
+    batch: list[tuple[int, Any, Any]] = []
     held = 0
     try:
         for entry in entries:
-            batch.append((entry.index, entry.value if parsed else bytes(entry.raw)))
+            batch.append((entry.index, entry.value, entry.raw))
             held += entry.end - entry.start
             if held >= size:
                 yield batch, None
@@ -154,9 +171,9 @@ def _executor(settings: Settings) -> Iterator[ProcessPoolExecutor | None]:
     if settings.workers <= 1 or multiprocessing.current_process().daemon:
         yield None
         return
-    # spawned, not forked from a server: a fork server would hold a third copy of the imports in memory
+    # spawned, not forked from a server: a fork server would hold one more copy of the imports in memory
     context = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(max_workers=settings.workers, mp_context=context, initializer=_worker_signals)
+    pool = ProcessPoolExecutor(max_workers=settings.workers - 1, mp_context=context, initializer=_worker_signals)
     try:
         yield pool
     except BaseException:
@@ -189,7 +206,7 @@ def run_job(job: Job, ctx: RunContext | None = None) -> list[SessionOutcome]:
     out: list[SessionOutcome] = []
     with paused_gc(), ThreadPoolExecutor(WRITERS) as writers:
         pending = []
-        for index, item in job.entries:
+        for index, item, *_ in job.entries:
             for n, outcome in enumerate(_entry(grammar, index, item if job.parsed else orjson.loads(item), job, ctx)):
                 if outcome.encoded is not None:
                     pending.append(writers.submit(_write, outcome, job.spool / f"{job.tag}.{index}.{n}.json.tmp"))

@@ -85,7 +85,18 @@ def _export(n: int) -> list[dict]:
     return many
 
 
-def test_one_worker_or_two_give_the_same_documents_and_ledger_rows(tmp_path):
+def test_one_worker_or_two_give_the_same_documents_and_ledger_rows(tmp_path, monkeypatch):
+    sent = []
+    real = jsonstream._dispatch
+
+    def after_start(job, pool, started_up, inflight, ctx):  # the spawned worker takes batches too
+        if started_up is not None:
+            started_up.result()
+        done = real(job, pool, started_up, inflight, ctx)
+        sent.append(not isinstance(done, list))
+        return done
+
+    monkeypatch.setattr(jsonstream, "_dispatch", after_start)
     src = tmp_path / "in"
     src.mkdir()
     (src / "conversations.json").write_bytes(orjson.dumps(_export(12), option=orjson.OPT_INDENT_2))
@@ -97,6 +108,7 @@ def test_one_worker_or_two_give_the_same_documents_and_ledger_rows(tmp_path):
     assert whole_docs == one_docs == two_docs
     assert _rows(whole) == _rows(one) == _rows(two)
     assert whole.sessions[-1].reasons == ["duplicate_session_id"]
+    assert any(sent) and not all(sent)  # with two workers, batches went to the spawned one and were done here
 
 
 def test_a_malformed_conversation_is_quarantined_and_the_others_are_written(tmp_path):
