@@ -79,6 +79,9 @@ class FileOutcome:
     part_failures: dict[str, tuple[str, str]] = field(default_factory=dict)
     """For a conversation over several files: the files that could not be decoded, by name, with
     (reason code, detail); the conversation reads them as gaps, the ledger quarantines each file."""
+    emitted: bool = False
+    """True when each session was handed to the shard as soon as it was done (flows/jsonstream.py):
+    only the file's own record is left to write."""
 
 
 def _gate_session(built: _Built, counted: int, accounting: Accounting) -> tuple[bytes, gate.GateResult]:
@@ -149,7 +152,7 @@ def collect(parsed_sessions, grammar, source: SourceText, detection: Detection, 
     try:
         for ordinal, (parsed, last) in enumerate(_with_last(parsed_sessions), 1):
             accounting = accountant.account(parsed, last)
-            sessions.append(_session_outcome(ordinal, parsed, grammar, source, detection, ctx, seen_ids, accounting))
+            sessions.append(judge(ordinal, parsed, grammar, source, detection, ctx, seen_ids, accounting))
     except ReconstructError as exc:
         return _partial_failure(source, detection, sessions, exc.reason, str(exc), started)
     except Exception as exc:  # a grammar bug must quarantine the file, not crash the run
@@ -185,8 +188,7 @@ def _with_last(items):
         held = following
 
 
-def _session_outcome(ordinal, parsed, grammar, source, detection, ctx, seen_ids,
-                     accounting: Accounting) -> SessionOutcome:
+def judge(ordinal, parsed, grammar, source, detection, ctx, seen_ids, accounting: Accounting) -> SessionOutcome:
     """Judge one session, with what the ledger counts of its source accounting and format drift."""
     drift = parsed.meta.get("formatDrift") or {}
     outcome = _judge(ordinal, parsed, grammar, source, detection, ctx, seen_ids, accounting)

@@ -29,7 +29,7 @@ from normalizers.assemble import RunContext
 from normalizers.secrets import scrub_name
 from parsers.text import input_sha256, sha256_text
 
-from . import emit, ingest, spool
+from . import emit, ingest, jsonstream, spool
 from .process import DETECT_SAMPLE, FileOutcome, process_bytes, process_group, process_stream, quarantined_file
 
 
@@ -226,13 +226,20 @@ def _one(ref, trail: ShardTrail, ctx, prior, inputs: ShardInputs, result: ShardR
     else:
         texts, context_sha = inputs.context(ref)
         outcome = None
-        if ref.size >= min(ctx.settings.stream_bytes, ctx.settings.stream_text_bytes):
-            outcome = _streamed(ref, ctx, prior, inputs, context_sha, result, trail.out_root)
+        if ref.size >= _stream_limit(ref, ctx.settings):
+            emitter = _emitter(ref, trail, result, ctx.settings, allow_shrink)
+            outcome = _streamed(ref, ctx, prior, inputs, context_sha, result, trail.out_root, emitter)
         if outcome is None:
             outcome = _whole(ref, ctx, prior, inputs, texts, context_sha, result)
         if outcome == "skipped":
             return
     _emit(ref, outcome, trail, result, ctx.settings, allow_shrink, context_sha)
+
+
+def _stream_limit(ref: ingest.InputRef, settings: Settings) -> int:
+    """The size from which an input is read as a stream (a JSON export's lower limit applies to .json files)."""
+    limit = min(settings.stream_bytes, settings.stream_text_bytes)
+    return min(limit, settings.stream_json_bytes) if ref.name.lower().endswith(".json") else limit
 
 
 def _group(ref, trail: ShardTrail, ctx, prior, inputs: ShardInputs, result: ShardResult,
@@ -305,8 +312,9 @@ def _whole(ref, ctx, prior, inputs: ShardInputs, texts, context_sha, result: Sha
 UNCHANGED = "unchanged since an earlier run with the same settings"
 
 
-def _streamed(ref, ctx, prior, inputs: ShardInputs, context_sha, result: ShardResult, out_root: Path):
-    """A large input through its grammar's streaming parser, or None to read it whole."""
+def _streamed(ref, ctx, prior, inputs: ShardInputs, context_sha, result: ShardResult, out_root: Path, emitter):
+    """A large input through its grammar's streaming parser, or None to read it whole (``emitter``
+    stages a session as soon as it is done, for the routes that hand them on one by one)."""
     from parsers.text import sha256_stream
 
     try:
@@ -320,7 +328,11 @@ def _streamed(ref, ctx, prior, inputs: ShardInputs, context_sha, result: ShardRe
             fp.seek(0)
             source = SourceText("", ref.name, sha, size, encoding, siblings=ref.siblings)
             text = None
-            if size >= ctx.settings.stream_text_bytes:
+            if size >= ctx.settings.stream_json_bytes:
+                source_json = jsonstream.with_companions(source, inputs.context(ref)[0])
+                text = jsonstream.stream_json_input(lambda: ingest.open_binary(ref, inputs.zips), source_json, sample,
+                                                    ctx, out_root, emitter)
+            if text is None and size >= ctx.settings.stream_text_bytes:
                 text = spool.stream_text_input(lambda: ingest.open_binary(ref, inputs.zips), source, sample, ctx,
                                                out_root)
             if text is None and size >= ctx.settings.stream_bytes:
@@ -369,15 +381,26 @@ def _emit(ref: ingest.InputRef, outcome: FileOutcome, trail: ShardTrail, result:
             "status": outcome.status, "source": ref.name, "sha256": outcome.sha256,
             "reasons": outcome.reasons, "detail": scrub_name(outcome.detail),
         }))
-    for s in outcome.sessions:
-        rel, sha = _session(ref, s, trail, result, settings, allow_shrink)
-        result.sessions.append(SessionRow(
-            ref.key, s.ordinal, s.session_id, s.session_id_raw, SessionStatus(s.status), s.reasons,
-            scrub_name(s.detail), rel, sha, s.interactions, s.source_turns, s.characters, round(s.seconds, 6),
-            s.unaccounted, s.declared, s.drift,
-        ))
+    for s in () if outcome.emitted else outcome.sessions:
+        _emit_session(ref, s, trail, result, settings, allow_shrink)
     outcome.seconds += time.perf_counter() - started
     result.files.append(_file_row(ref, outcome, context_sha))
+
+
+def _emit_session(ref: ingest.InputRef, s, trail: ShardTrail, result: ShardResult, settings: Settings | None,
+                  allow_shrink: bool) -> None:
+    """Stage one session's document or record, and its ledger row."""
+    rel, sha = _session(ref, s, trail, result, settings, allow_shrink)
+    result.sessions.append(SessionRow(
+        ref.key, s.ordinal, s.session_id, s.session_id_raw, SessionStatus(s.status), s.reasons,
+        scrub_name(s.detail), rel, sha, s.interactions, s.source_turns, s.characters, round(s.seconds, 6),
+        s.unaccounted, s.declared, s.drift,
+    ))
+
+
+def _emitter(ref: ingest.InputRef, trail: ShardTrail, result: ShardResult, settings: Settings, allow_shrink: bool):
+    """``_emit_session`` for one input, for a route that hands its sessions on as they are done."""
+    return lambda s: _emit_session(ref, s, trail, result, settings, allow_shrink)
 
 
 def _session(ref, s, trail: ShardTrail, result: ShardResult, settings: Settings | None,

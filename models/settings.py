@@ -73,6 +73,10 @@ class Settings(BaseSettings):
         16 * 1024**2, ge=1, description="Text inputs this large are streamed when their grammar can (columnar "
         "line grammars: memory bounded by a chunk)."
     )
+    stream_json_bytes: int = Field(
+        8 * 1024**2, ge=1, description="JSON lists of conversations this large (ChatGPT, Claude exports) are read "
+        "entry by entry on every worker, each document written as it is done (memory bounded by a batch)."
+    )
     stream_chunk_bytes: int = Field(
         2 * 1024**2, ge=1, description="Bytes read at a time from a streamed text input (memory per chunk)."
     )

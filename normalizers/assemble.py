@@ -215,7 +215,7 @@ def _interactions(session: ParsedSession, ctx: RunContext, summary: Summary) -> 
             item["modelRaw"] = entry["modelRaw"]
         if turn.extra:
             found = []
-            extra = ctx.redactor.scrub_tree(turn.extra, found)
+            extra = ctx.redactor.scrub_fields(turn.extra, found)
             item["sourceFields"] = raw_time_keys(extra)
             redactions.extend({"turn": ordinal, "type": k, "field": "sourceFields"} for k in found)
         else:

@@ -76,6 +76,15 @@ class Grammar(ABC):
         session in memory. ``source.text`` is empty; its checksum and size are already known."""
         raise NotImplementedError(f"{self.name} does not stream")
 
+    entries: ClassVar[bool] = False
+    """True when a large JSON list of this format can be read entry by entry (``parse_entry``): the
+    list is split into its entries' bytes and each entry is parsed on its own, on any worker."""
+
+    def parse_entry(self, pointer: str, value: Any, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
+        """The sessions of one entry of a top-level JSON list (``pointer``: ``/<index>``), as ``parse``
+        gives them for that entry of the whole list. ``source.text`` is empty."""
+        raise NotImplementedError(f"{self.name} does not read entries")
+
     columnar: ClassVar[bool] = False
     """True when ``parse_columns`` gives the sessions with their turns as a frame."""
 

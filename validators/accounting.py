@@ -15,6 +15,7 @@ Anything else is listed (first ranges or pointers) and makes the session partial
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,11 +31,16 @@ MAX_LISTED = 20
 def _is_sparse_list(node: dict) -> bool:
     """An object keyed by line or list indexes only (``{"3": ..., "7": ...}``): a session's view of
     the records of a JSON Lines file, walked like a list."""
-    return bool(node) and all(isinstance(k, str) and k.isdigit() for k in node)
+    first = next(iter(node), None)  # mostly settles it, without a generator: this runs for every object walked
+    if not (isinstance(first, str) and first.isdigit()):
+        return False
+    return all(isinstance(k, str) and k.isdigit() for k in node)
 
 
 def escape(part: str) -> str:
     """One JSON pointer reference token (RFC 6901)."""
+    if "~" not in part and "/" not in part:
+        return part
     return part.replace("~", "~0").replace("/", "~1")
 
 
@@ -59,11 +65,10 @@ def message_records(node: Any, pointer: str = "") -> Iterator[str]:
                 continue
             children = [(v, f"{at}/{escape(str(k))}") for k, v in value.items() if isinstance(v, (dict, list))]
         elif isinstance(value, (list, dict)):
-            items = value.items() if isinstance(value, dict) else enumerate(value)
+            items = list(value.items()) if isinstance(value, dict) else list(enumerate(value))
+            bare = any(isinstance(v, dict) and is_message_like(v) for _, v in items)  # beside messages only
             children = [(v, f"{at}/{i}") for i, v in items
-                        if isinstance(v, (dict, list)) or (v is None or isinstance(v, str))]
-            if not any(isinstance(v, dict) and is_message_like(v) for v, _ in children):
-                children = [c for c in children if isinstance(c[0], (dict, list))]
+                        if isinstance(v, (dict, list)) or (bare and (v is None or isinstance(v, str)))]
         else:
             continue
         stack.extend(reversed(children))
@@ -240,6 +245,7 @@ def account_records(raw: Any, base: str, turns: Iterable[str], regions: Iterable
     region_set = {p for p in regions if p is not None}
     turn_up, region_up = _ancestors(turn_set), _ancestors(region_set)
     owners, owners_up = turn_set | region_set, turn_up | region_up
+    ordered = sorted(owners)
     for pointer in message_records(raw, base):
         out.checked += 1
         if _within(pointer, turn_set, turn_up):
@@ -250,7 +256,7 @@ def account_records(raw: Any, base: str, turns: Iterable[str], regions: Iterable
             out.unaccounted += 1
             out.note(pointer)
             continue
-        for part in _parts(raw, base, pointer, owners):  # one interaction per block: every block owned
+        for part in _parts(raw, base, pointer, ordered):  # one interaction per block: every block owned
             if not _within(part, owners, owners_up):
                 out.checked += 1
                 out.unaccounted += 1
@@ -258,10 +264,11 @@ def account_records(raw: Any, base: str, turns: Iterable[str], regions: Iterable
     return out
 
 
-def _parts(raw: Any, base: str, record: str, owners: set[str]) -> list[str]:
+def _parts(raw: Any, base: str, record: str, owners: list[str]) -> list[str]:
     """When interactions or regions point inside a record (one per content block), the pointers of
-    the non-blank elements of every list on the way to them: each of those must be owned as well."""
-    inner = sorted(p for p in owners if p.startswith(record + "/"))
+    the non-blank elements of every list on the way to them: each of those must be owned as well
+    (``owners``: sorted, so the pointers below the record are found by bisection)."""
+    inner = owners[bisect_left(owners, record + "/"):bisect_left(owners, record + "0")]  # "0" follows "/"
     if not inner:
         return []
     lists: dict[str, list] = {}

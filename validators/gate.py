@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 import orjson
@@ -79,6 +80,7 @@ class GateResult:
         return out
 
 
+@lru_cache(maxsize=4096)
 def is_timestamp_key(key: str) -> bool:
     k = key.lower()
     if "raw" in k:
@@ -111,16 +113,19 @@ class _Collector:
 
 
 def _walk_times(node: Any, path: str, out: _Collector) -> None:
+    """Every key named like a time under ``node`` (the interactions aside) holds a valid instant.
+    Runs for every interaction's source fields: paths are built only where needed."""
     if isinstance(node, dict):
         for k, v in node.items():
-            p = f"{path}.{k}"
-            if is_timestamp_key(k) and v is not None and not isinstance(v, (dict, list)) and not valid_instant(v):
-                out.add(Reason.TIMESTAMP_FORMAT, p, f"{v!r} is not YYYY-MM-DDTHH:mm:ssZ")
-            if isinstance(v, (dict, list)) and k != "interactions":
-                _walk_times(v, p, out)
+            if not isinstance(v, (dict, list)):
+                if v is not None and is_timestamp_key(k) and not valid_instant(v):
+                    out.add(Reason.TIMESTAMP_FORMAT, f"{path}.{k}", f"{v!r} is not YYYY-MM-DDTHH:mm:ssZ")
+            elif k != "interactions":
+                _walk_times(v, f"{path}.{k}", out)
     elif isinstance(node, list):
         for i, v in enumerate(node):
-            _walk_times(v, f"{path}[{i}]", out)
+            if isinstance(v, (dict, list)):
+                _walk_times(v, f"{path}[{i}]", out)
 
 
 FULL_PARSE_LIMIT = 64 * 1024 * 1024

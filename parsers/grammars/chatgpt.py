@@ -107,12 +107,20 @@ def region_kind(message: dict) -> RegionKind | None:
     export hides from the conversation, None for a message that is a turn."""
     metadata = _meta(message)
     content = message.get("content")
-    if not has_text(content, BLANK_SKIP) and not metadata.get("attachments"):
+    if not _says_something(content) and not metadata.get("attachments"):
         return RegionKind.EMPTY_RECORD
     ctype = content.get("content_type") if isinstance(content, dict) else None
     if metadata.get("is_visually_hidden_from_conversation") and (_role(message) == "system" or ctype in CONTEXT_TYPES):
         return RegionKind.HIDDEN
     return None
+
+
+def _says_something(content: Any) -> bool:
+    """``has_text(content, BLANK_SKIP)``, the common case first: a first part that is text."""
+    parts = content.get("parts") if type(content) is dict else None
+    if type(parts) is list and parts and type(parts[0]) is str and parts[0] and not parts[0].isspace():
+        return True
+    return has_text(content, BLANK_SKIP)
 
 
 class Tree:
@@ -205,6 +213,7 @@ class ChatGPT(Grammar):
     version = "3"
     structured = True
     streams = True
+    entries = True
     companion_names = COMPANIONS
     description = "ChatGPT export conversations.json (mapping tree per conversation)"
     example = '[{"id": "…", "title": "…", "mapping": {"…": {"message": {"author": {"role": "user"}, …}}}}]'
@@ -220,6 +229,9 @@ class ChatGPT(Grammar):
 
     def parse_stream(self, fp: BinaryIO, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
         yield from self._sessions(stream_top_level(fp, source.name, self.name, "mapping"), source.name)
+
+    def parse_entry(self, pointer: str, value: Any, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
+        yield from self._sessions(((pointer, value),), source.name)
 
     def _sessions(self, items: Iterable[tuple[str, Any]], name: str) -> Iterator[ParsedSession]:
         for pointer, conv in items:

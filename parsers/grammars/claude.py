@@ -221,6 +221,7 @@ class Claude(Grammar):
     version = "3"
     structured = True
     streams = True
+    entries = True
     companion_names = COMPANIONS
     description = "Claude.ai export conversations.json (chat_messages per conversation)"
     example = '[{"uuid": "…", "name": "…", "chat_messages": [{"sender": "human", "text": "…"}]}]'
@@ -236,6 +237,9 @@ class Claude(Grammar):
 
     def parse_stream(self, fp: BinaryIO, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
         yield from self._sessions(stream_top_level(fp, source.name, self.name, "chat_messages"), source)
+
+    def parse_entry(self, pointer: str, value: Any, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
+        yield from self._sessions(((pointer, value),), source)
 
     def _sessions(self, items: Iterable[tuple[str, Any]], source: SourceText) -> Iterator[ParsedSession]:
         name, projects = source.name, project_names(source.companions.get("projects.json"))

@@ -10,10 +10,12 @@ from pathlib import Path
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from flows.pipeline import reconstruct
 from models.settings import Settings
-from normalizers.secrets import Redactor
+from normalizers.secrets import _PII_TRIGGERS, _TRIGGERS, Redactor, may_trigger
 
 
 def fake(kind: str) -> str:
@@ -141,3 +143,15 @@ def test_document_pii_and_off(tmp_path):
     off = _session(tmp_path / "off", [f"key {fake('openai_api_key')}", "ok"], secrets_policy="off")
     assert off["artifacts"]["ai_protocol_performance"]["redactions"]["total"] == 0
     assert off["artifacts"]["ByggLogg"]["redactions"] == []
+
+
+_FRAGMENTS = ["sk-", "SK-", "AKIA", "asia", "AWS_SECRET", "aws-Secret", "awsSECRET", "ghp_", "GHO_", "github_pat_",
+              "xoxb-", "hooks.slack", "AIza", "eyJ", "PRIVATE KEY", "://", "PassW", "pWd", "İ", "K", "x", " "]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_FRAGMENTS) | st.text(max_size=3), max_size=6).map("".join))
+def test_the_trigger_pre_check_never_misses_a_trigger(text):
+    if _TRIGGERS.search(text):
+        assert may_trigger(text)
+    assert may_trigger(text, pii=True) == bool(_TRIGGERS.search(text) or _PII_TRIGGERS.search(text))

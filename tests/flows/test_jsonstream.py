@@ -1,0 +1,145 @@
+"""A large JSON list of conversations read entry by entry gives the documents of the whole read, with
+one worker or two; a broken conversation or a cut file loses only what it must, and says so."""
+
+from __future__ import annotations
+
+import shutil
+
+import orjson
+import pytest
+
+from flows import ingest, jsonstream
+from flows.shard import run_shard
+from models.settings import Settings
+from tests.helpers import CONFORMANCE, GOLDEN, ROOT
+
+STREAMED = {"stream_json_bytes": 1, "stream_chunk_bytes": 1, "workers": 1}
+INPUTS = [
+    *sorted(p for g in ("chatgpt", "claude") for p in (GOLDEN / g).iterdir()
+            if p.is_dir() or (p.suffix == ".json" and not p.name.endswith(".expected.json"))),
+    ROOT / "sample_logs" / "chatgpt", ROOT / "sample_logs" / "claude",
+    *sorted(CONFORMANCE.glob("fixtures/chatgpt_*.json")), *sorted(CONFORMANCE.glob("fixtures/claude_*.json")),
+]
+
+
+def _run(src, out, **values):
+    settings = Settings(**values)
+    return run_shard(ingest.discover([src], settings), out, settings)
+
+
+def _written(out) -> dict[str, bytes]:
+    """Every document and quarantine record, by path."""
+    return {p.relative_to(out).as_posix(): p.read_bytes() for sub in ("sessions", "quarantine")
+            for p in sorted((out / sub).rglob("*.json"))}
+
+
+def _rows(result):
+    return ([(r.ordinal, r.session_id, r.session_id_raw, r.status, r.reasons, r.detail, r.output_path,
+              r.output_sha256, r.interactions, r.source_turns, r.characters, r.unaccounted, r.declared, r.drift)
+             for r in result.sessions],
+            [(f.source_key, f.status, f.reasons, f.detail, f.sessions, f.grammar) for f in result.files])
+
+
+@pytest.fixture
+def spy(monkeypatch):
+    calls = []
+    real = jsonstream.stream_entries
+
+    def counted(*args, **kwargs):
+        calls.append(args[1].name)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(jsonstream, "stream_entries", counted)
+    return calls
+
+
+def _copy(path, tmp_path):
+    src = tmp_path / "in"
+    if path.is_dir():
+        shutil.copytree(path, src, ignore=shutil.ignore_patterns("*.expected.json"))
+    else:
+        src.mkdir()
+        shutil.copy(path, src / path.name)
+    return src
+
+
+@pytest.mark.parametrize("path", INPUTS, ids=lambda p: p.relative_to(p.parents[1]).as_posix())
+def test_streamed_entries_give_the_documents_of_the_whole_read(path, tmp_path, spy):
+    src = _copy(path, tmp_path)
+    whole, streamed = tmp_path / "whole", tmp_path / "streamed"
+    a = _run(src, whole)
+    assert not spy
+    b = _run(src, streamed, **STREAMED)
+    lists = [p for p in src.rglob("*.json") if p.read_bytes().lstrip(b"\xef\xbb\xbf \r\n\t").startswith(b"[")]
+    assert len(spy) >= bool(lists)
+    assert _written(whole) == _written(streamed)
+    assert _rows(a) == _rows(b)
+    assert not list((streamed / ".spool").glob("*"))
+
+
+def _export(n: int) -> list[dict]:
+    """``n`` conversations of the golden export, ids made distinct, and one id used twice far apart."""
+    data = orjson.loads((GOLDEN / "chatgpt" / "conversations.json").read_bytes())
+    many = [{**c, "id": f"{c['id']}-{i}"} for i in range(n) for c in data]
+    many[-1] = {**many[-1], "id": many[0]["id"]}
+    return many
+
+
+def test_one_worker_or_two_give_the_same_documents_and_ledger_rows(tmp_path, monkeypatch):
+    sent = []
+    real = jsonstream._dispatch
+
+    def after_start(job, pool, started_up, inflight, ctx):  # the spawned worker takes batches too
+        if started_up is not None:
+            started_up.result()
+        done = real(job, pool, started_up, inflight, ctx)
+        sent.append(not isinstance(done, list))
+        return done
+
+    monkeypatch.setattr(jsonstream, "_dispatch", after_start)
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "conversations.json").write_bytes(orjson.dumps(_export(12), option=orjson.OPT_INDENT_2))
+    results = {}
+    for name, values in (("whole", {}), ("one", {**STREAMED, "stream_chunk_bytes": 3000}),
+                         ("two", {**STREAMED, "stream_chunk_bytes": 3000, "workers": 2})):
+        results[name] = (_run(src, tmp_path / name, **values), _written(tmp_path / name))
+    (whole, whole_docs), (one, one_docs), (two, two_docs) = results.values()
+    assert whole_docs == one_docs == two_docs
+    assert _rows(whole) == _rows(one) == _rows(two)
+    assert whole.sessions[-1].reasons == ["duplicate_session_id"]
+    assert any(sent) and not all(sent)  # with two workers, batches went to the spawned one and were done here
+
+
+def test_a_malformed_conversation_is_quarantined_and_the_others_are_written(tmp_path):
+    src = tmp_path / "in"
+    src.mkdir()
+    export = _export(2)
+    export[1] = {"id": "broken", "title": "no tree", "mapping": "not an object"}
+    (src / "conversations.json").write_bytes(orjson.dumps(export))
+    result = _run(src, tmp_path / "out", **STREAMED)
+    statuses = [(r.ordinal, r.status.value, r.reasons) for r in result.sessions]
+    assert statuses[1] == (2, "quarantined", ["parse_error"])
+    assert "conversation /1 could not be read" in result.sessions[1].detail
+    assert all(s == "ok" for _, s, _ in statuses[:1] + statuses[2:-1])
+    assert (result.files[0].status.value, result.files[0].reasons) == ("partial", [])
+    record = orjson.loads((tmp_path / "out" / result.sessions[1].output_path).read_bytes())
+    assert record["reasons"] == ["parse_error"]
+    whole = _run(src, tmp_path / "whole")
+    assert whole.files[0].reasons == ["parse_error"] and len(whole.sessions) == 1  # the whole read stops there
+
+
+def test_a_cut_file_keeps_the_conversations_before_the_cut_and_names_what_was_lost(tmp_path):
+    src = tmp_path / "in"
+    src.mkdir()
+    export = _export(2)
+    raw = orjson.dumps(export)
+    starts = [raw.index(orjson.dumps(c)) for c in export]
+    cut = starts[3] + 40
+    (src / "conversations.json").write_bytes(raw[:cut])
+    result = _run(src, tmp_path / "out", **STREAMED)
+    assert [r.status.value for r in result.sessions] == ["ok", "ok", "ok"] or len(result.sessions) == 3
+    row = result.files[0]
+    assert (row.status.value, row.reasons) == ("partial", ["parse_error"])
+    assert f"conversation #4 (/3, from byte {starts[3]})" in row.detail
+    assert f"({cut - starts[3]} of {cut} bytes) were not read, the 3 before it were" in row.detail

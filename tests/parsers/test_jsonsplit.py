@@ -1,0 +1,65 @@
+"""The JSON list splitter: every entry's value and bytes, whatever the layout, and no wrong entry
+before a break."""
+
+from __future__ import annotations
+
+import io
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from parsers.jsonsplit import SplitError, array_start, entries
+
+# Strings that look like the splitter's guesses, and values that are lists of objects (false guesses).
+TEXT = st.sampled_from(["", "},{", "} , {", "\"}", "\\", "å", "]", "x" * 40, "},{\"id\":1}"]) | st.text(max_size=8)
+LEAF = st.none() | st.booleans() | st.integers(-10**6, 10**6) | TEXT
+VALUE = st.recursive(LEAF, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(TEXT, inner, max_size=4),
+                     max_leaves=12)
+ENTRY = st.dictionaries(TEXT, VALUE, max_size=5) | VALUE
+
+
+def _layouts(items: list) -> list[bytes]:
+    compact = orjson.dumps(items)
+    return [compact, orjson.dumps(items, option=orjson.OPT_INDENT_2).replace(b"\n", b"\r\n"),
+            b"\xef\xbb\xbf \n" + orjson.dumps(items, option=orjson.OPT_INDENT_2) + b"\n"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(ENTRY, max_size=6), st.sampled_from([1, 5, 64, 1 << 20]))
+def test_entries_are_the_list_s_values_with_their_bytes(items, block):
+    for data in _layouts(items):
+        got = list(entries(io.BytesIO(data), block))
+        assert [e.value for e in got] == items
+        assert [orjson.loads(data[e.start:e.end]) for e in got] == items
+        assert [orjson.loads(bytes(e.raw)) for e in got] == items
+        assert [e.index for e in got] == list(range(len(items)))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.dictionaries(TEXT, VALUE, max_size=5), min_size=1, max_size=5), st.data())
+def test_a_cut_file_gives_the_entries_before_the_break_then_says_where(items, data):
+    """Entries are objects, as conversations are (a number cut short is still a number)."""
+    raw = orjson.dumps(items)
+    cut = data.draw(st.integers(1, len(raw) - 1))
+    got = []
+    with pytest.raises(SplitError) as err:
+        for e in entries(io.BytesIO(raw[:cut]), 7):
+            got.append(e)
+    assert [e.value for e in got] == items[: len(got)]
+    assert err.value.index == len(got)
+    assert all(e.end <= cut for e in got)
+    if got:
+        assert err.value.start > got[-1].start
+
+
+@pytest.mark.parametrize("data", [b'{"a": []}', b"", b"  ", b'"x"'])
+def test_only_lists_are_split(data):
+    assert array_start(io.BytesIO(data)) is None
+
+
+@pytest.mark.parametrize("data", [b'[{"a":1} {"b":2}]', b'[{"a":1},]', b'[{"a":1}] x', b'[{"a":tru}]'])
+def test_invalid_json_is_a_split_error(data):
+    with pytest.raises(SplitError):
+        list(entries(io.BytesIO(data), 3))
