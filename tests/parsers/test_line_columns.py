@@ -27,6 +27,16 @@ from parsers.timeparse import parse_iso
 from tests.helpers import session_snapshot
 
 
+def _reads_the_same(grammar, text: str, name: str) -> None:
+    """``grammar``'s columnar parse of ``text`` gives its line-engine parse's sessions, turn for turn."""
+    source = SourceText(text, name, "0" * 64, len(text), "utf-8")
+    lined = [session_snapshot(s, 0) for s in grammar.parse(source, Settings())]
+    columnar = list(grammar.parse_columns(source, Settings()))
+    for s in columnar:
+        s.turns = turns_of(s.frame)
+    assert [session_snapshot(s, 0) for s in columnar] == lined
+
+
 @pytest.mark.parametrize(("pattern", "why"), [
     (r"^(?=a)a", "lookahead"), (r"^(?!a)b", "negative lookahead"), (r"^(?<=a)b", "lookbehind"),
     (r"^(?<!a)b", "negative lookbehind"), (r"^(a)\1", "backreference"), (r"^(?P<x>a)(?P=x)", "backreference"),
@@ -149,14 +159,7 @@ _IRC_ROWS = st.lists(st.one_of(
 @settings(max_examples=150, deadline=None)
 @given(_IRC_ROWS, st.sampled_from(["supybot", "weechat", "irssi"]))
 def test_any_irc_log_reads_the_same_as_columns(rows, dialect):
-    text = _irc_log(rows, dialect)
-    source = SourceText(text, "x.log", "0" * 64, len(text), "utf-8")
-    g = irc.Irc()
-    lined = [session_snapshot(s, 0) for s in g.parse(source, Settings())]
-    columnar = list(g.parse_columns(source, Settings()))
-    for s in columnar:
-        s.turns = turns_of(s.frame)
-    assert [session_snapshot(s, 0) for s in columnar] == lined
+    _reads_the_same(irc.Irc(), _irc_log(rows, dialect), "x.log")
 
 
 def test_an_irc_log_polars_cannot_read_goes_to_the_line_engine(monkeypatch):
@@ -184,14 +187,7 @@ _FRONT = st.sampled_from(["", "---\ndate: 2025-08-24\n---\n", "---\ntitle: T\nse
 def test_any_transcript_reads_the_same_as_columns(front, lines, final_newline):
     from parsers.grammars.transcript import Transcript
 
-    text = front + "\n".join(lines) + ("\n" if final_newline and lines else "")
-    source = SourceText(text, "chat.txt", "0" * 64, len(text), "utf-8")
-    g = Transcript()
-    lined = [session_snapshot(s, 0) for s in g.parse(source, Settings())]
-    columnar = list(g.parse_columns(source, Settings()))
-    for s in columnar:
-        s.turns = turns_of(s.frame)
-    assert [session_snapshot(s, 0) for s in columnar] == lined
+    _reads_the_same(Transcript(), front + "\n".join(lines) + ("\n" if final_newline and lines else ""), "chat.txt")
 
 
 _INF_LINE = st.one_of(
@@ -205,14 +201,7 @@ _INF_LINE = st.one_of(
 @settings(max_examples=150, deadline=None)
 @given(st.lists(_INF_LINE, min_size=3, max_size=14))
 def test_any_inferred_log_reads_the_same_as_columns(lines):
-    text = "\n".join(lines) + "\n"
-    source = SourceText(text, "x.log", "0" * 64, len(text), "utf-8")
-    g = inferred.Inferred()
-    lined = [session_snapshot(s, 0) for s in g.parse(source, Settings())]
-    columnar = list(g.parse_columns(source, Settings()))
-    for s in columnar:
-        s.turns = turns_of(s.frame)
-    assert [session_snapshot(s, 0) for s in columnar] == lined
+    _reads_the_same(inferred.Inferred(), "\n".join(lines) + "\n", "x.log")
 
 
 def test_an_inferred_header_rust_cannot_express_goes_to_the_line_engine(monkeypatch):
