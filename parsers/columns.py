@@ -123,7 +123,13 @@ def line_headers(lines: pl.Series, rust: str) -> LineHeaders | None:
     if groups is None:
         return None
     rest = groups["_rest"]
-    return LineHeaders(groups.drop("_rest"), rest.is_not_null(), rest)
+    groups = groups.drop("_rest")
+    twice = [c for c in groups.columns if _DUPLICATE in c]
+    if twice:  # at most one group of a name takes part in a match: the one that did
+        merged = {c.split(_DUPLICATE)[0] for c in twice}
+        groups = groups.with_columns(pl.coalesce(pl.col(n), *(pl.col(c) for c in twice if c.split(_DUPLICATE)[0] == n))
+                                     .alias(n) for n in merged).drop(twice)
+    return LineHeaders(groups, rest.is_not_null(), rest)
 
 
 def line_test(rust: str):
@@ -190,6 +196,8 @@ class Untranslatable(ValueError):
     line-engine parse reads such inputs)."""
 
 
+_DUPLICATE = "__"
+"""A group name met again is suffixed ``__2``, ``__3``...; ``line_headers`` merges them back."""
 _RUST_META = set("\\.+*?()|[]{}^$#&-~")
 _REFUSED_GROUPS = {"(?=": "a lookahead", "(?!": "a negative lookahead", "(?<=": "a lookbehind",
                    "(?<!": "a negative lookbehind", "(?P=": "a backreference", "(?(": "a conditional group",
@@ -242,6 +250,7 @@ class _Translator:
 
     def __init__(self, source: str, py_re: bool) -> None:
         self.s, self.py_re, self.i, self.out = source, py_re, 0, []
+        self.names: dict[str, int] = {}
         self.quantified = False  # the last token was a quantifier (a '+' after it is possessive)
 
     def run(self) -> str:
@@ -300,10 +309,13 @@ class _Translator:
         for opening, what in _REFUSED_GROUPS.items():
             if s.startswith(opening, i):
                 raise Untranslatable(what)
-        if s.startswith("(?P<", i) or s.startswith("(?:", i) or not s.startswith("(?", i):
-            self.i += 1
-            return "("
-        if s.startswith("(?<", i):  # (?<name>...)
+        named = re.match(r"\(\?P?<(\w+)>", s[i:])
+        if named is not None:  # the regex module allows a name twice (in alternatives); Rust does not
+            self.i += named.end()
+            name = named[1]
+            self.names[name] = self.names.get(name, 0) + 1
+            return f"(?P<{name}{_DUPLICATE}{self.names[name]}>" if self.names[name] > 1 else f"(?P<{name}>"
+        if s.startswith("(?:", i) or not s.startswith("(?", i):
             self.i += 1
             return "("
         flags = _FLAGS.match(s, i)

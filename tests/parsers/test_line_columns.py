@@ -212,3 +212,22 @@ def test_an_inferred_header_rust_cannot_express_goes_to_the_line_engine(monkeypa
     text = "<<2024/03/01 10:00>> alice | hi\n<<2024/03/01 10:01>> bob | yo\n<<2024/03/01 10:02>> alice | ok\n"
     source = SourceText(text, "x.log", "0" * 64, len(text), "utf-8")
     assert inferred.Inferred().parse_columns(source, Settings()) is None
+
+
+_D_LINE = st.one_of(
+    st.builds(lambda n, t, s: f"{n}{t} — {s}", st.sampled_from(["Maya Chen", "Bob", "### Ann", "> Cy", "Deploy"]),
+              st.sampled_from(["", " BOT", " APP"]),
+              st.sampled_from(["08/11/2023 1:30 PM", "13.08.2023 23:59", "Today at 5:03 AM", "Gestern um 17:03",
+                               "2023-08-11 11:58 PM", "31/02/2023 10:00", "08/11/2023 25:00"])),
+    st.sampled_from(["[1:31 PM]", "[12:03 AM]", "[1:32 PM]shared line", "[23:59]", "August 12, 2023",
+                     "↪ @Maya Chen shipping it", "┌──@Bob: text", "plain text (edited)", "", "  (bearbeitet) ",
+                     "#channel"]),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_D_LINE, max_size=14), st.booleans())
+def test_any_discord_paste_reads_the_same_as_columns(lines, final_newline):
+    from parsers.grammars.discord_text import DiscordText
+
+    _reads_the_same(DiscordText(), "\n".join(lines) + ("\n" if final_newline and lines else ""), "paste.txt")
