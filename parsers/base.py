@@ -86,7 +86,7 @@ class Grammar(ABC):
     ``reader(source)``, ``stream_chunk(session, plan, lines, first_line, reader)`` (a chunk with
     ``frame``, ``bad`` and ``extras``; the chunk's declared regions go into the session before it
     returns; what spans chunks may be carried on the plan, as the chunks come in order) and
-    ``stream_end(session, source, plan, bad, extras)``. WhatsApp and IRC stream."""
+    ``stream_end(session, source, plan, bad, extras)``. WhatsApp, IRC and transcripts stream."""
 
     columnar: ClassVar[bool] = False
     """True when ``parse_columns`` gives the sessions with their turns as a frame."""

@@ -12,7 +12,8 @@ Rust's syntax (refusing, with the construct named, what Rust's regex cannot expr
 cross a line end), ``line_headers`` runs it on every line with the rest of each header line,
 ``group_turns`` joins a turn's lines, ``inside_fences`` says which lines a ``skip_fenced`` grammar
 would not cut at, ``per_distinct`` and ``iso_times`` read values once per distinct value (ISO
-stamps as a column, checked by formatting back). WhatsApp and IRC are read this way.
+stamps as a column, checked by formatting back). WhatsApp, IRC, transcripts, Discord text and
+inferred logs are read this way.
 
 The turn frame (``TURN_SCHEMA``) is what the columnar assembler (normalizers/columns.py) reads:
 one row per turn, in source order, ``time`` naive (the source zone applies; with the optional
