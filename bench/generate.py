@@ -35,9 +35,9 @@ def _sentence(rng: random.Random, n: int) -> str:
 def whatsapp(path: Path, messages: int, seed: int = 1) -> int:
     """An Android 24 h export (M/D/YY); returns the number of messages (system lines included)."""
     rng = random.Random(seed)
-    t = datetime(2019, 1, 1, 8, 0)
-    chunk: list[str] = []
-    with path.open("w", encoding="utf-8") as fh:
+
+    def rows():
+        t = datetime(2019, 1, 1, 8, 0)
         for _ in range(messages):
             t += timedelta(seconds=rng.randint(5, 90))
             stamp = f"{t.month}/{t.day}/{t.year % 100}, {t.hour:02d}:{t.minute:02d} - "
@@ -47,13 +47,63 @@ def whatsapp(path: Path, messages: int, seed: int = 1) -> int:
                 line = f"{stamp}{rng.choice(NAMES)}: {_sentence(rng, rng.randint(3, 18))}"
                 if rng.random() < 0.15:
                     line += "\n" + "\n".join(_sentence(rng, rng.randint(2, 12)) for _ in range(rng.randint(1, 3)))
+            yield line
+
+    _write_lines(path, rows())
+    return messages
+
+
+def _write_lines(path: Path, lines) -> None:
+    """Lines to a file, 10,000 at a time."""
+    chunk: list[str] = []
+    with path.open("w", encoding="utf-8") as fh:
+        for line in lines:
             chunk.append(line)
             if len(chunk) >= 10000:
                 fh.write("\n".join(chunk) + "\n")
                 chunk.clear()
         if chunk:
             fh.write("\n".join(chunk) + "\n")
-    return messages
+
+
+IRC_EVENTS = ["*** {a} has joined #reconstruct", "*** {a} has quit (Ping timeout: 240 seconds)",
+              "*** {a} is now known as {a}_away", "*** {a} sets mode: +o {b}", "* {a} waves"]
+
+
+def irc(path: Path, lines: int, seed: int = 4) -> int:
+    """A supybot/limnoria channel log: one line a turn, a tenth of them joins, quits, modes and actions."""
+    rng = random.Random(seed)
+    nicks = [n.split()[0].lower() for n in NAMES]
+
+    def rows():
+        t = datetime(2012, 10, 18, 9, 0)
+        for _ in range(lines):
+            t += timedelta(seconds=rng.randint(1, 40))
+            stamp = f"{t:%Y-%m-%dT%H:%M:%S}+0000  "
+            if rng.random() < 0.1:
+                yield stamp + rng.choice(IRC_EVENTS).format(a=rng.choice(nicks), b=rng.choice(nicks))
+            else:
+                yield f"{stamp}<{rng.choice(nicks)}> {_sentence(rng, rng.randint(3, 18))}"
+
+    _write_lines(path, rows())
+    return lines
+
+
+def transcript(path: Path, turns: int, seed: int = 5) -> int:
+    """A plain ``[time] Name: text`` transcript, a sixth of the turns with continuation lines."""
+    rng = random.Random(seed)
+
+    def rows():
+        t = datetime(2025, 1, 1, 8, 0)
+        for i in range(turns):
+            t += timedelta(seconds=rng.randint(5, 90))
+            line = f"[{t:%Y-%m-%d %H:%M:%S}] {NAMES[i % 3] if i % 2 else 'User'}: {_sentence(rng, rng.randint(3, 18))}"
+            if rng.random() < 0.15:
+                line += "\n" + "\n".join(_sentence(rng, rng.randint(2, 12)) for _ in range(rng.randint(1, 3)))
+            yield line
+
+    _write_lines(path, rows())
+    return turns
 
 
 def _turns(rng: random.Random, start: datetime, speakers: list[str]) -> list[tuple[datetime, str, str]]:
@@ -188,6 +238,8 @@ SETS = {
     "whatsapp_1gb": ("whatsapp-1gb.txt", whatsapp, 10_000_000),               # ~980 MB, only on demand
     "chatgpt": ("chatgpt/conversations.json", conversations, 20_000),        # ~240 MB
     "mixed": ("mixed", mixed, 10_000),                                        # ~25 MB in 10,000 files
+    "irc": ("irc.log", irc, 1_120_000),                                       # ~100 MB, only with --only
+    "transcript": ("transcript.txt", transcript, 1_000_000),                  # ~100 MB, only with --only
 }
 DEFAULT = ("whatsapp", "chatgpt", "mixed")
 

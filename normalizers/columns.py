@@ -29,6 +29,8 @@ from typing import Any
 import orjson
 import polars as pl
 
+from models.records import ModelRef
+
 from .assemble import RunContext, Summary, _speaker_entry, model_source, raw_time_keys
 from .secrets import pii_triggers, triggers
 from .times import MAX_YEAR, MIN_YEAR, to_utc_z
@@ -56,6 +58,8 @@ class _Speaker:
     raw: str
     """``,"speakerNameRaw":...`` and ``,"modelRaw":...`` when the display fields were changed."""
     entry: dict[str, Any]
+    source: str = "none"
+    """modelSource"""
 
 
 @dataclass(slots=True)
@@ -76,7 +80,8 @@ class ColumnAssembler:
         self.summary.count += frame.height
         redactions: list[tuple[int, int, dict[str, Any]]] = []
         ordinal = pl.int_range(base + 1, base + frame.height + 1, eager=True, dtype=pl.Int64)
-        spk, raw = self._speakers(frame, base, redactions)
+        key = _speaker_keys(frame)
+        spk, raw = self._speakers(frame, key, base, redactions)
         content = self._content(frame["content"], base, redactions)
         extra, scrubbed = self._extras(frame, base, redactions)
         self._facts(frame, content, scrubbed, base)
@@ -87,22 +92,25 @@ class ColumnAssembler:
                             "date": date, "time_raw": frame["time_raw"], "content": content,
                             "line_start": frame["line_start"], "line_end": frame["line_end"], "raw": raw,
                             "extra": extra})
-        return out.with_columns(line=_line(), speaker_key=frame["speaker"]).drop("spk", "raw", "extra")
+        return out.with_columns(line=_line(), speaker_key=key).drop("spk", "raw", "extra")
 
     def rows(self, interactions: pl.DataFrame) -> TurnRows:
         """These interactions as turn rows (what the audit datasets hold of each interaction)."""
-        return TurnRows(interactions.drop("line", "time_raw"), {k: v.entry for k, v in self.speakers.items()})
+        return TurnRows(interactions.drop("line", "time_raw"),
+                        {k: {**v.entry, "modelSource": v.source} for k, v in self.speakers.items()})
 
 
     # -- speakers --------------------------------------------------------------------------
 
-    def _speakers(self, frame: pl.DataFrame, base: int, redactions: list) -> tuple[pl.Series, pl.Series]:
-        names = frame["speaker"]
-        firsts = (frame.select(pl.col("speaker"), pl.int_range(pl.len()).alias("at"))
-                  .group_by("speaker", maintain_order=True).agg(pl.col("at").first()))
-        for name, at in firsts.iter_rows():
-            if name not in self.speakers:
-                self.speakers[name] = self._speaker(name, base + at, redactions)
+    def _speakers(self, frame: pl.DataFrame, names: pl.Series, base: int, redactions: list
+                  ) -> tuple[pl.Series, pl.Series]:
+        """``names``: each turn's key in the speaker table (its speaker, and model when it names one)."""
+        models = frame["model"] if "model" in frame.columns else pl.Series([None] * frame.height, dtype=pl.Utf8)
+        firsts = (pl.DataFrame({"key": names, "speaker": frame["speaker"], "model": models})
+                  .with_row_index("at").group_by("key", maintain_order=True).agg(pl.all().first()))
+        for key, at, name, model in firsts.select("key", "at", "speaker", "model").iter_rows():
+            if key not in self.speakers:
+                self.speakers[key] = self._speaker(name, model, base + at, redactions)
         table = self.speakers
         keys = list(table)
         counts = names.value_counts()
@@ -115,16 +123,18 @@ class ColumnAssembler:
         raw = names.replace_strict(keys, [table[k].raw for k in keys], return_dtype=pl.Utf8)
         return spk, raw
 
-    def _speaker(self, name: str, at: int, redactions: list) -> _Speaker:
+    def _speaker(self, name: str, model_json: str | None, at: int, redactions: list) -> _Speaker:
         scrubbed, found = self.ctx.redactor.scrub(name)  # a name may hold a key: it is shown in every turn
         redactions.extend((at + 1, 0, {"turn": at + 1, "type": k, "field": "speakerName"}) for k in found)
-        entry = _speaker_entry(self.ctx, scrubbed, None, True, self.summary.name_notes)
+        model = ModelRef(*orjson.loads(model_json)) if model_json is not None else None
+        entry = _speaker_entry(self.ctx, scrubbed, model, True, self.summary.name_notes)
         piece = orjson.dumps({"speakerName": entry["speakerName"], "model": entry["model"],
-                              "modelSource": model_source(None, True), "speaker": entry["speaker"]})
+                              "modelSource": model_source(model, True), "speaker": entry["speaker"]})
         raw = orjson.dumps({k: entry[k] for k in ("speakerNameRaw", "modelRaw") if k in entry})
         self.checked.append({"at": at, "speakerName": entry["speakerName"], "model": entry["model"],
                              "speaker": entry["speaker"]})
-        return _Speaker("," + piece[1:-1].decode(), ("," + raw[1:-1].decode()) if len(raw) > 2 else "", entry)
+        return _Speaker("," + piece[1:-1].decode(), ("," + raw[1:-1].decode()) if len(raw) > 2 else "", entry,
+                        model_source(model, True))
 
     # -- content, extras, facts ------------------------------------------------------------
 
@@ -190,14 +200,21 @@ class ColumnAssembler:
         else:
             utc = (time.dt.replace_time_zone(zone.key, ambiguous="earliest", non_existent="null")
                    .dt.convert_time_zone("UTC"))
+        naive = time.is_not_null()
+        if "offset" in frame.columns:  # times the source gives with a zone: wall time minus its offset
+            aware = frame["offset"].is_not_null()
+            fixed = pl.select(time - pl.duration(seconds=frame["offset"].fill_null(0))).to_series()
+            fixed = fixed.dt.replace_time_zone("UTC")
+            utc = pl.select(pl.when(aware).then(fixed).otherwise(utc)).to_series()
+            naive = naive & ~aware
         year = utc.dt.year()
         date = pl.select(pl.when((year >= MIN_YEAR) & (year <= MAX_YEAR)).then(utc.dt.strftime(_ISO))).to_series()
-        gaps = (time.is_not_null() & utc.is_null()).arg_true()
+        gaps = (naive & utc.is_null()).arg_true()
         if len(gaps):  # in a DST gap: Python's reading (the offset before the change)
             values = [to_utc_z(t.replace(tzinfo=zone), UTC) for t in time.gather(gaps).to_list()]
             date = date.scatter(gaps, pl.Series(values, dtype=pl.Utf8))
         s = self.summary
-        s.naive_times += int(time.is_not_null().sum())
+        s.naive_times += int(naive.sum())
         s.unreadable_times += int((time.is_not_null() & date.is_null()).sum())
         s.unreadable_times += int((time.is_null() & (frame["time_raw"].str.len_bytes() > 0)).sum())
         s.unknown["turnsWithoutTime"] += int(date.null_count())
@@ -228,11 +245,20 @@ class TurnRows:
             field(lambda e: e["model"]["provider"]).alias("provider"),
             field(lambda e: e["model"]["name"]).alias("model_name"),
             field(lambda e: e["model"]["version"]).alias("model_version"),
-            pl.lit(model_source(None, True)).alias("model_source"), field(lambda e: e["speaker"]).alias("speaker"),
+            field(lambda e: e["modelSource"]).alias("model_source"), field(lambda e: e["speaker"]).alias("speaker"),
             c("date"), c("content"),
             pl.concat_str(pl.lit("["), c("line_start").cast(pl.Utf8), pl.lit(","), c("line_end").cast(pl.Utf8),
                           pl.lit("]")).alias("source_lines"),
         )
+
+def _speaker_keys(frame: pl.DataFrame) -> pl.Series:
+    """Each turn's key in the speaker table: its speaker, and its model (the optional ``model``
+    column, ``parsers.columns.MODEL``) when it names one."""
+    if "model" not in frame.columns:
+        return frame["speaker"]
+    return frame.select(pl.when(pl.col("model").is_null()).then(pl.col("speaker"))
+                        .otherwise(pl.concat_str(pl.col("speaker"), pl.lit("\x1f"), pl.col("model")))).to_series()
+
 
 def _line() -> pl.Expr:
     """One interaction's JSON line, keys in the dict path's order."""

@@ -76,6 +76,18 @@ class Grammar(ABC):
         session in memory. ``source.text`` is empty; its checksum and size are already known."""
         raise NotImplementedError(f"{self.name} does not stream")
 
+    streams_text: ClassVar[bool] = False
+    """True when a large text input of this grammar can be streamed in chunks of whole turns
+    (flows/spool.py), through: ``plan(source, blocks)`` (a pre-pass over blocks of whole lines,
+    ``(text, first line)``: what only the whole file decides, with ``lines`` and ``counted``; it may
+    raise to have the input read whole), ``stream_session(source, plan)``, ``is_header(lines)`` (the
+    lines a chunk may start at: turn starts of this input; a grammar whose header depends on the
+    input makes ``plan`` refuse an input where a line would pass this test and not be a turn start),
+    ``reader(source)``, ``stream_chunk(session, plan, lines, first_line, reader)`` (a chunk with
+    ``frame``, ``bad`` and ``extras``; the chunk's declared regions go into the session before it
+    returns; what spans chunks may be carried on the plan, as the chunks come in order) and
+    ``stream_end(session, source, plan, bad, extras)``. WhatsApp, IRC and transcripts stream."""
+
     entries: ClassVar[bool] = False
     """True when a large JSON list of this format can be read entry by entry (``parse_entry``): the
     list is split into its entries' bytes and each entry is parsed on its own, on any worker."""

@@ -7,23 +7,41 @@ lines. No Python runs per line or per turn: a grammar runs Python once per *dist
 date, a clock, an author) and for the rare rows its vectorised tests flag (a notice, an
 attachment), and falls back to its line-engine parse for what the Rust pattern cannot express.
 
+The generic engine: ``rust_pattern`` translates a grammar's own line-anchored header pattern to
+Rust's syntax (refusing, with the construct named, what Rust's regex cannot express or what could
+cross a line end), ``line_headers`` runs it on every line with the rest of each header line,
+``group_turns`` joins a turn's lines, ``inside_fences`` says which lines a ``skip_fenced`` grammar
+would not cut at, ``per_distinct`` and ``iso_times`` read values once per distinct value (ISO
+stamps as a column, checked by formatting back). WhatsApp, IRC, transcripts, Discord text and
+inferred logs are read this way.
+
 The turn frame (``TURN_SCHEMA``) is what the columnar assembler (normalizers/columns.py) reads:
-one row per turn, in source order, ``time`` naive (the source zone applies), ``extra`` the turn's
-extra fields as a JSON object string. ``turns_of`` turns it back into ``Turn`` records (tests and
+one row per turn, in source order, ``time`` naive (the source zone applies; with the optional
+``offset`` column, a wall time at that UTC offset), ``extra`` the turn's extra fields as a JSON
+object string. ``turns_of`` turns it back into ``Turn`` records (tests and
 fallbacks compare the two paths with it).
 """
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+from datetime import timedelta, timezone
+
 import orjson
 import polars as pl
 
-from models.records import Turn
+from models.records import ModelRef, Turn
 
 TURN_SCHEMA = {
     "speaker": pl.Utf8, "role": pl.Utf8, "kind": pl.Utf8, "content": pl.Utf8, "time": pl.Datetime("us"),
     "time_raw": pl.Utf8, "line_start": pl.Int64, "line_end": pl.Int64, "extra": pl.Utf8,
 }
+MODEL = {"model": pl.Utf8}
+"""An optional column: the model a turn's source names, as a JSON ``[provider, name, version]``."""
+OFFSET = {"offset": pl.Int64}
+"""An optional column after ``TURN_SCHEMA``'s: the UTC offset in seconds of a time the source gives
+with a zone (``time`` is then its wall time), null for a naive time (the source zone applies)."""
 # Python's str.isspace() characters: what ``line.strip()`` removes (Rust's White_Space differs).
 PY_SPACE = ("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
             "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000")
@@ -68,6 +86,341 @@ def turns_of(frame: pl.DataFrame) -> list[Turn]:
     out = []
     for row in frame.iter_rows(named=True):
         extra = orjson.loads(row["extra"]) if row["extra"] is not None else None
-        out.append(Turn(row["speaker"], row["role"], row["content"], row["time"], row["time_raw"], None,
+        if row.get("offset") is not None and row["time"] is not None:  # an aware time: its own offset
+            row["time"] = row["time"].replace(tzinfo=timezone(timedelta(seconds=row["offset"])))
+        model = ModelRef(*orjson.loads(row["model"])) if row.get("model") is not None else None
+        out.append(Turn(row["speaker"], row["role"], row["content"], row["time"], row["time_raw"], model,
                         row["kind"], (row["line_start"], row["line_end"]), extra=extra))
     return out
+
+
+@dataclass(slots=True)
+class LineHeaders:
+    """A header pattern over a column of lines: ``ok`` flags the header lines, ``groups`` holds the
+    pattern's named groups (null off headers) and ``rest`` the line after the header's match."""
+
+    groups: pl.DataFrame
+    ok: pl.Series
+    rest: pl.Series
+
+    def pieces(self, lines: pl.Series) -> pl.Series:
+        """What each line gives its turn's body: a header line its rest, any other line itself."""
+        return pl.select(pl.when(self.ok).then(self.rest).otherwise(lines)).to_series()
+
+    def matched(self, lines: pl.Series) -> pl.Series:
+        """The header match of each header line (``Match.group(0)``)."""
+        return pl.select(pl.when(self.ok).then(
+            lines.str.slice(0, lines.str.len_chars() - self.rest.str.len_chars()))).to_series()
+
+    def first(self) -> int | None:
+        """The row of the first header line."""
+        at = self.ok.arg_true()
+        return int(at[0]) if len(at) else None
+
+
+def line_headers(lines: pl.Series, rust: str) -> LineHeaders | None:
+    """``rust`` (``rust_pattern`` of a header) on every line; None when polars refuses it."""
+    groups = extract(lines, f"(?:{rust})(?P<_rest>.*)")
+    if groups is None:
+        return None
+    rest = groups["_rest"]
+    groups = groups.drop("_rest")
+    twice = [c for c in groups.columns if _DUPLICATE in c]
+    if twice:  # at most one group of a name takes part in a match: the one that did
+        merged = {c.split(_DUPLICATE)[0] for c in twice}
+        groups = groups.with_columns(pl.coalesce(pl.col(n), *(pl.col(c) for c in twice if c.split(_DUPLICATE)[0] == n))
+                                     .alias(n) for n in merged).drop(twice)
+    return LineHeaders(groups, rest.is_not_null(), rest)
+
+
+def line_test(rust: str):
+    """A grammar's ``is_header``: which lines match ``rust`` (a pattern without captures: ``unnamed``)."""
+    def test(lines: pl.Series) -> pl.Series:
+        return lines.str.contains(rust).fill_null(False)
+    return test
+
+
+FENCE_LINE = r"^[ \t]{0,3}(?:```|~~~)"  # parsers.engine.FENCE, per line
+
+
+def inside_fences(lines: pl.Series) -> pl.Series:
+    """Whether each line lies inside a fenced code block (``engine.fenced_regions``: an unclosed
+    fence runs to the end; the fence lines themselves are outside), as ``skip_fenced`` reads it."""
+    fence = lines.str.contains(FENCE_LINE).fill_null(False)
+    before = fence.cast(pl.Int64).cum_sum() - fence.cast(pl.Int64)
+    return (before % 2 == 1) & ~fence
+
+
+def per_distinct(values: pl.Series, read, dtype) -> pl.Series:
+    """``read`` once per distinct non-null value, joined back (null stays null)."""
+    keys = values.unique().drop_nulls().to_list()
+    return values.replace_strict(keys, [read(k) for k in keys], default=None, return_dtype=dtype)
+
+
+_WALL = "%Y-%m-%dT%H:%M:%S"
+_ISO_FAST = r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:Z|[+-]\d{2}:?\d{2})?$"
+
+
+def iso_times(raw: pl.Series, read, fast: bool = True) -> tuple[pl.Series, pl.Series]:
+    """(wall time, UTC offset in seconds or null when naive) of each raw stamp as ``read`` (a
+    datetime or None per text: ``timeparse.parse_iso``) reads it. With ``fast``, the common
+    ``YYYY-MM-DD[T ]HH:MM:SS[zone]`` is parsed as a column and checked by formatting it back; the
+    rest, and the zones, go through ``read`` once per distinct value."""
+    fast = raw.str.contains(_ISO_FAST).fill_null(False) & fast
+    head = raw.str.slice(0, 19).str.replace(" ", "T", literal=True)
+    wall = pl.select(pl.when(fast).then(head.str.strptime(pl.Datetime("us"), _WALL, strict=False))).to_series()
+    fast = fast & (wall.dt.strftime(_WALL) == head).fill_null(False)
+    zone = pl.select(pl.when(fast).then(raw.str.slice(19))).to_series()
+    offset = per_distinct(zone, lambda z: _offset(read(f"2000-01-01T00:00:00{z}")), pl.Int64)
+    fast = fast & ~((zone != "") & offset.is_null()).fill_null(False)  # a zone it cannot read: read it whole
+    slow = raw.filter(~fast & raw.is_not_null())
+    if len(slow):
+        read_slow = {k: read(k) for k in slow.unique().to_list()}
+        rows = (~fast & raw.is_not_null()).arg_true()
+        got = [read_slow[k] for k in slow.to_list()]
+        wall = wall.scatter(rows, pl.Series([t.replace(tzinfo=None) if t else None for t in got],
+                                            dtype=pl.Datetime("us")))
+        offset = offset.scatter(rows, pl.Series([_offset(t) for t in got], dtype=pl.Int64))
+    return wall.alias("time"), offset.alias("offset")
+
+
+def _offset(value) -> int | None:
+    if value is None or value.tzinfo is None:
+        return None
+    return int(value.utcoffset().total_seconds())
+
+
+# -- the header pattern in Rust's syntax ------------------------------------------------------
+
+class Untranslatable(ValueError):
+    """A header pattern holds a construct Rust's regex has no equivalent for (the grammar's
+    line-engine parse reads such inputs)."""
+
+
+_DUPLICATE = "__"
+"""A group name met again is suffixed ``__2``, ``__3``...; ``line_headers`` merges them back."""
+_RUST_META = set("\\.+*?()|[]{}^$#&-~")
+_REFUSED_GROUPS = {"(?=": "a lookahead", "(?!": "a negative lookahead", "(?<=": "a lookbehind",
+                   "(?<!": "a negative lookbehind", "(?P=": "a backreference", "(?(": "a conditional group",
+                   "(?>": "an atomic group", "(?#": "a comment group", "(?|": "a branch reset"}
+_COUNT = re.compile(r"\{(\d*)(?:(,)(\d*))?\}")
+_FLAGS = re.compile(r"\(\?([a-zA-Z]+)(\)|:)")
+# A Python ``re`` pattern's \s is ``str.isspace``; Rust's (and the ``regex`` module's) is Unicode White_Space.
+_PY_SPACE_CLASS = "".join(f"\\x{{{ord(c):x}}}" for c in PY_SPACE)
+
+
+def rust_pattern(pattern) -> str:
+    """A line-anchored header pattern (a compiled ``re``/``regex`` pattern under MULTILINE, starting
+    with ``^``) in Rust's regex syntax, to be matched against one line at a time. Raises
+    ``Untranslatable`` naming the construct when there is no exact equivalent: lookarounds,
+    backreferences, conditionals, atomic groups, possessive quantifiers, and anything that could
+    match a line end (``\\n``, ``\\s``, ``\\D``, ``\\W``, a negated class without ``\\n``, DOTALL) or
+    the text's ends (``\\A``, ``\\Z``), which a pattern seen one line at a time cannot honour."""
+    source, flags = pattern.pattern, pattern.flags
+    py_re = isinstance(pattern, re.Pattern)  # else the ``regex`` module, whose classes are Rust's
+    prefix = "(?i)" if flags & re.IGNORECASE else ""
+    if flags & (re.DOTALL | re.VERBOSE):
+        raise Untranslatable("DOTALL or VERBOSE flags")
+    body = source
+    lead = _FLAGS.match(body)
+    if lead and lead[2] == ")":
+        prefix = _inline_flags(lead[1]) or prefix
+        body = body[lead.end():]
+    if not body.startswith("^"):
+        raise Untranslatable("a header not anchored at a line start (^)")
+    return prefix + _Translator(body, py_re).run()
+
+
+_NAMED = re.compile(r"(?<!\\)\(\?P?<(?![=!])\w+>")
+
+
+def unnamed(rust: str) -> str:
+    """A Rust pattern without its named groups: a plain test (captures cost Rust's regex most of
+    its time, and patterns joined by ``|`` may share names)."""
+    return _NAMED.sub("(?:", rust)
+
+
+def _inline_flags(letters: str) -> str:
+    if set(letters) - set("imuLV01"):
+        raise Untranslatable(f"the inline flags {letters!r}")
+    return "(?i)" if "i" in letters else ""
+
+
+class _Translator:
+    """One left-to-right pass over a pattern's source (see ``rust_pattern``)."""
+
+    def __init__(self, source: str, py_re: bool) -> None:
+        self.s, self.py_re, self.i, self.out = source, py_re, 0, []
+        self.names: dict[str, int] = {}
+        self.quantified = False  # the last token was a quantifier (a '+' after it is possessive)
+
+    def run(self) -> str:
+        s = self.s
+        while self.i < len(s):
+            c = s[self.i]
+            quantified = False
+            if c == "\\":
+                self.out.append(self._escape(in_class=False))
+            elif c == "[":
+                self.out.append(self._class())
+            elif c == "(":
+                self.out.append(self._group())
+            elif c in "*+?":
+                if c == "+" and self.quantified:
+                    raise Untranslatable("a possessive quantifier")
+                self.out.append(c)
+                self.i += 1
+                quantified = True
+                if self.i < len(s) and s[self.i] == "?":  # lazy
+                    self.out.append("?")
+                    self.i += 1
+                    quantified = False
+            elif c == "{":
+                quantified = self._count()
+            elif c == "}":
+                self.out.append("\\}")
+                self.i += 1
+            else:
+                self.out.append(c)
+                self.i += 1
+            self.quantified = quantified
+        return "".join(self.out)
+
+    def _count(self) -> bool:
+        m = _COUNT.match(self.s, self.i)
+        if m is None:  # Python reads a '{' that opens no count as a literal
+            self.out.append("\\{")
+            self.i += 1
+            return False
+        low, comma, high = m.groups()
+        if not low and not comma:
+            self.out.append("\\{")
+            self.i += 1
+            return False
+        self.out.append("{" + (low or "0") + (comma or "") + (high or "") + "}")
+        self.i = m.end()
+        if self.i < len(self.s) and self.s[self.i] == "?":
+            self.out.append("?")
+            self.i += 1
+            return False
+        return True
+
+    def _group(self) -> str:
+        s, i = self.s, self.i
+        for opening, what in _REFUSED_GROUPS.items():
+            if s.startswith(opening, i):
+                raise Untranslatable(what)
+        named = re.match(r"\(\?P?<(\w+)>", s[i:])
+        if named is not None:  # the regex module allows a name twice (in alternatives); Rust does not
+            self.i += named.end()
+            name = named[1]
+            self.names[name] = self.names.get(name, 0) + 1
+            return f"(?P<{name}{_DUPLICATE}{self.names[name]}>" if self.names[name] > 1 else f"(?P<{name}>"
+        if s.startswith("(?:", i) or not s.startswith("(?", i):
+            self.i += 1
+            return "("
+        flags = _FLAGS.match(s, i)
+        if flags is None:
+            raise Untranslatable(f"the group {s[i:i + 4]!r}")
+        self.i = flags.end()
+        inline = _inline_flags(flags[1])
+        return inline[:-1] + flags[2] if inline else ("(?:" if flags[2] == ":" else "")
+
+    def _escape(self, in_class: bool) -> str:
+        s, i = self.s, self.i
+        if i + 1 >= len(s):
+            raise Untranslatable("a trailing backslash")
+        c = s[i + 1]
+        self.i = i + 2
+        if (c.isdigit() and c != "0") or c == "g":
+            raise Untranslatable("a backreference")
+        if c in "AZzG":
+            raise Untranslatable(f"\\{c} (the text's ends, not a line's)")
+        if c in "bB" and self.py_re:
+            raise Untranslatable(r"\b in a Python re pattern (its word characters are not Rust's)")
+        if c in "wW" and self.py_re:
+            raise Untranslatable(r"\w in a Python re pattern (its word characters are not Rust's)")
+        if c in "DW" and not in_class:
+            raise Untranslatable(f"\\{c}, which matches a line end")
+        if c == "s":
+            if not in_class:
+                raise Untranslatable(r"\s, which matches a line end")
+            return _PY_SPACE_CLASS if self.py_re else "\\s"
+        if c == "S" and self.py_re:
+            return "[^" + _PY_SPACE_CLASS + "]"  # Rust nests a class in a class
+        if c == "n":
+            if not in_class:
+                raise Untranslatable(r"\n (a header over several lines)")
+            return "\\n"
+        if c in "pP":
+            return self._property(c, in_class)
+        if c in "dbBwStrfvax0":
+            return self._hex(c) if c in "x0" else "\\" + c
+        if c in "uUN":
+            return self._unicode(c)
+        if c.isalnum():
+            raise Untranslatable(f"the escape \\{c}")
+        return "\\" + c if c in _RUST_META else c
+
+    def _hex(self, c: str) -> str:
+        s = self.s
+        if c == "x":
+            digits = s[self.i:self.i + 2]
+            self.i += 2
+            return f"\\x{{{digits}}}"
+        octal = re.match(r"[0-7]{0,2}", s[self.i:])[0]
+        self.i += len(octal)
+        return f"\\x{{{int('0' + octal, 8):x}}}"
+
+    def _unicode(self, c: str) -> str:
+        s = self.s
+        if c == "N":
+            raise Untranslatable(r"a \N{...} character name")
+        width = 4 if c == "u" else 8
+        digits = s[self.i:self.i + width]
+        self.i += width
+        return f"\\x{{{digits}}}"
+
+    def _property(self, c: str, in_class: bool) -> str:
+        m = re.match(r"\{(\^?)([^}]+)\}", self.s[self.i:])
+        if m is None:
+            raise Untranslatable(f"the property escape \\{c}")
+        self.i += m.end()
+        negated = (c == "P") != bool(m[1])
+        name = m[2].split("=")[-1]
+        if negated or name.startswith(("C", "Z")) or name.lower() in ("any", "white_space", "space"):
+            raise Untranslatable(f"\\{c}{{{m[2]}}}, which may match a line end")
+        return f"\\p{{{m[2]}}}"
+
+    def _class(self) -> str:
+        s = self.s
+        self.i += 1
+        negated = s.startswith("^", self.i)
+        self.i += negated
+        parts, line_end = [], False
+        first = True
+        while self.i < len(s) and (s[self.i] != "]" or first):
+            c = s[self.i]
+            first = False
+            if c == "\\":
+                before = self.i
+                piece = self._escape(in_class=True)
+                line_end = line_end or s[before + 1] in "nsDW"
+                parts.append(piece)
+            elif c in "[]&~":
+                parts.append("\\" + c)
+                self.i += 1
+            elif c == "-" and parts and parts[-1] == "-":
+                parts.append("\\-")
+                self.i += 1
+            else:
+                parts.append(c)
+                self.i += 1
+        if self.i >= len(s):
+            raise Untranslatable("an unclosed character class")
+        self.i += 1
+        if negated and not line_end:
+            raise Untranslatable("a negated class without \\n, which matches a line end")
+        if not negated and line_end:
+            raise Untranslatable("a class that matches a line end")
+        return "[" + ("^" if negated else "") + "".join(parts) + "]"

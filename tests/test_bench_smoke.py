@@ -72,3 +72,24 @@ def test_floors_run_and_do_the_whole_job(tmp_path):
     (tmp_path / "m").mkdir()
     r = measure("floor:lines", paths["whatsapp"], tmp_path / "m" / "out", max_rss_mb=4000)
     assert r["lines"] == text.count("\n") and r["seconds"] > 0 and r["peak_rss_mb"] > 0
+
+
+def test_the_irc_and_transcript_sets_parse_whole_and_streamed(tmp_path):
+    """The ``irc`` and ``transcript`` sets (asked for with ``--only``) are their grammar's, every line
+    a turn or a turn's line, and the streamed route gives the documents of the whole one."""
+    for name, writer, grammar, count in (("irc.log", generate.irc, "irc", 300),
+                                          ("transcript.txt", generate.transcript, "transcript", 200)):
+        path = tmp_path / name
+        writer(path, count)
+        again = tmp_path / f"again-{name}"
+        writer(again, count)
+        assert path.read_bytes() == again.read_bytes()
+        docs = []
+        for label, settings in (("whole", Settings()),
+                                ("streamed", Settings(stream_text_bytes=1, stream_chunk_bytes=4096))):
+            out = tmp_path / f"out-{grammar}-{label}"
+            run = reconstruct([path], out, settings, runner=None)
+            assert [row[1:] for row in _files(run)] == [(grammar, "ok", 1)]
+            assert _interactions(run) == count
+            docs.append([p.read_bytes() for p in sorted((out / "sessions").rglob("*.json"))])
+        assert docs[0] == docs[1] and docs[0]

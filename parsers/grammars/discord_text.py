@@ -42,17 +42,20 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
+import polars as pl
 import regex
 
 from models.records import ParsedSession, Region, RegionKind, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
+from parsers.columns import TURN_SCHEMA, rust_pattern, split_lines
 from parsers.engine import split_blocks
 from parsers.registry import register
 from parsers.sessions import file_name_id
 from parsers.timeparse import clock_24h
 
-from ._lines import date_order, day_of, line_count, unreadable_times
+from . import _discord_columns as columns
+from ._lines import DateOrder, date_order, day_of, line_count, unreadable_times
 
 RELATIVE: dict[str, tuple[int, tuple[str, ...]]] = {
     # word: (days before the day of copying, the words that join it to the clock)
@@ -77,17 +80,23 @@ _STAMP = (rf"(?:(?P<rel>{_REL}){_SP}+(?:{_JOIN}){_SP}+(?P<clock>{_CLOCK})"
           rf"|(?P<date>\d{{1,4}}[./-]\d{{1,2}}[./-]\d{{1,4}}),?{_SP}+(?P<clock>{_CLOCK}))")
 # A Markdown heading or quote (``### Alice — 2024-01-01 10:00``, an exporter's turn heading) is never
 # an author line: the client copies a display name bare.
-_NOT_MARKDOWN = r"(?!#{1,6}[ \t]|>[ \t])"
-_AUTHOR = (rf"{_NOT_MARKDOWN}(?P<name>[^\n—–]{{1,80}}?)(?:{_SP}+(?P<tag>{'|'.join(TAGS)}))?{_SP}+[—–]{_SP}+"
-           rf"(?P<stamp>{_STAMP}){_SP}*$")
-_NEXT_AUTHOR = rf"(?=\n[^\n—–]{{1,80}}?{_SP}+[—–]{_SP}+(?:{_REL}|\d))"
-HEADER = regex.compile(
-    rf"^(?:{_AUTHOR}"
-    rf"|\[(?P<cstamp>{_CLOCK})\]{_SP}?"
-    rf"|(?P<divider>(?:{'|'.join(MONTHS)}) \d{{1,2}}, \d{{4}}){_SP}*$"
-    rf"|[↪╭┌][─━]*{_SP}*@?(?P<reply>[^\n]{{1,200}}?){_SP}*{_NEXT_AUTHOR}$)",
-    regex.MULTILINE,
-)
+MARKDOWN = r"#{1,6}[ \t]|>[ \t]"
+_NOT_MARKDOWN = rf"(?!{MARKDOWN})"
+_AUTHOR_LINE = (rf"(?P<name>[^\n—–]{{1,80}}?)(?:{_SP}+(?P<tag>{'|'.join(TAGS)}))?{_SP}+[—–]{_SP}+"
+                rf"(?P<stamp>{_STAMP}){_SP}*$")
+AUTHOR_LIKE = rf"[^\n—–]{{1,80}}?{_SP}+[—–]{_SP}+(?:{_REL}|\d)"
+_CSTAMP = rf"\[(?P<cstamp>{_CLOCK})\]{_SP}?"
+_DIVIDER = rf"(?P<divider>(?:{'|'.join(MONTHS)}) \d{{1,2}}, \d{{4}}){_SP}*$"
+_REPLY = rf"[↪╭┌][─━]*{_SP}*@?(?P<reply>[^\n]{{1,200}}?){_SP}*"
+HEADER = regex.compile(rf"^(?:{_NOT_MARKDOWN}{_AUTHOR_LINE}|{_CSTAMP}|{_DIVIDER}|{_REPLY}(?=\n{AUTHOR_LIKE})$)",
+                       regex.MULTILINE)
+# The header without its two lookaheads, which Rust's regex lacks: an author line is never a Markdown
+# heading or quote (no other alternative can start like one), and a reply context is followed by an
+# author-like line (the last alternative): the columnar parse tests both on the lines themselves.
+HEADER_NO_LOOKAHEAD = regex.compile(rf"^(?:{_AUTHOR_LINE}|{_CSTAMP}|{_DIVIDER}|{_REPLY}$)", regex.MULTILINE)
+_RUST = {"header": rust_pattern(HEADER_NO_LOOKAHEAD),
+         "markdown": rust_pattern(regex.compile(rf"^(?:{MARKDOWN})", regex.MULTILINE)),
+         "author_like": rust_pattern(regex.compile(rf"^{AUTHOR_LIKE}", regex.MULTILINE))}
 _CLOCK_PARTS = regex.compile(
     rf"(?P<h>\d{{1,2}}):(?P<mi>\d{{2}})(?::(?P<s>\d{{2}}))?(?:{_SP}?(?P<ampm>[AaPp]\.?[Mm]\.?))?")
 # The independent counter's own idea of a message start, line by line.
@@ -160,6 +169,31 @@ class DiscordText(Grammar):
         _replies(session.turns)
         yield session
 
+    columnar = True
+
+    def parse_columns(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession] | None:
+        """The session of ``parse`` with its turns as a frame (``_discord_columns``)."""
+        text = source.text
+        lines = split_lines(text)
+        heads = columns.headers(lines, _RUST["header"], _RUST["markdown"], _RUST["author_like"])
+        if heads is None:
+            return None
+        sid = file_name_id(source.name)
+        session = ParsedSession(sid, "file-name" if sid else "none", [], raw=text)
+        session.lines = (1, line_count(text))
+        found = columns.paste(lines, heads, EDITED)
+        session.regions.extend(r for _, r in found.regions)
+        order = _date_order(session, found.runs)
+        frame = found.frame
+        time, relative, unreadable = columns.times(frame, lambda d: day_of(d, order.order), _clock)
+        _time_notes(session, relative, unreadable, found.continued)
+        names = sorted(set(frame["speaker"].to_list()), key=len, reverse=True)
+        extra, starts = columns.extras(frame, columns.replies(heads, lines, frame), names)
+        session.frame = frame.with_columns(
+            time=time, extra=extra, line_start=pl.Series(starts, dtype=pl.Int64),
+            kind=pl.lit("message", pl.Utf8)).select(list(TURN_SCHEMA))
+        return iter([session])
+
     def count_turns(self, raw: Any) -> int:
         return sum(1 for line in raw.split("\n") if _COUNT_AUTHOR.match(line) or _COUNT_STAMP.match(line))
 
@@ -195,12 +229,8 @@ def _turn(author: regex.Match, h: regex.Match, body: str, span: tuple[int, int])
     return Turn(name, role, body, None, raw, None, "message", span, extra=extra or None)
 
 
-def _times(session: ParsedSession, groups: list[tuple[Turn, regex.Match]]) -> None:
-    """Dates of every turn, once the whole file decided the day/month order."""
-    runs: list[tuple[str, int]] = []
-    for i, (_, author) in enumerate(groups):
-        if author["date"] and (not runs or runs[-1][0] != author["date"]):
-            runs.append((author["date"], i))
+def _date_order(session: ParsedSession, runs: list[tuple[str, int]]) -> DateOrder:
+    """The day/month order of the whole file, from the runs of its author lines' dates."""
     order = date_order(runs)
     if order.basis in ("none", "changes") and runs and all("." in d for d, _ in runs):
         order = order._replace(order="dmy", evidence="dotted dates, written day first in every locale that uses"
@@ -209,6 +239,26 @@ def _times(session: ParsedSession, groups: list[tuple[Turn, regex.Match]]) -> No
         session.assumptions.append(f"date order {'/'.join(order.order.upper())}: {order.evidence}")
         if order.basis in ("none", "contradiction"):
             session.warnings.append(f"date order uncertain, {'/'.join(order.order.upper())} used: {order.evidence}")
+    return order
+
+
+def _time_notes(session: ParsedSession, relative: int, unreadable: int, continued: bool) -> None:
+    if relative:
+        session.warnings.append(unreadable_times(relative, "Today/Yesterday: relative to the unknown day of"
+                                                 " copying, so no date"))
+    if unreadable:
+        session.warnings.append(unreadable_times(unreadable, "not a calendar date or clock time"))
+    if continued:
+        session.assumptions.append("a [time] continuation stamp takes the date of its author line")
+
+
+def _times(session: ParsedSession, groups: list[tuple[Turn, regex.Match]]) -> None:
+    """Dates of every turn, once the whole file decided the day/month order."""
+    runs: list[tuple[str, int]] = []
+    for i, (_, author) in enumerate(groups):
+        if author["date"] and (not runs or runs[-1][0] != author["date"]):
+            runs.append((author["date"], i))
+    order = _date_order(session, runs)
     relative = unreadable = 0
     previous: tuple[regex.Match, datetime] | None = None
     for turn, author in groups:
@@ -225,10 +275,4 @@ def _times(session: ParsedSession, groups: list[tuple[Turn, regex.Match]]) -> No
         if previous is not None and previous[0] is author and when < previous[1]:
             when += timedelta(days=1)  # midnight passed within one author's run of messages
         turn.time, previous = when, (author, when)
-    if relative:
-        session.warnings.append(unreadable_times(relative, "Today/Yesterday: relative to the unknown day of"
-                                                 " copying, so no date"))
-    if unreadable:
-        session.warnings.append(unreadable_times(unreadable, "not a calendar date or clock time"))
-    if any(t.time_raw != a["stamp"] for t, a in groups if not a["rel"]):
-        session.assumptions.append("a [time] continuation stamp takes the date of its author line")
+    _time_notes(session, relative, unreadable, any(t.time_raw != a["stamp"] for t, a in groups if not a["rel"]))

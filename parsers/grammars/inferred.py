@@ -19,6 +19,8 @@ Decisions:
 - A time is read only from a year-first date and clock in the header (``2024/03/01 10:00``); a
   clock time alone has no date, so its time stays None (raw kept, one warning). A header without
   a time keeps its text in ``extra.header``. Roles come from role words (``Assistant``), else user.
+- Read as columns too (``parse_columns``: the inferred header translated to Rust's syntax with its
+  prefix captured); an inferred header Rust cannot express is read by the line engine.
 - Lines before the first header are kept in meta as the preamble and declared as a preamble region.
 """
 
@@ -27,13 +29,27 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
+import orjson
+import polars as pl
 import regex
 
 from models.records import Heuristic, ParsedSession, Region, RegionKind, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
+from parsers.columns import (
+    PY_SPACE,
+    TURN_SCHEMA,
+    Untranslatable,
+    group_turns,
+    line_headers,
+    nonblank,
+    per_distinct,
+    rust_pattern,
+    split_lines,
+)
 from parsers.engine import split_blocks
 from parsers.registry import register
 from parsers.speakers import role_of
@@ -136,50 +152,54 @@ class Inferred(Grammar):
         found = infer(text)
         if found is None:
             return
-        pattern, share, samples = found
+        pattern = found[0]
         header = regex.compile(pattern, regex.MULTILINE)
-        hid = heuristic_id(pattern)
-        session = ParsedSession(None, "none", [], raw=(pattern, text))
-        session.lines = (1, line_count(text))
-        session.coverage_reason = (
-            f"the header pattern was inferred from this file ({hid}): a guessed pattern cannot guarantee"
-            " that every turn was found"
-        )
+        session = _new_session(pattern, text)
         clock_only = unreadable = 0
         for block in split_blocks(text, header):
             if block.header is None:
-                session.meta["preamble"] = block.body
-                session.regions.append(Region(RegionKind.PREAMBLE, "text before the first line with the inferred"
-                                              " header (a title or an exporter's banner)",
-                                              lines=(block.line_start, block.line_end)))
+                _preamble(session, block.body, (block.line_start, block.line_end))
                 continue
             h = block.header
             prefix = h.string[h.start():h.start("name")]
             speaker = h["name"].strip()
-            when, raw, extra = None, None, None
-            if m := _STAMP.search(prefix):
-                raw = m.group(0)
-                when = from_parts(int(m["y"]), int(m["m"]), int(m["d"]), int(m["H"]), int(m["M"]), int(m["S"] or 0))
-                unreadable += when is None
-            elif m := _CLOCK.search(prefix):
-                raw = m.group(0)
-                clock_only += 1
-            else:
-                extra = {"header": h.group(0).strip()} if prefix.strip() else None
+            raw, when, bad, clock = _stamp_of(prefix)
+            unreadable += bad
+            clock_only += clock
+            extra = {"header": h.group(0).strip()} if raw is None and prefix.strip() else None
             session.turns.append(Turn(speaker, role_of(speaker), block.body, when, raw, None, "message",
                                       (block.line_start, block.line_end), extra=extra))
-        if clock_only:
-            session.warnings.append(unreadable_times(clock_only, "a clock time without a date"))
-        if unreadable:
-            session.warnings.append(unreadable_times(unreadable, "not a calendar date or clock time"))
-        session.heuristics.append(Heuristic(hid, "Turn header pattern inferred from a repeated line prefix", {
-            "pattern": pattern,
-            "linesMatched": len(session.turns),
-            "sampleShare": round(share, 3),
-            "sampleLines": samples,
-            "source": source.name,
-        }))
+        _conclude(session, found, source.name, len(session.turns), clock_only, unreadable)
         yield session
+
+    columnar = True
+
+    def parse_columns(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession] | None:
+        """The session of ``parse`` with its turns as a frame: the inferred header translated to Rust's
+        syntax (with its prefix captured), stamps, names and roles read once per distinct value."""
+        text = source.text
+        found = infer(text)
+        if found is None:
+            return iter(())
+        pattern = found[0]
+        at = pattern.index("(?P<name>")
+        try:
+            rust = rust_pattern(regex.compile(f"^(?P<prefix>{pattern[1:at]}){pattern[at:]}", regex.MULTILINE))
+        except Untranslatable:
+            return None
+        lines = split_lines(text)
+        heads = line_headers(lines, rust)
+        if heads is None:
+            return None
+        session = _new_session(pattern, text)
+        first = heads.first()
+        head = lines if first is None else lines.head(first)
+        if len(head) and nonblank(head).any():
+            _preamble(session, "\n".join(head.to_list()), (1, len(head)))
+        frame, clock_only, unreadable = _turn_frame(lines, heads)
+        session.frame = frame
+        _conclude(session, found, source.name, frame.height, clock_only, unreadable)
+        return iter([session])
 
     def count_turns(self, raw: Any) -> int:
         # The pattern travels with the raw text; its matches are counted line by line, without the
@@ -187,3 +207,67 @@ class Inferred(Grammar):
         pattern, text = raw
         compiled = regex.compile(pattern)
         return sum(1 for line in text.split("\n") if compiled.match(line))
+
+
+def _new_session(pattern: str, text: str) -> ParsedSession:
+    session = ParsedSession(None, "none", [], raw=(pattern, text))
+    session.lines = (1, line_count(text))
+    session.coverage_reason = (
+        f"the header pattern was inferred from this file ({heuristic_id(pattern)}): a guessed pattern cannot"
+        " guarantee that every turn was found"
+    )
+    return session
+
+
+def _preamble(session: ParsedSession, text: str, lines: tuple[int, int]) -> None:
+    session.meta["preamble"] = text
+    session.regions.append(Region(RegionKind.PREAMBLE, "text before the first line with the inferred header (a"
+                                  " title or an exporter's banner)", lines=lines))
+
+
+def _stamp_of(prefix: str) -> tuple[str | None, datetime | None, int, int]:
+    """(raw time, time, 1 when not a calendar date or clock time, 1 for a clock alone) of a header's prefix."""
+    if m := _STAMP.search(prefix):
+        when = from_parts(int(m["y"]), int(m["m"]), int(m["d"]), int(m["H"]), int(m["M"]), int(m["S"] or 0))
+        return m.group(0), when, int(when is None), 0
+    if m := _CLOCK.search(prefix):
+        return m.group(0), None, 0, 1
+    return None, None, 0, 0
+
+
+def _conclude(session: ParsedSession, found: tuple[str, float, list[int]], name: str, turns: int, clock_only: int,
+              unreadable: int) -> None:
+    pattern, share, samples = found
+    if clock_only:
+        session.warnings.append(unreadable_times(clock_only, "a clock time without a date"))
+    if unreadable:
+        session.warnings.append(unreadable_times(unreadable, "not a calendar date or clock time"))
+    session.heuristics.append(Heuristic(heuristic_id(pattern), "Turn header pattern inferred from a repeated line"
+                                        " prefix", {"pattern": pattern, "linesMatched": turns,
+                                                    "sampleShare": round(share, 3), "sampleLines": samples,
+                                                    "source": name}))
+
+
+def _turn_frame(lines: pl.Series, heads) -> tuple[pl.DataFrame, int, int]:
+    """The turn frame, and the counts of clock-only and unreadable times."""
+    turns = group_turns(heads.pieces(lines), heads.ok)
+    h = heads.groups.filter(heads.ok)
+    stamps = {p: _stamp_of(p) for p in h["prefix"].unique().to_list()}
+    keys = list(stamps)
+    prefix = h["prefix"]
+    raw = prefix.replace_strict(keys, [stamps[k][0] for k in keys], return_dtype=pl.Utf8)
+    when = prefix.replace_strict(keys, [stamps[k][1] for k in keys], return_dtype=pl.Datetime("us"))
+    bad = prefix.replace_strict(keys, [stamps[k][2] for k in keys], return_dtype=pl.Int64)
+    clock = prefix.replace_strict(keys, [stamps[k][3] for k in keys], return_dtype=pl.Int64)
+    speaker = h["name"].str.strip_chars(PY_SPACE)
+    # A header without a time keeps its text (stripped) as extra.header, when it has a prefix at all.
+    plain = (raw.is_null() & (prefix.str.strip_chars(PY_SPACE).str.len_chars() > 0)).arg_true()
+    matched = heads.matched(lines).filter(heads.ok).gather(plain).to_list()
+    extra = pl.Series([None] * h.height, dtype=pl.Utf8).scatter(
+        plain, pl.Series([orjson.dumps({"header": m.strip()}).decode() for m in matched], dtype=pl.Utf8))
+    frame = pl.DataFrame({
+        "speaker": speaker, "role": per_distinct(speaker, role_of, pl.Utf8), "content": turns["body"],
+        "time": when, "time_raw": raw, "line_start": turns["line_start"], "line_end": turns["line_end"],
+        "extra": extra,
+    }).with_columns(kind=pl.lit("message", pl.Utf8)).select(list(TURN_SCHEMA))
+    return frame, int(clock.sum()), int(bad.sum())

@@ -18,6 +18,9 @@ Decisions:
   declared boilerplate region, and text before the first log line a preamble region. Irssi times
   before any such line have no date: time None, time_raw kept, one warning.
 - supybot stamps carry a zone (aware times); weechat and irssi times are naive.
+- Read as columns (``_irc_columns``, the same turns) and, above ``stream_text_bytes``, streamed in
+  chunks (``plan``/``stream_chunk``): irssi's day, the counts and the channels named are carried from
+  chunk to chunk; a log holding a line in another dialect's header shape is read whole.
 - session_id: the file-name rule (``chat_<id>.log``...); otherwise, when the log names one channel
   (``has joined #ceph``, ``Log opened``/topic lines) and has a date, ``<channel>_<first date>``
   (``ceph_2012-10-18``, the channel without its ``#``), id_source ``source:channel``; else none.
@@ -27,21 +30,22 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from datetime import datetime
+from dataclasses import dataclass, field
+from datetime import date, datetime
 from typing import Any
 
 from models.records import ParsedSession, Region, RegionKind, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
+from parsers.columns import line_test, split_lines, unnamed
 from parsers.engine import split_blocks
 from parsers.registry import register
 from parsers.sessions import file_name_id
 from parsers.timeparse import from_parts, parse_iso
 
+from . import _irc_columns as columns
 from ._lines import line_count, unreadable_times
 
-_MONTHS = {m: i for i, m in enumerate(
-    ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), 1)}
 DIALECTS: dict[str, re.Pattern] = {
     "supybot": re.compile(r"^(?P<ts>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:Z|[+-]\d{2}:?\d{2}))[ \t]+", re.M),
     "weechat": re.compile(r"^(?P<ts>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})\t", re.M),
@@ -55,7 +59,6 @@ DIALECTS: dict[str, re.Pattern] = {
 # not IRC's shape (Zoom's ``10:02:15\t From  Ann : hi`` has one).
 _SHAPED = re.compile(r"^\S+(?: \S+)?[ \t]+(?:<[^>\s]+>|\*\*\*|-!-|-->|<--|--[ \t]|[ \t]?\* |-[^\s-]+-)"
                      r"|^\S+ \S+\t[^\t]*\t")
-_IRSSI_DATE = re.compile(r"(?P<mon>[A-Z][a-z]{2}) +(?P<day>\d{1,2})(?: \d{2}:\d{2}:\d{2})? (?P<year>\d{4})")
 _NICK = r"[@+%~&!]?(?P<nick>[^\s>]+)"
 _MESSAGE = re.compile(rf"^<[ ]?{_NICK}>[ \t]?(?P<text>.*)$", re.S)
 _ACTION = re.compile(r"^\*[ \t]+(?P<nick>[^\s*]+)[ \t]?(?P<text>.*)$", re.S)
@@ -107,6 +110,11 @@ def event_of(text: str) -> tuple[str, str | None, dict[str, Any]]:
     return kind, actor, extra
 
 
+RUST = columns.rust_headers(DIALECTS)
+_TESTS = {name: unnamed(p) for name, p in RUST.items()}
+_ANY_HEADER = "|".join(f"(?:{p})" for p in _TESTS.values())
+
+
 @register
 class Irc(Grammar):
     name = "irc"
@@ -130,9 +138,7 @@ class Irc(Grammar):
         text = source.text
         dialect, _, _ = _dialect(text[:65536])
         dialect = dialect or "supybot"
-        session = ParsedSession(None, "none", [], raw=(dialect, text))
-        session.lines = (1, line_count(text))
-        session.meta["dialect"] = dialect
+        session = _new_session(dialect, text, line_count(text))
         day: datetime | None = None
         undated = unreadable = markers = 0
         turns = session.turns
@@ -148,9 +154,8 @@ class Irc(Grammar):
                 session.regions.append(Region(RegionKind.BOILERPLATE, "irssi's own Log opened/closed or Day changed"
                                               " line: it dates the clock times that follow, nobody said it",
                                               lines=(block.line_start, block.line_end)))
-                m = _IRSSI_DATE.search(block.body)
-                if m and m["mon"].lower() in _MONTHS:
-                    day = from_parts(int(m["year"]), _MONTHS[m["mon"].lower()], int(m["day"]))
+                if (sets := columns.day_setter(block.body)) is not columns.UNSET:
+                    day = sets
                 continue
             if dialect == "irssi":
                 raw = h["clock"]
@@ -165,31 +170,78 @@ class Irc(Grammar):
                 when = parse_iso(raw)
                 unreadable += when is None
             turns.append(_turn(block.body, dialect, when, raw, (block.line_start, block.line_end)))
-        if markers:
-            session.meta["loggerLines"] = markers
-        if undated:
-            session.warnings.append(unreadable_times(undated, "a clock time before any Day changed/Log opened date"))
-        if unreadable:
-            session.warnings.append(unreadable_times(unreadable, "not a calendar date or clock time"))
-        self._identify(session, source.name)
+        channels = {c for t in turns if t.role == "system" for c in _CHANNEL.findall(t.content)}
+        first_day = next((t.time.date() for t in turns if t.time is not None), None)
+        _conclude(session, source.name, Facts(markers, undated, unreadable, channels, first_day))
         yield session
 
-    @staticmethod
-    def _identify(session: ParsedSession, name: str) -> None:
-        sid = file_name_id(name)
-        if sid:
-            session.session_id, session.id_source = sid, "file-name"
-            return
-        channels = {c for t in session.turns if t.role == "system" for c in _CHANNEL.findall(t.content)}
-        channels |= set(_CHANNEL.findall(session.meta.get("preamble", "")))
-        first_day = next((t.time for t in session.turns if t.time is not None), None)
-        if len(channels) == 1 and first_day is not None:
-            channel = channels.pop()
-            session.session_id = f"{channel.lstrip('#&')}_{first_day.date().isoformat()}"
-            session.id_source = "source:channel"
-            session.meta["channel"] = channel
-        elif len(channels) > 1:
-            session.assumptions.append(f"no session id: the log names {len(channels)} channels")
+    columnar = True
+
+    def parse_columns(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession] | None:
+        """The same session as ``parse``, with its turns as a frame (``_irc_columns``)."""
+        text = source.text
+        dialect = _dialect(text[:65536])[0] or "supybot"
+        chunk = columns.turn_frame(split_lines(text), dialect, RUST[dialect], None, 1)
+        if chunk is None:
+            return None
+        session = _new_session(dialect, text, line_count(text))
+        facts = Facts()
+        _absorb(session, facts, chunk)
+        session.frame = chunk.frame
+        _conclude(session, source.name, facts)
+        return iter([session])
+
+    # -- streaming (flows/spool.py) ------------------------------------------------------------
+
+    streams_text = True
+
+    # The lines a chunk may start at: a header of any dialect. A streamed log has no header of
+    # another dialect than its own (``plan`` checks it), so these are its own turn starts.
+    is_header = staticmethod(line_test(_ANY_HEADER))
+
+    def plan(self, source: SourceText, blocks) -> StreamPlan:
+        """The pre-pass: the dialect (from the first 64 KiB, as ``parse``), the line count, the
+        independent turn count, and the check that no line is another dialect's header (a chunk
+        must start at one of the log's own). Raises when there is one: the log is read whole."""
+        plan = StreamPlan()
+        for text, first_line in blocks:
+            lines = split_lines(text)
+            plan.lines = first_line + len(lines) - 1
+            if len(plan.sample) < 65536:
+                plan.sample += text[:65536 - len(plan.sample)]
+            wanted = (plan.dialect,) if plan.dialect else tuple(DIALECTS)
+            for name in wanted:
+                plan.counted_by[name] = plan.counted_by.get(name, 0) + self.count_turns((name, text))
+                plan.heads_by[name] = plan.heads_by.get(name, 0) + int(
+                    lines.str.contains(_TESTS[name]).fill_null(False).sum())
+            plan.any_heads += int(self.is_header(lines).sum())
+            if plan.dialect is None and len(plan.sample) >= 65536:
+                plan.dialect = _dialect(plan.sample)[0] or "supybot"
+        plan.dialect = plan.dialect or _dialect(plan.sample)[0] or "supybot"
+        plan.counted = plan.counted_by[plan.dialect] if plan.counted_by else 0
+        if plan.heads_by.get(plan.dialect, 0) != plan.any_heads:
+            raise ValueError("a line has another IRC dialect's header: the log is read whole")
+        plan.sample = ""
+        return plan
+
+    def stream_session(self, source: SourceText, plan: StreamPlan) -> ParsedSession:
+        return _new_session(plan.dialect, "", plan.lines)
+
+    def stream_chunk(self, session: ParsedSession, plan: StreamPlan, lines, first_line: int, reader):
+        """The turn frame of a run of whole turns; what spans chunks (irssi's day, the counts, the
+        channels named) is carried in ``plan.facts``."""
+        chunk = columns.turn_frame(lines, plan.dialect, RUST[plan.dialect], plan.facts.day, first_line)
+        if chunk is None:
+            raise ValueError("the header pattern cannot run in polars")
+        _absorb(session, plan.facts, chunk)
+        return chunk
+
+    def stream_end(self, session: ParsedSession, source: SourceText, plan: StreamPlan, bad: int,
+                   extras: list[dict]) -> None:
+        _conclude(session, source.name, plan.facts)
+
+    def reader(self, source: SourceText) -> None:
+        return None
 
     def count_turns(self, raw: Any) -> int:
         dialect, text = raw
@@ -198,6 +250,82 @@ class Irc(Grammar):
         if dialect == "weechat":
             return len(re.findall(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\t", text, re.M))
         return len(re.findall(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\S*\s", text, re.M))
+
+
+
+
+@dataclass(slots=True)
+class Facts:
+    """What a log's turns tell the session beyond themselves (counted across chunks when streamed)."""
+
+    markers: int = 0
+    undated: int = 0
+    unreadable: int = 0
+    channels: set[str] = field(default_factory=set)
+    first_day: date | None = None
+    day: datetime | None = None
+    """irssi: the day in force at the end of the lines read so far."""
+
+
+@dataclass(slots=True)
+class StreamPlan:
+    """A streamed log's pre-pass (``Irc.plan``), and the facts its chunks add as they are read."""
+
+    lines: int = 0
+    counted: int = 0
+    dialect: str | None = None
+    sample: str = ""
+    counted_by: dict[str, int] = field(default_factory=dict)
+    heads_by: dict[str, int] = field(default_factory=dict)
+    any_heads: int = 0
+    facts: Facts = field(default_factory=Facts)
+
+
+def _new_session(dialect: str, text: str, lines: int) -> ParsedSession:
+    session = ParsedSession(None, "none", [], raw=(dialect, text))
+    session.lines = (1, lines)
+    session.meta["dialect"] = dialect
+    return session
+
+
+def _absorb(session: ParsedSession, facts: Facts, chunk: columns.Chunk) -> None:
+    """A chunk's declared regions and preamble into the session, its counts into ``facts``."""
+    session.regions.extend(chunk.regions)
+    if chunk.preamble is not None:
+        session.meta["preamble"] = chunk.preamble
+    facts.markers += chunk.markers
+    facts.undated += chunk.undated
+    facts.unreadable += chunk.bad
+    facts.channels |= chunk.channels
+    facts.first_day = facts.first_day or chunk.first_day
+    facts.day = chunk.day
+
+
+def _conclude(session: ParsedSession, name: str, facts: Facts) -> None:
+    """The logger-line count, the time warnings and the session id, once every turn is read."""
+    if facts.markers:
+        session.meta["loggerLines"] = facts.markers
+    if facts.undated:
+        session.warnings.append(unreadable_times(facts.undated, "a clock time before any Day changed/Log opened"
+                                                 " date"))
+    if facts.unreadable:
+        session.warnings.append(unreadable_times(facts.unreadable, "not a calendar date or clock time"))
+    _identify(session, name, facts.channels | set(_CHANNEL.findall(session.meta.get("preamble", ""))),
+              facts.first_day)
+
+
+def _identify(session: ParsedSession, name: str, channels: set[str], first_day: date | None) -> None:
+    sid = file_name_id(name)
+    if sid:
+        session.session_id, session.id_source = sid, "file-name"
+        return
+    if len(channels) == 1 and first_day is not None:
+        channel = channels.pop()
+        session.session_id = f"{channel.lstrip('#&')}_{first_day.isoformat()}"
+        session.id_source = "source:channel"
+        session.meta["channel"] = channel
+    elif len(channels) > 1:
+        session.assumptions.append(f"no session id: the log names {len(channels)} channels")
 
 
 def _turn(body: str, dialect: str, when: datetime | None, raw: str, lines: tuple[int, int]) -> Turn:

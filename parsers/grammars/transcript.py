@@ -13,6 +13,10 @@ A line that starts with a timestamp of the same shape as the session's header ti
 no ``Name:`` (``[10:05] Bob joined the call``) is a notice of its own (B2: never merged into the
 turn before); a line whose timestamp has another shape is text of the turn it is in.
 
+Read as columns (``_transcript_columns``, the same sessions) and, above ``stream_text_bytes``,
+streamed in chunks when every header line starts a turn and there is no front matter or ``Session:``
+line (the acceptance rule needs every label's count: ``plan`` counts them first).
+
 Source accounting: front matter, ``Session:`` lines and the text before the first turn (a title,
 a banner) are declared regions. Detection reports the share of non-blank lines explained: headers
 whose timestamp this grammar can read (ISO date-times, clock times) and the lines that continue
@@ -26,28 +30,39 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
+import orjson
 import regex
 
 from models.records import ParsedSession, Region, RegionKind, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
+from parsers.columns import line_test, rust_pattern, split_lines, unnamed
 from parsers.engine import Block, split_blocks
 from parsers.grammars.markdown import candidate as md_candidate
 from parsers.grammars.markdown import without_said
 from parsers.registry import register
-from parsers.sessions import SESSION_LINE, front_matter, segments
+from parsers.sessions import SESSION_LINE, file_name_id, front_matter, segments
 from parsers.speakers import ROLE_WORDS, parse_model_spec, role_of, split_speaker
 from parsers.timeparse import parse_iso
+
+from . import _transcript_columns as columns
 
 _ISO = r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2})?(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
 _TS = rf"(?:\[(?P<ts>[^\]\n]{{4,40}})\][ \t]*|(?P<iso>{_ISO})[ \t]+)"
 _LABEL = r"(?P<label>[\p{L}\p{N}@_~+][^:(){}\n]{0,60}?(?:[ \t]*\([^()\n]{1,80}\))?)"
-_NOTICE = rf"(?:\[(?P<nts>[^\]\n]{{4,40}})\][ \t]*|(?P<niso>{_ISO})[ \t]+)(?=\S)"
-HEADER = regex.compile(rf"^(?:{_TS}?{_LABEL}[ \t]*:(?:[ \t]+|$)|{_NOTICE})", regex.MULTILINE)
+_NOTICE_STAMP = rf"(?:\[(?P<nts>[^\]\n]{{4,40}})\][ \t]*|(?P<niso>{_ISO})[ \t]+)"
+HEADER = regex.compile(rf"^(?:{_TS}?{_LABEL}[ \t]*:(?:[ \t]+|$)|{_NOTICE_STAMP}(?=\S))", regex.MULTILINE)
+# The header without its one lookahead (a notice's text starts with a non-space), which Rust's regex
+# lacks: the columnar parse tests it on the rest of the line (it is the pattern's last step).
+HEADER_NO_LOOKAHEAD = regex.compile(rf"^(?:{_TS}?{_LABEL}[ \t]*:(?:[ \t]+|$)|{_NOTICE_STAMP})", regex.MULTILINE)
+RUST_HEADER = rust_pattern(HEADER_NO_LOOKAHEAD)
+_HEADER_TEST = unnamed(rust_pattern(regex.compile(
+    rf"^(?:{_TS}?{_LABEL}[ \t]*:(?:[ \t]+|$)|{_NOTICE_STAMP}\S)", regex.MULTILINE)))
 _CLOCK = regex.compile(r"(?P<h>\d{1,2}):(?P<m>\d{2})(?::(?P<s>\d{2}))?")
 _DIGIT = regex.compile(r"\d")
 _MAX_WORDS = 6
@@ -143,19 +158,12 @@ class Transcript(Grammar):
             yield self._session(text, seg)
 
     def _session(self, text: str, seg) -> ParsedSession:
-        front = seg.front
-        zone = ZoneInfo(front["timezone"]) if front.get("timezone") else None
-        day = parse_iso(f"{front['date']} 00:00:00") if front.get("date") else None
-        default_model = parse_model_spec(front["model"]) if front.get("model") else None
+        zone, day, default_model = _front(seg.front)
         blocks = list(split_blocks(text, HEADER, start=seg.start, end=seg.end, first_line=seg.first_line))
         heads = [b.header for b in blocks if b.header is not None]
         ok = accepted_labels([(lb, bool(h["ts"] or h["iso"])) for h in heads if (lb := _speaker_label(h))])
         shapes = _header_shapes(heads)
-        session = ParsedSession(seg.session_id, seg.id_source, [], raw=text[seg.start:seg.end],
-                                lines=seg.span, regions=list(seg.regions))
-        session.title = front.get("title")
-        if zone:
-            session.assumptions.append(f"timestamps without a zone are in {zone.key} (front matter)")
+        session = _new_session(text, seg, zone)
         clock_only = 0
         for block in blocks:
             h = block.header
@@ -173,7 +181,7 @@ class Transcript(Grammar):
                                               lines=(block.line_start, block.line_end),
                                               content=((h.group(0) if h else "") + block.body).strip("\n")))
         if clock_only:
-            session.warnings.append(f"{clock_only} turns give a clock time without a date: no date set")
+            session.warnings.append(_clock_only(clock_only))
         return session
 
     @staticmethod
@@ -200,19 +208,7 @@ class Transcript(Grammar):
         if model is None and role == "assistant" and default_model is not None:
             model = default_model
         raw = _stamp(h)
-        when, clock_only = None, 0
-        if raw:
-            when = parse_iso(raw)
-            if when is None and (c := _CLOCK.fullmatch(raw.strip())):
-                if day is not None:
-                    try:
-                        when = day.replace(hour=int(c["h"]), minute=int(c["m"]), second=int(c["s"] or 0))
-                    except ValueError:
-                        when = None
-                else:
-                    clock_only = 1
-            if when is not None and when.tzinfo is None and zone is not None:
-                when = when.replace(tzinfo=zone)
+        when, clock_only = _read_time(raw, day, zone) if raw else (None, 0)
         content = block.body
         if label is None:  # the notice's text starts right after its timestamp
             content = h.string[_stamp_end(h):h.end()] + content
@@ -220,6 +216,81 @@ class Transcript(Grammar):
         if content.startswith("\n"):  # "Name:" alone on its line: the text starts on the next one
             content = content[1:]
         return Turn(speaker, role, content, when, raw, model, kind, (block.line_start, block.line_end)), clock_only
+
+    columnar = True
+
+    def parse_columns(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession] | None:
+        """The sessions of ``parse`` with their turns as frames (``_transcript_columns``)."""
+        text = source.text
+        out = []
+        for seg in segments(text, source.name):
+            zone, day, default_model = _front(seg.front)
+            lines = split_lines(text[seg.start:seg.end])
+            found = columns.header_rows(lines, RUST_HEADER, _plausible)
+            if found is None:
+                return None
+            heads, rows = found
+            labels = columns.Labels()
+            labels.add(rows)
+            chunk = columns.turn_frame(lines, heads, rows, _reading(labels, day, zone, default_model),
+                                       seg.first_line, 0)
+            session = _new_session(text, seg, zone)
+            _absorb(session, chunk)
+            if chunk.clock_only:
+                session.warnings.append(_clock_only(chunk.clock_only))
+            session.frame = chunk.frame
+            out.append(session)
+        return iter(out)
+
+    # -- streaming (flows/spool.py) ------------------------------------------------------------
+
+    streams_text = True
+
+    # The header lines (``HEADER``'s, tested without captures). A streamed transcript has no header
+    # line that starts no turn (``plan`` checks it), so these are its turn starts.
+    is_header = staticmethod(line_test(_HEADER_TEST))
+
+    def plan(self, source: SourceText, blocks) -> StreamPlan:
+        """The pre-pass: the line count and every header's label and stamp shape, counted. Raises (the
+        transcript is read whole) on front matter, a ``Session:`` line, or a header that would start
+        no turn (a ``Note:`` kept as text)."""
+        plan = StreamPlan()
+        for text, first_line in blocks:
+            if (first_line == 1 and text.startswith("---")) or SESSION_LINE.search(text):
+                raise ValueError("front matter or a Session line: the transcript is read whole")
+            lines = split_lines(text)
+            plan.lines = first_line + len(lines) - 1
+            _, rows = columns.header_rows(lines, RUST_HEADER, _plausible)
+            plan.labels.add(rows)
+            for label, shape, n in rows.group_by("label", "shape").len().iter_rows():
+                plan.keys[label, shape] += n
+            if plan.first is None and rows.height:
+                plan.first = (rows["label"][0], rows["shape"][0])
+            plan.counted += rows.height
+        plan.reading = _reading(plan.labels, None, None, None)
+        if plan.kept_as_text():
+            raise ValueError("a header that starts no turn: the transcript is read whole")
+        return plan
+
+    def stream_session(self, source: SourceText, plan: StreamPlan) -> ParsedSession:
+        sid = file_name_id(source.name)
+        return ParsedSession(sid, "file-name" if sid else "none", [], raw="", lines=(1, max(plan.lines, 1)))
+
+    def stream_chunk(self, session: ParsedSession, plan: StreamPlan, lines, first_line: int, reader):
+        heads, rows = columns.header_rows(lines, RUST_HEADER, _plausible)
+        chunk = columns.turn_frame(lines, heads, rows, plan.reading, first_line, plan.turns)
+        _absorb(session, chunk)
+        plan.turns += chunk.turns
+        plan.clock_only += chunk.clock_only
+        return chunk
+
+    def stream_end(self, session: ParsedSession, source: SourceText, plan: StreamPlan, bad: int,
+                   extras: list[dict]) -> None:
+        if plan.clock_only:
+            session.warnings.append(_clock_only(plan.clock_only))
+
+    def reader(self, source: SourceText) -> None:
+        return None
 
     def count_turns(self, raw: Any) -> int:
         """A line-by-line scan of its own: header lines with the same acceptance rule, notices of the
@@ -233,3 +304,95 @@ class Transcript(Grammar):
             if label in ok or (label is None and _shape(m) in shapes) or (label is not None and count == 0):
                 count += 1
         return count
+
+
+
+
+def _front(front: dict[str, str]) -> tuple[ZoneInfo | None, datetime | None, Any]:
+    """(zone, day of clock-only times, default model) from a session's front matter."""
+    zone = ZoneInfo(front["timezone"]) if front.get("timezone") else None
+    day = parse_iso(f"{front['date']} 00:00:00") if front.get("date") else None
+    default_model = parse_model_spec(front["model"]) if front.get("model") else None
+    return zone, day, default_model
+
+
+def _new_session(text: str, seg, zone: ZoneInfo | None) -> ParsedSession:
+    session = ParsedSession(seg.session_id, seg.id_source, [], raw=text[seg.start:seg.end],
+                            lines=seg.span, regions=list(seg.regions))
+    session.title = seg.front.get("title")
+    if zone:
+        session.assumptions.append(f"timestamps without a zone are in {zone.key} (front matter)")
+    return session
+
+
+def _clock_only(count: int) -> str:
+    return f"{count} turns give a clock time without a date: no date set"
+
+
+def _read_time(raw: str, day: datetime | None, zone: ZoneInfo | None) -> tuple[datetime | None, int]:
+    """A stamp's time (ISO, or a clock on the front matter's day, in its zone), and 1 for a clock
+    time with no day to put it on."""
+    when, clock_only = parse_iso(raw), 0
+    if when is None and (c := _CLOCK.fullmatch(raw.strip())):
+        if day is not None:
+            try:
+                when = day.replace(hour=int(c["h"]), minute=int(c["m"]), second=int(c["s"] or 0))
+            except ValueError:
+                when = None
+        else:
+            clock_only = 1
+    if when is not None and when.tzinfo is None and zone is not None:
+        when = when.replace(tzinfo=zone)
+    return when, clock_only
+
+
+def _speaker_of(label: str, default_model) -> tuple[str, str, str, str | None]:
+    """(speaker, role, kind, model as ``parsers.columns.MODEL``) of an accepted label (``Transcript._turn``)."""
+    speaker, model = split_speaker(label)
+    speaker = without_said(speaker)
+    role = role_of(speaker)
+    kind = {"system": "system", "tool": "tool_result"}.get(role, "message")
+    if model is None and role == "assistant":
+        model = default_model
+    named = orjson.dumps([model.provider, model.name, model.version]).decode() if model is not None else None
+    return speaker, role, kind, named
+
+
+def _role_word(label: str) -> bool:
+    return without_said(split_speaker(label)[0]).lower() in ROLE_WORDS
+
+
+def _reading(labels: columns.Labels, day, zone, default_model) -> columns.Reading:
+    return columns.Reading(labels.accepted(_role_word), labels.shapes, lambda lb: _speaker_of(lb, default_model),
+                           lambda raw: _read_time(raw, day, zone)[0], lambda raw: _read_time(raw, day, zone)[1] == 1,
+                           fast_times=zone is None)
+
+
+def _absorb(session: ParsedSession, chunk: columns.Chunk) -> None:
+    session.regions.extend(chunk.regions)
+    session.warnings.extend(chunk.warnings)
+
+
+@dataclass(slots=True)
+class StreamPlan:
+    """A streamed transcript's pre-pass (``Transcript.plan``), and the counts its chunks add."""
+
+    lines: int = 0
+    counted: int = 0
+    labels: columns.Labels = field(default_factory=columns.Labels)
+    keys: Counter = field(default_factory=Counter)
+    """(label, stamp shape) -> header lines"""
+    first: tuple[str | None, str] | None = None
+    reading: columns.Reading | None = None
+    turns: int = 0
+    clock_only: int = 0
+
+    def kept_as_text(self) -> int:
+        """Header lines that would start no turn: neither an accepted label, nor a notice in a
+        header's stamp shape, nor the first labelled header."""
+        ok, shapes = self.reading.accepted, self.labels.shapes
+        kept = sum(n for (label, shape), n in self.keys.items()
+                   if not (label in ok if label is not None else shape in shapes))
+        if self.first is not None and self.first[0] is not None and self.first[0] not in ok:
+            kept -= 1
+        return kept

@@ -39,6 +39,7 @@ def test_a_turn_lost_by_the_grammar_is_found_by_the_accounting(monkeypatch):
             yield session
 
     monkeypatch.setattr(type(grammar), "parse", losing_parse)
+    monkeypatch.setattr(type(grammar), "columnar", False)  # the turn records are what the test alters
     monkeypatch.setattr(type(grammar), "count_turns", lambda self, raw: count(self, raw) - 1)
     session, doc = _run(CLEAN)
     history = doc["artifacts"]["Chatthistorik"]
@@ -60,6 +61,7 @@ def test_declared_regions_are_listed_in_the_build_log(monkeypatch):
             yield session
 
     monkeypatch.setattr(type(grammar), "parse", declaring_parse)
+    monkeypatch.setattr(type(grammar), "columnar", False)  # the turn records are what the test alters
     monkeypatch.setattr(type(grammar), "count_turns", lambda self, raw: 3)
     session, doc = _run(CLEAN)
     regions = doc["artifacts"]["ByggLogg"]["declaredRegions"]
@@ -81,6 +83,7 @@ def test_the_ledger_counts_unaccounted_sources_and_format_drift(monkeypatch, tmp
             yield session
 
     monkeypatch.setattr(type(grammar), "parse", drifting_parse)
+    monkeypatch.setattr(type(grammar), "columnar", False)  # the turn records are what the test alters
     monkeypatch.setattr(type(grammar), "count_turns", lambda self, raw: 3)
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "chat.txt").write_bytes(CLEAN)

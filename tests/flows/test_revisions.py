@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import multiprocessing
 import sqlite3
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -177,7 +178,8 @@ def test_ledger_migrates_from_schema_1(tmp_path):
 def _pool_runner(out: Path, settings: Settings):
     """Shards in parallel processes, as the flow runs them: only the main process writes the index."""
     def runner(shards, companions, ledger_path):
-        with ProcessPoolExecutor(max_workers=3) as pool:
+        # forkserver, as the flow's pool: a forked child of a process whose polars threads are running can hang
+        with ProcessPoolExecutor(max_workers=3, mp_context=multiprocessing.get_context("forkserver")) as pool:
             futures = [pool.submit(run_shard, s, out, settings, companions=companions, ledger_path=Path(ledger_path))
                        for s in shards]
             for f in futures:
