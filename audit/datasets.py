@@ -56,6 +56,7 @@ PART_COLUMNS = {
     "turns": {**TURN_COLUMNS, "output_sha256": pl.Utf8},
 }
 KEY = ["output_path", "output_sha256"]
+STAGED = PARTS / "turns" / ".staged"  # streamed documents' turns parts, until the run adopts them
 
 
 def rows(rel: str, sha256: str, doc: dict[str, Any]) -> tuple[dict, list[dict]]:
@@ -97,11 +98,38 @@ class Rows:
     def __init__(self) -> None:
         self.sessions: list[dict] = []
         self.turns: list[dict] = []
+        self.staged: list[Path] = []
+        """Turns parts of streamed documents, written by the worker, adopted by the run (``adopt``)."""
 
     def add(self, rel: str, sha256: str, doc: dict[str, Any]) -> None:
         session, turns = rows(rel, sha256, doc)
         self.sessions.append(session)
         self.turns.extend(turns)
+
+    def add_streamed(self, out_root: Path, rel: str, sha256: str, envelope: dict[str, Any], pieces: list[Path]) -> None:
+        """A streamed document: its sessions row from its envelope, its turns from the row pieces its
+        ranges wrote as they read (``normalizers.columns.TurnRows`` frames, in order), streamed into
+        a staged part and removed: the document is never read back, nor all its rows held."""
+        session, _ = rows(rel, sha256, envelope)
+        target = out_root / STAGED / f".{hashlib.sha256(rel.encode()).hexdigest()[:16]}.{sha256[:16]}.parquet.tmp"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        constants = {"output_path": rel, "session_id": session["session_id"], "source_pointer": None,
+                     "source_path": session["source_path"], "grammar": session["grammar"], "output_sha256": sha256}
+        columns = PART_COLUMNS["turns"]
+        if pieces:
+            frame = pl.scan_ipc(pieces).with_columns(pl.lit(v, pl.Utf8).alias(k) for k, v in constants.items())
+            frame.select(pl.col(k).cast(t) for k, t in columns.items()).sink_parquet(target)
+        else:
+            pl.DataFrame(schema=columns).write_parquet(target)
+        for piece in pieces:
+            piece.unlink(missing_ok=True)
+        self.sessions.append(session)
+        self.staged.append(target)
+
+    def discard(self) -> None:
+        for path in self.staged:
+            path.unlink(missing_ok=True)
+        self.staged.clear()
 
     def frames(self) -> dict[str, pl.DataFrame]:
         """The rows as part frames (compact to send from a worker: columns, not dicts)."""
@@ -134,6 +162,16 @@ def write_part(out_root: Path, run_id: str, name: str, frames: dict[str, pl.Data
     if frames["sessions"].is_empty():
         return []
     return [_write_frame(frames[t], out_root / PARTS / t / run_id / name, "parquet") for t in TABLES]
+
+
+def adopt(out_root: Path, run_id: str, staged: list[str]) -> None:
+    """Move the staged turns parts of streamed documents into the run's parts (after the ledger
+    has their documents, as for every part)."""
+    for name in staged:
+        path = Path(name)
+        target = out_root / PARTS / "turns" / run_id / path.name[1:-len(".tmp")]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        path.replace(target)
 
 
 def _part_files(out_root: Path, table: str) -> list[Path]:
@@ -194,6 +232,7 @@ def _tables(out_root: Path, snap: Snapshot, problems: list[str] | None) -> tuple
     turns = parts["turns"].join(snap.current, on=KEY, how="semi").unique(subset=[*KEY, "ordinal"], keep="first")
     unread = snap.current.join(sessions.select(KEY), on=KEY, how="anti")
     if unread.height:  # no part holds these: read the documents themselves, once
+        turns = turns.join(unread, on=KEY, how="anti")  # turn rows without their session row: read again
         extra = _read_documents(out_root, unread.rows(), problems)
         sessions = pl.concat([sessions, extra["sessions"]], how="vertical")
         turns = pl.concat([turns, extra["turns"]], how="vertical")

@@ -245,6 +245,7 @@ class WhatsApp(Grammar):
         turn count, the first header and the line count."""
         plan = TextPlan()
         for text, first_line in blocks:
+            plan.starts.append(plan.turns)
             lines = split_lines(text)
             plan.lines = first_line + len(lines) - 1
             plan.counted += self.count_turns(text)
@@ -305,6 +306,8 @@ class TextPlan:
     runs: list[tuple[str, int]] = field(default_factory=list)
     run_lines: dict[int, int] = field(default_factory=dict)
     order: DateOrder | None = None
+    starts: list[int] = field(default_factory=list)
+    """The turns before each block (a range cut at a block's first header starts with that turn)."""
 
 
 def _session(source: SourceText, text: str) -> ParsedSession:
