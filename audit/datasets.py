@@ -21,11 +21,14 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
 import polars as pl
+
+from normalizers.columns import TurnRows
 
 if TYPE_CHECKING:
     from .ledger import Ledger
@@ -92,6 +95,19 @@ def rows(rel: str, sha256: str, doc: dict[str, Any]) -> tuple[dict, list[dict]]:
     return session, turns
 
 
+@dataclass(slots=True)
+class StreamedRows:
+    """A streamed session's interaction rows, written by its ranges as they read: Arrow IPC pieces
+    of ``TurnRows.columns`` in order, and the session's speaker table they refer to."""
+
+    pieces: list[Path]
+    speakers: dict[str, dict[str, Any]]
+
+    def discard(self) -> None:
+        for piece in self.pieces:
+            piece.unlink(missing_ok=True)
+
+
 class Rows:
     """The dataset rows of the documents one shard wrote, built from the documents in hand."""
 
@@ -106,23 +122,24 @@ class Rows:
         self.sessions.append(session)
         self.turns.extend(turns)
 
-    def add_streamed(self, out_root: Path, rel: str, sha256: str, envelope: dict[str, Any], pieces: list[Path]) -> None:
+    def add_streamed(self, out_root: Path, rel: str, sha256: str, envelope: dict[str, Any],
+                     streamed: StreamedRows) -> None:
         """A streamed document: its sessions row from its envelope, its turns from the row pieces its
-        ranges wrote as they read (``normalizers.columns.TurnRows`` frames, in order), streamed into
-        a staged part and removed: the document is never read back, nor all its rows held."""
+        ranges wrote as they read, streamed into a staged part and removed: the document is never
+        read back, nor all its rows held."""
         session, _ = rows(rel, sha256, envelope)
         target = out_root / STAGED / f".{hashlib.sha256(rel.encode()).hexdigest()[:16]}.{sha256[:16]}.parquet.tmp"
         target.parent.mkdir(parents=True, exist_ok=True)
         constants = {"output_path": rel, "session_id": session["session_id"], "source_pointer": None,
                      "source_path": session["source_path"], "grammar": session["grammar"], "output_sha256": sha256}
         columns = PART_COLUMNS["turns"]
-        if pieces:
-            frame = pl.scan_ipc(pieces).with_columns(pl.lit(v, pl.Utf8).alias(k) for k, v in constants.items())
+        if streamed.pieces:
+            frame = TurnRows(pl.scan_ipc(streamed.pieces), streamed.speakers).frame()
+            frame = frame.with_columns(pl.lit(v, pl.Utf8).alias(k) for k, v in constants.items())
             frame.select(pl.col(k).cast(t) for k, t in columns.items()).sink_parquet(target)
         else:
             pl.DataFrame(schema=columns).write_parquet(target)
-        for piece in pieces:
-            piece.unlink(missing_ok=True)
+        streamed.discard()
         self.sessions.append(session)
         self.staged.append(target)
 

@@ -72,7 +72,7 @@ class ShardTrail:
 
     def document_file(self, rel: str, tmp: Path, sha: str, previous: str | None, *, note: str = "",
                       target: Path | None = None, envelope: dict[str, Any] | None = None,
-                      rows: list[Path] | None = None) -> bool:
+                      rows: datasets.StreamedRows | None = None) -> bool:
         """Stage a document the worker finished in a temporary file (a streamed session), its sha256
         known; neither it nor the file it replaces is read. ``previous``: the sha256 of what the file
         holds now. Its dataset rows come from its ``envelope`` and the row pieces its ranges wrote
@@ -88,9 +88,9 @@ class ShardTrail:
             tmp.unlink(missing_ok=True)
             revisions.keep(self.out_root, target, sha)
         self.revisions.append(RevisionRow(rel, sha, note, revisions.now(), previous if changed else None))
-        if envelope is not None:  # else, or when this fails, the tables read the document itself
+        if envelope is not None and rows is not None:  # else, or when this fails, the tables read the document
             with contextlib.suppress(KeyError, TypeError, OSError, pl.exceptions.PolarsError):
-                self.rows.add_streamed(self.out_root, rel, sha, envelope, rows or [])
+                self.rows.add_streamed(self.out_root, rel, sha, envelope, rows)
         return changed
 
     def commit(self) -> None:

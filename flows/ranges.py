@@ -20,6 +20,7 @@ the process, without pickling turns, and a worker that dies still takes the whol
 from __future__ import annotations
 
 import io
+from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -28,7 +29,7 @@ from typing import Any, BinaryIO
 
 import polars as pl
 
-from normalizers.columns import ColumnAssembler, lines_bytes
+from normalizers.columns import ColumnAssembler
 from parsers.columns import split_lines
 from validators import gate
 from validators.accounting import Accounting, BlankIndex, account_spans
@@ -87,14 +88,33 @@ class Blocks:
 
     offsets: list[tuple[int, int, int]] = field(default_factory=list)
 
-    def read(self, fp: BinaryIO, size: int) -> Iterator[tuple[str, int]]:
-        """The input's canonical text in blocks of whole lines, each with the number of its first line."""
+    def read(self, fp: BinaryIO, size: int) -> Iterator[tuple[int, bytes, int]]:
+        """The input in blocks of whole raw lines ``(offset, bytes, number of its first line)``."""
         line = 1
         for offset, raw in raw_blocks(fp, size):
-            text = canonical(raw, offset == 0)
             self.offsets.append((offset, len(raw), line))
-            yield text, line
-            line += text.count("\n")
+            yield offset, raw, line
+            line += raw.count(b"\n") + ((raw.count(b"\r") - raw.count(b"\r\n")) if b"\r" in raw else 0)
+
+    def scans(self, fp: BinaryIO, size: int, scan: Callable[[str, int], Any], workers: int) -> Iterator[Any]:
+        """``scan(text, first line)`` of every block, in order, up to ``workers`` blocks at once."""
+        return ordered(lambda block: scan(canonical(block[1], block[0] == 0), block[2]), self.read(fp, size), workers)
+
+
+def ordered(fn: Callable[[Any], Any], items: Iterator[Any], workers: int) -> Iterator[Any]:
+    """``fn`` of each item on up to ``workers`` threads, the results in order; a few items ahead at
+    most, so memory stays bounded by a few items."""
+    if workers <= 1:
+        yield from map(fn, items)
+        return
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="scan") as pool:
+        window: deque = deque()
+        for item in items:
+            window.append(pool.submit(fn, item))
+            if len(window) > workers:
+                yield window.popleft().result()
+        while window:
+            yield window.popleft().result()
 
 
 def decoded(blocks: Iterator[tuple[int, bytes]], line: int) -> Iterator[tuple[str, int]]:
@@ -176,12 +196,12 @@ def read_range(r: Reading, rng: Range) -> RangePart:
         fp.seek(rng.start)
         chunks = turn_chunks(decoded(raw_blocks(fp, size, rng.end), rng.line), r.grammar.is_header)
         for lines, first_line in chunks:
-            out.write(_chunk(r, part, reader, lines, first_line))
+            _chunk(r, part, reader, lines, first_line, out)
     return part
 
 
-def _chunk(r: Reading, part: RangePart, reader, lines: pl.Series, first_line: int) -> bytes:
-    """One chunk of a range: assembled, checked, accounted; returns its encoded interactions."""
+def _chunk(r: Reading, part: RangePart, reader, lines: pl.Series, first_line: int, out: BinaryIO) -> None:
+    """One chunk of a range: assembled, checked, accounted; its interactions appended to ``out``."""
     chunk = r.grammar.stream_chunk(r.session, r.plan, lines, first_line, reader)
     part.bad += chunk.bad
     part.extras.extend(chunk.extras)
@@ -201,11 +221,11 @@ def _chunk(r: Reading, part: RangePart, reader, lines: pl.Series, first_line: in
     part.characters += int(columns["content"].str.len_chars().sum() or 0)
     if columns.height:
         rows = r.spool.with_name(f"{part.piece.name[:-len('.lines.tmp')]}.{len(part.rows):06d}.rows.tmp")
-        assembler.rows(columns).frame().write_ipc(rows)
+        assembler.rows(columns).columns.write_ipc(rows)  # the speakers' fields are the session's (merge)
         part.rows.append(rows)
-    piece = lines_bytes(columns, assembler.summary.count == columns.height)
-    part.check.feed(piece, encoded=True)
-    return piece
+    part.check.lines(columns["line"])
+    # each line and a comma: the document's last comma is left out when the pieces are joined
+    columns.select("line").write_csv(out, include_header=False, quote_style="never", line_terminator=",\n")
 
 
 def turn_chunks(blocks: Iterator[tuple[str, int]], is_header: Callable[[pl.Series], pl.Series]

@@ -461,8 +461,8 @@ def _spooled(ref, s, trail: ShardTrail, result: ShardResult, settings: Settings 
             latched = None
     if latched:
         Path(s.spool).unlink(missing_ok=True)
-        for piece in s.turns or ():
-            Path(piece).unlink(missing_ok=True)
+        if s.turns is not None:
+            s.turns.discard()
         trail.batch.stage_changed(resolve_inside(trail.out_root, record), emit.quarantine_record({
             "status": "quarantined", "source": ref.name, "ordinal": s.ordinal, "sessionId": s.session_id,
             "reasons": [Reason.MASS_LATCH.value], "detail": latched, "acceptedDocument": rel,

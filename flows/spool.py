@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from audit.datasets import StreamedRows
 from models.errors import ReconstructError
 from models.records import Detection, SourceText
 from models.status import FileStatus, SessionStatus
@@ -91,7 +92,7 @@ def stream_text(open_input: Callable[[], BinaryIO], source: SourceText, detectio
     settings = ctx.settings
     blocks = ranges.Blocks()
     with open_input() as fp:
-        plan = grammar.plan(source, blocks.read(fp, settings.stream_chunk_bytes))
+        plan = grammar.plan(source, blocks.scans(fp, settings.stream_chunk_bytes, grammar.scan_block, settings.workers))
         cuts = (ranges.cut(fp, blocks, plan.starts, grammar.is_header, settings.stream_range_bytes)
                 if ranges.seekable(fp) else [ranges.WHOLE])
     session = grammar.stream_session(source, plan)
@@ -106,7 +107,8 @@ def stream_text(open_input: Callable[[], BinaryIO], source: SourceText, detectio
         outcome = _finish(built, spool_dir / f"{name}.json.tmp", source, detection, grammar, plan, session, ctx,
                           started)
         first = outcome.sessions[0]
-        kept = [*(first.turns or ()), *([Path(first.spool)] if first.spool is not None else [])]
+        if first.spool is not None:
+            kept = [Path(first.spool), *first.turns.pieces]
     finally:
         for path in spool_dir.glob(f"{name}.*.tmp"):
             if path not in kept:
@@ -141,9 +143,10 @@ def _finish(built: ranges.Merged, target: Path, source, detection, grammar, plan
         status = SessionStatus.PARTIAL if result.partial else SessionStatus.OK
         reason = doc["artifacts"]["Chatthistorik"].get("coverageReason", "")
         # the envelope and the row pieces: the shard's dataset rows, without reading the document back
+        rows = StreamedRows(built.rows, {k: v.entry for k, v in built.assembler.speakers.items()})
         outcome = SessionOutcome(1, sid, raw_id, status, [], reason, None, doc, summary.count, counted,
                                  built.characters, seconds=seconds, spool=spooled.path, spool_sha256=spooled.sha256,
-                                 turns=built.rows)
+                                 turns=rows)
     outcome.declared = built.accounting.declared
     file_status = (FileStatus.QUARANTINED if outcome.status == SessionStatus.QUARANTINED
                    else FileStatus.OK if outcome.status == SessionStatus.OK else FileStatus.PARTIAL)
@@ -152,14 +155,19 @@ def _finish(built: ranges.Merged, target: Path, source, detection, grammar, plan
 
 
 def _wrap(head: bytes, pieces: list[Path], tail: bytes, path: Path) -> _Spooled:
-    """head + the pieces + tail into a temporary document, hashed on the way, synced."""
-    digest = hashlib.sha256(head)
-    size = len(head)
+    """head + the pieces + tail into a temporary document, hashed on the way, synced. The pieces
+    hold one interaction line and a comma each: the first goes on a new line, the last comma is
+    left out."""
+    left = sum(p.stat().st_size for p in pieces) - 2  # the last ",\n"
+    body = b"\n" if left > 0 else b""
+    digest = hashlib.sha256(head + body)
+    size = len(head) + len(body)
     with open(path, "wb") as out:
-        out.write(head)
+        out.write(head + body)
         for piece in pieces:
             with open(piece, "rb") as lines:
-                while block := lines.read(4 << 20):
+                while left > 0 and (block := lines.read(min(4 << 20, left))):
+                    left -= len(block)
                     digest.update(block)
                     size += len(block)
                     out.write(block)
@@ -175,8 +183,8 @@ def discard(outcome: FileOutcome) -> None:
     for s in outcome.sessions:
         if s.spool is not None:
             Path(s.spool).unlink(missing_ok=True)
-            for piece in s.turns or ():
-                Path(piece).unlink(missing_ok=True)
+            if s.turns is not None:
+                s.turns.discard()
 
 
 def clean(out_root: Path) -> None:

@@ -265,10 +265,10 @@ class TurnRows:
     read the document back. ``frame()`` has the turns table's columns that come from the document
     (flows/datasets.py adds output path, session id and provenance)."""
 
-    columns: pl.DataFrame
+    columns: pl.DataFrame | pl.LazyFrame  # lazy: a streamed session's row pieces, scanned
     speakers: dict[str, dict[str, Any]]
 
-    def frame(self) -> pl.DataFrame:
+    def frame(self) -> pl.DataFrame | pl.LazyFrame:
         keys = list(self.speakers)
 
         def field(get) -> pl.Expr:

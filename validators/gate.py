@@ -307,6 +307,11 @@ class ByteCheck:
             except UnicodeDecodeError as exc:
                 self._out.add(Reason.JSON_SYNTAX, "$", f"not UTF-8: {exc}")
 
+    def lines(self, lines: pl.Series) -> None:
+        """Interaction lines our encoders wrote (see ``feed``), as a column: only CR is looked for."""
+        if lines.str.contains("\r", literal=True).any():
+            self.feed(b"\r", encoded=True)
+
     def merge(self, other: ByteCheck) -> None:
         """What another check found in pieces of the same document (a range of its interactions)."""
         self._out.merge(other._out)

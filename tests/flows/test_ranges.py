@@ -92,7 +92,7 @@ def test_cuts_fall_on_turn_starts_with_their_line_and_turn():
     data = text.encode()
     blocks = ranges.Blocks()
     fp = io.BufferedReader(io.BytesIO(data))
-    texts = list(blocks.read(fp, 16))
+    texts = list(blocks.scans(fp, 16, lambda text, line: (text, line), 1))
     starts, turns = [], 0
     for t, _ in texts:
         starts.append(turns)
