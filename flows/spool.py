@@ -27,6 +27,7 @@ decoding can replace and count bad bytes; so does an input a range cannot accoun
 from __future__ import annotations
 
 import hashlib
+import mmap
 import os
 import shutil
 import time
@@ -165,12 +166,16 @@ def _wrap(head: bytes, pieces: list[Path], tail: bytes, path: Path) -> _Spooled:
     with open(path, "wb") as out:
         out.write(head + body)
         for piece in pieces:
-            with open(piece, "rb") as lines:
-                while left > 0 and (block := lines.read(min(4 << 20, left))):
-                    left -= len(block)
-                    digest.update(block)
-                    size += len(block)
-                    out.write(block)
+            n = min(piece.stat().st_size, left)
+            if n <= 0:
+                continue
+            with open(piece, "rb") as lines, mmap.mmap(lines.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+                block = memoryview(mapped)[:n]  # hashed and written from the page cache, not copied first
+                digest.update(block)
+                out.write(block)
+                block.release()
+            left -= n
+            size += n
         out.write(tail)
         out.flush()
         os.fsync(out.fileno())
