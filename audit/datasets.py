@@ -133,14 +133,19 @@ class Rows:
         constants = {"output_path": rel, "session_id": session["session_id"], "source_pointer": None,
                      "source_path": session["source_path"], "grammar": session["grammar"], "output_sha256": sha256}
         columns = PART_COLUMNS["turns"]
-        if streamed.pieces:
-            frame = TurnRows(pl.scan_ipc(streamed.pieces), streamed.speakers).frame()
-            frame = frame.with_columns(pl.lit(v, pl.Utf8).alias(k) for k, v in constants.items())
-            # lz4: a third less work than the parts' zstd for a part as large as a chat of millions of turns
-            frame.select(pl.col(k).cast(t) for k, t in columns.items()).sink_parquet(target, compression="lz4")
-        else:
-            pl.DataFrame(schema=columns).write_parquet(target)
-        streamed.discard()
+        try:
+            if streamed.pieces:
+                frame = TurnRows(pl.scan_ipc(streamed.pieces), streamed.speakers).frame()
+                frame = frame.with_columns(pl.lit(v, pl.Utf8).alias(k) for k, v in constants.items())
+                # lz4: a third less work than the parts' zstd, for a part as large as a chat of millions of turns
+                frame.select(pl.col(k).cast(t) for k, t in columns.items()).sink_parquet(target, compression="lz4")
+            else:
+                pl.DataFrame(schema=columns).write_parquet(target)
+        except BaseException:
+            target.unlink(missing_ok=True)
+            raise
+        finally:
+            streamed.discard()
         self.sessions.append(session)
         self.staged.append(target)
 
