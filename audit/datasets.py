@@ -98,13 +98,17 @@ def rows(rel: str, sha256: str, doc: dict[str, Any]) -> tuple[dict, list[dict]]:
 @dataclass(slots=True)
 class StreamedRows:
     """A streamed session's interaction rows, written by its ranges as they read: Arrow IPC pieces
-    of ``TurnRows.columns`` in order, and the session's speaker table they refer to."""
+    of ``TurnRows.columns`` in order (a list per range), and the session's speaker table they refer to."""
 
-    pieces: list[Path]
+    pieces: list[list[Path]]
+    """Each range's pieces."""
     speakers: dict[str, dict[str, Any]]
 
+    def files(self) -> list[Path]:
+        return [p for group in self.pieces for p in group]
+
     def discard(self) -> None:
-        for piece in self.pieces:
+        for piece in self.files():
             piece.unlink(missing_ok=True)
 
 
@@ -125,29 +129,26 @@ class Rows:
     def add_streamed(self, out_root: Path, rel: str, sha256: str, envelope: dict[str, Any],
                      streamed: StreamedRows) -> None:
         """A streamed document: its sessions row from its envelope, its turns from the row pieces its
-        ranges wrote as they read, streamed into a staged part and removed: the document is never
-        read back, nor all its rows held."""
+        ranges wrote as they read, one staged part per range (memory bounded by a range, whatever
+        the session's size); the pieces are removed and the document is never read back."""
         session, _ = rows(rel, sha256, envelope)
-        target = out_root / STAGED / f".{hashlib.sha256(rel.encode()).hexdigest()[:16]}.{sha256[:16]}.parquet.tmp"
-        target.parent.mkdir(parents=True, exist_ok=True)
+        stem = f".{hashlib.sha256(rel.encode()).hexdigest()[:16]}.{sha256[:16]}"
+        (out_root / STAGED).mkdir(parents=True, exist_ok=True)
         constants = {"output_path": rel, "session_id": session["session_id"], "source_pointer": None,
                      "source_path": session["source_path"], "grammar": session["grammar"], "output_sha256": sha256}
-        columns = PART_COLUMNS["turns"]
+        staged: list[Path] = []
         try:
-            if streamed.pieces:
-                frame = TurnRows(pl.scan_ipc(streamed.pieces), streamed.speakers).frame()
-                frame = frame.with_columns(pl.lit(v, pl.Utf8).alias(k) for k, v in constants.items())
-                # lz4: a third less work than the parts' zstd, for a part as large as a chat of millions of turns
-                frame.select(pl.col(k).cast(t) for k, t in columns.items()).sink_parquet(target, compression="lz4")
-            else:
-                pl.DataFrame(schema=columns).write_parquet(target)
+            for i, group in enumerate([g for g in streamed.pieces if g] or [[]]):
+                staged.append(out_root / STAGED / f"{stem}.{i:05d}.parquet.tmp")
+                _range_part(group, streamed.speakers, constants, staged[-1])
         except BaseException:
-            target.unlink(missing_ok=True)
+            for path in staged:
+                path.unlink(missing_ok=True)
             raise
         finally:
             streamed.discard()
         self.sessions.append(session)
-        self.staged.append(target)
+        self.staged.extend(staged)
 
     def discard(self) -> None:
         for path in self.staged:
@@ -158,6 +159,19 @@ class Rows:
         """The rows as part frames (compact to send from a worker: columns, not dicts)."""
         return {"sessions": pl.DataFrame(self.sessions, schema=PART_COLUMNS["sessions"]),
                 "turns": pl.DataFrame(self.turns, schema=PART_COLUMNS["turns"])}
+
+
+def _range_part(pieces: list[Path], speakers: dict[str, dict[str, Any]], constants: dict[str, Any],
+                target: Path) -> None:
+    """The turns part of one range of a streamed document, from its row pieces."""
+    columns = PART_COLUMNS["turns"]
+    if not pieces:
+        pl.DataFrame(schema=columns).write_parquet(target)
+        return
+    frame = TurnRows(pl.concat([pl.read_ipc(p) for p in pieces]), speakers).frame()
+    frame = frame.with_columns(pl.lit(v, pl.Utf8).alias(k) for k, v in constants.items())
+    # lz4: a third less work than the parts' zstd, for parts as large as a chat of millions of turns
+    frame.select(pl.col(k).cast(t) for k, t in columns.items()).write_parquet(target, compression="lz4")
 
 
 def _write_frame(frame: pl.DataFrame, target: Path, fmt: str) -> Path:

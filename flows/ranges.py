@@ -272,7 +272,8 @@ class Merged:
     check: gate.ByteCheck = field(default_factory=gate.ByteCheck)
     accounting: Accounting = field(default_factory=lambda: Accounting("lines"))
     pieces: list[Path] = field(default_factory=list)
-    rows: list[Path] = field(default_factory=list)
+    rows: list[list[Path]] = field(default_factory=list)
+    """Each range's row pieces."""
     characters: int = 0
     bad: int = 0
     extras: list[dict] = field(default_factory=list)
@@ -288,7 +289,7 @@ def merge(parts: list[RangePart], ctx) -> Merged:
         total.check.merge(part.check)
         merge_accounting(total.accounting, part.accounting)
         total.pieces.append(part.piece)
-        total.rows.extend(part.rows)
+        total.rows.append(part.rows)
         total.characters += part.characters
         total.bad += part.bad
         total.extras.extend(part.extras)

@@ -109,7 +109,7 @@ def stream_text(open_input: Callable[[], BinaryIO], source: SourceText, detectio
                           started)
         first = outcome.sessions[0]
         if first.spool is not None:
-            kept = [Path(first.spool), *first.turns.pieces]
+            kept = [Path(first.spool), *first.turns.files()]
     finally:
         for path in spool_dir.glob(f"{name}.*.tmp"):
             if path not in kept:
