@@ -21,11 +21,14 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
 import polars as pl
+
+from normalizers.columns import TurnRows
 
 if TYPE_CHECKING:
     from .ledger import Ledger
@@ -56,6 +59,7 @@ PART_COLUMNS = {
     "turns": {**TURN_COLUMNS, "output_sha256": pl.Utf8},
 }
 KEY = ["output_path", "output_sha256"]
+STAGED = PARTS / "turns" / ".staged"  # streamed documents' turns parts, until the run adopts them
 
 
 def rows(rel: str, sha256: str, doc: dict[str, Any]) -> tuple[dict, list[dict]]:
@@ -91,22 +95,83 @@ def rows(rel: str, sha256: str, doc: dict[str, Any]) -> tuple[dict, list[dict]]:
     return session, turns
 
 
+@dataclass(slots=True)
+class StreamedRows:
+    """A streamed session's interaction rows, written by its ranges as they read: Arrow IPC pieces
+    of ``TurnRows.columns`` in order (a list per range), and the session's speaker table they refer to."""
+
+    pieces: list[list[Path]]
+    """Each range's pieces."""
+    speakers: dict[str, dict[str, Any]]
+
+    def files(self) -> list[Path]:
+        return [p for group in self.pieces for p in group]
+
+    def discard(self) -> None:
+        for piece in self.files():
+            piece.unlink(missing_ok=True)
+
+
 class Rows:
     """The dataset rows of the documents one shard wrote, built from the documents in hand."""
 
     def __init__(self) -> None:
         self.sessions: list[dict] = []
         self.turns: list[dict] = []
+        self.staged: list[Path] = []
+        """Turns parts of streamed documents, written by the worker, adopted by the run (``adopt``)."""
 
     def add(self, rel: str, sha256: str, doc: dict[str, Any]) -> None:
         session, turns = rows(rel, sha256, doc)
         self.sessions.append(session)
         self.turns.extend(turns)
 
+    def add_streamed(self, out_root: Path, rel: str, sha256: str, envelope: dict[str, Any],
+                     streamed: StreamedRows) -> None:
+        """A streamed document: its sessions row from its envelope, its turns from the row pieces its
+        ranges wrote as they read, one staged part per range (memory bounded by a range, whatever
+        the session's size); the pieces are removed and the document is never read back."""
+        session, _ = rows(rel, sha256, envelope)
+        stem = f".{hashlib.sha256(rel.encode()).hexdigest()[:16]}.{sha256[:16]}"
+        (out_root / STAGED).mkdir(parents=True, exist_ok=True)
+        constants = {"output_path": rel, "session_id": session["session_id"], "source_pointer": None,
+                     "source_path": session["source_path"], "grammar": session["grammar"], "output_sha256": sha256}
+        staged: list[Path] = []
+        try:
+            for i, group in enumerate([g for g in streamed.pieces if g] or [[]]):
+                staged.append(out_root / STAGED / f"{stem}.{i:05d}.parquet.tmp")
+                _range_part(group, streamed.speakers, constants, staged[-1])
+        except BaseException:
+            for path in staged:
+                path.unlink(missing_ok=True)
+            raise
+        finally:
+            streamed.discard()
+        self.sessions.append(session)
+        self.staged.extend(staged)
+
+    def discard(self) -> None:
+        for path in self.staged:
+            path.unlink(missing_ok=True)
+        self.staged.clear()
+
     def frames(self) -> dict[str, pl.DataFrame]:
         """The rows as part frames (compact to send from a worker: columns, not dicts)."""
         return {"sessions": pl.DataFrame(self.sessions, schema=PART_COLUMNS["sessions"]),
                 "turns": pl.DataFrame(self.turns, schema=PART_COLUMNS["turns"])}
+
+
+def _range_part(pieces: list[Path], speakers: dict[str, dict[str, Any]], constants: dict[str, Any],
+                target: Path) -> None:
+    """The turns part of one range of a streamed document, from its row pieces."""
+    columns = PART_COLUMNS["turns"]
+    if not pieces:
+        pl.DataFrame(schema=columns).write_parquet(target)
+        return
+    frame = TurnRows(pl.concat([pl.read_ipc(p) for p in pieces]), speakers).frame()
+    frame = frame.with_columns(pl.lit(v, pl.Utf8).alias(k) for k, v in constants.items())
+    # lz4: a third less work than the parts' zstd, for parts as large as a chat of millions of turns
+    frame.select(pl.col(k).cast(t) for k, t in columns.items()).write_parquet(target, compression="lz4")
 
 
 def _write_frame(frame: pl.DataFrame, target: Path, fmt: str) -> Path:
@@ -134,6 +199,16 @@ def write_part(out_root: Path, run_id: str, name: str, frames: dict[str, pl.Data
     if frames["sessions"].is_empty():
         return []
     return [_write_frame(frames[t], out_root / PARTS / t / run_id / name, "parquet") for t in TABLES]
+
+
+def adopt(out_root: Path, run_id: str, staged: list[str]) -> None:
+    """Move the staged turns parts of streamed documents into the run's parts (after the ledger
+    has their documents, as for every part)."""
+    for name in staged:
+        path = Path(name)
+        target = out_root / PARTS / "turns" / run_id / path.name[1:-len(".tmp")]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        path.replace(target)
 
 
 def _part_files(out_root: Path, table: str) -> list[Path]:
@@ -194,6 +269,7 @@ def _tables(out_root: Path, snap: Snapshot, problems: list[str] | None) -> tuple
     turns = parts["turns"].join(snap.current, on=KEY, how="semi").unique(subset=[*KEY, "ordinal"], keep="first")
     unread = snap.current.join(sessions.select(KEY), on=KEY, how="anti")
     if unread.height:  # no part holds these: read the documents themselves, once
+        turns = turns.join(unread, on=KEY, how="anti")  # turn rows without their session row: read again
         extra = _read_documents(out_root, unread.rows(), problems)
         sessions = pl.concat([sessions, extra["sessions"]], how="vertical")
         turns = pl.concat([turns, extra["turns"]], how="vertical")

@@ -9,11 +9,13 @@ the main process then indexes the revisions and writes the rows as a dataset par
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from pathlib import Path
 from typing import Any
 
 import orjson
+import polars as pl
 
 from . import datasets, revisions
 from .files import Batch, resolve_inside
@@ -69,11 +71,13 @@ class ShardTrail:
         return sha, changed
 
     def document_file(self, rel: str, tmp: Path, sha: str, previous: str | None, *, note: str = "",
-                      target: Path | None = None) -> bool:
+                      target: Path | None = None, envelope: dict[str, Any] | None = None,
+                      rows: datasets.StreamedRows | None = None) -> bool:
         """Stage a document the worker finished in a temporary file (a streamed session), its sha256
         known; neither it nor the file it replaces is read. ``previous``: the sha256 of what the file
-        holds now. It adds no dataset rows: the tables read such a document themselves. Returns
-        whether the file changes."""
+        holds now. Its dataset rows come from its ``envelope`` and the row pieces its ranges wrote
+        (``rows``); without an envelope it has none and the tables read the document itself.
+        Returns whether the file changes."""
         target = target or resolve_inside(self.out_root, rel)
         changed = previous != sha
         if previous is not None and changed:
@@ -84,6 +88,9 @@ class ShardTrail:
             tmp.unlink(missing_ok=True)
             revisions.keep(self.out_root, target, sha)
         self.revisions.append(RevisionRow(rel, sha, note, revisions.now(), previous if changed else None))
+        if envelope is not None and rows is not None:  # else, or when this fails, the tables read the document
+            with contextlib.suppress(KeyError, TypeError, OSError, pl.exceptions.PolarsError):
+                self.rows.add_streamed(self.out_root, rel, sha, envelope, rows)
         return changed
 
     def commit(self) -> None:
@@ -98,4 +105,5 @@ class ShardTrail:
 
     def abandon(self) -> None:
         self.batch.abandon()
+        self.rows.discard()
         self._blobs.clear()

@@ -157,6 +157,7 @@ def reconstruct(paths: list[Path], out_root: Path, settings: Settings, *, force:
             ledger.record(run_id, settings.fingerprint(), result.files, result.sessions)
             ledger.add_revisions(result.revisions, run_id)  # the index's one writer: this process
             _mark_superseded(result, run_id, ledger)
+            datasets.adopt(out_root, run_id, result.staged)  # turns before sessions: a crash between re-reads
             if result.datasets is not None:  # after the ledger: a part's rows are always known to it
                 datasets.write_part(out_root, run_id, result.part, result.datasets)
             if result.stopped:  # recorded first: what was written before the disk filled is in the ledger

@@ -43,6 +43,7 @@ class ShardResult:
     stopped: tuple[int, str] | None = None  # (errno, message) of a full or read-only disk: the run stops
     datasets: dict[str, pl.DataFrame] | None = None  # the written documents' rows, as dataset part frames
     part: str = ""  # the file name of the shard's dataset part
+    staged: list[str] = field(default_factory=list)  # streamed documents' turns parts (datasets.adopt)
 
     def merge(self, other: ShardResult) -> None:
         self.stopped = self.stopped or other.stopped
@@ -52,6 +53,7 @@ class ShardResult:
         self.unchanged += other.unchanged
         self.revisions.extend(other.revisions)
         self.part = self.part or other.part
+        self.staged.extend(other.staged)
         if other.datasets is not None:
             self.datasets = other.datasets if self.datasets is None else {
                 t: pl.concat([self.datasets[t], other.datasets[t]], how="vertical") for t in other.datasets}
@@ -196,6 +198,7 @@ def _committed(trail: ShardTrail, result: ShardResult) -> ShardResult:
         raise
     result.revisions = trail.revisions
     result.datasets = trail.rows.frames()
+    result.staged = [str(p) for p in trail.rows.staged]
     return result
 
 
@@ -481,13 +484,16 @@ def _spooled(ref, s, trail: ShardTrail, result: ShardResult, settings: Settings 
             latched = None
     if latched:
         Path(s.spool).unlink(missing_ok=True)
+        if s.turns is not None:
+            s.turns.discard()
         trail.batch.stage_changed(resolve_inside(trail.out_root, record), emit.quarantine_record({
             "status": "quarantined", "source": ref.name, "ordinal": s.ordinal, "sessionId": s.session_id,
             "reasons": [Reason.MASS_LATCH.value], "detail": latched, "acceptedDocument": rel,
             "rejectedDocument": "not kept: a streamed document"}))
         s.status, s.reasons, s.detail = SessionStatus.QUARANTINED, [Reason.MASS_LATCH.value], latched
         return record, None
-    changed = trail.document_file(rel, Path(s.spool), sha, old_sha, note=note, target=target)
+    changed = trail.document_file(rel, Path(s.spool), sha, old_sha, note=note, target=target, envelope=s.document,
+                                  rows=s.turns)
     _remove_stale(trail, record)
     result.written += changed
     result.unchanged += not changed

@@ -80,6 +80,10 @@ class Settings(BaseSettings):
     stream_chunk_bytes: int = Field(
         2 * 1024**2, ge=1, description="Bytes read at a time from a streamed text input (memory per chunk)."
     )
+    stream_range_bytes: int = Field(
+        8 * 1024**2, ge=1, description="A streamed text input is cut into ranges of about this many bytes, read "
+        "by the workers in parallel (same document whatever the cut)."
+    )
     memory_budget_bytes: int | None = Field(
         None, ge=1, description="Memory one worker may spend on one input read whole; larger inputs are "
         "quarantined too_large (default: this machine's memory shared by the workers)."

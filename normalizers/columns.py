@@ -60,6 +60,12 @@ class _Speaker:
     entry: dict[str, Any]
     source: str = "none"
     """modelSource"""
+    at: int = 0
+    """The index of its first turn in the frames this assembler read."""
+    notes: list[str] = field(default_factory=list)
+    """Its display-field changes (``Summary.name_notes``)."""
+    found: list[str] = field(default_factory=list)
+    """The secret types found in its name."""
 
 
 @dataclass(slots=True)
@@ -72,6 +78,46 @@ class ColumnAssembler:
     checked: list[dict[str, Any]] = field(default_factory=list)
     """What the gate checks that is not true by construction: each distinct speaker's fields with
     the index of its first turn, and each turn's source fields (``{"at": i, "sourceFields": ...}``)."""
+    facts: list[tuple] | None = None
+    """When set (a range of a session cut in ranges), the turns ``Facts.observe`` would see are kept
+    here, in order, for the session to observe once every range is read (facts follow files across
+    the session, so they cannot be merged)."""
+
+    start: int = 0
+    """The index of the first turn this assembler reads (a range's first turn in its session)."""
+
+    @classmethod
+    def starting_at(cls, ctx: RunContext, turns: int) -> ColumnAssembler:
+        """An assembler for a range of a session whose first turn is turn ``turns`` (0-based)."""
+        assembler = cls(ctx, facts=[], start=turns)
+        assembler.summary.count = turns
+        return assembler
+
+    def absorb(self, part: ColumnAssembler) -> list[_Speaker]:
+        """Add the next range of the session (ranges in order) as one pass over the whole session
+        would have it: counts, redactions, the speaker table and its notes, the facts observed.
+        Returns the speakers first met in that range (the gate checks each once)."""
+        s, p = self.summary, part.summary
+        if part.start != s.count:
+            raise ValueError(f"a range starts at turn {part.start}, the one before it ends at {s.count}")
+        new = [sp for name, sp in part.speakers.items() if name not in self.speakers]
+        # a speaker met before was scrubbed again where this range first met it: not a new finding
+        again = {sp.at + 1 for name, sp in part.speakers.items() if name in self.speakers}
+        for name, sp in part.speakers.items():
+            self.speakers.setdefault(name, sp)
+        for sp in new:
+            s.name_notes.extend(sp.notes)
+        s.redactions.extend(r for r in p.redactions if not (r["field"] == "speakerName" and r["turn"] in again))
+        s.count = p.count
+        for key, n in p.unknown.items():
+            s.unknown[key] += n
+        s.naive_times += p.naive_times
+        s.unreadable_times += p.unreadable_times
+        s.truncated += p.truncated
+        s.saw_date(p.earliest)
+        for row in part.facts or ():
+            s.facts.observe(*row)
+        return new
 
     def add(self, frame: pl.DataFrame) -> pl.DataFrame:
         """The next turns of the session: returns them as interaction columns (``line``: the
@@ -127,14 +173,16 @@ class ColumnAssembler:
         scrubbed, found = self.ctx.redactor.scrub(name)  # a name may hold a key: it is shown in every turn
         redactions.extend((at + 1, 0, {"turn": at + 1, "type": k, "field": "speakerName"}) for k in found)
         model = ModelRef(*orjson.loads(model_json)) if model_json is not None else None
-        entry = _speaker_entry(self.ctx, scrubbed, model, True, self.summary.name_notes)
+        notes: list[str] = []
+        entry = _speaker_entry(self.ctx, scrubbed, model, True, notes)
+        self.summary.name_notes.extend(notes)
         piece = orjson.dumps({"speakerName": entry["speakerName"], "model": entry["model"],
                               "modelSource": model_source(model, True), "speaker": entry["speaker"]})
         raw = orjson.dumps({k: entry[k] for k in ("speakerNameRaw", "modelRaw") if k in entry})
         self.checked.append({"at": at, "speakerName": entry["speakerName"], "model": entry["model"],
                              "speaker": entry["speaker"]})
         return _Speaker("," + piece[1:-1].decode(), ("," + raw[1:-1].decode()) if len(raw) > 2 else "", entry,
-                        model_source(model, True))
+                        model_source(model, True), at, notes, found)
 
     # -- content, extras, facts ------------------------------------------------------------
 
@@ -185,10 +233,14 @@ class ColumnAssembler:
         rows = test.fill_null(False).arg_true().to_list()
         if not rows:
             return
-        observe = self.summary.facts.observe
         roles, kinds, names = frame["role"], frame["kind"], frame["speaker"]
-        for i in rows:
-            observe(base + i + 1, roles[i], kinds[i], names[i], content[i], scrubbed.get(i))
+        seen = [(base + i + 1, roles[i], kinds[i], names[i], content[i], scrubbed.get(i)) for i in rows]
+        if self.facts is not None:
+            self.facts.extend(seen)
+            return
+        observe = self.summary.facts.observe
+        for row in seen:
+            observe(*row)
 
     # -- times ------------------------------------------------------------------------------
 
@@ -229,10 +281,10 @@ class TurnRows:
     read the document back. ``frame()`` has the turns table's columns that come from the document
     (flows/datasets.py adds output path, session id and provenance)."""
 
-    columns: pl.DataFrame
+    columns: pl.DataFrame | pl.LazyFrame  # lazy: a streamed session's row pieces, scanned
     speakers: dict[str, dict[str, Any]]
 
-    def frame(self) -> pl.DataFrame:
+    def frame(self) -> pl.DataFrame | pl.LazyFrame:
         keys = list(self.speakers)
 
         def field(get) -> pl.Expr:

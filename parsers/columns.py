@@ -72,13 +72,18 @@ def extract(lines: pl.Series, pattern: str) -> pl.DataFrame | None:
 def group_turns(pieces: pl.Series, is_header: pl.Series, first_line: int = 1) -> pl.DataFrame:
     """One row per header: its row index (``at``), its line span, and ``body``: its own piece joined
     with every following line up to the next header by ``\\n``. Lines before the first header belong
-    to no turn (the caller declares them)."""
+    to no turn (the caller declares them). Most turns are one line: only the others are grouped."""
     frame = pl.DataFrame({"piece": pieces, "head": is_header}).with_row_index("at")
     frame = frame.with_columns(turn=pl.col("head").cast(pl.Int64).cum_sum()).filter(pl.col("turn") > 0)
-    return (frame.group_by("turn", maintain_order=True)
-            .agg(pl.col("at").first(), pl.col("at").last().alias("last"), pl.col("piece").str.join("\n").alias("body"))
-            .select(pl.col("at"), (pl.col("at") + first_line).alias("line_start"),
-                    (pl.col("last") + first_line).alias("line_end"), pl.col("body")))
+    last = frame.select(pl.col("at").filter(pl.col("head").shift(-1, fill_value=True))).to_series()
+    turns = frame.filter(pl.col("head")).select("at", "piece").with_columns(last=last)
+    long = ((turns["last"] - turns["at"]) > 0).arg_true()
+    if len(long):
+        more = frame.filter(~pl.col("head")).group_by("turn", maintain_order=True).agg(pl.col("piece").str.join("\n"))
+        bodies = pl.select(pl.concat_str(turns["piece"].gather(long), pl.lit("\n"), more["piece"])).to_series()
+        turns = turns.with_columns(turns["piece"].scatter(long, bodies))
+    return turns.select(pl.col("at"), (pl.col("at") + first_line).alias("line_start"),
+                        (pl.col("last") + first_line).alias("line_end"), pl.col("piece").alias("body"))
 
 
 def turns_of(frame: pl.DataFrame) -> list[Turn]:

@@ -111,6 +111,18 @@ class _Collector:
         elif n == MAX_LISTED + 1:
             self.failures.append(GateFailure(reason, path, f"more {reason.value} failures not listed"))
 
+    def merge(self, other: _Collector) -> None:
+        """Add what another collector found after this one (the next range of a session): its
+        listed failures again, then its unlisted ones counted."""
+        listed: dict[Reason, int] = {}
+        for f in other.failures:
+            if listed.get(f.reason, 0) < MAX_LISTED:
+                listed[f.reason] = listed.get(f.reason, 0) + 1
+                self.add(f.reason, f.path, f.message)
+        for reason, n in other.counts.items():
+            for _ in range(n - listed.get(reason, 0)):
+                self.add(reason, "$", "")
+
 
 def _walk_times(node: Any, path: str, out: _Collector) -> None:
     """Every key named like a time under ``node`` (the interactions aside) holds a valid instant.
@@ -216,9 +228,19 @@ class FrameCheck:
     are fixed, strings are strings); roles, kinds and dates are checked as columns, the speaker
     fields once per distinct speaker, source fields per row that has them."""
 
-    def __init__(self) -> None:
+    def __init__(self, start: int = 0) -> None:
         self.out = _Collector()
-        self.count = 0
+        self.count = start  # a range of a session: the index of its first interaction
+
+    def merge(self, other: FrameCheck) -> None:
+        """The next range's checks (ranges in order)."""
+        self.out.merge(other.out)
+        self.count = other.count
+
+    def speaker(self, at: int, entry: dict[str, Any]) -> None:
+        """A speaker's fields, checked once where the session first meets it."""
+        _check_speaker(f"$.artifacts.Chatthistorik.interactions[{at}]", entry["speakerName"], entry["model"],
+                       entry["speaker"], self.out)
 
     def feed(self, interactions: pl.DataFrame, checked: list[dict[str, Any]]) -> None:
         base, out = self.count, self.out
@@ -289,6 +311,15 @@ class ByteCheck:
                 piece.decode("utf-8")
             except UnicodeDecodeError as exc:
                 self._out.add(Reason.JSON_SYNTAX, "$", f"not UTF-8: {exc}")
+
+    def lines(self, lines: pl.Series) -> None:
+        """Interaction lines our encoders wrote (see ``feed``), as a column: only CR is looked for."""
+        if lines.str.contains("\r", literal=True).any():
+            self.feed(b"\r", encoded=True)
+
+    def merge(self, other: ByteCheck) -> None:
+        """What another check found in pieces of the same document (a range of its interactions)."""
+        self._out.merge(other._out)
 
     def failures(self) -> list[GateFailure]:
         if self.first.startswith(b"\xef\xbb\xbf"):

@@ -10,6 +10,7 @@ group, so ``(?(open)...|...)`` becomes a captured alternative that must agree wi
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -68,11 +69,28 @@ class Headers:
         return int(self.ok.sum())
 
 
+_TEXT = "(?P<text>[^\\n]*))"
+
+
+@functools.cache
+def _head_only(rest: str) -> str:
+    """The header pattern without its final ``text`` group (the rest of the line), the header
+    itself captured as ``head``: the capturing engine then runs over the header only, not the
+    whole message (most of the pattern's cost); the text is the line after the head."""
+    pattern = _rust(HEADER_BODY + rest)
+    if not pattern.endswith(_TEXT):
+        raise ValueError("the WhatsApp header no longer ends with the text of the line: update headers()")
+    return "^(?P<head>" + pattern[len("^(?:"):-len(_TEXT)] + ")"
+
+
 def headers(lines: pl.Series, rest: str) -> Headers | None:
     """Every line's header groups; None when polars cannot run the translated pattern."""
-    groups = extract(lines, _rust(HEADER_BODY + rest))
+    groups = extract(lines, _head_only(rest))
     if groups is None:
         return None
+    text = pl.DataFrame({"line": lines, "head": groups["head"]}).select(
+        pl.when(pl.col("head").is_not_null()).then(pl.col("line").str.slice(pl.col("head").str.len_chars())))
+    groups = groups.drop("head").with_columns(text.to_series().alias("text"))
     ok = groups.select(pl.col("stamp").is_not_null()
                        & (pl.col("open").is_null() == ~pl.col("close").str.ends_with("]"))).to_series()
     return Headers(groups, ok.fill_null(False))

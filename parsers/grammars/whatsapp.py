@@ -49,7 +49,7 @@ the cyclic garbage collector is paused while the turns are built (``parsers.memo
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from itertools import chain, pairwise
@@ -239,27 +239,37 @@ class WhatsApp(Grammar):
     streams_text = True
     is_header = staticmethod(columns.header_lines)
 
-    def plan(self, source: SourceText, blocks: Iterator[tuple[str, int]]) -> TextPlan:
-        """The pre-pass of a streamed input over its blocks of whole lines ``(text, first line)``:
-        the headers' date runs (the day/month order is decided from the whole file), the independent
-        turn count, the first header and the line count."""
+    def scan_block(self, text: str, first_line: int) -> BlockScan:
+        """What the pre-pass of a streamed input needs of one block of whole lines (``text`` from
+        line ``first_line``); blocks are scanned in any order, on any thread, and planned in order."""
+        lines = split_lines(text)
+        at, dates = columns.header_dates(lines)
+        found = BlockScan(first_line + len(lines) - 1, self.count_turns(text), len(at))
+        if len(at):
+            found.dialect = "ios" if lines[int(at[0])].lstrip(MARKS).startswith("[") else "android"
+            found.runs = [(d, i, first_line + int(at[i])) for d, i in columns.date_runs(dates)]
+        return found
+
+    def plan(self, source: SourceText, scans: Iterable[BlockScan]) -> TextPlan:
+        """The pre-pass of a streamed input over its blocks' scans, in order: the headers' date runs
+        (the day/month order is decided from the whole file), the independent turn count, the first
+        header and the line count."""
         plan = TextPlan()
-        for text, first_line in blocks:
-            lines = split_lines(text)
-            plan.lines = first_line + len(lines) - 1
-            plan.counted += self.count_turns(text)
-            at, dates = columns.header_dates(lines)
-            if not len(at):
+        for found in scans:
+            plan.starts.append(plan.turns)
+            plan.lines = found.last_line
+            plan.counted += found.counted
+            if not found.turns:
                 continue
             if plan.turns == 0:
-                plan.dialect = "ios" if lines[int(at[0])].lstrip(MARKS).startswith("[") else "android"
-            runs = columns.date_runs(dates, plan.turns)
+                plan.dialect = found.dialect
+            runs = [(d, i + plan.turns, line) for d, i, line in found.runs]
             if plan.runs and runs and runs[0][0] == plan.runs[-1][0]:
                 runs = runs[1:]  # the same run goes on across the block boundary
-            for _, i in runs:
-                plan.run_lines[i] = first_line + int(at[i - plan.turns])
-            plan.runs.extend(runs)
-            plan.turns += len(at)
+            for d, i, line in runs:
+                plan.run_lines[i] = line
+                plan.runs.append((d, i))
+            plan.turns += found.turns
         plan.order = date_order(plan.runs)
         return plan
 
@@ -295,6 +305,18 @@ class WhatsApp(Grammar):
 
 
 @dataclass(slots=True)
+class BlockScan:
+    """One block of a streamed input as the pre-pass sees it (``WhatsApp.scan_block``)."""
+
+    last_line: int
+    counted: int
+    turns: int
+    dialect: str | None = None
+    runs: list[tuple[str, int, int]] = field(default_factory=list)
+    """(date, index of its first turn in the block, its line) for each run of equal dates."""
+
+
+@dataclass(slots=True)
 class TextPlan:
     """What a streamed input's pre-pass found (``WhatsApp.plan``)."""
 
@@ -305,6 +327,8 @@ class TextPlan:
     runs: list[tuple[str, int]] = field(default_factory=list)
     run_lines: dict[int, int] = field(default_factory=dict)
     order: DateOrder | None = None
+    starts: list[int] = field(default_factory=list)
+    """The turns before each block (a range cut at a block's first header starts with that turn)."""
 
 
 def _session(source: SourceText, text: str) -> ParsedSession:

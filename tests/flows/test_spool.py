@@ -9,8 +9,8 @@ import pytest
 
 from audit import revisions
 from flows import emit, ingest
+from flows.ranges import Blocks
 from flows.shard import run_shard
-from flows.spool import text_blocks
 from models.settings import Settings
 from tests.parsers.test_columns import CASES
 
@@ -43,7 +43,7 @@ def test_streamed_documents_equal_whole_ones(path, tmp_path):
 @pytest.mark.parametrize("size", [1, 3, 7, 64])
 def test_blocks_are_whole_lines_of_the_canonical_text(size):
     data = "\ufeffa\r\nbé\r\rc\n\nd".encode()
-    blocks = list(text_blocks(io.BytesIO(data), size))
+    blocks = list(Blocks().scans(io.BytesIO(data), size, lambda text, line: (text, line), 2))
     assert "".join(t for t, _ in blocks) == "a\nbé\n\nc\n\nd"
     assert all(t.endswith("\n") for t, _ in blocks[:-1])
     assert [n for _, n in blocks] == [1 + "".join(t for t, _ in blocks[:i]).count("\n") for i in range(len(blocks))]

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from flows.spool import text_blocks
+from flows import ranges
 from models.records import SourceText
 from parsers import registry
 from parsers.grammars.irc import Irc
@@ -66,7 +66,7 @@ def test_a_log_with_another_dialects_header_is_read_whole(tmp_path):
     log.write_text("\n".join(lines) + "\n")
     data = log.read_bytes()
     with pytest.raises(ValueError, match="another IRC dialect"):
-        Irc().plan(SourceText("", "mixed.log", "0" * 64, len(data), "utf-8"), text_blocks(io.BytesIO(data), 64))
+        Irc().plan(SourceText("", "mixed.log", "0" * 64, len(data), "utf-8"), ranges.decoded(ranges.raw_blocks(io.BytesIO(data), 64), 1))
     (tmp_path / "run").mkdir()
     _same(log, tmp_path / "run", 64)
 
