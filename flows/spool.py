@@ -157,7 +157,7 @@ def _finish(built: ranges.Merged, target: Path, source, detection, grammar, plan
         status = SessionStatus.PARTIAL if result.partial else SessionStatus.OK
         reason = doc["artifacts"]["Chatthistorik"].get("coverageReason", "")
         # the envelope and the row pieces: the shard's dataset rows, without reading the document back
-        rows = StreamedRows(built.rows, {k: v.entry for k, v in built.assembler.speakers.items()})
+        rows = StreamedRows(built.rows, built.assembler.speaker_fields())
         outcome = SessionOutcome(1, sid, raw_id, status, [], reason, None, doc, summary.count, counted,
                                  built.characters, seconds=seconds, spool=spooled.path, spool_sha256=spooled.sha256,
                                  turns=rows)

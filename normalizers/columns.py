@@ -142,8 +142,11 @@ class ColumnAssembler:
 
     def rows(self, interactions: pl.DataFrame) -> TurnRows:
         """These interactions as turn rows (what the audit datasets hold of each interaction)."""
-        return TurnRows(interactions.drop("line", "time_raw"),
-                        {k: {**v.entry, "modelSource": v.source} for k, v in self.speakers.items()})
+        return TurnRows(interactions.drop("line", "time_raw"), self.speaker_fields())
+
+    def speaker_fields(self) -> dict[str, dict[str, Any]]:
+        """Each speaker key's fields as the turns table reads them (``TurnRows.speakers``)."""
+        return {k: {**v.entry, "modelSource": v.source} for k, v in self.speakers.items()}
 
 
     # -- speakers --------------------------------------------------------------------------

@@ -66,7 +66,8 @@ def test_a_log_with_another_dialects_header_is_read_whole(tmp_path):
     log.write_text("\n".join(lines) + "\n")
     data = log.read_bytes()
     with pytest.raises(ValueError, match="another IRC dialect"):
-        Irc().plan(SourceText("", "mixed.log", "0" * 64, len(data), "utf-8"), ranges.decoded(ranges.raw_blocks(io.BytesIO(data), 64), 1))
+        blocks = ranges.decoded(ranges.raw_blocks(io.BytesIO(data), 64), 1)
+        Irc().plan(SourceText("", "mixed.log", "0" * 64, len(data), "utf-8"), blocks)
     (tmp_path / "run").mkdir()
     _same(log, tmp_path / "run", 64)
 
