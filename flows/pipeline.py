@@ -295,23 +295,6 @@ def reconstruct_archive(paths: list[str], out: str, settings: Settings | dict[st
     return summary
 
 
-def start_embedded_server() -> None:
-    """Start Prefect's embedded server (when no API is configured) with Ctrl-C blocked in it: a
-    terminal's Ctrl-C then reaches this process only, which stops the run and the server in order
-    (a server killed first leaves the flow retrying a dead API for a minute)."""
-    from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_ENABLED
-
-    if PREFECT_API_URL.value() or not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
-        return
-    from prefect.server.api.server import SubprocessASGIServer
-
-    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        SubprocessASGIServer().start()  # the instance Prefect's client uses
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-
-
 @contextmanager
 def graceful_stop(out_root: Path):
     """Ctrl-C or SIGTERM asks the run to stop after the inputs in progress (all recorded, the run
