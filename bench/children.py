@@ -76,12 +76,12 @@ def shard(data: str, out: str) -> dict:
                        "interactions": sum(s.interactions for s in result.sessions)}}
 
 
-def _start_prefect() -> float:
+def _start_prefect():
     """Start Prefect's embedded server as ``reconstruct run`` does (launched, the flow imported while
     it starts, then waited for) and run an empty flow on it; returns the seconds it took (creating
-    its database too, on a fresh machine)."""
+    its database too, on a fresh machine) and the server (None when one is configured)."""
     from flows.cli import prefect_env
-    from flows.serve import start_embedded, use_embedded
+    from flows.serve import start_embedded, use_embedded, without_heartbeats
 
     prefect_env()
     t0 = time.perf_counter()
@@ -96,25 +96,31 @@ def _start_prefect() -> float:
     def warm_up() -> int:
         return 1
 
-    warm_up()
-    return time.perf_counter() - t0
+    with without_heartbeats(server):
+        warm_up()
+    return time.perf_counter() - t0, server
 
 
 def flow(data: str, out: str) -> dict:
-    """The real flow on the embedded server; the server's start (a warm-up flow) is timed apart.
-    Run again on the same output, it is the unchanged rerun: every input skipped."""
-    server_start = _start_prefect()
+    """The real flow on the embedded server, as ``reconstruct run`` runs it; the server's start (a
+    warm-up flow) is timed apart. Run again on the same output, it is the unchanged rerun: every
+    input skipped."""
+    from flows.serve import without_heartbeats
+
+    server_start, server = _start_prefect()
     from flows.pipeline import run_archive
     from models.settings import Settings
 
-    t0 = time.perf_counter()
-    summary = run_archive([Path(data)], Path(out), Settings())
-    return _result(summary, time.perf_counter() - t0, server_start=server_start)
+    with without_heartbeats(server):
+        t0 = time.perf_counter()
+        summary = run_archive([Path(data)], Path(out), Settings())
+        seconds = time.perf_counter() - t0
+    return _result(summary, seconds, server_start=server_start)
 
 
 def prefect_idle(data: str, out: str) -> dict:
     """Prefect with its server started and nothing to do: the part of every flow's RSS that is not ours."""
-    seconds = _start_prefect()
+    seconds, _ = _start_prefect()
     time.sleep(0.5)  # let the RSS sampler see the settled process tree
     return {"seconds": seconds}
 

@@ -139,7 +139,7 @@ def _run(paths: list[Path], out: Path, settings: Settings, force: bool, allow_sh
         return EXIT_CANNOT_START
     _check_out(out)
     prefect_env()
-    from flows.serve import start_embedded, use_embedded, use_running_server
+    from flows.serve import start_embedded, use_embedded, use_running_server, without_heartbeats
 
     server = use_running_server()  # said with the summary, so a failure stays one line
     embedded = start_embedded()  # starts while this process imports the flow
@@ -153,8 +153,9 @@ def _run(paths: list[Path], out: Path, settings: Settings, force: bool, allow_sh
 
         with clear_failures("run failed"), graceful_stop(out):
             _ready(embedded, use_embedded)
-            summary = run_archive(paths, out, settings, force=force, show_progress=sys.stderr.isatty(),
-                                  allow_shrink=allow_shrink, keys=keys)
+            with without_heartbeats(embedded):
+                summary = run_archive(paths, out, settings, force=force, show_progress=sys.stderr.isatty(),
+                                      allow_shrink=allow_shrink, keys=keys)
     except BaseException as exc:  # Ctrl-C twice, or a signal Prefect turned into TerminationSignal
         if not isinstance(exc, KeyboardInterrupt) and type(exc).__name__ != "TerminationSignal":
             raise

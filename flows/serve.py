@@ -157,6 +157,7 @@ class LocalServer:
         self.stop()
 
 
+HEARTBEAT_SETTINGS = ("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", "PREFECT_RUNNER_HEARTBEAT_FREQUENCY")
 EMBEDDED_SERVER_ENV = {
     # A server that records one run of this process and is gone after it: no UI and no live
     # streams of events and logs out of it (nothing can subscribe: its port is private to the run).
@@ -240,6 +241,21 @@ def use_embedded(server: EmbeddedServer | None, timeout: float | None = None) ->
 
     server.ready(timeout or PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value())
     point_at(server.api_url)
+
+
+@contextlib.contextmanager
+def without_heartbeats(server: EmbeddedServer | None):
+    """On the embedded server, the block's flow runs send no heartbeats unless the user asks for
+    them: heartbeats tell a long-lived server which runs crashed, and this one ends with the run,
+    while a flow run waits up to a second at its end for its heartbeat thread to wake (Prefect
+    sleeps it in one-second steps). Entered after ``use_embedded`` (it keeps the API it sees)."""
+    if server is None or any(os.environ.get(k) for k in HEARTBEAT_SETTINGS):
+        yield
+        return
+    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
+
+    with temporary_settings({PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+        yield
 
 
 @dataclass(frozen=True)

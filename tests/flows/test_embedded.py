@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from flows import artifacts
-from flows.serve import EMBEDDED_SERVER_ENV, EmbeddedServer, start_embedded
+from flows.serve import EMBEDDED_SERVER_ENV, EmbeddedServer, start_embedded, without_heartbeats
 from tests.helpers import ROOT
 
 
@@ -37,6 +37,27 @@ def test_no_embedded_server_when_a_server_is_configured(monkeypatch):
 
 def test_no_embedded_server_under_a_harness(prefect_harness):
     assert start_embedded() is None
+
+
+def _heartbeat() -> int | None:
+    from prefect.settings import get_current_settings
+
+    return get_current_settings().flows.heartbeat_frequency
+
+
+def test_runs_on_the_embedded_server_send_no_heartbeats_unless_asked(monkeypatch):
+    monkeypatch.delenv("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", raising=False)
+    monkeypatch.delenv("PREFECT_RUNNER_HEARTBEAT_FREQUENCY", raising=False)
+    before = _heartbeat()
+    assert before is not None
+    with without_heartbeats(object()):
+        assert _heartbeat() is None
+    assert _heartbeat() == before
+    with without_heartbeats(None):  # a configured server: its heartbeats are left as they are
+        assert _heartbeat() == before
+    monkeypatch.setenv("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", "60")  # the user's choice wins
+    with without_heartbeats(object()):
+        assert _heartbeat() == before
 
 
 RUN = """
