@@ -253,11 +253,12 @@ def _only(refs: list[ingest.InputRef], keys: list[str], run_id: str, settings: S
 @flow(name="reconstruct-archive", log_prints=False, validate_parameters=False)
 def reconstruct_archive(paths: list[str], out: str, settings: Settings | dict[str, Any] | None = None,
                         force: bool = False, show_progress: bool = False,
-                        allow_shrink: bool = False, keys: list[str] | None = None) -> dict[str, Any]:
+                        allow_shrink: bool = False, keys: list[str] | None = None,
+                        run_id: str | None = None) -> dict[str, Any]:
     """Reconstruct every session of an archive into ``out`` (see README: Output layout).
 
-    Run it with ``run_archive`` (which picks the task runner from the settings) or, for a
-    deployment, ``reconstruct_archive.with_options(task_runner=task_runner(settings))``.
+    Run it with ``run_archive`` (which picks the task runner from the settings and names the run
+    as it is created) or, for a deployment, ``reconstruct_archive.with_options(task_runner=task_runner(settings))``.
     """
     logger = get_run_logger()
     out_root = Path(out)
@@ -275,7 +276,7 @@ def reconstruct_archive(paths: list[str], out: str, settings: Settings | dict[st
                         len(result.files), len(result.sessions))
             yield result
 
-    run_id = new_run_id()
+    run_id = run_id or new_run_id()
     artifacts.name_flow_run(paths, run_id)
     try:
         with progress_bar(show_progress) as progress, pool.local_pool(settings), graceful_stop(out_root):
@@ -349,6 +350,13 @@ class progress_bar:
 def run_archive(paths: list[Path], out: Path, settings: Settings, *, force: bool = False,
                 show_progress: bool = False, allow_shrink: bool = False,
                 keys: list[str] | None = None) -> dict[str, Any]:
-    """Run the flow with the task runner the settings ask for (``keys``: only these inputs)."""
-    configured = reconstruct_archive.with_options(task_runner=task_runner(settings))
-    return configured([str(p) for p in paths], str(out), settings, force, show_progress, allow_shrink, keys)
+    """Run the flow with the task runner the settings ask for (``keys``: only these inputs), named
+    and tagged as it is created (no update of the run from inside it)."""
+    from prefect import tags
+
+    run_id = new_run_id()
+    names = [str(p) for p in paths]
+    name = artifacts.flow_run_name(names, run_id)
+    configured = reconstruct_archive.with_options(task_runner=task_runner(settings), flow_run_name=lambda: name)
+    with tags(*artifacts.run_tags(names)):
+        return configured(names, str(out), settings, force, show_progress, allow_shrink, keys, run_id)

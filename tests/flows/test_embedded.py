@@ -86,8 +86,9 @@ def test_a_cli_run_on_the_embedded_server_is_recorded_and_leaves_nothing_running
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result == {"code": 0, "server_imported": False}, done.stderr[-2000:]
     assert "embedded Prefect" in done.stderr
-    [(name, state)] = _rows(db, "SELECT name, state_type FROM flow_run")
-    assert name.startswith("sample_logs ") and state == "COMPLETED"
+    [(name, state, tags)] = _rows(db, "SELECT name, state_type, tags FROM flow_run")
+    assert name.startswith("sample_logs ") and state == "COMPLETED"  # named and tagged as it was created
+    assert {"reconstruct", "archive:sample_logs"} <= set(json.loads(tags))
     shards = _rows(db, "SELECT state_type FROM task_run WHERE name LIKE 'reconstruct-shard%'")
     assert shards and {s for (s,) in shards} == {"COMPLETED"}
     assert _rows(db, "SELECT key FROM artifact") == [(artifacts.SUMMARY_KEY,)]
