@@ -77,11 +77,16 @@ ROLES = ("main", "server", "workers")
 def _role(p: psutil.Process, top: psutil.Process, roles: dict[int, str]) -> str:
     """Which part of the tree a process is: the measured process itself, Prefect's server (the
     embedded uvicorn or a ``prefect server start``), or the rest (pool workers, the forkserver).
-    Read once per process: its command line does not change."""
+    A server is known once seen; anything else is read again, since a child seen between its fork
+    and its exec still shows its parent's command line."""
+    if p.pid == top.pid:
+        return "main"
     if p.pid not in roles:
         line = " ".join(p.cmdline())
-        roles[p.pid] = ("main" if p.pid == top.pid
-                        else "server" if "uvicorn" in line or "prefect server" in line else "workers")
+        if "uvicorn" in line or "prefect server" in line:
+            roles[p.pid] = "server"
+        else:
+            return "workers"
     return roles[p.pid]
 
 
