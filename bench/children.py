@@ -6,7 +6,6 @@ Each function takes the data path and an output folder and returns a JSON-able d
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import time
 from pathlib import Path
@@ -77,41 +76,51 @@ def shard(data: str, out: str) -> dict:
                        "interactions": sum(s.interactions for s in result.sessions)}}
 
 
-def _start_prefect() -> float:
-    """Start the embedded Prefect server with an empty flow; returns the seconds it took (creating
-    its database too, on a fresh machine)."""
-    for key, value in (("DO_NOT_TRACK", "1"), ("PREFECT_SERVER_ANALYTICS_ENABLED", "false"),
-                       ("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180"),
-                       ("PREFECT_LOGGING_LEVEL", "WARNING")):
-        os.environ.setdefault(key, value)
+def _start_prefect():
+    """Start Prefect's embedded server as ``reconstruct run`` does (launched, the flow imported while
+    it starts, then waited for) and run an empty flow on it; returns the seconds it took (creating
+    its database too, on a fresh machine) and the server (None when one is configured)."""
+    from flows.cli import prefect_env
+    from flows.serve import start_embedded, use_embedded, without_heartbeats
+
+    prefect_env()
+    t0 = time.perf_counter()
+    server = start_embedded()
     from prefect import flow as prefect_flow
+
+    import flows.pipeline  # noqa: F401  (the flow's imports, as in a real run, while the server starts)
+
+    use_embedded(server)
 
     @prefect_flow
     def warm_up() -> int:
         return 1
 
-    t0 = time.perf_counter()
-    warm_up()
-    return time.perf_counter() - t0
+    with without_heartbeats(server):
+        warm_up()
+    return time.perf_counter() - t0, server
 
 
 def flow(data: str, out: str) -> dict:
-    """The real flow on the embedded server; the server's start (a warm-up flow) is timed apart.
-    Run again on the same output, it is the unchanged rerun: every input skipped."""
+    """The real flow on the embedded server, as ``reconstruct run`` runs it; the server's start (a
+    warm-up flow) is timed apart. Run again on the same output, it is the unchanged rerun: every
+    input skipped."""
+    from flows.serve import without_heartbeats
+
+    server_start, server = _start_prefect()
     from flows.pipeline import run_archive
     from models.settings import Settings
 
-    server_start = _start_prefect()
-    t0 = time.perf_counter()
-    summary = run_archive([Path(data)], Path(out), Settings())
-    return _result(summary, time.perf_counter() - t0, server_start=server_start)
+    with without_heartbeats(server):
+        t0 = time.perf_counter()
+        summary = run_archive([Path(data)], Path(out), Settings())
+        seconds = time.perf_counter() - t0
+    return _result(summary, seconds, server_start=server_start)
 
 
 def prefect_idle(data: str, out: str) -> dict:
     """Prefect with its server started and nothing to do: the part of every flow's RSS that is not ours."""
-    import flows.pipeline  # noqa: F401  (the flow's imports, as in a real run)
-
-    seconds = _start_prefect()
+    seconds, _ = _start_prefect()
     time.sleep(0.5)  # let the RSS sampler see the settled process tree
     return {"seconds": seconds}
 

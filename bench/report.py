@@ -25,7 +25,15 @@ def run_line(kind: str, r: dict) -> str:
             line += f" ({c['files_skipped']} of {c['files']} files skipped)"
     elif "messages" in r:
         line += f" {'':>15} {'':>15} {r['messages']:>8} msgs"
-    return line + f"  RSS {r['peak_rss_mb']:.0f} MB  cpu {r['cpu_s']:.1f} s  load {r['load']:.1f}"
+    return line + f"  RSS {r['peak_rss_mb']:.0f} MB{roles(r)}  cpu {r['cpu_s']:.1f} s  load {r['load']:.1f}"
+
+
+def roles(r: dict) -> str:
+    """Each part of the tree's own peak, when Prefect's server was in it (its share of the RSS)."""
+    by = r.get("peak_rss_by_role_mb") or {}
+    if not by.get("server"):
+        return ""
+    return f" (server {by['server']:.0f}, flow process {by['main']:.0f}, workers {by['workers']:.0f})"
 
 
 def floor_lines(runs: dict) -> list[str]:
@@ -58,7 +66,7 @@ def print_report(results: dict) -> None:
         print(f"Prefect idle: not run: {idle['error']}")
     else:
         print(f"Prefect idle (server started, nothing to do): start {idle['seconds']:.1f} s, "
-              f"RSS {idle['peak_rss_mb']:.0f} MB: inside every flow's RSS below")
+              f"RSS {idle['peak_rss_mb']:.0f} MB{roles(idle)}: inside every flow's RSS below")
     for name, row in results["sets"].items():
         print(f"\n{name} ({row['mb']:.1f} MB)")
         print("\n".join(floor_lines(row["runs"])))

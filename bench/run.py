@@ -75,12 +75,32 @@ HUGE_OUTPUT_FACTOR = 8  # a document set is ~4x its input (6.6x before the compa
 
 
 # -- one measurement -------------------------------------------------------------------------------
-def _sample(ps: psutil.Process, cpu: dict[int, float]) -> int:
-    """The RSS of the process tree; each process's CPU seconds so far into ``cpu`` (pid -> seconds)."""
-    rss = 0
+ROLES = ("main", "server", "workers")
+
+
+def _role(p: psutil.Process, top: psutil.Process, roles: dict[int, str]) -> str:
+    """Which part of the tree a process is: the measured process itself, Prefect's server (the
+    embedded uvicorn or a ``prefect server start``), or the rest (pool workers, the forkserver).
+    A server is known once seen; anything else is read again, since a child seen between its fork
+    and its exec still shows its parent's command line."""
+    if p.pid == top.pid:
+        return "main"
+    if p.pid not in roles:
+        line = " ".join(p.cmdline())
+        if "uvicorn" in line or "prefect server" in line:
+            roles[p.pid] = "server"
+        else:
+            return "workers"
+    return roles[p.pid]
+
+
+def _sample(ps: psutil.Process, cpu: dict[int, float], roles: dict[int, str]) -> dict[str, int]:
+    """The RSS of the process tree by role (``ROLES``); each process's CPU seconds so far into ``cpu``
+    (pid -> seconds)."""
+    rss = dict.fromkeys(ROLES, 0)
     for p in (ps, *ps.children(recursive=True)):
         with contextlib.suppress(psutil.Error), p.oneshot():  # a process may end between listing and reading
-            rss += p.memory_info().rss
+            rss[_role(p, ps, roles)] += p.memory_info().rss
             times = p.cpu_times()
             cpu[p.pid] = times.user + times.system
     return rss
@@ -100,10 +120,13 @@ def measure(kind: str, data: Path, out: Path, max_rss_mb: float) -> dict:
     with logs.with_suffix(".out").open("w+") as fo, logs.with_suffix(".err").open("w+") as fe:
         proc = subprocess.Popen([sys.executable, "-m", "bench.run", "--child", kind, str(data), str(out)],
                                 cwd=ROOT, stdin=subprocess.DEVNULL, stdout=fo, stderr=fe)
-        ps, peak, killed, cpu = psutil.Process(proc.pid), 0, False, {}
+        ps, peak, killed, cpu, roles = psutil.Process(proc.pid), 0, False, {}, {}
+        by_role = dict.fromkeys(ROLES, 0)  # each role's own peak (they need not peak together)
         while proc.poll() is None:
             with contextlib.suppress(psutil.Error):
-                peak = max(peak, _sample(ps, cpu))
+                now = _sample(ps, cpu, roles)
+                peak = max(peak, sum(now.values()))
+                by_role = {k: max(v, now[k]) for k, v in by_role.items()}
             if peak > max_rss_mb * 2**20 and not killed:
                 _stop(ps)
                 killed = True
@@ -113,8 +136,8 @@ def measure(kind: str, data: Path, out: Path, max_rss_mb: float) -> dict:
         stdout, stderr = fo.read(), fe.read()
     # CPU seconds of the whole tree (start-up and Prefect's server included, up to the last sample of
     # each process): on a loaded machine wall time grows with the load, CPU time much less
-    machine = {"cpu_s": sum(cpu.values()),
-               "load": os.getloadavg()[0], "peak_rss_mb": peak / 2**20}
+    machine = {"cpu_s": sum(cpu.values()), "load": os.getloadavg()[0], "peak_rss_mb": peak / 2**20,
+               "peak_rss_by_role_mb": {k: v / 2**20 for k, v in by_role.items()}}
     lines = stdout.strip().splitlines()
     if killed:
         return {"error": f"stopped: process tree above {max_rss_mb:.0f} MB", **machine}
@@ -167,7 +190,8 @@ def best_of(kind: str, data: Path, outs: list[Path], mb: float, floor: dict | No
     done = [r for r in runs if "seconds" in r] or runs
     best = min(done, key=lambda r: r.get("seconds", 0))
     peak = max(r.get("peak_rss_mb", 0) for r in runs)
-    return derive({**best, "peak_rss_mb": peak, "repeats": len(runs)}, mb, floor)
+    roles = {k: max(r.get("peak_rss_by_role_mb", {}).get(k, 0) for r in runs) for k in ROLES}
+    return derive({**best, "peak_rss_mb": peak, "peak_rss_by_role_mb": roles, "repeats": len(runs)}, mb, floor)
 
 
 def bench_set(name: str, spec: DataSet, data: Path, args: argparse.Namespace) -> dict:

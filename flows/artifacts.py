@@ -28,16 +28,23 @@ def run_tags(paths: list[str]) -> list[str]:
     return ["reconstruct", f"archive:{archive_name(paths)}"]
 
 
+def flow_run_name(paths: list[str], run_id: str) -> str:
+    return f"{archive_name(paths)} {run_id}"
+
+
 def name_flow_run(paths: list[str], run_id: str) -> str:
-    """Rename and tag the current flow run (keeping the tags it has); returns the name."""
+    """Rename and tag the current flow run (keeping the tags it has) unless it was created so (as
+    ``run_archive`` creates it: a call to the API saved); returns the name."""
     from prefect.client.orchestration import get_client
     from prefect.context import FlowRunContext
 
-    name = f"{archive_name(paths)} {run_id}"
+    name = flow_run_name(paths, run_id)
     ctx = FlowRunContext.get()
     if ctx is None or ctx.flow_run is None:
         return name
     tags = sorted({*ctx.flow_run.tags, *run_tags(paths)})
+    if ctx.flow_run.name == name and set(tags) == set(ctx.flow_run.tags):
+        return name
     with get_client(sync_client=True) as client:
         client.update_flow_run(ctx.flow_run.id, name=name, tags=tags)
     return name

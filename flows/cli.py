@@ -139,21 +139,23 @@ def _run(paths: list[Path], out: Path, settings: Settings, force: bool, allow_sh
         return EXIT_CANNOT_START
     _check_out(out)
     prefect_env()
-    from flows.serve import use_running_server
+    from flows.serve import start_embedded, use_embedded, use_running_server, without_heartbeats
 
     server = use_running_server()  # said with the summary, so a failure stays one line
+    embedded = start_embedded()  # starts while this process imports the flow
     try:
         from flows.pipeline import run_archive
     except Exception as exc:  # an environment problem, not an input problem
         console.print(f"[red]cannot start:[/red] Prefect is unavailable: {exc}")
         return EXIT_CANNOT_START
     try:
-        from flows.pipeline import graceful_stop, start_embedded_server
+        from flows.pipeline import graceful_stop
 
         with clear_failures("run failed"), graceful_stop(out):
-            start_embedded_server()
-            summary = run_archive(paths, out, settings, force=force, show_progress=sys.stderr.isatty(),
-                                  allow_shrink=allow_shrink, keys=keys)
+            _ready(embedded, use_embedded)
+            with without_heartbeats(embedded):
+                summary = run_archive(paths, out, settings, force=force, show_progress=sys.stderr.isatty(),
+                                      allow_shrink=allow_shrink, keys=keys)
     except BaseException as exc:  # Ctrl-C twice, or a signal Prefect turned into TerminationSignal
         if not isinstance(exc, KeyboardInterrupt) and type(exc).__name__ != "TerminationSignal":
             raise
@@ -165,6 +167,14 @@ def _run(paths: list[Path], out: Path, settings: Settings, force: bool, allow_sh
     _print_summary(summary)
     c = summary["counts"]
     return EXIT_QUARANTINED if (c["files_quarantined"] or c["sessions_quarantined"]) else EXIT_OK
+
+
+def _ready(embedded, use_embedded) -> None:
+    """Wait for the embedded server (when this run started one); one line and exit 4 if it fails."""
+    try:
+        use_embedded(embedded)
+    except RuntimeError as exc:
+        fail(f"cannot start: Prefect's embedded server: {exc}")
 
 
 @app.command()

@@ -254,11 +254,12 @@ def _only(refs: list[ingest.InputRef], keys: list[str], run_id: str, settings: S
 @flow(name="reconstruct-archive", log_prints=False, validate_parameters=False)
 def reconstruct_archive(paths: list[str], out: str, settings: Settings | dict[str, Any] | None = None,
                         force: bool = False, show_progress: bool = False,
-                        allow_shrink: bool = False, keys: list[str] | None = None) -> dict[str, Any]:
+                        allow_shrink: bool = False, keys: list[str] | None = None,
+                        run_id: str | None = None) -> dict[str, Any]:
     """Reconstruct every session of an archive into ``out`` (see README: Output layout).
 
-    Run it with ``run_archive`` (which picks the task runner from the settings) or, for a
-    deployment, ``reconstruct_archive.with_options(task_runner=task_runner(settings))``.
+    Run it with ``run_archive`` (which picks the task runner from the settings and names the run
+    as it is created) or, for a deployment, ``reconstruct_archive.with_options(task_runner=task_runner(settings))``.
     """
     logger = get_run_logger()
     out_root = Path(out)
@@ -276,7 +277,7 @@ def reconstruct_archive(paths: list[str], out: str, settings: Settings | dict[st
                         len(result.files), len(result.sessions))
             yield result
 
-    run_id = new_run_id()
+    run_id = run_id or new_run_id()
     artifacts.name_flow_run(paths, run_id)
     try:
         with progress_bar(show_progress) as progress, pool.local_pool(settings), graceful_stop(out_root):
@@ -294,23 +295,6 @@ def reconstruct_archive(paths: list[str], out: str, settings: Settings | dict[st
     if alerts.needs_attention(c):
         alerts.emit_run_event("quarantined", run_id, artifacts.archive_name(paths), out, c)
     return summary
-
-
-def start_embedded_server() -> None:
-    """Start Prefect's embedded server (when no API is configured) with Ctrl-C blocked in it: a
-    terminal's Ctrl-C then reaches this process only, which stops the run and the server in order
-    (a server killed first leaves the flow retrying a dead API for a minute)."""
-    from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_ENABLED
-
-    if PREFECT_API_URL.value() or not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
-        return
-    from prefect.server.api.server import SubprocessASGIServer
-
-    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        SubprocessASGIServer().start()  # the instance Prefect's client uses
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 
 @contextmanager
@@ -367,6 +351,13 @@ class progress_bar:
 def run_archive(paths: list[Path], out: Path, settings: Settings, *, force: bool = False,
                 show_progress: bool = False, allow_shrink: bool = False,
                 keys: list[str] | None = None) -> dict[str, Any]:
-    """Run the flow with the task runner the settings ask for (``keys``: only these inputs)."""
-    configured = reconstruct_archive.with_options(task_runner=task_runner(settings))
-    return configured([str(p) for p in paths], str(out), settings, force, show_progress, allow_shrink, keys)
+    """Run the flow with the task runner the settings ask for (``keys``: only these inputs), named
+    and tagged as it is created (no update of the run from inside it)."""
+    from prefect import tags
+
+    run_id = new_run_id()
+    names = [str(p) for p in paths]
+    name = artifacts.flow_run_name(names, run_id)
+    configured = reconstruct_archive.with_options(task_runner=task_runner(settings), flow_run_name=lambda: name)
+    with tags(*artifacts.run_tags(names)):
+        return configured(names, str(out), settings, force, show_progress, allow_shrink, keys, run_id)

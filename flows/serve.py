@@ -11,9 +11,12 @@ functions that need it, so the read-only commands stay fast.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
+import importlib.util
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -95,7 +98,12 @@ class LocalServer:
         return env
 
     def start(self, timeout: float = STARTUP_SECONDS) -> LocalServer:
-        """Start the server in its own process group (Ctrl-C reaches it only through ``stop``)."""
+        """Start the server and wait until it answers."""
+        self.launch()
+        return self.ready(timeout)
+
+    def launch(self) -> LocalServer:
+        """Start the server in its own process group (Ctrl-C reaches it only through ``stop``), without waiting."""
         self.home.mkdir(parents=True, exist_ok=True)
         with open(self.home / "server.log", "ab") as log:
             self.process = subprocess.Popen(
@@ -103,6 +111,10 @@ class LocalServer:
                 env=self.environment(), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True)
         (self.home / "server.pid").write_text(f"{self.process.pid}\n")
+        return self
+
+    def ready(self, timeout: float = STARTUP_SECONDS) -> LocalServer:
+        """Wait until the launched server answers its health check."""
         try:
             self._wait_ready(timeout)
         except BaseException:  # Ctrl-C or SIGTERM while it starts: stop it, leave no orphan
@@ -114,11 +126,14 @@ class LocalServer:
         deadline = time.monotonic() + timeout
         while not healthy(self.api_url):
             if self.process.poll() is not None:
-                raise RuntimeError(f"prefect server exited with {self.process.returncode}; "
-                                   f"see {self.home / 'server.log'}")
+                raise RuntimeError(f"prefect server exited with {self.process.returncode}; {self.see}")
             if time.monotonic() > deadline:
-                raise RuntimeError(f"prefect server not ready after {timeout:.0f} s; see {self.home / 'server.log'}")
-            time.sleep(0.25)
+                raise RuntimeError(f"prefect server not ready after {timeout:.0f} s; {self.see}")
+            time.sleep(0.1)
+
+    @property
+    def see(self) -> str:
+        return f"see {self.home / 'server.log'}"
 
     def stop(self, grace: float = 30.0) -> None:
         """SIGTERM to the server's process group, SIGKILL after ``grace`` seconds; never leaves an orphan."""
@@ -132,13 +147,115 @@ class LocalServer:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait()
-        (self.home / "server.pid").unlink(missing_ok=True)
+        if self.home is not None:
+            (self.home / "server.pid").unlink(missing_ok=True)
 
     def __enter__(self) -> LocalServer:
         return self.start()
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+HEARTBEAT_SETTINGS = ("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", "PREFECT_RUNNER_HEARTBEAT_FREQUENCY")
+EMBEDDED_SERVER_ENV = {
+    # A server that records one run of this process and is gone after it: no UI and no live
+    # streams of events and logs out of it (nothing can subscribe: its port is private to the run).
+    # Its services are Prefect's ephemeral set (the task run recorder, events, triggers, ...), kept:
+    # each costs under 2 MB (README: "Prefect's environment"). The user's own environment wins.
+    "PREFECT_UI_ENABLED": "false",
+    "PREFECT_SERVER_EVENTS_STREAM_OUT_ENABLED": "false",
+    "PREFECT_SERVER_LOGS_STREAM_OUT_ENABLED": "false",
+}
+
+
+def free_port() -> int:
+    """A loopback port free right now (a server that loses it to a race is restarted on another)."""
+    with socket.socket() as s:
+        s.bind((LOCAL_HOST, 0))
+        return s.getsockname()[1]
+
+
+class EmbeddedServer(LocalServer):
+    """Prefect's embedded server for one run, started as Prefect starts it (uvicorn on Prefect's
+    ``create_app``, ephemeral: the database under PREFECT_HOME, no UI) but from here, so this process
+    never imports Prefect's server (80 MB of RSS and seconds of imports it does not use) and goes on
+    importing the flow while the server starts."""
+
+    STARTUP_FAILURE = 3  # uvicorn's exit code when it cannot bind its port
+
+    def __init__(self) -> None:
+        super().__init__(home=None, port=free_port())
+
+    @property
+    def see(self) -> str:
+        return "see its output above"
+
+    def environment(self) -> dict[str, str]:
+        env = {**EMBEDDED_SERVER_ENV, **os.environ, "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}
+        env.pop("PREFECT_API_URL", None)
+        return env
+
+    def launch(self) -> EmbeddedServer:
+        site = Path(importlib.util.find_spec("prefect").origin).parents[1]  # no import of Prefect
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", "--app-dir", str(site), "--factory",
+             "prefect.server.api.server:create_app", "--host", LOCAL_HOST, "--port", str(self.port),
+             "--log-level", "error", "--lifespan", "on"],
+            env=self.environment(), stdin=subprocess.DEVNULL, start_new_session=True)
+        atexit.register(self.stop)  # after Prefect's event and log workers have drained (they go first)
+        return self
+
+    def _wait_ready(self, timeout: float) -> None:
+        for _attempt in range(3):
+            try:
+                return super()._wait_ready(timeout)
+            except RuntimeError:
+                if self.process.returncode != self.STARTUP_FAILURE:
+                    raise
+            self.port = free_port()  # another process took the port first
+            self.launch()
+        return super()._wait_ready(timeout)
+
+    def stop(self, grace: float = 10.0) -> None:
+        super().stop(grace)
+
+
+def start_embedded() -> EmbeddedServer | None:
+    """Launch the embedded server when this process has no Prefect API (none configured, and
+    Prefect's ephemeral mode allowed), without waiting for it; None otherwise."""
+    if os.environ.get("PREFECT_API_URL") or configured_api_url():
+        return None
+    from prefect.settings import PREFECT_SERVER_EPHEMERAL_ENABLED
+
+    if not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
+        return None
+    return EmbeddedServer().launch()
+
+
+def use_embedded(server: EmbeddedServer | None, timeout: float | None = None) -> None:
+    """Wait until the launched embedded server answers, then make it this process's Prefect API."""
+    if server is None:
+        return
+    from prefect.settings import PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS
+
+    server.ready(timeout or PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value())
+    point_at(server.api_url)
+
+
+@contextlib.contextmanager
+def without_heartbeats(server: EmbeddedServer | None):
+    """On the embedded server, the block's flow runs send no heartbeats unless the user asks for
+    them: heartbeats tell a long-lived server which runs crashed, and this one ends with the run,
+    while a flow run waits up to a second at its end for its heartbeat thread to wake (Prefect
+    sleeps it in one-second steps). Entered after ``use_embedded`` (it keeps the API it sees)."""
+    if server is None or any(os.environ.get(k) for k in HEARTBEAT_SETTINGS):
+        yield
+        return
+    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
+
+    with temporary_settings({PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+        yield
 
 
 @dataclass(frozen=True)

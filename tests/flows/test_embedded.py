@@ -1,0 +1,94 @@
+"""`reconstruct run` with no Prefect server configured: the embedded server the CLI starts itself
+(the lean settings, the user's environment first, none at all when an API is configured) records
+the flow run, its shard task runs and its artifact, and the flow process never imports Prefect's
+server."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from flows import artifacts
+from flows.serve import EMBEDDED_SERVER_ENV, EmbeddedServer, start_embedded, without_heartbeats
+from tests.helpers import ROOT
+
+
+def test_the_embedded_server_gets_the_lean_settings_under_the_users_own(monkeypatch):
+    monkeypatch.setenv("PREFECT_SERVER_LOGS_STREAM_OUT_ENABLED", "true")  # the user's choice wins
+    monkeypatch.setenv("PREFECT_API_URL", "http://elsewhere:4200/api")
+    env = EmbeddedServer().environment()
+    assert env["PREFECT_SERVER_LOGS_STREAM_OUT_ENABLED"] == "true"
+    assert env["PREFECT_UI_ENABLED"] == EMBEDDED_SERVER_ENV["PREFECT_UI_ENABLED"] == "false"
+    assert env["PREFECT_SERVER_EVENTS_STREAM_OUT_ENABLED"] == "false"
+    assert env["PREFECT__SERVER_EPHEMERAL"] == "1"  # Prefect's ephemeral services and no UI
+    assert "PREFECT_API_URL" not in env  # the server is the API, it points at none
+
+
+def test_no_embedded_server_when_a_server_is_configured(monkeypatch):
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:1/api")
+    assert start_embedded() is None
+
+
+def test_no_embedded_server_under_a_harness(prefect_harness):
+    assert start_embedded() is None
+
+
+def _heartbeat() -> int | None:
+    from prefect.settings import get_current_settings
+
+    return get_current_settings().flows.heartbeat_frequency
+
+
+def test_runs_on_the_embedded_server_send_no_heartbeats_unless_asked(monkeypatch):
+    monkeypatch.delenv("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", raising=False)
+    monkeypatch.delenv("PREFECT_RUNNER_HEARTBEAT_FREQUENCY", raising=False)
+    before = _heartbeat()
+    assert before is not None
+    with without_heartbeats(object()):
+        assert _heartbeat() is None
+    assert _heartbeat() == before
+    with without_heartbeats(None):  # a configured server: its heartbeats are left as they are
+        assert _heartbeat() == before
+    monkeypatch.setenv("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", "60")  # the user's choice wins
+    with without_heartbeats(object()):
+        assert _heartbeat() == before
+
+
+RUN = """
+import json, sys
+from flows.cli import app
+try:
+    app(["run", sys.argv[1], "--out", sys.argv[2]])
+except SystemExit as exc:
+    code = exc.code
+print(json.dumps({"code": code, "server_imported": "prefect.server.api.server" in sys.modules}))
+"""
+
+
+def _rows(db: Path, sql: str) -> list[tuple]:
+    with sqlite3.connect(db) as con:
+        return con.execute(sql).fetchall()
+
+
+@pytest.mark.slow
+def test_a_cli_run_on_the_embedded_server_is_recorded_and_leaves_nothing_running(tmp_path):
+    db = tmp_path / "prefect.db"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
+    env.update(PREFECT_HOME=str(tmp_path / "home"), PREFECT_SERVER_DATABASE_CONNECTION_URL=f"sqlite+aiosqlite:///{db}")
+    done = subprocess.run([sys.executable, "-c", RUN, str(ROOT / "sample_logs"), str(tmp_path / "out")], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=600)
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result == {"code": 0, "server_imported": False}, done.stderr[-2000:]
+    assert "embedded Prefect" in done.stderr
+    [(name, state, tags)] = _rows(db, "SELECT name, state_type, tags FROM flow_run")
+    assert name.startswith("sample_logs ") and state == "COMPLETED"  # named and tagged as it was created
+    assert {"reconstruct", "archive:sample_logs"} <= set(json.loads(tags))
+    shards = _rows(db, "SELECT state_type FROM task_run WHERE name LIKE 'reconstruct-shard%'")
+    assert shards and {s for (s,) in shards} == {"COMPLETED"}
+    assert _rows(db, "SELECT key FROM artifact") == [(artifacts.SUMMARY_KEY,)]
