@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -58,14 +59,15 @@ PART_COLUMNS = {
 KEY = ["output_path", "output_sha256"]
 
 
-def rows(rel: str, sha256: str, doc: dict[str, Any]) -> tuple[dict, list[dict]]:
-    """The sessions row and the turns rows of one document (raises on anything that is not one)."""
+def session_row(doc: dict[str, Any]) -> dict:
+    """A document's sessions row without its key (``output_path``, ``output_sha256``): from the
+    envelope alone, so a document whose interactions are columns has one too."""
     arts = doc["artifacts"]
     log, hist, perf = arts["ByggLogg"], arts["Chatthistorik"], arts["ai_protocol_performance"]
     src = log["source"]
     lines = orjson.dumps(src.get("lines")).decode() if src.get("lines") else None
-    session = {
-        "output_path": rel, "session_id": doc["sessionId"], "created_at": doc["createdAt"],
+    return {
+        "session_id": doc["sessionId"], "created_at": doc["createdAt"],
         "status": "partial" if hist.get("coverage") == "partial" else "ok",
         "coverage_reason": hist.get("coverageReason"), "source_path": src["path"],
         "source_sha256": src["sha256"], "source_lines": lines, "source_pointer": src.get("pointer"),
@@ -73,40 +75,89 @@ def rows(rel: str, sha256: str, doc: dict[str, Any]) -> tuple[dict, list[dict]]:
         "interactions": perf["interactionCount"], "source_turns": perf["sourceTurnCount"],
         "redactions": perf["redactions"]["total"],
         "redaction_types": orjson.dumps(perf["redactions"].get("byType") or {}, option=orjson.OPT_SORT_KEYS).decode(),
-        "output_sha256": sha256,
     }
+
+
+def turn_dicts(session: dict, interactions: list[dict[str, Any]]) -> list[dict]:
+    """The turns rows of interactions given as dicts, without their key (``session``: the
+    document's sessions row, for the columns a turn repeats)."""
+    sid, path, grammar = session["session_id"], session["source_path"], session["grammar"]
     turns = []
-    for it in hist["interactions"]:
-        span = it["source"]
+    for it in interactions:
+        span, model = it["source"], it["model"]
         turns.append({
-            "output_path": rel, "session_id": doc["sessionId"], "ordinal": it["ordinal"], "role": it["role"],
-            "kind": it["kind"], "speaker_name": it["speakerName"], "provider": it["model"]["provider"],
-            "model_name": it["model"]["name"], "model_version": it["model"]["version"],
-            "model_source": it["modelSource"], "speaker": it["speaker"], "date": it.get("date"),
-            "content": it["content"],
+            "session_id": sid, "ordinal": it["ordinal"], "role": it["role"], "kind": it["kind"],
+            "speaker_name": it["speakerName"], "provider": model["provider"], "model_name": model["name"],
+            "model_version": model["version"], "model_source": it["modelSource"], "speaker": it["speaker"],
+            "date": it.get("date"), "content": it["content"],
             "source_lines": orjson.dumps(span["lines"]).decode() if span.get("lines") else None,
-            "source_pointer": span.get("pointer"), "source_path": src["path"], "grammar": log["grammar"]["id"],
-            "output_sha256": sha256,
+            "source_pointer": span.get("pointer"), "source_path": path, "grammar": grammar,
         })
+    return turns
+
+
+@dataclass(slots=True)
+class DocumentRows:
+    """The dataset rows of one document before it has a path and a sha256, taken from the
+    document as it was assembled (never from its bytes): the sessions row and the turns, as dicts
+    (interactions assembled as dicts) or as a frame of the turns table's columns without the
+    document-wide ones (interactions assembled as columns: ``normalizers.columns.TurnRows.frame``)."""
+
+    session: dict
+    turns: list[dict] | pl.DataFrame
+
+    @classmethod
+    def of(cls, doc: dict[str, Any], turn_frame: pl.DataFrame | None = None) -> DocumentRows:
+        """The rows of an assembled document (``turn_frame``: its interactions when they are columns;
+        else they are the dicts in the document)."""
+        session = session_row(doc)
+        if turn_frame is not None:
+            return cls(session, turn_frame)
+        return cls(session, turn_dicts(session, doc["artifacts"]["Chatthistorik"]["interactions"]))
+
+    def keyed(self, rel: str, sha256: str) -> tuple[dict, list[dict] | pl.DataFrame]:
+        """The rows with their key (path and sha256), in the part's columns."""
+        session = {"output_path": rel, **self.session, "output_sha256": sha256}
+        if isinstance(self.turns, pl.DataFrame):
+            return session, self._turn_frame(session)
+        return session, [{"output_path": rel, **t, "output_sha256": sha256} for t in self.turns]
+
+    def _turn_frame(self, session: dict) -> pl.DataFrame:
+        lit = {k: pl.lit(session[k], dtype=pl.Utf8)
+               for k in ("output_path", "session_id", "source_path", "grammar", "output_sha256")}
+        return self.turns.with_columns(source_pointer=pl.lit(None, dtype=pl.Utf8), **lit) \
+                         .select(pl.col(k).cast(t) for k, t in PART_COLUMNS["turns"].items())
+
+
+def rows(rel: str, sha256: str, doc: dict[str, Any]) -> tuple[dict, list[dict]]:
+    """The sessions row and the turns rows of a document read from its bytes (raises on anything
+    that is not one)."""
+    session, turns = DocumentRows.of(doc).keyed(rel, sha256)
     return session, turns
 
 
 class Rows:
-    """The dataset rows of the documents one shard wrote, built from the documents in hand."""
+    """The dataset rows of the documents one shard wrote, in the order written."""
 
     def __init__(self) -> None:
         self.sessions: list[dict] = []
         self.turns: list[dict] = []
+        self._frames: list[pl.DataFrame] = []  # turns of earlier documents, once a frame came
 
-    def add(self, rel: str, sha256: str, doc: dict[str, Any]) -> None:
-        session, turns = rows(rel, sha256, doc)
+    def add(self, rel: str, sha256: str, doc: DocumentRows) -> None:
+        session, turns = doc.keyed(rel, sha256)
         self.sessions.append(session)
-        self.turns.extend(turns)
+        if isinstance(turns, list):
+            self.turns.extend(turns)
+            return
+        self._frames.extend((pl.DataFrame(self.turns, schema=PART_COLUMNS["turns"]), turns))
+        self.turns = []
 
     def frames(self) -> dict[str, pl.DataFrame]:
         """The rows as part frames (compact to send from a worker: columns, not dicts)."""
+        turns = [*self._frames, pl.DataFrame(self.turns, schema=PART_COLUMNS["turns"])]
         return {"sessions": pl.DataFrame(self.sessions, schema=PART_COLUMNS["sessions"]),
-                "turns": pl.DataFrame(self.turns, schema=PART_COLUMNS["turns"])}
+                "turns": turns[0] if len(turns) == 1 else pl.concat(turns, how="vertical")}
 
 
 def _write_frame(frame: pl.DataFrame, target: Path, fmt: str) -> Path:
@@ -223,7 +274,7 @@ def _read_documents(out_root: Path, keyed: list[tuple[str, str | None]],
             sha = hashlib.sha256(raw).hexdigest()
             if expected is not None and sha != expected:
                 raise ValueError(f"its sha256 {sha} is not its latest revision {expected}")
-            found.add(rel, sha, orjson.loads(raw))
+            found.add(rel, sha, DocumentRows.of(orjson.loads(raw)))
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             if problems is not None:
                 problems.append(f"{rel}: not a session document, left out of the datasets "

@@ -408,7 +408,7 @@ def _session(ref, s, trail: ShardTrail, result: ShardResult, settings: Settings 
         _hold_back(ref, s, trail, old, latched, resolve_inside(trail.out_root, record))
         return record, None
     try:
-        sha, changed = trail.document(rel, s.encoded, old, note=note, document=s.document, target=target)
+        sha, changed = trail.document(rel, s.encoded, old, note=note, rows=s.rows, target=target)
     except OSError as exc:
         if exc.errno in DISK_FULL:
             raise
