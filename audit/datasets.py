@@ -78,33 +78,35 @@ def session_row(doc: dict[str, Any]) -> dict:
     }
 
 
-def turn_dicts(session: dict, interactions: list[dict[str, Any]]) -> list[dict]:
-    """The turns rows of interactions given as dicts, without their key (``session``: the
-    document's sessions row, for the columns a turn repeats)."""
-    sid, path, grammar = session["session_id"], session["source_path"], session["grammar"]
-    turns = []
-    for it in interactions:
-        span, model = it["source"], it["model"]
-        turns.append({
-            "session_id": sid, "ordinal": it["ordinal"], "role": it["role"], "kind": it["kind"],
-            "speaker_name": it["speakerName"], "provider": model["provider"], "model_name": model["name"],
-            "model_version": model["version"], "model_source": it["modelSource"], "speaker": it["speaker"],
-            "date": it.get("date"), "content": it["content"],
-            "source_lines": orjson.dumps(span["lines"]).decode() if span.get("lines") else None,
-            "source_pointer": span.get("pointer"), "source_path": path, "grammar": grammar,
-        })
-    return turns
+def turn_columns(session: dict, interactions: list[dict[str, Any]]) -> dict[str, list]:
+    """The turns rows of interactions given as dicts, as columns without their key (``session``:
+    the document's sessions row, for the columns a turn repeats)."""
+    n = len(interactions)
+    models = [it["model"] for it in interactions]
+    spans = [it["source"] for it in interactions]
+    return {
+        "session_id": [session["session_id"]] * n, "ordinal": [it["ordinal"] for it in interactions],
+        "role": [it["role"] for it in interactions], "kind": [it["kind"] for it in interactions],
+        "speaker_name": [it["speakerName"] for it in interactions],
+        "provider": [m["provider"] for m in models], "model_name": [m["name"] for m in models],
+        "model_version": [m["version"] for m in models],
+        "model_source": [it["modelSource"] for it in interactions], "speaker": [it["speaker"] for it in interactions],
+        "date": [it.get("date") for it in interactions], "content": [it["content"] for it in interactions],
+        "source_lines": [orjson.dumps(s["lines"]).decode() if s.get("lines") else None for s in spans],
+        "source_pointer": [s.get("pointer") for s in spans], "source_path": [session["source_path"]] * n,
+        "grammar": [session["grammar"]] * n,
+    }
 
 
 @dataclass(slots=True)
 class DocumentRows:
     """The dataset rows of one document before it has a path and a sha256, taken from the
-    document as it was assembled (never from its bytes): the sessions row and the turns, as dicts
+    document as it was assembled (never from its bytes): the sessions row and the turns, as lists
     (interactions assembled as dicts) or as a frame of the turns table's columns without the
     document-wide ones (interactions assembled as columns: ``normalizers.columns.TurnRows.frame``)."""
 
     session: dict
-    turns: list[dict] | pl.DataFrame
+    turns: dict[str, list] | pl.DataFrame
 
     @classmethod
     def of(cls, doc: dict[str, Any], turn_frame: pl.DataFrame | None = None) -> DocumentRows:
@@ -113,14 +115,15 @@ class DocumentRows:
         session = session_row(doc)
         if turn_frame is not None:
             return cls(session, turn_frame)
-        return cls(session, turn_dicts(session, doc["artifacts"]["Chatthistorik"]["interactions"]))
+        return cls(session, turn_columns(session, doc["artifacts"]["Chatthistorik"]["interactions"]))
 
-    def keyed(self, rel: str, sha256: str) -> tuple[dict, list[dict] | pl.DataFrame]:
+    def keyed(self, rel: str, sha256: str) -> tuple[dict, dict[str, list] | pl.DataFrame]:
         """The rows with their key (path and sha256), in the part's columns."""
         session = {"output_path": rel, **self.session, "output_sha256": sha256}
         if isinstance(self.turns, pl.DataFrame):
             return session, self._turn_frame(session)
-        return session, [{"output_path": rel, **t, "output_sha256": sha256} for t in self.turns]
+        n = len(self.turns["ordinal"])
+        return session, {"output_path": [rel] * n, **self.turns, "output_sha256": [sha256] * n}
 
     def _turn_frame(self, session: dict) -> pl.DataFrame:
         lit = {k: pl.lit(session[k], dtype=pl.Utf8)
@@ -133,7 +136,7 @@ def rows(rel: str, sha256: str, doc: dict[str, Any]) -> tuple[dict, list[dict]]:
     """The sessions row and the turns rows of a document read from its bytes (raises on anything
     that is not one)."""
     session, turns = DocumentRows.of(doc).keyed(rel, sha256)
-    return session, turns
+    return session, [dict(zip(turns, values, strict=True)) for values in zip(*turns.values(), strict=True)]
 
 
 class Rows:
@@ -141,21 +144,25 @@ class Rows:
 
     def __init__(self) -> None:
         self.sessions: list[dict] = []
-        self.turns: list[dict] = []
+        self.turns: dict[str, list] = {k: [] for k in PART_COLUMNS["turns"]}
         self._frames: list[pl.DataFrame] = []  # turns of earlier documents, once a frame came
 
     def add(self, rel: str, sha256: str, doc: DocumentRows) -> None:
         session, turns = doc.keyed(rel, sha256)
         self.sessions.append(session)
-        if isinstance(turns, list):
-            self.turns.extend(turns)
+        if isinstance(turns, dict):
+            for k, column in self.turns.items():
+                column.extend(turns[k])
             return
-        self._frames.extend((pl.DataFrame(self.turns, schema=PART_COLUMNS["turns"]), turns))
-        self.turns = []
+        self._frames.extend((self._listed(), turns))
+        self.turns = {k: [] for k in PART_COLUMNS["turns"]}
+
+    def _listed(self) -> pl.DataFrame:
+        return pl.DataFrame(self.turns, schema=PART_COLUMNS["turns"])
 
     def frames(self) -> dict[str, pl.DataFrame]:
         """The rows as part frames (compact to send from a worker: columns, not dicts)."""
-        turns = [*self._frames, pl.DataFrame(self.turns, schema=PART_COLUMNS["turns"])]
+        turns = [*self._frames, self._listed()]
         return {"sessions": pl.DataFrame(self.sessions, schema=PART_COLUMNS["sessions"]),
                 "turns": turns[0] if len(turns) == 1 else pl.concat(turns, how="vertical")}
 

@@ -18,11 +18,11 @@ class PathEscape(ValueError):
 
 def resolve_inside(root: Path, relpath: str) -> Path:
     """The absolute path of ``relpath`` under ``root``, refusing anything that escapes it."""
-    base = root.resolve()
-    target = (base / relpath).resolve()
-    if target != base and base not in target.parents:
+    base = os.path.realpath(root)
+    target = os.path.realpath(os.path.join(base, relpath))
+    if target != base and not target.startswith(base.rstrip("/") + "/"):
         raise PathEscape(f"{relpath!r} escapes the output root")
-    return target
+    return Path(target)
 
 
 def same_bytes(path: Path, data: bytes | Path) -> bool:

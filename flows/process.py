@@ -283,17 +283,18 @@ def _partial_failure(source: SourceText, detection: Detection, sessions: list[Se
 
 
 def process_bytes(data: bytes, name: str, ctx: RunContext, companions: dict[str, str] | None = None,
-                  siblings: tuple[str, ...] = ()) -> FileOutcome:
-    """The whole core for one input's bytes (``siblings``: names of the files beside it)."""
+                  siblings: tuple[str, ...] = (), decoded: SourceText | None = None) -> FileOutcome:
+    """The whole core for one input's bytes (``siblings``: names of the files beside it;
+    ``decoded``: the bytes already decoded, when the caller did it to hash them)."""
     with paused_gc():
-        return _process_bytes(data, name, ctx, companions, siblings)
+        return _process_bytes(data, name, ctx, companions, siblings, decoded)
 
 
 def _process_bytes(data: bytes, name: str, ctx: RunContext, companions: dict[str, str] | None,
-                   siblings: tuple[str, ...] = ()) -> FileOutcome:
+                   siblings: tuple[str, ...] = (), decoded: SourceText | None = None) -> FileOutcome:
     started = time.perf_counter()
     try:
-        source = decode(data, name)
+        source = decoded if decoded is not None else decode(data, name)
     except ReconstructError as exc:
         return quarantined_file(name, len(data), exc.reason, str(exc))
     if companions or siblings:

@@ -70,7 +70,7 @@ class Settings(BaseSettings):
         "documents, faster); off: every session goes through turn records."
     )
     columnar_min_bytes: int = Field(
-        64 * 1024, ge=0, description="Smaller inputs go through turn records even when their grammar reads "
+        16 * 1024, ge=0, description="Smaller inputs go through turn records even when their grammar reads "
         "columns (same documents: a frame's fixed cost outweighs its gain on a short chat)."
     )
     stream_text_bytes: int = Field(

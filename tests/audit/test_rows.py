@@ -58,7 +58,7 @@ def test_the_inputs_cover_both_routes():
         for s in process_bytes(path.read_bytes(), path.name, RunContext.from_settings(ROUTES["columnar"])).sessions:
             if s.rows is not None:
                 kinds.add(type(s.rows.turns).__name__)
-    assert kinds == {"list", "DataFrame"}
+    assert kinds == {"dict", "DataFrame"}
 
 
 def test_rows_of_chats_assembled_as_columns_or_dicts():
