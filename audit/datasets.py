@@ -62,14 +62,15 @@ KEY = ["output_path", "output_sha256"]
 STAGED = PARTS / "turns" / ".staged"  # streamed documents' turns parts, until the run adopts them
 
 
-def rows(rel: str, sha256: str, doc: dict[str, Any]) -> tuple[dict, list[dict]]:
-    """The sessions row and the turns rows of one document (raises on anything that is not one)."""
+def session_row(doc: dict[str, Any]) -> dict:
+    """A document's sessions row without its key (``output_path``, ``output_sha256``): from the
+    envelope alone, so a document whose interactions are columns has one too."""
     arts = doc["artifacts"]
     log, hist, perf = arts["ByggLogg"], arts["Chatthistorik"], arts["ai_protocol_performance"]
     src = log["source"]
     lines = orjson.dumps(src.get("lines")).decode() if src.get("lines") else None
-    session = {
-        "output_path": rel, "session_id": doc["sessionId"], "created_at": doc["createdAt"],
+    return {
+        "session_id": doc["sessionId"], "created_at": doc["createdAt"],
         "status": "partial" if hist.get("coverage") == "partial" else "ok",
         "coverage_reason": hist.get("coverageReason"), "source_path": src["path"],
         "source_sha256": src["sha256"], "source_lines": lines, "source_pointer": src.get("pointer"),
@@ -77,22 +78,68 @@ def rows(rel: str, sha256: str, doc: dict[str, Any]) -> tuple[dict, list[dict]]:
         "interactions": perf["interactionCount"], "source_turns": perf["sourceTurnCount"],
         "redactions": perf["redactions"]["total"],
         "redaction_types": orjson.dumps(perf["redactions"].get("byType") or {}, option=orjson.OPT_SORT_KEYS).decode(),
-        "output_sha256": sha256,
     }
-    turns = []
-    for it in hist["interactions"]:
-        span = it["source"]
-        turns.append({
-            "output_path": rel, "session_id": doc["sessionId"], "ordinal": it["ordinal"], "role": it["role"],
-            "kind": it["kind"], "speaker_name": it["speakerName"], "provider": it["model"]["provider"],
-            "model_name": it["model"]["name"], "model_version": it["model"]["version"],
-            "model_source": it["modelSource"], "speaker": it["speaker"], "date": it.get("date"),
-            "content": it["content"],
-            "source_lines": orjson.dumps(span["lines"]).decode() if span.get("lines") else None,
-            "source_pointer": span.get("pointer"), "source_path": src["path"], "grammar": log["grammar"]["id"],
-            "output_sha256": sha256,
-        })
-    return session, turns
+
+
+def turn_columns(session: dict, interactions: list[dict[str, Any]]) -> dict[str, list]:
+    """The turns rows of interactions given as dicts, as columns without their key (``session``:
+    the document's sessions row, for the columns a turn repeats)."""
+    n = len(interactions)
+    models = [it["model"] for it in interactions]
+    spans = [it["source"] for it in interactions]
+    return {
+        "session_id": [session["session_id"]] * n, "ordinal": [it["ordinal"] for it in interactions],
+        "role": [it["role"] for it in interactions], "kind": [it["kind"] for it in interactions],
+        "speaker_name": [it["speakerName"] for it in interactions],
+        "provider": [m["provider"] for m in models], "model_name": [m["name"] for m in models],
+        "model_version": [m["version"] for m in models],
+        "model_source": [it["modelSource"] for it in interactions], "speaker": [it["speaker"] for it in interactions],
+        "date": [it.get("date") for it in interactions], "content": [it["content"] for it in interactions],
+        "source_lines": [orjson.dumps(s["lines"]).decode() if s.get("lines") else None for s in spans],
+        "source_pointer": [s.get("pointer") for s in spans], "source_path": [session["source_path"]] * n,
+        "grammar": [session["grammar"]] * n,
+    }
+
+
+@dataclass(slots=True)
+class DocumentRows:
+    """The dataset rows of one document before it has a path and a sha256, taken from the
+    document as it was assembled (never from its bytes): the sessions row and the turns, as lists
+    (interactions assembled as dicts) or as a frame of the turns table's columns without the
+    document-wide ones (interactions assembled as columns: ``normalizers.columns.TurnRows.frame``)."""
+
+    session: dict
+    turns: dict[str, list] | pl.DataFrame
+
+    @classmethod
+    def of(cls, doc: dict[str, Any], turn_frame: pl.DataFrame | None = None) -> DocumentRows:
+        """The rows of an assembled document (``turn_frame``: its interactions when they are columns;
+        else they are the dicts in the document)."""
+        session = session_row(doc)
+        if turn_frame is not None:
+            return cls(session, turn_frame)
+        return cls(session, turn_columns(session, doc["artifacts"]["Chatthistorik"]["interactions"]))
+
+    def keyed(self, rel: str, sha256: str) -> tuple[dict, dict[str, list] | pl.DataFrame]:
+        """The rows with their key (path and sha256), in the part's columns."""
+        session = {"output_path": rel, **self.session, "output_sha256": sha256}
+        if isinstance(self.turns, pl.DataFrame):
+            return session, self._turn_frame(session)
+        n = len(self.turns["ordinal"])
+        return session, {"output_path": [rel] * n, **self.turns, "output_sha256": [sha256] * n}
+
+    def _turn_frame(self, session: dict) -> pl.DataFrame:
+        lit = {k: pl.lit(session[k], dtype=pl.Utf8)
+               for k in ("output_path", "session_id", "source_path", "grammar", "output_sha256")}
+        return self.turns.with_columns(source_pointer=pl.lit(None, dtype=pl.Utf8), **lit) \
+                         .select(pl.col(k).cast(t) for k, t in PART_COLUMNS["turns"].items())
+
+
+def rows(rel: str, sha256: str, doc: dict[str, Any]) -> tuple[dict, list[dict]]:
+    """The sessions row and the turns rows of a document read from its bytes (raises on anything
+    that is not one)."""
+    session, turns = DocumentRows.of(doc).keyed(rel, sha256)
+    return session, [dict(zip(turns, values, strict=True)) for values in zip(*turns.values(), strict=True)]
 
 
 @dataclass(slots=True)
@@ -113,25 +160,34 @@ class StreamedRows:
 
 
 class Rows:
-    """The dataset rows of the documents one shard wrote, built from the documents in hand."""
+    """The dataset rows of the documents one shard wrote, in the order written."""
 
     def __init__(self) -> None:
         self.sessions: list[dict] = []
-        self.turns: list[dict] = []
+        self.turns: dict[str, list] = {k: [] for k in PART_COLUMNS["turns"]}
+        self._frames: list[pl.DataFrame] = []  # turns of earlier documents, once a frame came
         self.staged: list[Path] = []
         """Turns parts of streamed documents, written by the worker, adopted by the run (``adopt``)."""
 
-    def add(self, rel: str, sha256: str, doc: dict[str, Any]) -> None:
-        session, turns = rows(rel, sha256, doc)
+    def add(self, rel: str, sha256: str, doc: DocumentRows) -> None:
+        session, turns = doc.keyed(rel, sha256)
         self.sessions.append(session)
-        self.turns.extend(turns)
+        if isinstance(turns, dict):
+            for k, column in self.turns.items():
+                column.extend(turns[k])
+            return
+        self._frames.extend((self._listed(), turns))
+        self.turns = {k: [] for k in PART_COLUMNS["turns"]}
+
+    def _listed(self) -> pl.DataFrame:
+        return pl.DataFrame(self.turns, schema=PART_COLUMNS["turns"])
 
     def add_streamed(self, out_root: Path, rel: str, sha256: str, envelope: dict[str, Any],
                      streamed: StreamedRows) -> None:
         """A streamed document: its sessions row from its envelope, its turns from the row pieces its
         ranges wrote as they read, one staged part per range (memory bounded by a range, whatever
         the session's size); the pieces are removed and the document is never read back."""
-        session, _ = rows(rel, sha256, envelope)
+        session = {"output_path": rel, **session_row(envelope), "output_sha256": sha256}
         stem = f".{hashlib.sha256(rel.encode()).hexdigest()[:16]}.{sha256[:16]}"
         (out_root / STAGED).mkdir(parents=True, exist_ok=True)
         constants = {"output_path": rel, "session_id": session["session_id"], "source_pointer": None,
@@ -157,8 +213,9 @@ class Rows:
 
     def frames(self) -> dict[str, pl.DataFrame]:
         """The rows as part frames (compact to send from a worker: columns, not dicts)."""
+        turns = [*self._frames, self._listed()]
         return {"sessions": pl.DataFrame(self.sessions, schema=PART_COLUMNS["sessions"]),
-                "turns": pl.DataFrame(self.turns, schema=PART_COLUMNS["turns"])}
+                "turns": turns[0] if len(turns) == 1 else pl.concat(turns, how="vertical")}
 
 
 def _range_part(pieces: list[Path], speakers: dict[str, dict[str, Any]], constants: dict[str, Any],
@@ -299,7 +356,7 @@ def _read_documents(out_root: Path, keyed: list[tuple[str, str | None]],
             sha = hashlib.sha256(raw).hexdigest()
             if expected is not None and sha != expected:
                 raise ValueError(f"its sha256 {sha} is not its latest revision {expected}")
-            found.add(rel, sha, orjson.loads(raw))
+            found.add(rel, sha, DocumentRows.of(orjson.loads(raw)))
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             if problems is not None:
                 problems.append(f"{rel}: not a session document, left out of the datasets "

@@ -176,7 +176,7 @@ def check_current(ledger: Ledger, out_root: Path, rel: str) -> dict[str, Any]:
 def commit(ledger: Ledger, out_root: Path, rel: str, data: bytes, note: str) -> int:
     """Write ``data`` as the next revision of ``rel`` (blob first, then the document, then the
     index and the document's dataset rows); returns the new revision number."""
-    from .datasets import part_name, write_part
+    from .datasets import DocumentRows, part_name, write_part
     from .trail import ShardTrail
 
     target = resolve_inside(out_root, rel)
@@ -185,7 +185,11 @@ def commit(ledger: Ledger, out_root: Path, rel: str, data: bytes, note: str) -> 
         old = target.read_bytes()
     except FileNotFoundError:
         old = None
-    sha, _ = trail.document(rel, data, old, note=note)
+    try:  # an edit is not assembled: its rows come from its bytes (none when it is not a session document)
+        rows = DocumentRows.of(orjson.loads(data))
+    except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError):
+        rows = None
+    sha, _ = trail.document(rel, data, old, note=note, rows=rows)
     trail.commit()
     added = ledger.add_revisions(trail.revisions)
     write_index(out_root, ledger)

@@ -2,9 +2,10 @@
 
 A shard (flows/shard.py) hands every document it accepts to a ``ShardTrail``; the trail stages
 the bytes in the shard's write batch, keeps each new revision in the store as a hard link to the
-written file (no second copy), and builds the document's rows of the sessions and turns tables
-from the document itself, so nothing is read back. ``commit`` makes the batch durable and visible;
-the main process then indexes the revisions and writes the rows as a dataset part.
+written file (no second copy), and keeps the document's rows of the sessions and turns tables as
+they were taken from the assembled document (``datasets.DocumentRows``), so nothing is read back.
+``commit`` makes the batch durable and visible; the main process then indexes the revisions and
+writes the rows as a dataset part.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-import orjson
 import polars as pl
 
 from . import datasets, revisions
@@ -46,8 +46,9 @@ class ShardTrail:
         self._blobs: list[tuple[Path, str]] = []  # (temporary, sha256): kept once fsynced
 
     def document(self, rel: str, data: bytes | Path, old: bytes | None, *, note: str = "",
-                 document: dict[str, Any] | None = None, target: Path | None = None) -> tuple[str, bool]:
+                 rows: datasets.DocumentRows | None = None, target: Path | None = None) -> tuple[str, bool]:
         """Stage the document ``rel`` (``old``: what its file holds now, None when absent;
+        ``rows``: its dataset rows, none for a document the tables must read themselves;
         ``target``: its resolved path, when known); returns (sha256, changed). An unchanged
         document is not touched."""
         target = target or resolve_inside(self.out_root, rel)
@@ -62,12 +63,8 @@ class ShardTrail:
             revisions.keep(self.out_root, target, sha)  # a store that lost it (a run killed mid-way)
         self.revisions.append(RevisionRow(rel, sha, note, revisions.now(),
                                           previous if previous != sha else None))
-        try:
-            if document is None:
-                document = orjson.loads(data if not isinstance(data, Path) else data.read_bytes())
-            self.rows.add(rel, sha, document)
-        except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError):
-            pass  # no part row: the tables read this document itself (datasets.tables)
+        if rows is not None:
+            self.rows.add(rel, sha, rows)
         return sha, changed
 
     def document_file(self, rel: str, tmp: Path, sha: str, previous: str | None, *, note: str = "",

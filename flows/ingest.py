@@ -12,6 +12,7 @@ import hashlib
 import os
 import stat
 import zipfile
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
@@ -170,10 +171,13 @@ def _with_siblings(refs: list[InputRef]) -> list[InputRef]:
     for ref in refs:
         folder, _, base = ref.name.rpartition("/")
         folders.setdefault(folder, []).append(base)
+    ordered = {folder: tuple(sorted(names)) for folder, names in folders.items()}  # sorted once per folder
     out = []
     for ref in refs:
         folder, _, base = ref.name.rpartition("/")
-        out.append(replace(ref, siblings=tuple(sorted(n for n in folders[folder] if n != base))))
+        names = ordered[folder]
+        lo, hi = bisect_left(names, base), bisect_right(names, base)  # every entry of this name left out
+        out.append(replace(ref, siblings=names[:lo] + names[hi:]))
     return out
 
 
@@ -261,12 +265,15 @@ def _conversation(ref: InputRef) -> tuple[str, str, int] | None:
 def _walk(root: Path, parts: list[str], settings: Settings, companions: set[str],
           skip: set[Path] = frozenset()) -> list[InputRef]:
     name = "/".join(parts)
-    if skip and root.resolve() in skip:
-        return [InputRef(_key(parts), name, str(root), ignored="the output root of this run is not read as input")]
     try:
         st = os.lstat(root)
     except OSError as exc:
-        return [InputRef(_key(parts), name, str(root), problem=Reason.UNREADABLE.value, detail=str(exc))]
+        st = exc
+    # only a folder (or a link to one) can be the output root: a plain file is not resolved
+    if skip and not (isinstance(st, os.stat_result) and stat.S_ISREG(st.st_mode)) and root.resolve() in skip:
+        return [InputRef(_key(parts), name, str(root), ignored="the output root of this run is not read as input")]
+    if isinstance(st, OSError):
+        return [InputRef(_key(parts), name, str(root), problem=Reason.UNREADABLE.value, detail=str(st))]
     if stat.S_ISLNK(st.st_mode):
         try:
             target = root.resolve(strict=True)

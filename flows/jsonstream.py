@@ -18,8 +18,9 @@ The JSON counterpart of flows/spool.py. A ChatGPT or Claude ``conversations.json
 The documents are the bytes of the whole-file path (tests compare them), whatever the worker
 count. A conversation the grammar cannot read is quarantined with its reason while the others go
 on; a file that stops being valid JSON (cut off mid-conversation) keeps every conversation before
-the break and says which conversation broke and how many bytes were not read. Documents of streamed
-conversations add no dataset part rows (the datasets read them, as spooled ones).
+the break and says which conversation broke and how many bytes were not read. Each conversation's
+dataset rows come back with its document, taken from the session as it was assembled
+(``datasets.DocumentRows``): the datasets never read a document back.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from audit.datasets import DocumentRows
 from models.errors import Reason, ReconstructError
 from models.records import Detection, SourceText
 from models.status import FileStatus, SessionStatus
@@ -60,6 +61,8 @@ class SessionOutcome:
     turns: Any = None
     """The interaction rows when the session was assembled column-wise (``normalizers.columns.TurnRows``:
     ``.frame()`` is the turns table's document columns), for the datasets; else None."""
+    rows: DocumentRows | None = None
+    """The document's dataset rows, taken from it as assembled (the trail keys them by path and sha256)."""
 
 
 @dataclass(slots=True)
@@ -132,8 +135,9 @@ def process_text(source: SourceText, ctx: RunContext) -> FileOutcome:
 
 
 def _sessions(grammar, source: SourceText, ctx: RunContext):
-    """The grammar's sessions, with their turns as columns when it reads this input that way."""
-    if grammar.columnar and ctx.settings.columnar:
+    """The grammar's sessions, with their turns as columns when it reads this input that way and
+    the input is large enough for columns to pay (the same documents either way)."""
+    if grammar.columnar and ctx.settings.columnar and source.size >= ctx.settings.columnar_min_bytes:
         try:
             sessions = grammar.parse_columns(source, ctx.settings)
         except Exception:  # a columnar shortcoming must not lose the input: the records read it
@@ -218,9 +222,10 @@ def _judge(ordinal, parsed, grammar, source, detection, ctx, seen_ids, accountin
     if result.passed:
         status = SessionStatus.PARTIAL if result.partial else SessionStatus.OK
         reason = doc["artifacts"]["Chatthistorik"].get("coverageReason", "")
+        rows = DocumentRows.of(doc, built.turns.frame() if built.turns is not None else None)
         return SessionOutcome(ordinal, sid, raw_id, status, [], reason, encoded, None,
                               built.count, counted, built.characters, seconds=time.perf_counter() - t0,
-                              turns=built.turns)
+                              turns=built.turns, rows=rows)
     detail = "; ".join(f"{f.reason.value} at {f.path}: {f.message}" for f in result.failures[:5])
     return SessionOutcome(ordinal, sid, raw_id, SessionStatus.QUARANTINED, result.reasons, detail, None,
                           built.full_document(), built.count, counted, built.characters,
@@ -280,17 +285,18 @@ def _partial_failure(source: SourceText, detection: Detection, sessions: list[Se
 
 
 def process_bytes(data: bytes, name: str, ctx: RunContext, companions: dict[str, str] | None = None,
-                  siblings: tuple[str, ...] = ()) -> FileOutcome:
-    """The whole core for one input's bytes (``siblings``: names of the files beside it)."""
+                  siblings: tuple[str, ...] = (), decoded: SourceText | None = None) -> FileOutcome:
+    """The whole core for one input's bytes (``siblings``: names of the files beside it;
+    ``decoded``: the bytes already decoded, when the caller did it to hash them)."""
     with paused_gc():
-        return _process_bytes(data, name, ctx, companions, siblings)
+        return _process_bytes(data, name, ctx, companions, siblings, decoded)
 
 
 def _process_bytes(data: bytes, name: str, ctx: RunContext, companions: dict[str, str] | None,
-                   siblings: tuple[str, ...] = ()) -> FileOutcome:
+                   siblings: tuple[str, ...] = (), decoded: SourceText | None = None) -> FileOutcome:
     started = time.perf_counter()
     try:
-        source = decode(data, name)
+        source = decoded if decoded is not None else decode(data, name)
     except ReconstructError as exc:
         return quarantined_file(name, len(data), exc.reason, str(exc))
     if companions or siblings:

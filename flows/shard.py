@@ -8,6 +8,7 @@ the ledger is written by the flow's main process only.
 from __future__ import annotations
 
 import errno
+import functools
 import hashlib
 import os
 import time
@@ -27,7 +28,7 @@ from models.settings import Settings
 from models.status import FileStatus, SessionStatus
 from normalizers.assemble import RunContext
 from normalizers.secrets import scrub_name
-from parsers.text import input_sha256, sha256_text
+from parsers.text import decode, input_sha256, sha256_text
 
 from . import emit, ingest, jsonstream, spool
 from .process import DETECT_SAMPLE, FileOutcome, process_bytes, process_group, process_stream, quarantined_file
@@ -71,11 +72,16 @@ def memory_budget(settings: Settings) -> int:
     between the workers and the main process."""
     if settings.memory_budget_bytes is not None:
         return settings.memory_budget_bytes
+    return _memory() // (settings.workers + 1)
+
+
+@functools.cache
+def _memory() -> int:
+    """This machine's memory (asked once per process, not once per input)."""
     try:
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
-        total = 8 * 1024**3
-    return total // (settings.workers + 1)
+        return 8 * 1024**3
 
 
 class ShardInputs:
@@ -304,12 +310,17 @@ def _whole(ref, ctx, prior, inputs: ShardInputs, texts, context_sha, result: Sha
         if exc.transient:
             raise  # Prefect retries the shard
         return quarantined_file(ref.name, ref.size, exc.reason, str(exc))
+    decoded = None
     if prior is not None:
-        sha = input_sha256(data)
+        try:  # decoded once: the hash the ledger keys on is the decoded text's, and processing reads it
+            decoded = decode(data, ref.name)
+            sha = decoded.sha256
+        except IngestError:
+            sha = input_sha256(data)
         if prior.unchanged(ref.key, sha, ctx.fingerprint, context_sha):
             result.files.append(_note_row(ref, FileStatus.SKIPPED, UNCHANGED, sha, context_sha))
             return "skipped"
-    return process_bytes(data, ref.name, ctx, texts, siblings=ref.siblings)
+    return process_bytes(data, ref.name, ctx, texts, siblings=ref.siblings, decoded=decoded)
 
 
 UNCHANGED = "unchanged since an earlier run with the same settings"
@@ -434,7 +445,7 @@ def _session(ref, s, trail: ShardTrail, result: ShardResult, settings: Settings 
         _hold_back(ref, s, trail, old, latched, resolve_inside(trail.out_root, record))
         return record, None
     try:
-        sha, changed = trail.document(rel, s.encoded, old, note=note, document=s.document, target=target)
+        sha, changed = trail.document(rel, s.encoded, old, note=note, rows=s.rows, target=target)
     except OSError as exc:
         if exc.errno in DISK_FULL:
             raise
@@ -449,7 +460,7 @@ def _session(ref, s, trail: ShardTrail, result: ShardResult, settings: Settings 
 def _remove_stale(trail: ShardTrail, rel: str) -> None:
     """Remove a quarantine record its input no longer earns (the input was fixed) once the shard's
     writes are in place; most inputs have none, so the path is resolved only when it exists."""
-    if (trail.out_root / rel).exists():
+    if os.path.exists(os.path.join(trail.out_root, rel)):
         trail.batch.remove_after(resolve_inside(trail.out_root, rel))
 
 
@@ -494,6 +505,8 @@ def _spooled(ref, s, trail: ShardTrail, result: ShardResult, settings: Settings 
         return record, None
     changed = trail.document_file(rel, Path(s.spool), sha, old_sha, note=note, target=target, envelope=s.document,
                                   rows=s.turns)
+    if s.turns is None and s.rows is not None:  # a document spooled whole by its worker (a large JSON export's)
+        trail.rows.add(rel, sha, s.rows)
     _remove_stale(trail, record)
     result.written += changed
     result.unchanged += not changed

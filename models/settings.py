@@ -69,6 +69,10 @@ class Settings(BaseSettings):
         True, description="Assemble the sessions of grammars that read turns as columns column-wise (same "
         "documents, faster); off: every session goes through turn records."
     )
+    columnar_min_bytes: int = Field(
+        16 * 1024, ge=0, description="Smaller inputs go through turn records even when their grammar reads "
+        "columns (same documents: a frame's fixed cost outweighs its gain on a short chat)."
+    )
     stream_text_bytes: int = Field(
         16 * 1024**2, ge=1, description="Text inputs this large are streamed when their grammar can (columnar "
         "line grammars: memory bounded by a chunk)."

@@ -9,6 +9,7 @@ import stat
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -119,6 +120,49 @@ def test_a_batch_fsyncs_every_file_and_each_folder_once(tmp_path, monkeypatch):
     assert calls.count("file") == 7 and calls.count("dir") == 2
     assert (tmp_path / "a" / "4.json").read_bytes() == b"xxxx"
 
+
+
+def _large_batch(root: Path) -> Batch:
+    batch = Batch()
+    for i in range(files.SYNCFS_FILES):
+        batch.stage(root / f"f{i % 3}" / f"{i}.json", b"x" * i)
+    return batch
+
+
+def test_a_large_batch_flushes_its_file_system_once_before_and_once_after_the_renames(tmp_path, monkeypatch):
+    if files._syncfs() is None:
+        pytest.skip("no syncfs here: every batch fsyncs file by file")
+    calls = _fsyncs(monkeypatch)
+    flushed: list[bool] = []  # whether the renames had happened at each flush
+    real = files.syncfs
+
+    def recording(paths):
+        flushed.append((tmp_path / "f0" / "0.json").exists())
+        return real(paths)
+
+    monkeypatch.setattr(files, "syncfs", recording)
+    _large_batch(tmp_path).commit()
+    assert calls == [] and flushed == [False, True]
+    assert (tmp_path / "f1" / "4.json").read_bytes() == b"xxxx"
+
+
+def test_without_syncfs_a_large_batch_fsyncs_every_file_and_folder(tmp_path, monkeypatch):
+    calls = _fsyncs(monkeypatch)
+    monkeypatch.setattr(files, "_syncfs", lambda: None)
+    _large_batch(tmp_path).commit()
+    assert calls.count("file") == files.SYNCFS_FILES and calls.count("dir") == 3
+
+
+def test_a_failed_flush_is_an_os_error_with_its_errno(tmp_path, monkeypatch):
+    import ctypes
+
+    monkeypatch.setattr(files, "_syncfs", lambda: lambda fd: (ctypes.set_errno(errno.ENOSPC), -1)[1])
+    batch = _large_batch(tmp_path)
+    with pytest.raises(OSError) as raised:
+        batch.sync()
+    assert raised.value.errno == errno.ENOSPC
+    batch.abandon()
+    assert not list(tmp_path.rglob("*.json")) and not list(tmp_path.rglob(".*.tmp"))
 
 def test_a_crash_before_the_renames_leaves_only_temporaries(tmp_path):
     (tmp_path / "sessions" / "k").mkdir(parents=True)

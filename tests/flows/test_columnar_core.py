@@ -12,8 +12,9 @@ from models.settings import Settings
 from normalizers.assemble import RunContext
 from tests.parsers.test_columns import CASES
 
-SETTINGS = [Settings(), Settings(source_tz="Europe/Stockholm", redact_pii=True), Settings(secrets_policy="report"),
-            Settings(max_turn_chars=20)]
+# columnar_min_bytes=0: the small cases through columns too (a run sends short chats through records)
+SETTINGS = [Settings(columnar_min_bytes=0, **values) for values in (
+    {}, {"source_tz": "Europe/Stockholm", "redact_pii": True}, {"secrets_policy": "report"}, {"max_turn_chars": 20})]
 
 
 @pytest.mark.parametrize("settings", SETTINGS, ids=["default", "zone-pii", "report", "truncate"])
@@ -35,10 +36,22 @@ def test_columnar_documents_equal_the_record_path(grammar, path, settings):
 def test_a_secret_a_dst_gap_and_a_fact_in_one_chat():
     text = ("3/26/23, 2:30 - Ann: key sk-abcdefghijklmnopqrstuvwxyz012345 and H-17\n"
             "3/26/23, 3:10 - Bob: ```bash\nls -la\n```\n10/29/23, 2:30 - Ann: twice\n")
-    settings = Settings(source_tz="Europe/Stockholm")
+    settings = Settings(source_tz="Europe/Stockholm", columnar_min_bytes=0)
     columnar = process_bytes(text.encode(), "chat.txt", RunContext.from_settings(settings))
     records = process_bytes(text.encode(), "chat.txt",
                             RunContext.from_settings(settings.model_copy(update={"columnar": False})))
     assert columnar.sessions[0].encoded == records.sessions[0].encoded
     assert b"[REDACTED:openai_api_key]" in columnar.sessions[0].encoded
     assert b'"heuristicsNamed": [' in columnar.sessions[0].encoded
+
+
+def test_a_run_reads_columns_only_above_columnar_min_bytes():
+    """Short chats go through records (a frame's fixed cost outweighs its gain), long ones through
+    columns; the bytes are the same either way."""
+    text = "".join(f"1/{1 + i // 100}/24, 10:{i % 60:02d} - Ann: message number {i}\n" for i in range(200)).encode()
+    routes = {}
+    for limit in (len(text), len(text) + 1):
+        outcome = process_bytes(text, "chat.txt", RunContext.from_settings(Settings(columnar_min_bytes=limit)))
+        routes[limit] = outcome.sessions[0]
+    assert routes[len(text)].turns is not None and routes[len(text) + 1].turns is None
+    assert routes[len(text)].encoded == routes[len(text) + 1].encoded

@@ -62,7 +62,8 @@ def test_a_failing_columnar_route_falls_back_to_records(tmp_path, monkeypatch):
         raise RuntimeError("columnar bug")
 
     monkeypatch.setattr(_whatsapp_columns, "turn_frame", broken)
-    for out, values in ((tmp_path / "b", {}), (tmp_path / "c", {"stream_text_bytes": 1, "stream_chunk_bytes": 64})):
+    for out, values in ((tmp_path / "b", {"columnar_min_bytes": 0}),
+                         (tmp_path / "c", {"stream_text_bytes": 1, "stream_chunk_bytes": 64})):
         got = _run(src, out, **values)
         assert [(r.status, r.interactions) for r in got.sessions] == \
             [(r.status, r.interactions) for r in expected.sessions]
