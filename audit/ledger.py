@@ -201,7 +201,9 @@ class Ledger:
 
     def _prepare(self, patience: float = 30.0) -> None:
         """WAL mode and the schema. Switching the journal mode is refused at once, without waiting,
-        while another process opens or closes the same ledger, so a lock here is waited out."""
+        while another process opens or closes the same ledger, so a lock here is waited out; so is an
+        I/O error that a switch racing another process's switch back can report (seen when two
+        processes create one ledger together). Past ``patience`` the error is raised."""
         deadline = time.monotonic() + patience
         while True:
             try:
@@ -210,7 +212,7 @@ class Ledger:
                 self._migrate()
                 return
             except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) or time.monotonic() > deadline:
+                if not any(w in str(exc) for w in ("locked", "disk I/O error")) or time.monotonic() > deadline:
                     raise
                 if self.db.in_transaction:
                     self.db.rollback()

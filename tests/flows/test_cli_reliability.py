@@ -223,7 +223,8 @@ def test_processes_creating_one_ledger_at_once_both_succeed(tmp_path):
     ctx = multiprocessing.get_context("spawn")
     path = str(tmp_path / "ledger.sqlite")
     for attempt in range(3):  # the race is not forced; several tries make a collision likely
-        Path(path).unlink(missing_ok=True)
+        for leftover in (path, f"{path}-wal", f"{path}-shm"):
+            Path(leftover).unlink(missing_ok=True)
         with ctx.Manager() as manager:
             barrier = manager.Barrier(4)
             with ctx.Pool(4) as pool:
