@@ -16,8 +16,11 @@ TRANSCRIPT = ("---\ntimezone: Europe/Stockholm\nmodel: openai:gpt-4o@2024-08-06\
               "Assistant (anthropic:claude-3-opus): another model\n[2025-10-26 02:30:00] User: twice\n")
 
 
-@pytest.mark.parametrize("settings", [Settings(columnar_min_bytes=0), Settings(source_tz="America/New_York", columnar_min_bytes=0)],
-                         ids=["utc", "zone"])
+# columnar_min_bytes=0: these short logs read as columns too (a run sends short chats through records)
+SETTINGS = [Settings(columnar_min_bytes=0), Settings(source_tz="America/New_York", columnar_min_bytes=0)]
+
+
+@pytest.mark.parametrize("settings", SETTINGS, ids=["utc", "zone"])
 @pytest.mark.parametrize(("name", "text"), [("chan.log", IRC), ("chat.txt", TRANSCRIPT)], ids=["irc", "transcript"])
 def test_offsets_zones_and_models_give_the_record_paths_bytes(name, text, settings):
     data = text.encode()
