@@ -351,3 +351,13 @@ def current_path(parents: dict[str, str | None], current: str | None,
     note = f"{why}: the branch is taken to end at the latest of {count} leaves ({leaf!r})" if count > 1 or \
         current in parents else None
     return up(leaf)[::-1], note
+
+
+def record_role(record: dict[str, Any], roles: dict[str, str], drift, pointer: str) -> tuple[str, str]:
+    """(the role as the record writes it, the contract's role) of a message record with a ``role``
+    field; a role the format does not know is ``other`` and noted as format drift."""
+    raw = record.get("role") if isinstance(record.get("role"), str) else "unknown"
+    role = roles.get(raw, "other")
+    if role == "other":
+        drift.note("role", raw, pointer)
+    return raw, role

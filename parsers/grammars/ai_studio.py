@@ -28,7 +28,7 @@ from models.records import ModelRef, ParsedSession, Region, RegionKind, SourceTe
 from models.settings import Settings
 from parsers.base import Grammar
 from parsers.drift import Drift
-from parsers.grammars._aiexport import compact, explained_share, malformed_turn
+from parsers.grammars._aiexport import compact, explained_share, malformed_turn, record_role
 from parsers.jsonload import load_json
 from parsers.registry import register
 
@@ -79,10 +79,7 @@ def _turn(chunk: Any, pointer: str, model: ModelRef | None, drift: Drift) -> Tur
     if not isinstance(chunk, dict):
         return malformed_turn(chunk, pointer)
     drift.unknown_keys(chunk, CHUNK_KEYS, pointer)
-    raw_role = chunk.get("role") if isinstance(chunk.get("role"), str) else "unknown"
-    role = ROLES.get(raw_role, "other")
-    if role == "other":
-        drift.note("role", raw_role, pointer)
+    raw_role, role = record_role(chunk, ROLES, drift, pointer)
     text = chunk.get("text") if isinstance(chunk.get("text"), str) else ""
     content = "\n".join(x for x in (text, *_marks(chunk)) if x)
     kind = "thinking" if chunk.get("isThought") else "message"

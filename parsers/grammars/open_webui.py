@@ -35,6 +35,7 @@ from parsers.grammars._aiexport import (
     explained_share,
     malformed_turn,
     read_time,
+    record_role,
 )
 from parsers.jsonload import load_json, pointer_part
 from parsers.registry import register
@@ -97,10 +98,7 @@ def _turn(message: Any, pointer: str, times: TimeNotes, drift: Drift) -> Turn:
     if not isinstance(message, dict):
         return malformed_turn(message, pointer)
     drift.unknown_keys(message, MESSAGE_KEYS, pointer)
-    raw_role = message.get("role") if isinstance(message.get("role"), str) else "unknown"
-    role = ROLES.get(raw_role, "other")
-    if role == "other":
-        drift.note("role", raw_role, pointer)
+    raw_role, role = record_role(message, ROLES, drift, pointer)
     content = message.get("content") if isinstance(message.get("content"), str) else ""
     text = "\n".join(x for x in (content, *_files(message)) if x)
     when, raw = read_time(message.get("timestamp"))
