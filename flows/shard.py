@@ -505,8 +505,6 @@ def _spooled(ref, s, trail: ShardTrail, result: ShardResult, settings: Settings 
         return record, None
     changed = trail.document_file(rel, Path(s.spool), sha, old_sha, note=note, target=target, envelope=s.document,
                                   rows=s.turns)
-    if s.turns is None and s.rows is not None:  # a document spooled whole by its worker (a large JSON export's)
-        trail.rows.add(rel, sha, s.rows)
     _remove_stale(trail, record)
     result.written += changed
     result.unchanged += not changed

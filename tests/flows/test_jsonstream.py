@@ -144,33 +144,3 @@ def test_a_cut_file_keeps_the_conversations_before_the_cut_and_names_what_was_lo
     assert f"conversation #4 (/3, from byte {starts[3]})" in row.detail
     assert f"({cut - starts[3]} of {cut} bytes) were not read, the 3 before it were" in row.detail
 
-
-def test_streamed_conversations_bring_their_dataset_rows(tmp_path, monkeypatch):
-    """A large export's documents are never read back for the datasets: their rows come back with them,
-    equal to the rows of the documents' bytes."""
-    import hashlib
-
-    import polars as pl
-
-    from audit import datasets
-    from flows.pipeline import reconstruct
-
-    src = _copy(ROOT / "sample_logs" / "chatgpt", tmp_path)
-    out = tmp_path / "out"
-    reconstruct([src], out, Settings(**STREAMED))
-    docs = sorted((out / "sessions").rglob("*.json"))
-    assert docs
-    expected_turns = []
-    for doc in docs:
-        raw = doc.read_bytes()
-        _, turns = datasets.rows(doc.relative_to(out).as_posix(), hashlib.sha256(raw).hexdigest(), orjson.loads(raw))
-        expected_turns.extend(turns)
-
-    def never(*args, **kwargs):
-        raise AssertionError("a streamed document was read back")
-
-    monkeypatch.setattr(datasets, "_read_documents", never)
-    _, got = datasets.tables(out)
-    columns = list(datasets.TURN_COLUMNS)
-    expected = pl.DataFrame(expected_turns, schema=datasets.PART_COLUMNS["turns"]).select(columns)
-    assert got.select(columns).sort("output_path", "ordinal").equals(expected.sort("output_path", "ordinal"))
