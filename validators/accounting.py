@@ -22,7 +22,7 @@ from typing import Any
 
 import polars as pl
 
-from models.messages import CONTENT_KEYS, is_message_like
+from models.messages import CONTENT_KEYS, TURN_TEXT_KEYS, is_message_like
 from models.records import ParsedSession, SourceText
 from parsers.columns import nonblank, split_lines
 
@@ -322,7 +322,7 @@ def _parts(raw: Any, base: str, record: str, owners: list[str]) -> list[str]:
                 break
             at = f"{at}/{token}"
     listed = [f"{at}/{i}" for at, items in sorted(lists.items()) for i, item in enumerate(items) if not _blank(item)]
-    return listed + _content_fields(_resolve(raw, base, record), record)
+    return list(dict.fromkeys(listed + _content_fields(_resolve(raw, base, record), record)))  # each part once
 
 
 def _content_fields(node: Any, record: str) -> list[str]:
@@ -331,7 +331,7 @@ def _content_fields(node: Any, record: str) -> list[str]:
     calls) must not lose one of them while another is kept."""
     if not isinstance(node, dict):
         return []
-    fields = [f"{record}/{escape(k)}" for k, v in node.items() if k in CONTENT_KEYS and not _blank(v)]
+    fields = [f"{record}/{escape(k)}" for k, v in node.items() if k in TURN_TEXT_KEYS and not _blank(v)]
     # a list of objects beside them (an entry's tool calls) is read one interaction per object too
     fields += [f"{record}/{escape(k)}/{i}" for k, v in node.items() if k not in CONTENT_KEYS and isinstance(v, list)
                and v and all(isinstance(x, dict) for x in v) for i, x in enumerate(v) if not _blank(x)]
