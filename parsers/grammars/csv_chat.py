@@ -115,6 +115,15 @@ def dce_time(raw: str) -> datetime | None:
     return from_parts(2000 + int(m["y"]), month, int(m["d"]), hour, int(m["mi"])) if hour is not None else None
 
 
+_DCE_NAME = regex.compile(r"\[(?P<id>\d{15,21})\](?: \[part \d+\])?\.[A-Za-z]+$")
+
+
+def dce_channel_id(name: str) -> str | None:
+    """The channel id DiscordChatExporter puts in its file names (``Guild - channel [id].csv``)."""
+    m = _DCE_NAME.search(name)
+    return m["id"] if m else None
+
+
 def _time(raw: str) -> datetime | None:
     raw = raw.strip()
     if not raw:
@@ -202,6 +211,9 @@ class CsvChat(Grammar):
                              "text column)", path=source.name, grammar=self.name)
         delimiter, layout, cols, header = found
         session.meta["csvLayout"] = layout.name
+        channel = dce_channel_id(source.name) if layout.exact else None
+        if channel and session.session_id is None:
+            session.session_id, session.id_source = channel, "file-name"
         session.regions.append(Region(RegionKind.SESSION_HEADER, "the CSV header row (column names)", lines=(1, 1)))
         unread = 0
         for fields, span, raw in _records(source.text, delimiter):
