@@ -35,6 +35,9 @@ MEDIA_SUFFIXES = {
 }
 """Suffixes of media and export assets: never a chat log, so recorded as ignored instead of being
 read and quarantined as binary (a chat that references them checks their presence by name)."""
+DATABASE_SUFFIXES = {".db", ".sqlite", ".sqlite3"}
+DATABASE_COMPANIONS = ("-wal", "-shm", "-journal")
+"""SQLite's write-ahead log, shared memory and rollback journal beside a database (``chat.db-wal``)."""
 
 
 def ignore_rule(name: str) -> str | None:
@@ -44,6 +47,11 @@ def ignore_rule(name: str) -> str | None:
     if name.startswith(".") and name not in HIDDEN_INPUTS:
         return f"hidden name {name!r} (rule: names starting with '.')"
     suffix = os.path.splitext(name)[1].lower()
+    for companion in DATABASE_COMPANIONS:
+        if suffix.endswith(companion) and suffix[: -len(companion)] in DATABASE_SUFFIXES:
+            rule = ", ".join(DATABASE_COMPANIONS)
+            return (f"a database's {companion[1:]} file {name!r}, not a chat log (rule: {rule} beside a database; "
+                    "the database's documents say when one lies beside it)")
     if suffix in MEDIA_SUFFIXES:
         return f"media or export asset {name!r}, not a chat log (rule: suffix {suffix})"
     return None

@@ -199,7 +199,7 @@ class EmbeddedServer(LocalServer):
     def launch(self) -> EmbeddedServer:
         site = Path(importlib.util.find_spec("prefect").origin).parents[1]  # no import of Prefect
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "--app-dir", str(site), "--factory",
+            [sys.executable, "-m", "flows.embedded", str(os.getpid()), "--app-dir", str(site), "--factory",
              "prefect.server.api.server:create_app", "--host", LOCAL_HOST, "--port", str(self.port),
              "--log-level", "error", "--lifespan", "on"],
             env=self.environment(), stdin=subprocess.DEVNULL, start_new_session=True)

@@ -329,6 +329,7 @@ UNCHANGED = "unchanged since an earlier run with the same settings"
 def _streamed(ref, ctx, prior, inputs: ShardInputs, context_sha, result: ShardResult, out_root: Path, emitter):
     """A large input through its grammar's streaming parser, or None to read it whole (``emitter``
     stages a session as soon as it is done, for the routes that hand them on one by one)."""
+    from parsers import sqlite
     from parsers.text import sha256_stream
 
     try:
@@ -338,7 +339,10 @@ def _streamed(ref, ctx, prior, inputs: ShardInputs, context_sha, result: ShardRe
             result.files.append(_note_row(ref, FileStatus.SKIPPED, UNCHANGED, sha, context_sha))
             return "skipped"
         with ingest.open_binary(ref, inputs.zips) as fp:
-            sample = fp.read(DETECT_SAMPLE).decode("utf-8-sig", errors="ignore")
+            head = fp.read(DETECT_SAMPLE)
+            if sqlite.is_sqlite(head):  # a database is read whole: its text is its tables, rendered
+                return None
+            sample = head.decode("utf-8-sig", errors="ignore")
             fp.seek(0)
             source = SourceText("", ref.name, sha, size, encoding, siblings=ref.siblings)
             text = None

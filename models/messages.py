@@ -21,6 +21,9 @@ CONTENT_KEYS = frozenset({
     "content", "text", "parts", "message", "response", "body", "msg", "value", "photos", "photo", "sticker",
     "attachments", "files", "media", "file", "fragments",
 })
+TURN_TEXT_KEYS = CONTENT_KEYS | {"title"}
+"""Fields whose text is a turn when a record is read as several interactions: its content, and a title
+that carries the prompt (a Takeout activity entry's ``Prompted ...``)."""
 
 
 def is_message_like(node: dict) -> bool:

@@ -15,6 +15,7 @@ import threading
 
 from models.errors import IngestError, Reason
 from models.records import SourceText
+from parsers import sqlite
 
 _BOMS = (
     (codecs.BOM_UTF32_LE, "utf-32-le"),
@@ -71,6 +72,8 @@ def decode(data: bytes, name: str) -> SourceText:
     """Decode one input to canonical text, or raise IngestError with a specific reason."""
     if not data.strip():
         raise IngestError(Reason.EMPTY, "the file is empty or holds only white space", path=name)
+    if sqlite.is_sqlite(data):
+        return _database(data, name)
     encoding = "utf-8"
     body = data
     for bom, enc in _BOMS:
@@ -95,6 +98,15 @@ def decode(data: bytes, name: str) -> SourceText:
     skip = len(data) - len(body)  # offsets count from the file's first byte, BOM included
     return SourceText(text=text, name=name, sha256=sha256_text(text), size=len(data), encoding=encoding,
                       replaced=tuple(skip + o for o in replaced[:MAX_REPLACED_LISTED]), replaced_count=len(replaced))
+
+
+def _database(data: bytes, name: str) -> SourceText:
+    """A SQLite database's canonical text: its tables as JSON (parsers.sqlite)."""
+    try:
+        text = sqlite.render(data)
+    except sqlite.DatabaseError as exc:
+        raise IngestError(Reason.UNDECODABLE, f"a SQLite database that cannot be read: {exc}", path=name) from exc
+    return SourceText(text=text, name=name, sha256=sha256_text(text), size=len(data), encoding=sqlite.ENCODING)
 
 
 def _decode_noting(body: bytes, codec: str, name: str) -> tuple[str, list[int]]:

@@ -22,7 +22,7 @@ from typing import Any
 
 import polars as pl
 
-from models.messages import CONTENT_KEYS, is_message_like
+from models.messages import CONTENT_KEYS, TURN_TEXT_KEYS, is_message_like
 from models.records import ParsedSession, SourceText
 from parsers.columns import nonblank, split_lines
 
@@ -49,19 +49,24 @@ def message_records(node: Any, pointer: str = "") -> Iterator[str]:
     null standing in a list beside message-like objects is a record too (a damaged or elided message).
     In a JSON Lines view (``{"3": ..., "7": ...}``) every line that holds something is a record, as
     every non-blank line of a text source is: a line is the source's own unit."""
+    return (at for at, _ in _records(node, pointer))
+
+
+def _records(node: Any, pointer: str) -> Iterator[tuple[str, Any]]:
+    """``message_records`` with each record's value."""
     if isinstance(node, dict) and _is_sparse_list(node):
-        yield from (f"{pointer}/{k}" for k, v in sorted(node.items(), key=lambda kv: int(kv[0])) if v is not None)
+        yield from ((f"{pointer}/{k}", v) for k, v in sorted(node.items(), key=lambda kv: int(kv[0])) if v is not None)
         return
     stack: list[tuple[Any, str]] = [(node, pointer)]
     while stack:
         value, at = stack.pop()
         if value is None or isinstance(value, str):  # a bare entry in a list of messages
             if at != pointer:
-                yield at
+                yield at, value
             continue
         if isinstance(value, dict) and not _is_sparse_list(value):
             if is_message_like(value):
-                yield at
+                yield at, value
                 continue
             children = [(v, f"{at}/{escape(str(k))}") for k, v in value.items() if isinstance(v, (dict, list))]
         elif isinstance(value, (list, dict)):
@@ -246,7 +251,7 @@ def account_records(raw: Any, base: str, turns: Iterable[str], regions: Iterable
     turn_up, region_up = _ancestors(turn_set), _ancestors(region_set)
     owners, owners_up = turn_set | region_set, turn_up | region_up
     ordered = sorted(owners)
-    for pointer in message_records(raw, base):
+    for pointer, node in _records(raw, base):
         out.checked += 1
         if _within(pointer, turn_set, turn_up):
             out.in_turns += 1
@@ -256,12 +261,45 @@ def account_records(raw: Any, base: str, turns: Iterable[str], regions: Iterable
             out.unaccounted += 1
             out.note(pointer)
             continue
-        for part in _parts(raw, base, pointer, ordered):  # one interaction per block: every block owned
-            if not _within(part, owners, owners_up):
-                out.checked += 1
-                out.unaccounted += 1
-                out.note(part)
+        parts = _parts(raw, base, pointer, ordered)  # one interaction per block: every block owned
+        if parts:
+            lost = [part for part in parts if not _within(part, owners, owners_up)]
+        elif _within(pointer, turn_set, turn_up):  # a reply nested in a record is a turn of its own
+            nested = _nested_messages(node, pointer)
+            lost = [part for part in nested if not _owned_below(part, pointer, owners, owners_up)]
+        else:
+            lost = []
+        out.checked += len(lost)
+        out.unaccounted += len(lost)
+        for part in lost:
+            out.note(part)
     return out
+
+
+def _owned_below(pointer: str, record: str, owners: set[str], owners_up: set[str]) -> bool:
+    """True when ``pointer`` is owned by itself, holds an owner, or lies in an owner inside ``record``
+    (the record's own owner does not count)."""
+    if pointer in owners or pointer in owners_up:
+        return True
+    cut = pointer.rfind("/")
+    while cut > len(record):
+        pointer = pointer[:cut]
+        if pointer in owners:
+            return True
+        cut = pointer.rfind("/")
+    return False
+
+
+def _nested_messages(node: Any, record: str) -> list[str]:
+    """The messages nested in a record's lists beside its content (a thread's ``replies`` in Teams or a
+    Mattermost bulk export), each with text of its own: every one is a turn, so the turn of the record
+    that holds them does not account for them. References without text (Slack's ``replies`` of user
+    and ts) are not messages."""
+    if not isinstance(node, dict):
+        return []
+    return [f"{record}/{escape(k)}/{i}" for k, v in node.items() if k not in CONTENT_KEYS and isinstance(v, list)
+            for i, x in enumerate(v) if isinstance(x, dict) and is_message_like(x)
+            and any(f in CONTENT_KEYS and not _blank(c) for f, c in x.items())]
 
 
 def _parts(raw: Any, base: str, record: str, owners: list[str]) -> list[str]:
@@ -284,7 +322,7 @@ def _parts(raw: Any, base: str, record: str, owners: list[str]) -> list[str]:
                 break
             at = f"{at}/{token}"
     listed = [f"{at}/{i}" for at, items in sorted(lists.items()) for i, item in enumerate(items) if not _blank(item)]
-    return listed + _content_fields(_resolve(raw, base, record), record)
+    return list(dict.fromkeys(listed + _content_fields(_resolve(raw, base, record), record)))  # each part once
 
 
 def _content_fields(node: Any, record: str) -> list[str]:
@@ -293,7 +331,7 @@ def _content_fields(node: Any, record: str) -> list[str]:
     calls) must not lose one of them while another is kept."""
     if not isinstance(node, dict):
         return []
-    fields = [f"{record}/{escape(k)}" for k, v in node.items() if k in CONTENT_KEYS and not _blank(v)]
+    fields = [f"{record}/{escape(k)}" for k, v in node.items() if k in TURN_TEXT_KEYS and not _blank(v)]
     # a list of objects beside them (an entry's tool calls) is read one interaction per object too
     fields += [f"{record}/{escape(k)}/{i}" for k, v in node.items() if k not in CONTENT_KEYS and isinstance(v, list)
                and v and all(isinstance(x, dict) for x in v) for i, x in enumerate(v) if not _blank(x)]

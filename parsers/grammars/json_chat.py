@@ -69,7 +69,9 @@ _GOOGLE = regex.compile(
     r"(?::(?P<s>\d{2}))?[\s\u202f\u00a0]*(?P<ampm>[AaPp]\.?[Mm]\.?)?\s*(?P<zone>UTC|GMT)?")
 _TAG = regex.compile(r"<[^>]*>")
 # Block elements start and end lines; HTML has no blank lines of its own, so runs of breaks are one.
-_BREAK = regex.compile(r"(?:\s*<(?:br|/?p|/?div|/?li|/?h[1-6]|/?tr|/?blockquote)\b[^>]*>\s*)+", regex.IGNORECASE)
+_BREAK = regex.compile(r"(?:\s*<(?:br|/?p|/?div|/?li|/?ul|/?ol|/?h[1-6]|/?tr|/?table|/?thead|/?tbody|/?blockquote)"
+                       r"\b[^>]*>\s*)+", regex.IGNORECASE)
+_CELL = regex.compile(r"\s*</t[dh]>\s*(?=<t[dh]\b)", regex.IGNORECASE)  # cells of a row: a tab between them
 
 
 def path(record: Any, dotted: str) -> Any:
@@ -117,7 +119,7 @@ def _time(layout: Layout, value: Any) -> datetime | None:
 
 def html_text(value: str) -> str:
     """An HTML message body as plain text: line breaks kept, tags dropped, entities decoded."""
-    text = _BREAK.sub("\n", value)
+    text = _BREAK.sub("\n", _CELL.sub("\t", value))
     return html.unescape(_TAG.sub("", text)).replace("\u00a0", " ").strip()
 
 

@@ -5,17 +5,21 @@ server."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import sqlite3
 import subprocess
 import sys
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
 
 from flows import artifacts
-from flows.serve import EMBEDDED_SERVER_ENV, EmbeddedServer, start_embedded, without_heartbeats
+from flows.serve import EMBEDDED_SERVER_ENV, EmbeddedServer, free_port, start_embedded, without_heartbeats
 from tests.helpers import ROOT
 
 
@@ -92,3 +96,66 @@ def test_a_cli_run_on_the_embedded_server_is_recorded_and_leaves_nothing_running
     shards = _rows(db, "SELECT state_type FROM task_run WHERE name LIKE 'reconstruct-shard%'")
     assert shards and {s for (s,) in shards} == {"COMPLETED"}
     assert _rows(db, "SELECT key FROM artifact") == [(artifacts.SUMMARY_KEY,)]
+
+
+STUB_APP = '''
+async def app(scope, receive, send):
+    if scope["type"] == "http":
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+'''
+
+LAUNCHER = '''
+import os, subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-m", "flows.embedded", str(os.getpid()), "--app-dir", sys.argv[1],
+                          "stub:app", "--port", sys.argv[2], "--log-level", "error"], start_new_session=True)
+print(child.pid, flush=True)
+time.sleep(600)
+'''
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    with contextlib.suppress(OSError):
+        return stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has ended
+    return True
+
+
+def _wait(condition, seconds: float = 120.0) -> bool:
+    deadline = time.monotonic() + seconds  # a liveness bound, not a timing assertion
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_the_embedded_server_ends_itself_when_its_run_is_killed(tmp_path):
+    """A run killed with SIGKILL runs no code on its way out: its server notices it was orphaned."""
+    (tmp_path / "stub.py").write_text(STUB_APP)
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    launcher = subprocess.Popen([sys.executable, "-c", LAUNCHER, str(tmp_path), str(port)], cwd=ROOT, env=env,
+                                stdout=subprocess.PIPE, text=True)
+    try:
+        server = int(launcher.stdout.readline())
+        assert _wait(lambda: healthy_stub(port)), "the stub server never answered"
+        launcher.kill()
+        launcher.wait()
+        assert _wait(lambda: not _running(server)), "the orphaned server kept running"
+    finally:
+        launcher.kill()
+        with contextlib.suppress(ProcessLookupError, NameError):
+            os.kill(server, signal.SIGKILL)
+
+
+def healthy_stub(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=1) as response:
+            return response.status == 200
+    except OSError:
+        return False

@@ -173,3 +173,19 @@ def test_any_split_of_several_files_into_turns_is_clean_and_a_lost_one_is_named_
         assert not result.clean and all(where.startswith(f"{lost.part} line") for where in result.listed)
     else:
         assert result.clean
+
+
+def test_a_reply_nested_in_a_message_needs_a_turn_of_its_own():
+    raw = {"value": [{"from": {"user": {"displayName": "Ann"}}, "body": {"content": "question"},
+                      "createdDateTime": "2024-01-01T10:00:00Z",
+                      "replies": [{"from": {"user": {"displayName": "Bo"}}, "body": {"content": "answer"},
+                                   "createdDateTime": "2024-01-01T10:01:00Z"}]}]}
+    parent = Turn("Ann", "user", "question", pointer="/value/0")
+    reply = Turn("Bo", "user", "answer", pointer="/value/0/replies/0")
+    assert account(ParsedSession(None, "none", [parent, reply], raw=raw, pointer=""), None).clean
+    dropped = account(ParsedSession(None, "none", [parent], raw=raw, pointer=""), None)
+    assert dropped.listed == ["/value/0/replies/0"]
+    # Slack's replies name a user and a time without text: references, not messages of their own
+    slack = {"messages": [{"user": "U1", "text": "root", "ts": "1.0", "replies": [{"user": "U2", "ts": "2.0"}]}]}
+    assert account(ParsedSession(None, "none", [Turn("U1", "user", "root", pointer="/messages/0")], raw=slack,
+                                 pointer=""), None).clean

@@ -1,0 +1,19 @@
+"""Render a generated chat as DiscordChatExporter's CSV: quoted fields, ISO times with a zone."""
+
+import csv
+import io
+
+from tests import strategies
+
+STRATEGY = strategies.sessions()
+
+
+def render(session):
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n", quoting=csv.QUOTE_ALL)
+    writer.writerow(["AuthorID", "Author", "Date", "Content", "Attachments", "Reactions"])
+    ids = {}
+    for t in session.turns:
+        ids.setdefault(t.speaker, str(100000 + len(ids)))
+        writer.writerow([ids[t.speaker], t.speaker, t.time.strftime("%Y-%m-%dT%H:%M:%S+00:00"), t.content, "", ""])
+    return "Guild - general [1234567890].csv", out.getvalue().encode()
