@@ -25,7 +25,9 @@ Shape (verified against the exporter's own writer)::
 Decisions:
 - One file is one channel, one session; the title is ``Guild / Channel``, the id is the channel id
   DiscordChatExporter puts in brackets in the file name (``Guild - channel [id].txt``). The parts of a
-  ``--partition`` export (``[part 2]``...) are read one session each (not grouped yet).
+  ``--partition`` export (``<name>.txt``, ``<name> [part 2].txt``...) are grouped by ingest and read in
+  part order as one session, every turn and region naming its part; each part keeps its own preamble
+  and closing count.
 - Every ``[date] author`` line starts one turn (B2); its content runs to the first section block
   (``{Attachments}``...) after a blank line. Attachments and stickers become ``[attachment: url]`` and
   ``[sticker: url]`` lines after the text, an embed an ``[embed: first line]`` line only when the message
@@ -45,6 +47,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import datetime
+from pathlib import PurePosixPath
 from typing import Any
 
 import regex
@@ -71,6 +74,14 @@ NOTICES = regex.compile(
     r"Boosted the server!?|Started a thread\.?.*|Created a thread\.?.*)")
 _NUMERIC = regex.compile(r"(?P<a>\d{1,4})[./-](?P<b>\d{1,2})[./-](?P<c>\d{1,4})[, ]+(?P<h>\d{1,2}):(?P<mi>\d\d)"
                          r"(?::(?P<s>\d\d))?\s*(?P<ampm>[AaPp]\.?[Mm]\.?)?")
+
+
+def _body_end(text: str) -> int:
+    """Where the messages of one file end: at the postamble, or at the end."""
+    post = POSTAMBLE.search(text)
+    if post is None:
+        return len(text)
+    return post.start() + (1 if text[post.start()] == "\n" else 0)
 
 
 def _content(lines: list[str]) -> tuple[str, dict[str, Any]]:
@@ -153,50 +164,69 @@ class DiscordTxt(Grammar):
     description = ("DiscordChatExporter plain-text export (Guild/Channel preamble, [date] author lines, "
                    "{Attachments}/{Embed}/{Reactions} blocks, Exported N message(s))")
     example = "[01-Jan-20 01:33 AM] Tyrrrz#5447\nHello world"
+    group_files = r".+(?P<part> \[part \d+\])\.txt"
 
     def detect(self, sample: str, name: str) -> float:
         return explained_share(sample)
 
     def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
-        session = file_session(source)
-        channel = dce_channel_id(source.name)
+        pages = [(p.text, PurePosixPath(p.name).name) for p in source.parts] or [(source.text, None)]
+        session = file_session(source) if not source.parts else ParsedSession(None, "none", [],
+                                                                               raw=[t for t, _ in pages])
+        channel = dce_channel_id(PurePosixPath(source.parts[0].name).name if source.parts else source.name)
         if channel and session.session_id is None:
             session.session_id, session.id_source = channel, "file-name"
-        text = source.text
-        post = POSTAMBLE.search(text)
-        end = post.start() + (1 if post and text[post.start()] == "\n" else 0) if post else len(text)
-        clock = _Clock([m["stamp"] for m in HEADER.finditer(text, 0, end)])
+        clock = _Clock([m["stamp"] for text, _ in pages for m in HEADER.finditer(text, 0, _body_end(text))])
         if clock.order is not None and clock.order.basis not in ("year", "none"):
             session.assumptions.append(f"numeric dates read {clock.order.order}: {clock.order.evidence}")
-        unread = 0
-        for block in split_blocks(text, HEADER, end=end):
-            span = (block.line_start, block.line_end)
-            if block.header is None:
-                self._preamble(session, block.body, span)
-                continue
-            turn = _turn(block.header, block.body, span, clock)
-            unread += turn.time is None
-            session.turns.append(turn)
-        if post:
-            first = text.count("\n", 0, end) + 1
-            session.regions.append(Region(RegionKind.BOILERPLATE, "the exporter's closing lines with its message "
-                                          "count", lines=(first, first + 2)))
-            session.meta["exportedMessages"] = post["n"].strip()
+        unread, unreadable = 0, [part for text, part in pages if not text]
+        for text, part in pages:
+            unread += self._page(session, text, part, clock)
+        if source.parts:
+            session.meta["files"] = [{"name": PurePosixPath(p.name).name, "sha256": p.sha256, "sizeBytes": p.size}
+                                     for p in source.parts]
+        if unreadable:
+            session.coverage_reason = f"parts of the export could not be read: {', '.join(unreadable)}"
         if unread:
             session.warnings.append(unreadable_times(unread, "not a date shape the exporter writes"))
         yield session
 
+    def _page(self, session: ParsedSession, text: str, part: str | None, clock: _Clock) -> int:
+        """One file of the export (a part of a partitioned one): its turns and regions; the turns whose
+        time could not be read."""
+        end = _body_end(text)
+        unread = 0
+        for block in split_blocks(text, HEADER, end=end):
+            span = (block.line_start, block.line_end)
+            if block.header is None:
+                self._preamble(session, block.body, span, part)
+                continue
+            turn = _turn(block.header, block.body, span, clock)
+            turn.part = part
+            unread += turn.time is None
+            session.turns.append(turn)
+        post = POSTAMBLE.search(text)
+        if post:
+            first = text.count("\n", 0, end) + 1
+            session.regions.append(Region(RegionKind.BOILERPLATE, "the exporter's closing lines with its message "
+                                          "count", lines=(first, first + 2), part=part))
+            count = regex.sub(r"\D", "", post["n"])
+            session.meta["exportedMessages"] = session.meta.get("exportedMessages", 0) + int(count or 0)
+        return unread
+
     @staticmethod
-    def _preamble(session: ParsedSession, body: str, span: tuple[int, int]) -> None:
+    def _preamble(session: ParsedSession, body: str, span: tuple[int, int], part: str | None) -> None:
         fields = dict(ln.split(": ", 1) for ln in body.split("\n") if ": " in ln and not ln.startswith("="))
         guild, channel = fields.get("Guild"), fields.get("Channel")
-        session.title = " / ".join(x for x in (guild, channel) if x) or None
+        session.title = session.title or " / ".join(x for x in (guild, channel) if x) or None
         session.meta.update({k.lower(): v for k, v in fields.items() if k in ("Guild", "Channel", "Topic", "After",
                                                                               "Before")})
         session.regions.append(Region(RegionKind.SESSION_HEADER, "the exporter's preamble (guild, channel, topic, "
-                                      "range)", lines=span))
+                                      "range)", lines=span, part=part))
 
     def count_turns(self, raw: Any) -> int:
+        if isinstance(raw, list):  # the parts of a partitioned export
+            return sum(self.count_turns(text) for text in raw)
         if not isinstance(raw, str):
             return 0
         post = POSTAMBLE.search(raw)
