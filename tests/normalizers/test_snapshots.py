@@ -1,0 +1,145 @@
+"""The pure merge of a session's snapshots (normalizers/snapshots.py): the issue's cases, by example."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import orjson
+import pytest
+
+from flows.process import process_text
+from models.settings import Settings
+from normalizers.assemble import RunContext
+from normalizers.encode import encode_document
+from normalizers.snapshots import Snapshot, merge, snapshot_of
+from parsers.text import decode
+from tests.helpers import CHECKER
+from validators import gate
+from validators.snapshots import check_merged
+
+_spec = importlib.util.spec_from_file_location("check_session_docs", CHECKER)
+checker = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(checker)
+
+SETTINGS = Settings()
+
+
+def documents(text: str, name: str, settings: Settings = SETTINGS, fmt: str | None = None) -> list[bytes]:
+    """The gated documents of one input, as the pipeline encodes them."""
+    if fmt:
+        settings = settings.model_copy(update={"format": fmt})
+    outcome = process_text(decode(text.encode(), name), RunContext.from_settings(settings))
+    docs = [s.encoded for s in outcome.sessions if s.encoded]
+    assert docs, outcome.detail
+    return docs
+
+
+def snap(text: str, name: str = "WhatsApp Chat with Hiking Club.txt", **kw) -> Snapshot:
+    return snapshot_of(documents(text, name, **kw)[0])
+
+
+def merged_ok(snapshots: list[Snapshot]):
+    """The merge, checked as the flow checks it: the merge's accounting, the gate, the contract's checker."""
+    out = merge(snapshots, SETTINGS)
+    assert check_merged(out, snapshots) == []
+    encoded = encode_document(out.document)
+    counted = out.document["artifacts"]["ai_protocol_performance"]["sourceTurnCount"]
+    assert gate.check(out.document, encoded, counted).failures == []
+    problems, _ = checker.check_document(Path(out.document["sessionId"] + ".json"), encoded)
+    assert problems == []
+    return out
+
+
+def contents(doc: dict) -> list[str]:
+    return [i["content"] for i in doc["artifacts"]["Chatthistorik"]["interactions"]]
+
+
+WA_1 = """[03/06/2024, 18:40:12] Grace Obi: Watering rota for June?
+[03/06/2024, 18:41:05] Tom Reyes: Mondays are mine
+[03/06/2024, 18:42:30] Grace Obi: Great, thanks Tom
+[03/06/2024, 18:45:02] Tom Reyes: The tomatoes need staking too
+[03/06/2024, 18:47:40] Ana Lind: I can bring canes on Friday
+"""
+# a month later: the chat went on; Tom deleted his tomatoes message, Ana edited hers
+WA_2 = """[03/06/2024, 18:40:12] Grace Obi: Watering rota for June?
+[03/06/2024, 18:41:05] Tom Reyes: Mondays are mine
+[03/06/2024, 18:42:30] Grace Obi: Great, thanks Tom
+[03/06/2024, 18:47:40] Ana Lind: I can bring canes on Saturday
+[04/06/2024, 09:12:00] Grace Obi: Canes arrived
+[05/06/2024, 20:01:33] Tom Reyes: Staked them all
+"""
+
+
+@pytest.mark.parametrize("order", [(0, 1), (1, 0)])
+def test_whatsapp_twice_one_deleted_one_edited(order):
+    a, b = snap(WA_1), snap(WA_2)
+    assert a.key == b.key
+    pair = [(a, b)[i] for i in order]
+    out = merged_ok(pair)
+    doc = out.document
+    items = doc["artifacts"]["Chatthistorik"]["interactions"]
+    assert contents(doc) == ["Watering rota for June?", "Mondays are mine", "Great, thanks Tom",
+                             "The tomatoes need staking too", "I can bring canes on Saturday", "Canes arrived",
+                             "Staked them all"]
+    assert [i["ordinal"] for i in items] == list(range(1, 8))
+    assert items[3]["absent"] == "deleted" and items[3]["snapshots"] == [a.source_sha256]
+    assert items[4]["editHistory"] == [{"content": "I can bring canes on Friday", "snapshots": [a.source_sha256]}]
+    assert items[0]["snapshots"] == [a.source_sha256, b.source_sha256]
+    assert all("absent" not in i for i in items if i is not items[3])
+    log = doc["artifacts"]["ByggLogg"]
+    assert [s["sha256"] for s in log["snapshots"]] == [a.source_sha256, b.source_sha256]
+    assert log["source"]["sha256"] == b.source_sha256
+    rec = out.reconciliation.to_dicts()
+    assert [(r["new"], r["unchanged"], r["edited"], r["absent"]) for r in rec] == [(5, 0, 0, 0), (2, 3, 1, 1)]
+    assert encode_document(doc) == encode_document(merged_ok([b, a]).document)
+
+
+def test_merge_of_one_is_its_document():
+    doc = documents(WA_1, "WhatsApp Chat with Hiking Club.txt")[0]
+    out = merged_ok([snapshot_of(doc)])
+    assert encode_document(out.document) == doc
+    assert encode_document(merged_ok([snapshot_of(doc), snapshot_of(doc)]).document) == doc
+
+
+def test_a_phone_in_another_zone_and_reencoded_text_match():
+    shifted = WA_2.replace("18:4", "20:4").replace("\n", "\r\n").replace("Mondays are mine", "Mondays  are mine ")
+    a, b = snap(WA_1), snap(shifted, "WhatsApp Chat with Hiking Club (1).txt")
+    out = merged_ok([a, b])
+    items = out.document["artifacts"]["Chatthistorik"]["interactions"]
+    assert len(items) == 7
+    latest = next(s for s in out.document["artifacts"]["ByggLogg"]["snapshots"] if s["latest"])
+    assert abs(next(s for s in out.document["artifacts"]["ByggLogg"]["snapshots"]
+                    if not s["latest"])["timeShiftHours"]) == 2
+    assert latest["timeShiftHours"] == 0
+
+
+def _chatgpt(conversations: list[dict]) -> str:
+    return orjson.dumps(conversations).decode()
+
+
+def _conversation(cid: str, title: str, messages: list[tuple[str, str, str, int]]) -> dict:
+    mapping = {"root": {"id": "root", "message": None, "parent": None, "children": [messages[0][0]]}}
+    parent = "root"
+    for n, (mid, role, text, at) in enumerate(messages):
+        nxt = [messages[n + 1][0]] if n + 1 < len(messages) else []
+        mapping[mid] = {"id": mid, "parent": parent, "children": nxt, "message": {
+            "id": mid, "author": {"role": role}, "create_time": at,
+            "content": {"content_type": "text", "parts": [text]}}}
+        parent = mid
+    return {"id": cid, "conversation_id": cid, "title": title, "create_time": messages[0][3],
+            "mapping": mapping, "current_node": messages[-1][0]}
+
+
+def test_two_chatgpt_exports_a_month_apart():
+    early = [("m1", "user", "What is polars?", 1700000000), ("m2", "assistant", "A DataFrame library.", 1700000010)]
+    later = early + [("m3", "user", "And lazy frames?", 1702600000), ("m4", "assistant", "Deferred plans.", 1702600010)]
+    first = documents(_chatgpt([_conversation("c1", "Polars", early)]), "conversations.json", fmt="chatgpt")
+    second = documents(_chatgpt([_conversation("c1", "Polars", later),
+                                 _conversation("c2", "New", [("n1", "user", "hi", 1702600100)])]),
+                       "conversations.json", fmt="chatgpt")
+    snaps = [snapshot_of(d) for d in first + second]
+    assert [s.key for s in snaps] == ["chatgpt:c1", "chatgpt:c1", "chatgpt:c2"]
+    out = merged_ok(snaps[:2])
+    assert contents(out.document) == ["What is polars?", "A DataFrame library.", "And lazy frames?", "Deferred plans."]
+    assert out.reconciliation["new"].to_list() == [2, 2]
