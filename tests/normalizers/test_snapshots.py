@@ -8,7 +8,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from flows.process import process_text
+from flows.process import process_group, process_text
 from models.settings import Settings
 from normalizers.assemble import RunContext
 from normalizers.encode import encode_document
@@ -133,7 +133,7 @@ def _conversation(cid: str, title: str, messages: list[tuple[str, str, str, int]
 
 def test_two_chatgpt_exports_a_month_apart():
     early = [("m1", "user", "What is polars?", 1700000000), ("m2", "assistant", "A DataFrame library.", 1700000010)]
-    later = early + [("m3", "user", "And lazy frames?", 1702600000), ("m4", "assistant", "Deferred plans.", 1702600010)]
+    later = [*early, ("m3", "user", "And lazy frames?", 1702600000), ("m4", "assistant", "Deferred plans.", 1702600010)]
     first = documents(_chatgpt([_conversation("c1", "Polars", early)]), "conversations.json", fmt="chatgpt")
     second = documents(_chatgpt([_conversation("c1", "Polars", later),
                                  _conversation("c2", "New", [("n1", "user", "hi", 1702600100)])]),
@@ -143,3 +143,51 @@ def test_two_chatgpt_exports_a_month_apart():
     out = merged_ok(snaps[:2])
     assert contents(out.document) == ["What is polars?", "A DataFrame library.", "And lazy frames?", "Deferred plans."]
     assert out.reconciliation["new"].to_list() == [2, 2]
+
+
+SLACK_USERS = orjson.dumps([{"id": "U1", "name": "ann", "real_name": "Ann Lee"},
+                            {"id": "U2", "name": "bo", "real_name": "Bo Berg"}]).decode()
+SLACK_CHANNELS = orjson.dumps([{"id": "C01GEN", "name": "general", "created": 1700000000}]).decode()
+PARENT = "1711962000.000100"
+
+
+def _slack_day(*messages: tuple[str, str, str, str | None]) -> bytes:
+    rows = []
+    for ts, user, text, thread in messages:
+        row = {"type": "message", "user": user, "text": text, "ts": ts}
+        if thread:
+            row |= {"thread_ts": thread, "parent_user_id": "U1"}
+        if ts == PARENT:
+            row |= {"thread_ts": PARENT, "reply_count": 2}
+        rows.append(row)
+    return orjson.dumps(rows)
+
+
+def _slack(days: dict[str, bytes]) -> Snapshot:
+    parts = [(data, f"general/{day}.json") for day, data in sorted(days.items())]
+    outcome = process_group(parts, "general", RunContext.from_settings(SETTINGS),
+                            {"users.json": SLACK_USERS, "channels.json": SLACK_CHANNELS})
+    return snapshot_of(outcome.sessions[0].encoded)
+
+
+def test_slack_exports_of_overlapping_ranges():
+    """Export A holds April 1-2, export B April 2-3: a message edited on the 2nd, a thread reply on the 3rd."""
+    a = _slack({"2024-04-01": _slack_day((PARENT, "U1", "Release today?", None),
+                                         ("1711962100.000200", "U2", "Yes, at five", PARENT)),
+                "2024-04-02": _slack_day(("1712048400.000300", "U2", "Released", None),
+                                         ("1712048500.000400", "U1", "Thanks!", None))})
+    b = _slack({"2024-04-02": _slack_day(("1712048400.000300", "U2", "Released 2.4", None),
+                                         ("1712048500.000400", "U1", "Thanks!", None)),
+                "2024-04-03": _slack_day(("1712134800.000500", "U2", "Hotfix went out", PARENT),
+                                         ("1712134900.000600", "U1", "Good morning", None))})
+    assert a.key == b.key == "slack:C01GEN"
+    for pair in ([a, b], [b, a]):
+        out = merged_ok(pair)
+        items = out.document["artifacts"]["Chatthistorik"]["interactions"]
+        assert contents(out.document) == ["Release today?", "Yes, at five", "Released 2.4", "Thanks!",
+                                          "Hotfix went out", "Good morning"]
+        assert [i.get("absent") for i in items] == ["outside_range", "outside_range", None, None, None, None]
+        assert items[2]["editHistory"] == [{"content": "Released", "snapshots": [a.source_sha256]}]
+        rows = out.reconciliation.to_dicts()
+        assert [(r["new"], r["unchanged"], r["edited"], r["absent"]) for r in rows] == [(4, 0, 0, 0), (2, 1, 1, 2)]
+    assert encode_document(merge([a, b], SETTINGS).document) == encode_document(merge([b, a], SETTINGS).document)
