@@ -13,8 +13,8 @@ they are given in (two with the same source sha256 are one):
   content (``keys.normal_content``: NFC, line ends, whitespace; media placeholders alike) and time within
   ``Settings.snapshot_time_tolerance_seconds`` (default 60 s) after the snapshot's zone shift: the
   whole number of hours (up to 26) that most author-and-content pairs agree on (a phone in another
-  zone); finally, where neither has a message id, an unmatched message of the same author at the same
-  time (within the tolerance) is the earlier one edited.
+  zone; at least ``SHIFT_EVIDENCE`` of them); finally, where neither has a message id, an unmatched
+  message of the same author at the same time (within the tolerance) is the earlier one edited.
 - **Union in time order.** Messages unmatched become new merged messages, placed after the message
   their snapshot had before them; the whole is sorted by time (in the latest snapshot's zone frame)
   when every message has one, that placement breaking ties (and deciding the order when not).
@@ -51,6 +51,8 @@ from .keys import MESSAGE_ID_FIELDS, Message, content_hash, session_key
 
 MAX_SHIFT_HOURS = 26
 """Zone offsets run from -12 to +14 hours: two exports differ by at most 26."""
+SHIFT_EVIDENCE = 3
+"""How many messages must agree on a zone shift other than none (all of a snapshot with fewer)."""
 TABLE_SCHEMA = {"ordinal": pl.Int64, "msg_id": pl.String, "author": pl.String, "kind": pl.String,
                 "date": pl.String, "hash": pl.String, "line": pl.String}
 RECONCILIATION_SCHEMA = {"key": pl.String, "source_sha256": pl.String, "expected": pl.Int64,
@@ -205,7 +207,10 @@ def _shift(rows: list[_Row], state: _State) -> int:
                 votes[hours] = votes.get(hours, 0) + 1
     if not votes:
         return 0
-    return min(votes, key=lambda h: (-votes[h], abs(h), h))
+    best = min(votes, key=lambda h: (-votes[h], abs(h), h))
+    # a shift needs a few agreeing messages: one "ok" met hours apart in another range is no evidence
+    timed = sum(row.seconds is not None for row in rows)
+    return best if best == 0 or votes[best] >= min(SHIFT_EVIDENCE, timed) else 0
 
 
 def _close(a: int | None, b: int | None, tolerance: int) -> bool:
@@ -264,16 +269,17 @@ def _absorb(snapshot: Snapshot, rank: int, state: _State) -> None:
     rows = _rows(snapshot, rank)
     state.shifts.append(_shift(rows, state) if rank else 0)
     matched = _match(rows, state, rank) if rank else [None] * len(rows)
-    place: tuple = () if rank == 0 else ((-1, 0),)
+    # a new message's place: just after the last message its snapshot shares (siblings in a gap by rank,
+    # then by their order in the snapshot); before all when it shares none before it
+    anchor: tuple = () if rank == 0 else ((-1, 0),)
     shift = state.shifts[rank]
     for row, cluster in zip(rows, matched, strict=True):
         if cluster is None:
-            place = (*place, (rank, row.index))
             seconds = None if row.seconds is None else row.seconds - shift * 3600
-            cluster = _Cluster({}, place, seconds, row.msg_id)
+            cluster = _Cluster({}, (*anchor, (rank, row.index)), seconds, row.msg_id)
             state.clusters.append(cluster)
         else:
-            place = cluster.place
+            anchor = cluster.place
             cluster.msg_id = cluster.msg_id or row.msg_id
         cluster.members[rank] = row
 

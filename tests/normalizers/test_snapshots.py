@@ -191,3 +191,22 @@ def test_slack_exports_of_overlapping_ranges():
         rows = out.reconciliation.to_dicts()
         assert [(r["new"], r["unchanged"], r["edited"], r["absent"]) for r in rows] == [(4, 0, 0, 0), (2, 1, 1, 2)]
     assert encode_document(merge([a, b], SETTINGS).document) == encode_document(merge([b, a], SETTINGS).document)
+
+
+def test_one_message_met_hours_apart_is_no_zone_shift():
+    a = snap("[03/06/2024, 09:00:00] Tom Reyes: ok\n[03/06/2024, 09:05:00] Grace Obi: Rota?\n")
+    b = snap("[03/06/2024, 12:00:00] Tom Reyes: ok\n[03/06/2024, 12:30:00] Ana Lind: Canes?\n")
+    out = merged_ok([a, b])
+    assert [s["timeShiftHours"] for s in out.document["artifacts"]["ByggLogg"]["snapshots"]] == [0, 0]
+    assert len(contents(out.document)) == 4
+
+
+def test_transcripts_without_times_merge_by_place():
+    a = snap("User: hello\nAssistant: hi there\nUser: tell me a joke\nAssistant: no\n", "chat.txt",
+             fmt="transcript")
+    b = snap("User: hello\nAssistant: hi there\nAssistant: no\nUser: thanks\nAssistant: bye\n", "chat.txt",
+             fmt="transcript")  # the latest: without times, the one with more messages
+    out = merged_ok([a, b])
+    items = out.document["artifacts"]["Chatthistorik"]["interactions"]
+    assert contents(out.document) == ["hello", "hi there", "tell me a joke", "no", "thanks", "bye"]
+    assert [i.get("absent") for i in items] == [None, None, "deleted", None, None, None]
