@@ -78,11 +78,15 @@ def content_hash(content: str, kind: str = "message") -> str:
     return hashlib.sha256(normal_content(content, kind).encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def message_print(message: Message) -> str:
-    """A message's print (16 hex digits): author, minute within the hour, normalised content."""
-    minute = message.date[14:16] if message.date else ""
-    payload = "\x1f".join((message.author, minute, content_hash(message.content, message.kind)))
+def print_of(author: str, date: str | None, digest: str) -> str:
+    """A message's print (16 hex digits) from its author, time and ``content_hash``."""
+    payload = "\x1f".join((author, date[14:16] if date else "", digest))
     return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def message_print(message: Message) -> str:
+    """A message's print: author, minute within the hour, normalised content."""
+    return print_of(message.author, message.date, content_hash(message.content, message.kind))
 
 
 def message_prints(messages: Iterable[Message]) -> list[str]:

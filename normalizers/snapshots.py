@@ -47,7 +47,7 @@ import polars as pl
 
 from models.settings import Settings
 
-from .keys import MESSAGE_ID_FIELDS, Message, content_hash, session_key
+from .keys import MESSAGE_ID_FIELDS, Message, content_hash, print_of, session_key
 
 MAX_SHIFT_HOURS = 26
 """Zone offsets run from -12 to +14 hours: two exports differ by at most 26."""
@@ -123,6 +123,13 @@ def _key_of(doc: dict[str, Any], interactions: list[dict[str, Any]]) -> str:
     raw = log.get("sessionIdRaw") or (None if log["sessionIdSource"].startswith("none") else doc["sessionId"])
     return session_key(log["grammar"]["id"], raw, log["sessionIdSource"],
                        doc["artifacts"]["Chatthistorik"].get("title"), earliest)[0]
+
+
+def snapshot_prints(snapshot: Snapshot) -> list[str]:
+    """The message prints of a snapshot's interactions, in order (``keys.message_print``; what the
+    ledger's index keeps of an id-less session, for ``keys.continues``)."""
+    t = snapshot.table
+    return [print_of(a, d, h) for a, d, h in zip(t["author"], t["date"], t["hash"], strict=True)]
 
 
 # --- ranking -------------------------------------------------------------------------------------

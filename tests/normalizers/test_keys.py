@@ -16,7 +16,7 @@ from flows.process import process_text
 from models.settings import Settings
 from normalizers.assemble import RunContext
 from normalizers.keys import KEY_MESSAGES, Message, continues, fingerprint, message_prints, session_key
-from normalizers.snapshots import _key_of
+from normalizers.snapshots import _key_of, snapshot_of, snapshot_prints
 from parsers import registry
 from parsers.text import decode
 from tests import strategies
@@ -147,3 +147,10 @@ def test_the_fingerprint_is_the_earliest_messages(texts, author, title):
     assert (fp == grown) is (len(messages) >= KEY_MESSAGES)
     assert session_key("transcript", None, "none", title, messages)[0] == f"transcript:fp-{fp}"
     assert session_key("chatgpt", "c1", "source:id", title, messages)[0] == "chatgpt:c1"
+
+
+def test_a_snapshots_prints_are_its_messages_prints():
+    doc = _documents("\n".join(HIKE).encode() + b"\n", "WhatsApp Chat with Hikers.txt", "whatsapp")[0]
+    items = doc["artifacts"]["Chatthistorik"]["interactions"]
+    want = message_prints(Message(i["speakerName"], i.get("date"), i["content"], i["kind"]) for i in items)
+    assert snapshot_prints(snapshot_of(orjson.dumps(doc))) == want
