@@ -210,3 +210,15 @@ def test_transcripts_without_times_merge_by_place():
     items = out.document["artifacts"]["Chatthistorik"]["interactions"]
     assert contents(out.document) == ["hello", "hi there", "tell me a joke", "no", "thanks", "bye"]
     assert [i.get("absent") for i in items] == [None, None, "deleted", None, None, None]
+
+
+def test_media_omitted_and_the_attachment_name_are_one_message():
+    """An export without media says <Media omitted> where one with media names the file."""
+    head = "[03/06/2024, 18:40:12] Grace Obi: Rota?\n[03/06/2024, 18:40:30] Ana Lind: Mine is Monday\n"
+    a = snap(head + "[03/06/2024, 18:41:05] Tom Reyes: <Media omitted>\n")
+    b = snap(head + "[03/06/2024, 18:41:05] Tom Reyes: IMG-20240603-WA0001.jpg (file attached)\n"
+             "[03/06/2024, 18:42:05] Tom Reyes: ok\n")
+    assert a.key == b.key
+    out = merged_ok([a, b])
+    assert contents(out.document) == ["Rota?", "Mine is Monday", "IMG-20240603-WA0001.jpg (file attached)", "ok"]
+    assert out.reconciliation["unchanged"].to_list() == [0, 3]
