@@ -14,7 +14,7 @@ from normalizers.assemble import RunContext
 from normalizers.encode import encode_document
 from normalizers.snapshots import Snapshot, merge, snapshot_of
 from parsers.text import decode
-from tests.helpers import CHECKER
+from tests.helpers import CHECKER, ROOT
 from validators import gate
 from validators.snapshots import check_merged
 
@@ -222,3 +222,37 @@ def test_media_omitted_and_the_attachment_name_are_one_message():
     out = merged_ok([a, b])
     assert contents(out.document) == ["Rota?", "Mine is Monday", "IMG-20240603-WA0001.jpg (file attached)", "ok"]
     assert out.reconciliation["unchanged"].to_list() == [0, 3]
+
+
+def _export_slice(path: str, lo: int, hi: int, edit: int | None = None) -> bytes:
+    """A sample export cut to messages[lo:hi] (another export's date range); ``edit``: that message's
+    text changed, as the platform exports an edited message."""
+    data = orjson.loads((ROOT / path).read_bytes())
+    messages = [dict(m) for m in data["messages"]]
+    if edit is not None:
+        key = "content" if "content" in messages[edit] else "text"
+        messages[edit][key] = "edited: " + str(messages[edit][key])
+    data["messages"] = messages[lo:hi]
+    if "messageCount" in data:
+        data["messageCount"] = hi - lo
+    return orjson.dumps(data)
+
+
+@pytest.mark.parametrize(("path", "grammar"), [("sample_logs/discord/design-reviews.json", "discord"),
+                                               ("sample_logs/telegram/result.json", "telegram")])
+def test_exports_of_overlapping_ranges_by_message_id(path, grammar):
+    n = len(orjson.loads((ROOT / path).read_bytes())["messages"])
+    older = snapshot_of(documents(_export_slice(path, 0, n - 1).decode(), "old.json", fmt=grammar)[0])
+    newer = snapshot_of(documents(_export_slice(path, 1, n, edit=2).decode(), "new.json", fmt=grammar)[0])
+    assert older.key == newer.key
+    whole = snapshot_of(documents(_export_slice(path, 0, n).decode(), "all.json", fmt=grammar)[0])
+    for pair in ([older, newer], [newer, older]):
+        out = merged_ok(pair)
+        items = out.document["artifacts"]["Chatthistorik"]["interactions"]
+        assert len(items) == whole.table.height
+        assert [i.get("absent") for i in items] == ["outside_range"] + [None] * (n - 1)
+        assert [i for i in items if "editHistory" in i] == [i for i in items if i.get("content", "").startswith(
+            "edited: ")]
+        rows = out.reconciliation.to_dicts()
+        assert (rows[1]["new"], rows[1]["unchanged"], rows[1]["edited"], rows[1]["absent"]) == (1, n - 3, 1, 1)
+        assert [r["expected"] for r in rows] == [r["reconstructed"] for r in rows]
