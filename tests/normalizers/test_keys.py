@@ -124,6 +124,7 @@ def test_a_key_survives_a_zone_shift_and_reencoding():
     shifted = [line.replace("18:4", "21:4") for line in HIKE]
     shifted[2] = shifted[2].replace("route?", "route?  ")
     assert _whatsapp(HIKE) == _whatsapp(shifted) == _whatsapp([*HIKE, "[04/06/2024, 08:00:00] Tom Reyes: Ok"])
+    assert _whatsapp(HIKE, "WhatsApp Chat with Hikers (1).txt") == _whatsapp(HIKE)  # downloaded twice
 
 
 MESSAGES = [Message("Ana", f"2024-01-01T10:{i:02d}:00Z", f"message {i}") for i in range(10)]
