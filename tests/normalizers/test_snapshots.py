@@ -256,3 +256,17 @@ def test_exports_of_overlapping_ranges_by_message_id(path, grammar):
         rows = out.reconciliation.to_dicts()
         assert (rows[1]["new"], rows[1]["unchanged"], rows[1]["edited"], rows[1]["absent"]) == (1, n - 3, 1, 1)
         assert [r["expected"] for r in rows] == [r["reconstructed"] for r in rows]
+
+
+def test_a_partial_snapshot_makes_the_merged_document_partial_and_is_named():
+    a = snap(WA_1, settings=SETTINGS.model_copy(update={"max_turn_chars": 20}))
+    b = snap(WA_2)
+    assert a.head["artifacts"]["Chatthistorik"]["coverage"] == "partial"
+    out = merged_ok([a, b])
+    history = out.document["artifacts"]["Chatthistorik"]
+    assert history["coverage"] == "partial"
+    named = f"snapshot {a.source_sha256[:12]} (WhatsApp Chat with Hiking Club.txt): "
+    assert history["coverageReason"].startswith(named)
+    records = out.document["artifacts"]["ByggLogg"]["snapshots"]
+    assert [("coverageReason" in r) for r in records] == [True, False]
+    assert "coverage" not in merged_ok([b]).document["artifacts"]["Chatthistorik"]
