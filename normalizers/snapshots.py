@@ -47,7 +47,7 @@ import polars as pl
 from models.settings import Settings
 from parsers.memory import paused_gc
 
-from .keys import MESSAGE_ID_FIELDS, Message, content_hash, print_of, session_key
+from .keys import KEY_MESSAGES, MESSAGE_ID_FIELDS, Message, content_hash, print_of, session_key
 
 MAX_SHIFT_HOURS = 26
 """Zone offsets run from -12 to +14 hours: two exports differ by at most 26."""
@@ -128,7 +128,7 @@ def snapshot_of(document: bytes) -> Snapshot:
 def _key_of(doc: dict[str, Any], interactions: list[dict[str, Any]]) -> str:
     """The key of a document written before keys were recorded."""
     log = doc["artifacts"]["ByggLogg"]
-    earliest = [Message(i["speakerName"], i.get("date"), i["content"], i["kind"]) for i in interactions[:8]]
+    earliest = [Message(i["speakerName"], i.get("date"), i["content"], i["kind"]) for i in interactions[:KEY_MESSAGES]]
     raw = log.get("sessionIdRaw") or (None if log["sessionIdSource"].startswith("none") else doc["sessionId"])
     return session_key(log["grammar"]["id"], raw, log["sessionIdSource"],
                        doc["artifacts"]["Chatthistorik"].get("title"), earliest)[0]

@@ -155,3 +155,12 @@ def test_a_snapshots_prints_are_its_messages_prints():
     items = doc["artifacts"]["Chatthistorik"]["interactions"]
     want = message_prints(Message(i["speakerName"], i.get("date"), i["content"], i["kind"]) for i in items)
     assert snapshot_prints(snapshot_of(orjson.dumps(doc))) == want
+
+
+def test_a_document_from_before_keys_gets_the_key_it_would_have():
+    for lines, name in ((HIKE, "WhatsApp Chat with Hikers.txt"), (HIKE[:1], "WhatsApp Chat with Hikers.txt")):
+        doc = _documents("\n".join(lines).encode() + b"\n", name, "whatsapp")[0]
+        log = doc["artifacts"]["ByggLogg"]
+        key = log.pop("sessionKey")
+        del log["sessionKeySource"]
+        assert snapshot_of(orjson.dumps(doc)).key == key
