@@ -37,6 +37,13 @@ class SourceSpan(_Strict):
     lines: tuple[int, int] | None = Field(None, description="1-based inclusive line span in the canonical text.")
     pointer: str | None = Field(None, description="JSON pointer into a structured export.")
     part: str | None = Field(None, description=PART)
+    sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$", description=(
+        "A merged document's interaction: the snapshot (source sha256) whose source the span points into."))
+
+
+class EditRecord(_Strict):
+    content: str = Field(description="An earlier text of the message.")
+    snapshots: list[str] = Field(min_length=1, description="The snapshots (source sha256) that hold this text.")
 
 
 class Interaction(_Strict):
@@ -54,6 +61,12 @@ class Interaction(_Strict):
     speakerNameRaw: str | None = Field(None, description="The source's name when the display name had to change.")
     modelRaw: dict[str, str | None] | None = Field(None, description="The source's model fields when changed.")
     sourceFields: dict[str, Any] | None = Field(None, description="Format-specific facts (branch, attachments...).")
+    snapshots: list[str] | None = Field(None, description=(
+        "A merged document's interaction: the snapshots (source sha256) that contain it."))
+    absent: Literal["deleted", "outside_range"] | None = Field(None, description=(
+        "Not in the latest snapshot: 'deleted' inside its time range, 'outside_range' before or after it."))
+    editHistory: list[EditRecord] | None = Field(None, description=(
+        "Earlier texts of an edited message, oldest first, with the snapshots that hold them."))
 
 
 class Chatthistorik(_Strict):
@@ -99,6 +112,17 @@ class Redaction(_Strict):
     field: str
 
 
+class SnapshotRecord(_Strict):
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    path: str
+    first: str | None = Field(None, pattern=ISO_Z_PATTERN, description="Its earliest message time.")
+    last: str | None = Field(None, pattern=ISO_Z_PATTERN, description="Its latest message time.")
+    interactions: int = Field(ge=0)
+    timeShiftHours: int = Field(0, description="Whole hours its times were moved by to match the latest's.")
+    latest: bool
+    coverageReason: str | None = None
+
+
 class ByggLogg(_Strict):
     source: SourceProvenance
     grammar: GrammarInfo
@@ -106,6 +130,11 @@ class ByggLogg(_Strict):
     configFingerprint: str
     sessionIdSource: str
     sessionIdRaw: str | None = None
+    sessionKey: str | None = Field(None, description=(
+        "Which conversation this is across exports: <grammar>:<id>, or <grammar>:fp-<hex> (normalizers/keys.py)."))
+    sessionKeySource: str | None = Field(None, description="What the key was made from.")
+    snapshots: list[SnapshotRecord] | None = Field(None, description=(
+        "A merged document's snapshots (the same conversation from several sources), oldest first."))
     createdAtSource: str
     assumptions: list[str]
     warnings: list[str]

@@ -33,6 +33,7 @@ class Reason(StrEnum):
     UNACCOUNTED_SOURCE = "unaccounted_source"
     TIMESTAMP_FORMAT = "timestamp_format"
     SCHEMA = "schema"
+    SNAPSHOT_MERGE = "snapshot_merge"
     # emit
     DUPLICATE_SESSION_ID = "duplicate_session_id"
     MASS_LATCH = "mass_latch"

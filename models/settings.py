@@ -23,7 +23,7 @@ from pydantic_settings import (
 
 from models.errors import ConfigError, Reason
 
-PIPELINE_VERSION = "0.2.0"
+PIPELINE_VERSION = "0.3.0"
 
 _IDENTITY = regex.compile(r"^(?P<provider>[^:]+):(?P<name>[^@]+)@(?P<version>.+)$")
 
@@ -36,6 +36,7 @@ DOCUMENT_SETTINGS = (
     "format",
     "detect_threshold",
     "max_turn_chars",
+    "snapshot_time_tolerance_seconds",
 )
 
 
@@ -98,6 +99,10 @@ class Settings(BaseSettings):
 
     ledger_path: Path | None = Field(None, description="SQLite run ledger (default OUT/ledger.sqlite).")
     mass_latch_threshold: float = Field(0.75, ge=0.0, le=1.0)
+    snapshot_time_tolerance_seconds: int = Field(
+        60, ge=0, le=3600, description="Merging snapshots of a session: two messages without a platform id "
+        "match when author and content agree and their times (after a whole-hour zone shift) are this close."
+    )
     mass_latch_overrides: dict[str, float] = Field(
         default_factory=dict, description="Per-dataset thresholds, keyed by the first path component."
     )

@@ -22,6 +22,7 @@ from models.settings import PIPELINE_VERSION, Settings
 
 from .facts import Facts
 from .ids import NO_ID, safe_id
+from .keys import KEY_MESSAGES, Message, session_key
 from .secrets import Redactor, scrub_name
 from .speaker import normalize_speaker, safe_fields
 from .times import to_utc_z
@@ -124,6 +125,16 @@ class Summary:
     unreadable_times: int = 0
     truncated: int = 0
     earliest: str | None = None
+    opening: list[Message] = field(default_factory=list)
+    """The session's first ``keys.KEY_MESSAGES`` interactions, for its key (known before the
+    interactions are written, so a streamed session's head can carry it)."""
+
+    def open_with(self, items) -> None:
+        """Keep the first interactions (dicts, in order) until the key has its ``KEY_MESSAGES``."""
+        for item in items:
+            if len(self.opening) >= KEY_MESSAGES:
+                return
+            self.opening.append(Message(item["speakerName"], item.get("date"), item["content"], item["kind"]))
 
     def saw_date(self, date: str | None) -> None:
         if date is not None and (self.earliest is None or date < self.earliest):
@@ -224,6 +235,7 @@ def _interactions(session: ParsedSession, ctx: RunContext, summary: Summary) -> 
         facts.observe(ordinal, turn.role, turn.kind, turn.speaker, content, extra, base)
         interactions.append(item)
     summary.count = len(interactions)
+    summary.open_with(interactions)
     return interactions
 
 
@@ -248,12 +260,16 @@ def envelope(session: ParsedSession, counted: int, summary: Summary, interaction
     history = _history(session, interactions, reasons, ctx, redactions)
     source_meta = _source_meta(session, ctx, redactions)
     declared = _declared_regions(session, ctx.redactor.scrub, redactions)
+    key, key_source = session_key(detection.grammar or "unknown", raw_id, session.id_source, history["title"],
+                                  summary.opening)
     bygglogg: dict[str, Any] = {
         "source": _source_block(source, session),
         "grammar": _grammar_block(detection, grammar_version),
         "pipelineVersion": PIPELINE_VERSION,
         "configFingerprint": ctx.fingerprint,
         "sessionIdSource": session.id_source if session.session_id else "none: no derivable id (rule C1)",
+        "sessionKey": key,
+        "sessionKeySource": key_source,
         "createdAtSource": created_source,
         "assumptions": assumptions,
         "warnings": warnings,

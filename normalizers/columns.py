@@ -32,6 +32,7 @@ import polars as pl
 from models.records import ModelRef
 
 from .assemble import RunContext, Summary, _speaker_entry, model_source, raw_time_keys
+from .keys import KEY_MESSAGES
 from .secrets import pii_triggers, triggers
 from .times import MAX_YEAR, MIN_YEAR, to_utc_z
 
@@ -115,6 +116,7 @@ class ColumnAssembler:
         s.unreadable_times += p.unreadable_times
         s.truncated += p.truncated
         s.saw_date(p.earliest)
+        s.opening.extend(p.opening[:max(0, KEY_MESSAGES - len(s.opening))])
         for row in part.facts or ():
             s.facts.observe(*row)
         return new
@@ -138,7 +140,10 @@ class ColumnAssembler:
                             "date": date, "time_raw": frame["time_raw"], "content": content,
                             "line_start": frame["line_start"], "line_end": frame["line_end"], "raw": raw,
                             "extra": extra})
-        return out.with_columns(line=_line(), speaker_key=key).drop("spk", "raw", "extra")
+        out = out.with_columns(line=_line(), speaker_key=key).drop("spk", "raw", "extra")
+        if len(self.summary.opening) < KEY_MESSAGES:  # the session's key reads its first interactions
+            self.summary.open_with(orjson.loads(line) for line in out["line"].head(KEY_MESSAGES))
+        return out
 
     def rows(self, interactions: pl.DataFrame) -> TurnRows:
         """These interactions as turn rows (what the audit datasets hold of each interaction)."""
