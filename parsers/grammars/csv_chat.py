@@ -213,7 +213,7 @@ class CsvChat(Grammar):
         session.meta["csvLayout"] = layout.name
         channel = dce_channel_id(source.name) if layout.exact else None
         if channel and session.session_id is None:
-            session.session_id, session.id_source = channel, "file-name"
+            session.session_id, session.id_source = channel, "source:channel id in the exporter's file name"
         session.regions.append(Region(RegionKind.SESSION_HEADER, "the CSV header row (column names)", lines=(1, 1)))
         unread = 0
         for fields, span, raw in _records(source.text, delimiter):

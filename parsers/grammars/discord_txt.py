@@ -175,7 +175,7 @@ class DiscordTxt(Grammar):
                                                                                raw=[t for t, _ in pages])
         channel = dce_channel_id(PurePosixPath(source.parts[0].name).name if source.parts else source.name)
         if channel and session.session_id is None:
-            session.session_id, session.id_source = channel, "file-name"
+            session.session_id, session.id_source = channel, "source:channel id in the exporter's file name"
         clock = _Clock([m["stamp"] for text, _ in pages for m in HEADER.finditer(text, 0, _body_end(text))])
         if clock.order is not None and clock.order.basis not in ("year", "none"):
             session.assumptions.append(f"numeric dates read {clock.order.order}: {clock.order.evidence}")
