@@ -91,8 +91,11 @@ def test_prefect_client_lists_the_run_its_task_runs_and_artifacts(prefect_server
         assert run.name == f"archive {run_id}" and run.state.is_completed()
         assert {"reconstruct", "archive:archive"} <= set(run.tags)
         of_run = FlowRunFilter(id=FlowRunFilterId(any_=[run.id]))
-        tasks = _poll(lambda: [t for t in client.read_task_runs(flow_run_filter=of_run)
-                               if t.state and t.state.is_completed()])
+        def completed():  # the server records task run states a moment after the flow ends: wait for all
+            done = [t for t in client.read_task_runs(flow_run_filter=of_run) if t.state and t.state.is_completed()]
+            return done if len(done) >= bad_night["shards"] else None
+
+        tasks = _poll(completed) or []
         assert len(tasks) == bad_night["shards"]
         assert all(t.name.startswith("reconstruct-shard") for t in tasks)
         found = client.read_artifacts(artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(
