@@ -10,8 +10,8 @@ writes the rows as a dataset part.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from . import datasets, revisions
 from .files import Batch, resolve_inside
 from .ledger import RevisionRow
 
+LOG = logging.getLogger(__name__)
 DOCUMENT_MODE = 0o444  # a document shares its inode with its latest blob: not to be edited in place
 
 
@@ -44,6 +45,8 @@ class ShardTrail:
         self.revisions: list[RevisionRow] = []
         self.rows = datasets.Rows()
         self._blobs: list[tuple[Path, str]] = []  # (temporary, sha256): kept once fsynced
+        self.warnings: list[str] = []
+        """What went wrong without failing a document (its dataset rows not written), each naming it."""
 
     def document(self, rel: str, data: bytes | Path, old: bytes | None, *, note: str = "",
                  rows: datasets.DocumentRows | None = None, target: Path | None = None) -> tuple[str, bool]:
@@ -73,7 +76,8 @@ class ShardTrail:
         """Stage a document the worker finished in a temporary file (a streamed session), its sha256
         known; neither it nor the file it replaces is read. ``previous``: the sha256 of what the file
         holds now. Its dataset rows come from its ``envelope`` and the row pieces its ranges wrote
-        (``rows``); without an envelope it has none and the tables read the document itself.
+        (``rows``); without an envelope it has none and the tables read the document itself. Rows
+        that cannot be written leave the document to the tables too, with a warning (``warnings``).
         Returns whether the file changes."""
         target = target or resolve_inside(self.out_root, rel)
         changed = previous != sha
@@ -86,9 +90,16 @@ class ShardTrail:
             revisions.keep(self.out_root, target, sha)
         self.revisions.append(RevisionRow(rel, sha, note, revisions.now(), previous if changed else None))
         if envelope is not None and rows is not None:  # else, or when this fails, the tables read the document
-            with contextlib.suppress(KeyError, TypeError, OSError, pl.exceptions.PolarsError):
+            try:
                 self.rows.add_streamed(self.out_root, rel, sha, envelope, rows)
+            except (KeyError, TypeError, OSError, pl.exceptions.PolarsError) as exc:
+                self.warn(f"{rel}: its dataset rows were not written ({type(exc).__name__}: {exc}); "
+                          "the datasets read the document instead")
         return changed
+
+    def warn(self, message: str) -> None:
+        self.warnings.append(message)
+        LOG.warning(message)
 
     def commit(self) -> None:
         """fsync every staged file, keep the new revisions (hard links), rename everything into

@@ -505,8 +505,11 @@ def _spooled(ref, s, trail: ShardTrail, result: ShardResult, settings: Settings 
             "rejectedDocument": "not kept: a streamed document"}))
         s.status, s.reasons, s.detail = SessionStatus.QUARANTINED, [Reason.MASS_LATCH.value], latched
         return record, None
+    warned = len(trail.warnings)
     changed = trail.document_file(rel, Path(s.spool), sha, old_sha, note=note, target=target, envelope=s.document,
                                   rows=s.turns)
+    if len(trail.warnings) > warned:  # on the session's ledger row, not only in a log
+        s.detail = "; ".join(x for x in (s.detail, *trail.warnings[warned:]) if x)
     _remove_stale(trail, record)
     result.written += changed
     result.unchanged += not changed
