@@ -39,6 +39,7 @@ import traceback
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -133,21 +134,20 @@ def stream_entries(open_input: Callable[[], BinaryIO], source: SourceText, detec
     broken: jsonsplit.SplitError | None = None
     stems: list[str] = []
     try:
-        with open_input() as fp, _executor(ctx.settings) as pool:
-            inflight: deque[Future | Done] = deque()
+        with open_input() as fp, _workers(ctx.settings) as workers:
+            inflight: deque[_Sent | Done] = deque()
             limit = INFLIGHT_PER_WORKER * ctx.settings.workers
-            started_up = pool.submit(_started) if pool is not None else None
             for batch, error in _batches(jsonsplit.entries(fp), ctx.settings.stream_chunk_bytes):
                 broken = error or broken
                 if batch:
                     job = Job(detection.grammar, detection, source, ctx.settings, spool, tag, batch, True, key)
                     stems.append(batch_stem(key or "", batch[0][0]))
-                    inflight.append(_dispatch(job, pool, started_up, inflight, ctx))
-                while inflight and (len(inflight) >= limit or not isinstance(inflight[0], Future)
-                                    or inflight[0].done()):
-                    merger.add(_result(inflight.popleft()))
+                    inflight.append(_dispatch(job, workers, inflight, ctx))
+                while inflight and (len(inflight) >= limit or isinstance(inflight[0], Done)
+                                    or inflight[0].future.done()):
+                    merger.add(_result(inflight.popleft(), workers))
             while inflight:
-                merger.add(_result(inflight.popleft()))
+                merger.add(_result(inflight.popleft(), workers))
     except BaseException:
         for stem in stems:  # a failed input leaves no rows behind
             for path in datasets.batch_paths(out_root, stem):
@@ -156,23 +156,65 @@ def stream_entries(open_input: Callable[[], BinaryIO], source: SourceText, detec
     return merger.outcome(source, detection, broken, time.perf_counter() - started)
 
 
-def _dispatch(job: Job, pool: ProcessPoolExecutor | None, started_up: Future | None, inflight: deque,
-              ctx: RunContext) -> Future | Done:
+@dataclass(slots=True)
+class _Sent:
+    """A batch sent to a spawned worker: its job (the entries' bytes), to send again if the worker dies."""
+
+    job: Job
+    future: Future
+
+
+def _dispatch(job: Job, workers: _Workers, inflight: deque, ctx: RunContext) -> _Sent | Done:
     """A batch to a spawned worker once one has started and while they have fewer than two each,
     else done here: this process is a worker too (it splits the file besides), so ``workers``
     processes work in all, and no batch waits for a worker to start."""
-    busy = sum(1 for item in inflight if isinstance(item, Future) and not item.done())
-    if pool is None or not started_up.done() or busy >= INFLIGHT_PER_WORKER * (ctx.settings.workers - 1):
+    busy = sum(1 for item in inflight if isinstance(item, _Sent) and not item.future.done())
+    if not workers.ready() or busy >= INFLIGHT_PER_WORKER * (ctx.settings.workers - 1):
         return run_job(job, ctx)
-    return pool.submit(run_job, replace(job, entries=[(i, bytes(raw)) for i, _, raw in job.entries], parsed=False))
+    sent = replace(job, entries=[(i, bytes(raw)) for i, _, raw in job.entries], parsed=False)
+    return _Sent(sent, workers.submit(sent))
 
 
 def _started() -> None:
     """Done as soon as a worker has started (its imports take a second or more)."""
 
 
-def _result(item: Future | Done) -> Done:
-    return item.result() if isinstance(item, Future) else item
+def _result(item: _Sent | Done, workers: _Workers) -> Done:
+    """A batch's result. When its worker died (killed, out of memory) the batch is sent once more,
+    alone, to a fresh worker (a batch in flight beside the one that killed it lands); when that
+    one dies too, its conversations are quarantined (``worker_died``) and the input goes on."""
+    if isinstance(item, Done):
+        return item
+    try:
+        return item.future.result()
+    except BrokenProcessPool:
+        _discard_lost(item.job)
+    try:
+        return workers.submit(item.job).result()
+    except BrokenProcessPool:
+        _discard_lost(item.job)
+        return Done([_died(index, raw, item.job) for index, raw in item.job.entries])
+
+
+def _discard_lost(job: Job) -> None:
+    """What a dead worker may have left of a batch: its documents' temporaries and its staged rows."""
+    for index, *_ in job.entries:
+        for path in job.spool.glob(f"{job.tag}.{index}.*.json.tmp"):
+            path.unlink(missing_ok=True)
+    if job.key is not None:
+        for path in datasets.batch_paths(job.spool.parent, batch_stem(job.key, job.entries[0][0])):
+            path.unlink(missing_ok=True)
+
+
+def _died(index: int, raw: bytes, job: Job) -> SessionOutcome:
+    first, last = job.entries[0][0], job.entries[-1][0]
+    try:
+        value = orjson.loads(raw)  # for its id; this process parsed it once already
+    except orjson.JSONDecodeError:
+        value = None
+    detail = (f"the worker process reading conversations /{first}../{last} died twice (killed for lack of "
+              "memory?); the other conversations were read")
+    return _unreadable(index, value, Reason.WORKER_DIED, detail, time.perf_counter())
 
 
 def _batches(entries: Iterator[jsonsplit.Entry], size: int
@@ -199,23 +241,50 @@ def _worker_signals() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+class _Workers:
+    """The worker processes of one input: none with one worker, or in a process that may not start
+    any (a daemonic one, as a Dask worker's). A pool one of whose processes died is replaced."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.size = settings.workers - 1
+        self.pool: ProcessPoolExecutor | None = None
+        self.started_up: Future | None = None
+        if self.size > 0 and not multiprocessing.current_process().daemon:
+            self._start()
+
+    def _start(self) -> None:
+        # spawned, not forked from a server: a fork server would hold one more copy of the imports in memory
+        context = multiprocessing.get_context("spawn")
+        self.pool = ProcessPoolExecutor(max_workers=self.size, mp_context=context, initializer=_worker_signals)
+        self.started_up = self.pool.submit(_started)
+
+    def ready(self) -> bool:
+        """A worker has started (until then, batches are done here)."""
+        return self.started_up is not None and self.started_up.done()
+
+    def submit(self, job: Job) -> Future:
+        try:
+            return self.pool.submit(run_job, job)
+        except BrokenProcessPool:  # a worker died: a fresh pool for the batches to come
+            self.pool.shutdown(wait=False, cancel_futures=True)
+            self._start()
+            return self.pool.submit(run_job, job)
+
+    def close(self, wait: bool) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=wait, cancel_futures=not wait)
+
+
 @contextmanager
-def _executor(settings: Settings) -> Iterator[ProcessPoolExecutor | None]:
-    """Worker processes for one input; None with one worker, or in a process that may not start any
-    (a daemonic one, as a Dask worker's)."""
-    if settings.workers <= 1 or multiprocessing.current_process().daemon:
-        yield None
-        return
-    # spawned, not forked from a server: a fork server would hold one more copy of the imports in memory
-    context = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(max_workers=settings.workers - 1, mp_context=context, initializer=_worker_signals)
+def _workers(settings: Settings) -> Iterator[_Workers]:
+    workers = _Workers(settings)
     try:
-        yield pool
+        yield workers
     except BaseException:
-        pool.shutdown(wait=False, cancel_futures=True)
+        workers.close(wait=False)
         raise
     else:
-        pool.shutdown()
+        workers.close(wait=True)
 
 
 # --- in the worker ---------------------------------------------------------------------------------

@@ -4,6 +4,8 @@ one worker or two; a broken conversation or a cut file loses only what it must, 
 from __future__ import annotations
 
 import functools
+import multiprocessing
+import os
 import shutil
 from pathlib import Path
 
@@ -12,6 +14,7 @@ import polars as pl
 import pytest
 
 from audit import datasets
+from audit.ledger import Ledger
 from flows import ingest, jsonstream
 from flows.pipeline import reconstruct
 from flows.shard import run_shard
@@ -96,10 +99,10 @@ def test_one_worker_or_two_give_the_same_documents_and_ledger_rows(tmp_path, mon
     sent = []
     real = jsonstream._dispatch
 
-    def after_start(job, pool, started_up, inflight, ctx):  # the spawned worker takes batches too
-        if started_up is not None:
-            started_up.result()
-        done = real(job, pool, started_up, inflight, ctx)
+    def after_start(job, workers, inflight, ctx):  # the spawned worker takes batches too
+        if workers.started_up is not None:
+            workers.started_up.result()
+        done = real(job, workers, inflight, ctx)
         sent.append(not isinstance(done, jsonstream.Done))
         return done
 
@@ -254,3 +257,47 @@ def test_a_conversation_quarantined_leaves_no_rows(tmp_path, monkeypatch):
     parts = [pl.read_parquet(p) for t in datasets.TABLES for p in (out / datasets.PARTS / t).rglob("*.parquet")]
     assert not any("broken" in part["session_id"].to_list() for part in parts)
     assert turns.select("output_path").unique().height == sessions.height
+
+
+DIES_AT = 5  # the conversation whose batch kills the spawned worker reading it
+_RUN_JOB = jsonstream.run_job
+
+
+def _dying_job(job, ctx=None):
+    """``run_job``, except that a spawned worker given conversation ``DIES_AT`` dies at once: a real
+    death (no exception, no result), as the kernel's OOM killer deals one."""
+    if multiprocessing.parent_process() is not None and any(i == DIES_AT for i, *_ in job.entries):
+        os._exit(137)
+    return _RUN_JOB(job, ctx)
+
+
+def test_a_worker_that_dies_loses_its_batch_and_the_run_completes(tmp_path, monkeypatch):
+    real = jsonstream._dispatch
+
+    def to_the_worker(job, workers, inflight, ctx):
+        if workers.started_up is not None:
+            workers.started_up.result()
+        return real(job, workers, inflight, ctx)
+
+    monkeypatch.setattr(jsonstream, "_dispatch", to_the_worker)
+    monkeypatch.setattr(jsonstream, "INFLIGHT_PER_WORKER", 100)  # every batch to the spawned worker
+    monkeypatch.setattr(jsonstream, "run_job", _dying_job)
+    src = tmp_path / "in"
+    src.mkdir()
+    export = _export(4)
+    (src / "conversations.json").write_bytes(orjson.dumps(export))
+    out = tmp_path / "out"
+    summary = reconstruct([src], out, Settings(**{**STREAMED, "stream_chunk_bytes": 3000, "workers": 2}))
+    assert summary["status"] == "completed"
+    ledger = Ledger(out / "ledger.sqlite", read_only=True)
+    rows = ledger.session_rows(summary["run_id"])
+    ledger.close()
+    died = [r for r in rows if r["reasons"] == "worker_died"]
+    assert DIES_AT + 1 in [r["ordinal"] for r in died]
+    assert all("died twice" in r["detail"] and f"conversation /{r['ordinal'] - 1} " in r["detail"] for r in died)
+    assert {r["status"] for r in rows if r not in died} <= {"ok", "quarantined"}
+    assert sum(r["status"] == "ok" for r in rows) == len(export) - len(died) - 1  # and the duplicate id
+    assert len(died) < len(export) // 2  # only its batch
+    sessions, _ = _tables(out, monkeypatch)  # the batches that landed brought their rows
+    assert sessions.height == len(export) - len(died) - 1
+    assert not list((out / ".spool").glob("*")) and not list((out / datasets.STAGED).iterdir())
