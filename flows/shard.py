@@ -486,7 +486,7 @@ def _spooled(ref, s, trail: ShardTrail, result: ShardResult, settings: Settings 
     never read into memory; the mass latch reads the accepted document line by line."""
     rel = emit.document_relpath(ref.key, s.session_id, s.ordinal)
     record = emit.quarantine_relpath(ref.key, s.ordinal)
-    target = resolve_inside(trail.out_root, rel)
+    target = trail.resolve(rel)
     old_sha, sha = _file_sha(target), s.spool_sha256
     note, latched = "", None
     if old_sha not in (None, sha) and settings is not None:
