@@ -25,7 +25,9 @@ Each batch's worker also stages the dataset rows of its documents (a sessions pa
 document has by its id and its sha256; the shard settles them once it has emitted the batch
 (``datasets.settle``: the rows of a document it did not write are dropped, an id-less document's
 path gets its ordinal) and the run adopts them. The rows never come back to the shard (all of an
-export's rows there cost 1 GB for a 240 MB export), and no document is read back for them.
+export's rows there cost 1 GB for a 240 MB export), and no document is read back for them. A worker
+process that dies (killed, out of memory) loses its batch only: sent once more, alone, to a fresh
+worker, then its conversations quarantined ``worker_died`` (``_result``).
 """
 
 from __future__ import annotations
