@@ -60,6 +60,7 @@ PART_COLUMNS = {
 }
 KEY = ["output_path", "output_sha256"]
 STAGED = PARTS / "turns" / ".staged"  # streamed documents' turns parts, until the run adopts them
+STAGED_SESSIONS = PARTS / "sessions" / ".staged"  # streamed conversations' sessions parts (jsonstream batches)
 
 
 def session_row(doc: dict[str, Any]) -> dict:
@@ -231,6 +232,95 @@ def _range_part(pieces: list[Path], speakers: dict[str, dict[str, Any]], constan
     frame.select(pl.col(k).cast(t) for k, t in columns.items()).write_parquet(target, compression="lz4")
 
 
+@dataclass(slots=True)
+class BatchParts:
+    """The dataset rows of a batch of streamed documents (a JSON export's conversations), staged
+    by the worker that wrote the documents: a sessions part and a turns part, the documents' keys
+    as the worker named them (in order) and each document's number of turns. The shard, which
+    settles names and refuses documents, keeps or rewrites them (``settle``)."""
+
+    sessions: Path
+    turns: Path
+    keys: list[tuple[str, str]]
+    counts: list[int]
+
+    def files(self) -> list[Path]:
+        """Turns first: the run adopts them in this order (a sessions row never precedes its turns)."""
+        return [self.turns, self.sessions]
+
+    def discard(self) -> None:
+        for path in self.files():
+            path.unlink(missing_ok=True)
+
+
+def batch_paths(out_root: Path, stem: str) -> tuple[Path, Path]:
+    """(sessions, turns) staged part files of the batch ``stem`` (so a shard can remove the parts
+    of a batch whose worker was lost)."""
+    return (out_root / STAGED_SESSIONS / f".{stem}.parquet.tmp", out_root / STAGED / f".{stem}.parquet.tmp")
+
+
+def write_batch(out_root: Path, stem: str, documents: list[tuple[str, str, DocumentRows]]) -> BatchParts | None:
+    """Stage the rows of a batch's documents ((path, sha256, rows) each, as the worker names them);
+    None without documents. Nothing is left behind when the write fails."""
+    if not documents:
+        return None
+    found = Rows()
+    for rel, sha, doc in documents:
+        found.add(rel, sha, doc)
+    frames = found.frames()
+    parts = BatchParts(*batch_paths(out_root, stem), [(rel, sha) for rel, sha, _ in documents],
+                       [_turn_count(doc) for _, _, doc in documents])
+    try:
+        _stage(frames["sessions"], parts.sessions)
+        _stage(frames["turns"], parts.turns)
+    except BaseException:
+        parts.discard()
+        raise
+    return parts
+
+
+def _turn_count(doc: DocumentRows) -> int:
+    return doc.turns.height if isinstance(doc.turns, pl.DataFrame) else len(doc.turns["ordinal"])
+
+
+def _stage(frame: pl.DataFrame, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # lz4: a third less work than zstd, on a worker that has the next batch to read
+    frame.write_parquet(target, compression="lz4")
+
+
+def settle(parts: BatchParts, landed: list[tuple[str, str] | None]) -> list[Path]:
+    """The staged files of a batch once the shard has emitted its documents (``landed``: each
+    document's final path and sha256, in the worker's order, or None when it was not written: a
+    duplicate id, the mass latch). Parts whose keys all stand are kept as written; otherwise the
+    rows of documents not written are dropped and the others re-keyed; nothing is kept when no
+    document was written."""
+    if landed == parts.keys:
+        return parts.files()
+    if all(key is None for key in landed):
+        parts.discard()
+        return []
+    kept = [key for key in landed if key is not None]
+    mask = [key is not None for key in landed]
+    try:
+        sessions = pl.read_parquet(parts.sessions).filter(pl.Series(mask))
+        _stage(sessions.with_columns(_keys(kept, [1] * len(kept))), parts.sessions)
+        rows = [keep for keep, n in zip(mask, parts.counts, strict=True) for _ in range(n)]
+        turns = pl.read_parquet(parts.turns).filter(pl.Series(rows, dtype=pl.Boolean))
+        counts = [n for n, keep in zip(parts.counts, mask, strict=True) if keep]
+        _stage(turns.with_columns(_keys(kept, counts)), parts.turns)
+    except BaseException:
+        parts.discard()
+        raise
+    return parts.files()
+
+
+def _keys(keys: list[tuple[str, str]], counts: list[int]) -> list[pl.Series]:
+    """The key columns of documents ``keys`` holding ``counts`` rows each."""
+    return [pl.Series(name, [key[i] for key, n in zip(keys, counts, strict=True) for _ in range(n)], pl.Utf8)
+            for i, name in enumerate(KEY)]
+
+
 def _write_frame(frame: pl.DataFrame, target: Path, fmt: str) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp")  # readers never see a half-written table
@@ -259,11 +349,12 @@ def write_part(out_root: Path, run_id: str, name: str, frames: dict[str, pl.Data
 
 
 def adopt(out_root: Path, run_id: str, staged: list[str]) -> None:
-    """Move the staged turns parts of streamed documents into the run's parts (after the ledger
-    has their documents, as for every part)."""
-    for name in staged:
+    """Move the staged parts of streamed documents into the run's parts (after the ledger has
+    their documents, as for every part): turns parts before sessions parts, so that a crash in
+    between leaves turns without their sessions row, which the tables read again."""
+    for name in sorted(staged, key=lambda n: Path(n).parent.parent.name == "sessions"):
         path = Path(name)
-        target = out_root / PARTS / "turns" / run_id / path.name[1:-len(".tmp")]
+        target = out_root / PARTS / path.parent.parent.name / run_id / path.name[1:-len(".tmp")]
         target.parent.mkdir(parents=True, exist_ok=True)
         path.replace(target)
 

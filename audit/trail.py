@@ -10,8 +10,9 @@ writes the rows as a dataset part.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
+import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from . import datasets, revisions
 from .files import Batch, resolve_inside
 from .ledger import RevisionRow
 
+LOG = logging.getLogger(__name__)
 DOCUMENT_MODE = 0o444  # a document shares its inode with its latest blob: not to be edited in place
 
 
@@ -44,6 +46,23 @@ class ShardTrail:
         self.revisions: list[RevisionRow] = []
         self.rows = datasets.Rows()
         self._blobs: list[tuple[Path, str]] = []  # (temporary, sha256): kept once fsynced
+        self.warnings: list[str] = []
+        """What went wrong without failing a document (its dataset rows not written), each naming it."""
+        self._folders: dict[str, str] = {}  # folder -> its resolved path, inside the root
+
+    def resolve(self, rel: str) -> Path:
+        """``resolve_inside(out_root, rel)``, its folder resolved once per shard: the many documents of
+        one input (a JSON export's conversations) share a folder, and resolving every component of
+        every path was ~5% of such a run. The same path: the folder's real path joined with a name that
+        is no link (a link, or a name such as ``..``, is resolved in full, and refused if it escapes)."""
+        folder, _, leaf = rel.rpartition("/")
+        base = self._folders.get(folder)
+        if base is None:
+            base = self._folders[folder] = str(resolve_inside(self.out_root, folder or "."))
+        target = os.path.join(base, leaf)
+        if leaf in ("", ".", "..") or os.path.islink(target):
+            return resolve_inside(self.out_root, rel)
+        return Path(target)
 
     def document(self, rel: str, data: bytes | Path, old: bytes | None, *, note: str = "",
                  rows: datasets.DocumentRows | None = None, target: Path | None = None) -> tuple[str, bool]:
@@ -73,7 +92,8 @@ class ShardTrail:
         """Stage a document the worker finished in a temporary file (a streamed session), its sha256
         known; neither it nor the file it replaces is read. ``previous``: the sha256 of what the file
         holds now. Its dataset rows come from its ``envelope`` and the row pieces its ranges wrote
-        (``rows``); without an envelope it has none and the tables read the document itself.
+        (``rows``); without an envelope it has none and the tables read the document itself. Rows
+        that cannot be written leave the document to the tables too, with a warning (``warnings``).
         Returns whether the file changes."""
         target = target or resolve_inside(self.out_root, rel)
         changed = previous != sha
@@ -86,9 +106,16 @@ class ShardTrail:
             revisions.keep(self.out_root, target, sha)
         self.revisions.append(RevisionRow(rel, sha, note, revisions.now(), previous if changed else None))
         if envelope is not None and rows is not None:  # else, or when this fails, the tables read the document
-            with contextlib.suppress(KeyError, TypeError, OSError, pl.exceptions.PolarsError):
+            try:
                 self.rows.add_streamed(self.out_root, rel, sha, envelope, rows)
+            except (KeyError, TypeError, OSError, pl.exceptions.PolarsError) as exc:
+                self.warn(f"{rel}: its dataset rows were not written ({type(exc).__name__}: {exc}); "
+                          "the datasets read the document instead")
         return changed
+
+    def warn(self, message: str) -> None:
+        self.warnings.append(message)
+        LOG.warning(message)
 
     def commit(self) -> None:
         """fsync every staged file, keep the new revisions (hard links), rename everything into

@@ -18,9 +18,16 @@ The JSON counterpart of flows/spool.py. A ChatGPT or Claude ``conversations.json
 The documents are the bytes of the whole-file path (tests compare them), whatever the worker
 count. A conversation the grammar cannot read is quarantined with its reason while the others go
 on; a file that stops being valid JSON (cut off mid-conversation) keeps every conversation before
-the break and says which conversation broke and how many bytes were not read. Documents of streamed
-conversations add no dataset part rows: the rows of a whole export would all come back to the shard
-(measured: 1 GB more for a 240 MB export), so the datasets read those documents themselves.
+the break and says which conversation broke and how many bytes were not read.
+
+Each batch's worker also stages the dataset rows of its documents (a sessions part and a turns part,
+``audit.datasets.write_batch``), taken from the sessions as assembled and keyed by the path each
+document has by its id and its sha256; the shard settles them once it has emitted the batch
+(``datasets.settle``: the rows of a document it did not write are dropped, an id-less document's
+path gets its ordinal) and the run adopts them. The rows never come back to the shard (all of an
+export's rows there cost 1 GB for a 240 MB export), and no document is read back for them. A worker
+process that dies (killed, out of memory) loses its batch only: sent once more, alone, to a fresh
+worker, then its conversations quarantined ``worker_died`` (``_result``).
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ import traceback
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -41,6 +49,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from audit import datasets
 from models.errors import Reason, ReconstructError
 from models.records import Detection, SourceText
 from models.settings import Settings
@@ -51,10 +60,12 @@ from parsers import jsonsplit, registry
 from parsers.memory import paused_gc
 from validators.accounting import Accountant
 
+from .emit import document_relpath
 from .process import FileOutcome, SessionOutcome, judge
 from .spool import SPOOL_DIR
 
-Emit = Callable[[SessionOutcome], None]
+Emit = Callable[[SessionOutcome], "tuple[str | None, str | None] | None"]
+"""Stages a session; returns its (path, sha256) when its document was written (sha256 None when not)."""
 INFLIGHT_PER_WORKER = 2
 WRITERS = 8
 """Threads per worker that write and sync documents."""
@@ -73,13 +84,30 @@ class Job:
     entries: list[tuple]
     """(index, value, bytes) when parsed already (in this process), else (index, the entry's bytes)."""
     parsed: bool
+    key: str | None = None
+    """The input's source key: the worker stages its documents' dataset rows under their paths
+    (none without it)."""
+
+
+@dataclass(slots=True)
+class Done:
+    """A batch's sessions in order, and the dataset rows its worker staged for their documents."""
+
+    sessions: list[SessionOutcome]
+    parts: datasets.BatchParts | None = None
+
+
+def batch_stem(key: str, first: int) -> str:
+    """The name of a batch's staged parts: from the input's key and its first entry."""
+    return f"{hashlib.sha256(key.encode()).hexdigest()[:16]}.{first:09d}"
 
 
 def stream_json_input(open_input: Callable[[], BinaryIO], source: SourceText, sample: str, ctx: RunContext,
-                      out_root: Path, emit: Emit) -> FileOutcome | None:
+                      out_root: Path, emit: Emit, key: str | None = None) -> FileOutcome | None:
     """The streamed core for a large JSON list whose grammar reads entries; None when the input is
     not one (the caller then takes another route). Sessions go to ``emit`` as they are done; the
-    outcome returned lists them with ``emitted`` set."""
+    outcome returned lists them with ``emitted`` set, and the staged dataset parts of the documents
+    written (with ``key``, the input's source key)."""
     if source.encoding not in ("utf-8", "utf-8-bom"):
         return None  # decoding must replace bad bytes: the whole-file route does it
     try:
@@ -94,11 +122,11 @@ def stream_json_input(open_input: Callable[[], BinaryIO], source: SourceText, sa
         if jsonsplit.array_start(fp) is None:
             return None
     with paused_gc():
-        return stream_entries(open_input, source, detection, ctx, out_root, emit)
+        return stream_entries(open_input, source, detection, ctx, out_root, emit, key)
 
 
 def stream_entries(open_input: Callable[[], BinaryIO], source: SourceText, detection: Detection, ctx: RunContext,
-                   out_root: Path, emit: Emit) -> FileOutcome:
+                   out_root: Path, emit: Emit, key: str | None = None) -> FileOutcome:
     """Every entry of the list through the workers, in order (module docstring)."""
     started = time.perf_counter()
     spool = out_root / SPOOL_DIR
@@ -106,39 +134,89 @@ def stream_entries(open_input: Callable[[], BinaryIO], source: SourceText, detec
     tag = f".{hashlib.sha256(source.name.encode()).hexdigest()[:16]}.{os.getpid()}"
     merger = _Merger(emit)
     broken: jsonsplit.SplitError | None = None
-    with open_input() as fp, _executor(ctx.settings) as pool:
-        inflight: deque[Future | list[SessionOutcome]] = deque()
-        limit = INFLIGHT_PER_WORKER * ctx.settings.workers
-        started_up = pool.submit(_started) if pool is not None else None
-        for batch, error in _batches(jsonsplit.entries(fp), ctx.settings.stream_chunk_bytes):
-            broken = error or broken
-            if batch:
-                job = Job(detection.grammar, detection, source, ctx.settings, spool, tag, batch, True)
-                inflight.append(_dispatch(job, pool, started_up, inflight, ctx))
-            while inflight and (len(inflight) >= limit or not isinstance(inflight[0], Future) or inflight[0].done()):
-                merger.add(_result(inflight.popleft()))
-        while inflight:
-            merger.add(_result(inflight.popleft()))
+    stems: list[str] = []
+    try:
+        with open_input() as fp, _workers(ctx.settings) as workers:
+            inflight: deque[_Sent | Done] = deque()
+            limit = INFLIGHT_PER_WORKER * ctx.settings.workers
+            for batch, error in _batches(jsonsplit.entries(fp), ctx.settings.stream_chunk_bytes):
+                broken = error or broken
+                if batch:
+                    job = Job(detection.grammar, detection, source, ctx.settings, spool, tag, batch, True, key)
+                    stems.append(batch_stem(key or "", batch[0][0]))
+                    inflight.append(_dispatch(job, workers, inflight, ctx))
+                while inflight and (len(inflight) >= limit or isinstance(inflight[0], Done)
+                                    or inflight[0].future.done()):
+                    merger.add(_result(inflight.popleft(), workers))
+            while inflight:
+                merger.add(_result(inflight.popleft(), workers))
+    except BaseException:
+        for stem in stems:  # a failed input leaves no rows behind
+            for path in datasets.batch_paths(out_root, stem):
+                path.unlink(missing_ok=True)
+        raise
     return merger.outcome(source, detection, broken, time.perf_counter() - started)
 
 
-def _dispatch(job: Job, pool: ProcessPoolExecutor | None, started_up: Future | None, inflight: deque,
-              ctx: RunContext) -> Future | list[SessionOutcome]:
+@dataclass(slots=True)
+class _Sent:
+    """A batch sent to a spawned worker: its job (the entries' bytes), to send again if the worker dies."""
+
+    job: Job
+    future: Future
+
+
+def _dispatch(job: Job, workers: _Workers, inflight: deque, ctx: RunContext) -> _Sent | Done:
     """A batch to a spawned worker once one has started and while they have fewer than two each,
     else done here: this process is a worker too (it splits the file besides), so ``workers``
     processes work in all, and no batch waits for a worker to start."""
-    busy = sum(1 for item in inflight if isinstance(item, Future) and not item.done())
-    if pool is None or not started_up.done() or busy >= INFLIGHT_PER_WORKER * (ctx.settings.workers - 1):
+    busy = sum(1 for item in inflight if isinstance(item, _Sent) and not item.future.done())
+    if not workers.ready() or busy >= INFLIGHT_PER_WORKER * (ctx.settings.workers - 1):
         return run_job(job, ctx)
-    return pool.submit(run_job, replace(job, entries=[(i, bytes(raw)) for i, _, raw in job.entries], parsed=False))
+    sent = replace(job, entries=[(i, bytes(raw)) for i, _, raw in job.entries], parsed=False)
+    return _Sent(sent, workers.submit(sent))
 
 
 def _started() -> None:
     """Done as soon as a worker has started (its imports take a second or more)."""
 
 
-def _result(item: Future | list[SessionOutcome]) -> list[SessionOutcome]:
-    return item.result() if isinstance(item, Future) else item
+def _result(item: _Sent | Done, workers: _Workers) -> Done:
+    """A batch's result. When its worker died (killed, out of memory) the batch is sent once more,
+    alone, to a fresh worker (a batch in flight beside the one that killed it lands); when that
+    one dies too, its conversations are quarantined (``worker_died``) and the input goes on."""
+    if isinstance(item, Done):
+        return item
+    try:
+        return item.future.result()
+    except BrokenProcessPool:
+        _discard_lost(item.job)
+    try:
+        return workers.submit(item.job).result()
+    except BrokenProcessPool:
+        _discard_lost(item.job)
+        return Done([_died(index, raw, item.job) for index, raw in item.job.entries])
+
+
+def _discard_lost(job: Job) -> None:
+    """What a dead worker may have left of a batch: its documents' temporaries and its staged rows."""
+    for index, *_ in job.entries:
+        for path in job.spool.glob(f"{job.tag}.{index}.*.json.tmp"):
+            path.unlink(missing_ok=True)
+    if job.key is not None:
+        for path in datasets.batch_paths(job.spool.parent, batch_stem(job.key, job.entries[0][0])):
+            path.unlink(missing_ok=True)
+
+
+def _died(index: int, raw: bytes, job: Job) -> SessionOutcome:
+    first, last = job.entries[0][0], job.entries[-1][0]
+    try:
+        value = orjson.loads(raw)  # for its id; this process parsed it once already
+    except orjson.JSONDecodeError:
+        value = None
+    detail = (f"the worker process reading conversations /{first}../{last} died twice (killed for lack of "
+              "memory?); the other conversations were read")
+    return _unreadable(index, value, Reason.WORKER_DIED, detail, time.perf_counter())
 
 
 def _batches(entries: Iterator[jsonsplit.Entry], size: int
@@ -165,23 +243,50 @@ def _worker_signals() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+class _Workers:
+    """The worker processes of one input: none with one worker, or in a process that may not start
+    any (a daemonic one, as a Dask worker's). A pool one of whose processes died is replaced."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.size = settings.workers - 1
+        self.pool: ProcessPoolExecutor | None = None
+        self.started_up: Future | None = None
+        if self.size > 0 and not multiprocessing.current_process().daemon:
+            self._start()
+
+    def _start(self) -> None:
+        # spawned, not forked from a server: a fork server would hold one more copy of the imports in memory
+        context = multiprocessing.get_context("spawn")
+        self.pool = ProcessPoolExecutor(max_workers=self.size, mp_context=context, initializer=_worker_signals)
+        self.started_up = self.pool.submit(_started)
+
+    def ready(self) -> bool:
+        """A worker has started (until then, batches are done here)."""
+        return self.started_up is not None and self.started_up.done()
+
+    def submit(self, job: Job) -> Future:
+        try:
+            return self.pool.submit(run_job, job)
+        except BrokenProcessPool:  # a worker died: a fresh pool for the batches to come
+            self.pool.shutdown(wait=False, cancel_futures=True)
+            self._start()
+            return self.pool.submit(run_job, job)
+
+    def close(self, wait: bool) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=wait, cancel_futures=not wait)
+
+
 @contextmanager
-def _executor(settings: Settings) -> Iterator[ProcessPoolExecutor | None]:
-    """Worker processes for one input; None with one worker, or in a process that may not start any
-    (a daemonic one, as a Dask worker's)."""
-    if settings.workers <= 1 or multiprocessing.current_process().daemon:
-        yield None
-        return
-    # spawned, not forked from a server: a fork server would hold one more copy of the imports in memory
-    context = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(max_workers=settings.workers - 1, mp_context=context, initializer=_worker_signals)
+def _workers(settings: Settings) -> Iterator[_Workers]:
+    workers = _Workers(settings)
     try:
-        yield pool
+        yield workers
     except BaseException:
-        pool.shutdown(wait=False, cancel_futures=True)
+        workers.close(wait=False)
         raise
     else:
-        pool.shutdown()
+        workers.close(wait=True)
 
 
 # --- in the worker ---------------------------------------------------------------------------------
@@ -197,11 +302,11 @@ def _context(settings: Settings) -> RunContext:
     return _CONTEXTS[key]
 
 
-def run_job(job: Job, ctx: RunContext | None = None) -> list[SessionOutcome]:
+def run_job(job: Job, ctx: RunContext | None = None) -> Done:
     """The sessions of a batch's entries, in order, each document in a temporary file, written and
     synced by a few threads while the next entries are worked on (one fsync after another costs
     milliseconds each; concurrent ones share the disk's commits, and the shard's batch then finds
-    them synced)."""
+    them synced); then the documents' dataset rows, staged."""
     ctx = ctx or _context(job.settings)
     grammar = registry.get(job.grammar)
     out: list[SessionOutcome] = []
@@ -214,7 +319,20 @@ def run_job(job: Job, ctx: RunContext | None = None) -> list[SessionOutcome]:
                 out.append(outcome)
         for done in pending:
             done.result()
-    return out
+    return Done(out, _stage_rows(job, out))
+
+
+def _stage_rows(job: Job, out: list[SessionOutcome]) -> datasets.BatchParts | None:
+    """The dataset rows of the batch's documents as staged parts, each keyed by the path its id
+    gives it (an id-less one gets its ordinal from the shard) and its sha256; the rows are then
+    dropped from the outcomes, which go back to the shard without them."""
+    documents = [(o.session_id, o.spool_sha256, o.rows) for o in out if o.spool is not None]
+    for o in out:
+        o.rows = None
+    if job.key is None or any(rows is None for _, _, rows in documents):
+        return None  # the tables read these documents themselves
+    documents = [(document_relpath(job.key, sid, 0), sha, rows) for sid, sha, rows in documents]
+    return datasets.write_batch(job.spool.parent, batch_stem(job.key, job.entries[0][0]), documents)
 
 
 def _write(outcome: SessionOutcome, path: Path) -> None:
@@ -225,7 +343,6 @@ def _write(outcome: SessionOutcome, path: Path) -> None:
         os.fsync(fh.fileno())
     outcome.spool, outcome.spool_sha256 = path, hashlib.sha256(outcome.encoded).hexdigest()
     outcome.encoded = None
-    outcome.rows = None  # a large export's rows would all come back to the shard: the tables read the file
 
 
 def _entry(grammar, index: int, value: Any, job: Job, ctx: RunContext) -> list[SessionOutcome]:
@@ -262,19 +379,26 @@ class _Merger:
         self.emit = emit
         self.sessions: list[SessionOutcome] = []
         self.seen: dict[str, int] = {}
+        self.staged: list[Path] = []
 
-    def add(self, outcomes: list[SessionOutcome]) -> None:
-        for s in outcomes:
+    def add(self, done: Done) -> None:
+        landed: list[tuple[str, str] | None] = []  # where each document the worker staged rows for went
+        for s in done.sessions:
             s.ordinal = len(self.sessions) + 1
+            written = s.spool is not None
             if s.document is None and s.spool is None and s.encoded is None:
                 pass  # an unreadable entry: no session id to hold
             elif s.session_id_raw is not None and s.session_id in self.seen:
                 s = duplicate(s, self.seen[s.session_id])
             else:
                 self.seen.setdefault(s.session_id, s.ordinal)
-            self.emit(s)
+            where = self.emit(s)
+            if written:
+                landed.append(where if where is not None and where[1] is not None else None)
             s.document = None  # staged: only what the ledger records is kept
             self.sessions.append(s)
+        if done.parts is not None:
+            self.staged.extend(datasets.settle(done.parts, landed))
 
     def outcome(self, source: SourceText, detection: Detection, broken: jsonsplit.SplitError | None,
                 seconds: float) -> FileOutcome:
@@ -293,7 +417,7 @@ class _Merger:
             status = FileStatus.QUARANTINED if statuses == {SessionStatus.QUARANTINED} and not broken \
                 else FileStatus.PARTIAL
         return FileOutcome(source.name, source.sha256, source.size, detection.grammar, status, reasons, detail,
-                           detection, sessions, seconds, emitted=True)
+                           detection, sessions, seconds, emitted=True, staged=self.staged)
 
 
 def duplicate(s: SessionOutcome, first: int) -> SessionOutcome:

@@ -85,6 +85,8 @@ class FileOutcome:
     emitted: bool = False
     """True when each session was handed to the shard as soon as it was done (flows/jsonstream.py):
     only the file's own record is left to write."""
+    staged: list[Any] = field(default_factory=list)
+    """Dataset parts the route staged for the documents it handed on (``audit.datasets.adopt``)."""
 
 
 def _gate_session(built: _Built, counted: int, accounting: Accounting) -> tuple[bytes, gate.GateResult]:

@@ -349,7 +349,7 @@ def _streamed(ref, ctx, prior, inputs: ShardInputs, context_sha, result: ShardRe
             if size >= ctx.settings.stream_json_bytes:
                 source_json = jsonstream.with_companions(source, inputs.context(ref)[0])
                 text = jsonstream.stream_json_input(lambda: ingest.open_binary(ref, inputs.zips), source_json, sample,
-                                                    ctx, out_root, emitter)
+                                                    ctx, out_root, emitter, ref.key)
             if text is None and size >= ctx.settings.stream_text_bytes:
                 text = spool.stream_text_input(lambda: ingest.open_binary(ref, inputs.zips), source, sample, ctx,
                                                out_root)
@@ -401,19 +401,21 @@ def _emit(ref: ingest.InputRef, outcome: FileOutcome, trail: ShardTrail, result:
         }))
     for s in () if outcome.emitted else outcome.sessions:
         _emit_session(ref, s, trail, result, settings, allow_shrink)
+    trail.rows.staged.extend(outcome.staged)
     outcome.seconds += time.perf_counter() - started
     result.files.append(_file_row(ref, outcome, context_sha))
 
 
 def _emit_session(ref: ingest.InputRef, s, trail: ShardTrail, result: ShardResult, settings: Settings | None,
-                  allow_shrink: bool) -> None:
-    """Stage one session's document or record, and its ledger row."""
+                  allow_shrink: bool) -> tuple[str | None, str | None]:
+    """Stage one session's document or record, and its ledger row; returns the (path, sha256) recorded."""
     rel, sha = _session(ref, s, trail, result, settings, allow_shrink)
     result.sessions.append(SessionRow(
         ref.key, s.ordinal, s.session_id, s.session_id_raw, SessionStatus(s.status), s.reasons,
         scrub_name(s.detail), rel, sha, s.interactions, s.source_turns, s.characters, round(s.seconds, 6),
         s.unaccounted, s.declared, s.drift,
     ))
+    return rel, sha
 
 
 def _emitter(ref: ingest.InputRef, trail: ShardTrail, result: ShardResult, settings: Settings, allow_shrink: bool):
@@ -488,7 +490,7 @@ def _spooled(ref, s, trail: ShardTrail, result: ShardResult, settings: Settings 
     never read into memory; the mass latch reads the accepted document line by line."""
     rel = emit.document_relpath(ref.key, s.session_id, s.ordinal)
     record = emit.quarantine_relpath(ref.key, s.ordinal)
-    target = resolve_inside(trail.out_root, rel)
+    target = trail.resolve(rel)
     old_sha, sha = _file_sha(target), s.spool_sha256
     note, latched = "", None
     if old_sha not in (None, sha) and settings is not None:
@@ -507,8 +509,11 @@ def _spooled(ref, s, trail: ShardTrail, result: ShardResult, settings: Settings 
             "rejectedDocument": "not kept: a streamed document"}))
         s.status, s.reasons, s.detail = SessionStatus.QUARANTINED, [Reason.MASS_LATCH.value], latched
         return record, None
+    warned = len(trail.warnings)
     changed = trail.document_file(rel, Path(s.spool), sha, old_sha, note=note, target=target, envelope=s.document,
                                   rows=s.turns)
+    if len(trail.warnings) > warned:  # on the session's ledger row, not only in a log
+        s.detail = "; ".join(x for x in (s.detail, *trail.warnings[warned:]) if x)
     _remove_stale(trail, record)
     result.written += changed
     result.unchanged += not changed

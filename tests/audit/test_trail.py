@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from audit import files, revisions
 from audit.files import Batch
 from audit.ledger import Ledger
+from audit.trail import ShardTrail
 from flows import emit
 from flows.cli import app
 from flows.pipeline import reconstruct
@@ -239,3 +240,34 @@ def test_temporaries_are_searched_for_only_after_a_run_that_did_not_complete(tmp
     leftover.write_bytes(b"half")
     summary = reconstruct([tmp_path / "in"], out, RunSettings(workers=1))
     assert walks == [out] and summary["temporaries_removed"] == 1 and not leftover.exists()
+
+
+@pytest.fixture(scope="module")
+def linked(tmp_path_factory) -> Path:
+    """An output root with links in it: to a folder inside, to one outside, and names that are links."""
+    root = tmp_path_factory.mktemp("trail-resolve")
+    (root / "out" / "sessions" / "a").mkdir(parents=True)
+    (root / "outside").mkdir()
+    (root / "out" / "sessions" / "in").symlink_to(root / "out" / "sessions" / "a")
+    (root / "out" / "sessions" / "away").symlink_to(root / "outside")
+    (root / "out" / "sessions" / "a" / "away.json").symlink_to(root / "outside" / "x.json")
+    (root / "out" / "sessions" / "a" / "in.json").symlink_to(root / "out" / "sessions" / "a" / "b.json")
+    return root / "out"
+
+
+def _resolved(resolve, rel):
+    try:
+        return str(resolve(rel))
+    except files.PathEscape:
+        return "escapes"
+
+
+@settings(max_examples=300, deadline=None)
+@given(paths=st.lists(st.lists(st.sampled_from(["sessions", "a", "in", "away", "..", ".", "x.json", "away.json",
+                                                "in.json", "b.json"]), min_size=1, max_size=5), min_size=1, max_size=4))
+def test_a_trail_resolves_each_path_as_resolve_inside_does(linked, paths):
+    """Folders resolved once per shard give the paths (and the refusals) of resolving each in full."""
+    trail = ShardTrail(linked)
+    for parts in paths:
+        rel = "/".join(parts)
+        assert _resolved(trail.resolve, rel) == _resolved(lambda r: files.resolve_inside(linked, r), rel)

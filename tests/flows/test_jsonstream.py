@@ -3,14 +3,24 @@ one worker or two; a broken conversation or a cut file loses only what it must, 
 
 from __future__ import annotations
 
+import functools
+import multiprocessing
+import os
 import shutil
+from pathlib import Path
 
 import orjson
+import polars as pl
 import pytest
 
+from audit import datasets
+from audit.ledger import Ledger
 from flows import ingest, jsonstream
+from flows.pipeline import reconstruct
 from flows.shard import run_shard
+from models.records import SourceText
 from models.settings import Settings
+from normalizers.assemble import RunContext
 from tests.helpers import CONFORMANCE, GOLDEN, ROOT
 
 STREAMED = {"stream_json_bytes": 1, "stream_chunk_bytes": 1, "workers": 1}
@@ -89,11 +99,11 @@ def test_one_worker_or_two_give_the_same_documents_and_ledger_rows(tmp_path, mon
     sent = []
     real = jsonstream._dispatch
 
-    def after_start(job, pool, started_up, inflight, ctx):  # the spawned worker takes batches too
-        if started_up is not None:
-            started_up.result()
-        done = real(job, pool, started_up, inflight, ctx)
-        sent.append(not isinstance(done, list))
+    def after_start(job, workers, inflight, ctx):  # the spawned worker takes batches too
+        if workers.started_up is not None:
+            workers.started_up.result()
+        done = real(job, workers, inflight, ctx)
+        sent.append(not isinstance(done, jsonstream.Done))
         return done
 
     monkeypatch.setattr(jsonstream, "_dispatch", after_start)
@@ -144,3 +154,150 @@ def test_a_cut_file_keeps_the_conversations_before_the_cut_and_names_what_was_lo
     assert f"conversation #4 (/3, from byte {starts[3]})" in row.detail
     assert f"({cut - starts[3]} of {cut} bytes) were not read, the 3 before it were" in row.detail
 
+
+
+def _tables(out, monkeypatch=None):
+    """The datasets of a run's output; with ``monkeypatch``, reading a document back fails."""
+    if monkeypatch is not None:
+        def never(*args, **kwargs):
+            raise AssertionError("a streamed document was read back")
+
+        monkeypatch.setattr(datasets, "_read_documents", never)
+    sessions, turns = datasets.tables(out)
+    return sessions.drop("run_id"), turns
+
+
+def _mixed_export() -> list[dict]:
+    """Conversations over several batches: one without an id, a duplicate id."""
+    export = _export(6)
+    export[4] = {k: v for k, v in export[4].items() if k not in ("id", "conversation_id")}
+    return export
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_streamed_conversations_stage_the_rows_of_the_whole_read(tmp_path, monkeypatch, workers):
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "conversations.json").write_bytes(orjson.dumps(_mixed_export(), option=orjson.OPT_INDENT_2))
+    whole, streamed = tmp_path / "whole", tmp_path / "streamed"
+    reconstruct([src], whole, Settings())
+    summary = reconstruct([src], streamed, Settings(**{**STREAMED, "stream_chunk_bytes": 3000, "workers": workers}))
+    assert summary["counts"]["sessions_quarantined"] == 1  # the duplicate
+    expected = _tables(whole)
+    staged = [p for t in datasets.TABLES for p in (streamed / datasets.PARTS / t).rglob("*.parquet")]
+    assert len(staged) > 4  # the batches' parts, adopted by the run
+    assert not [p for d in (datasets.STAGED, datasets.STAGED_SESSIONS) for p in (streamed / d).iterdir()]
+    got = _tables(streamed, monkeypatch)
+    assert got[0].equals(expected[0]) and got[1].equals(expected[1])
+    assert got[0]["output_path"].str.contains("unidentified-").any()
+
+
+def test_documents_the_mass_latch_refuses_leave_no_rows(tmp_path, monkeypatch):
+    src = tmp_path / "in"
+    src.mkdir()
+    export = _export(4)
+    (src / "conversations.json").write_bytes(orjson.dumps(export))
+    out = tmp_path / "out"
+    settings = Settings(**{**STREAMED, "stream_chunk_bytes": 3000})
+    reconstruct([src], out, settings)
+    before = _tables(out)
+    shrunk = dict(export[2], mapping={k: v for k, v in list(export[2]["mapping"].items())[:2]})
+    shrunk["current_node"] = list(shrunk["mapping"])[-1]
+    (src / "conversations.json").write_bytes(orjson.dumps([*export[:2], shrunk, *export[3:]]))
+    summary = reconstruct([src], out, settings)
+    assert summary["counts"]["sessions_quarantined"] == 2  # the latched one and the duplicate
+    run = summary["run_id"]
+    parts = pl.concat([pl.read_parquet(p) for p in (out / datasets.PARTS / "sessions" / run).glob("*.parquet")])
+    assert export[2]["id"] not in parts["session_id"].to_list()  # refused: no row of it
+    assert parts.height == len(export) - 2
+    turns = pl.concat([pl.read_parquet(p) for p in (out / datasets.PARTS / "turns" / run).glob("*.parquet")])
+    assert export[2]["id"] not in turns["session_id"].to_list()
+    after = _tables(out, monkeypatch)
+    kept = [t.filter(pl.col("session_id") == export[2]["id"]) for t in (*before, *after)]
+    assert kept[0].drop("flag").equals(kept[2].drop("flag")) and kept[1].equals(kept[3])  # the accepted rows stand
+    assert kept[2]["flag"].to_list() == ["superseded"] and after[0].height == before[0].height
+
+
+def test_a_batch_that_fails_leaves_no_rows(tmp_path, monkeypatch):
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "conversations.json").write_bytes(orjson.dumps(_export(4)))
+    real, calls = jsonstream.run_job, []
+
+    def failing(job, ctx=None):
+        calls.append(job.entries[0][0])
+        if len(calls) == 3:
+            raise OSError("the spool's disk failed")
+        return real(job, ctx)
+
+    monkeypatch.setattr(jsonstream, "run_job", failing)
+    settings = Settings(**{**STREAMED, "stream_chunk_bytes": 3000})
+    ref = ingest.discover([src], settings)[0]
+    ctx = RunContext.from_settings(settings)
+    source = SourceText("", ref.name, "0" * 64, ref.size, "utf-8")
+    emitted = []
+    with pytest.raises(OSError, match="disk failed"):
+        jsonstream.stream_json_input(functools.partial(Path(ref.path).open, "rb"), source, '[{"mapping": {}}]', ctx,
+                                     tmp_path, lambda s: emitted.append(s) or ("x", "y"), ref.key)
+    assert len(calls) == 3 and emitted
+    assert not [p for t in datasets.TABLES for p in (tmp_path / datasets.PARTS / t).rglob("*") if p.is_file()]
+
+
+def test_a_conversation_quarantined_leaves_no_rows(tmp_path, monkeypatch):
+    src = tmp_path / "in"
+    src.mkdir()
+    export = _export(3)
+    export[4] = {"id": "broken", "title": "no tree", "mapping": "not an object"}
+    (src / "conversations.json").write_bytes(orjson.dumps(export))
+    out = tmp_path / "out"
+    summary = reconstruct([src], out, Settings(**{**STREAMED, "stream_chunk_bytes": 3000}))
+    assert summary["counts"]["sessions_quarantined"] == 2  # the unreadable one and the duplicate
+    sessions, turns = _tables(out, monkeypatch)
+    assert sessions.height == len(export) - 2 and "broken" not in sessions["session_id"].to_list()
+    parts = [pl.read_parquet(p) for t in datasets.TABLES for p in (out / datasets.PARTS / t).rglob("*.parquet")]
+    assert not any("broken" in part["session_id"].to_list() for part in parts)
+    assert turns.select("output_path").unique().height == sessions.height
+
+
+DIES_AT = 5  # the conversation whose batch kills the spawned worker reading it
+_RUN_JOB = jsonstream.run_job
+
+
+def _dying_job(job, ctx=None):
+    """``run_job``, except that a spawned worker given conversation ``DIES_AT`` dies at once: a real
+    death (no exception, no result), as the kernel's OOM killer deals one."""
+    if multiprocessing.parent_process() is not None and any(i == DIES_AT for i, *_ in job.entries):
+        os._exit(137)
+    return _RUN_JOB(job, ctx)
+
+
+def test_a_worker_that_dies_loses_its_batch_and_the_run_completes(tmp_path, monkeypatch):
+    real = jsonstream._dispatch
+
+    def to_the_worker(job, workers, inflight, ctx):
+        if workers.started_up is not None:
+            workers.started_up.result()
+        return real(job, workers, inflight, ctx)
+
+    monkeypatch.setattr(jsonstream, "_dispatch", to_the_worker)
+    monkeypatch.setattr(jsonstream, "INFLIGHT_PER_WORKER", 100)  # every batch to the spawned worker
+    monkeypatch.setattr(jsonstream, "run_job", _dying_job)
+    src = tmp_path / "in"
+    src.mkdir()
+    export = _export(4)
+    (src / "conversations.json").write_bytes(orjson.dumps(export))
+    out = tmp_path / "out"
+    summary = reconstruct([src], out, Settings(**{**STREAMED, "stream_chunk_bytes": 3000, "workers": 2}))
+    assert summary["status"] == "completed"
+    ledger = Ledger(out / "ledger.sqlite", read_only=True)
+    rows = ledger.session_rows(summary["run_id"])
+    ledger.close()
+    died = [r for r in rows if r["reasons"] == "worker_died"]
+    assert DIES_AT + 1 in [r["ordinal"] for r in died]
+    assert all("died twice" in r["detail"] and f"conversation /{r['ordinal'] - 1} " in r["detail"] for r in died)
+    assert {r["status"] for r in rows if r not in died} <= {"ok", "quarantined"}
+    assert sum(r["status"] == "ok" for r in rows) == len(export) - len(died) - 1  # and the duplicate id
+    assert len(died) < len(export) // 2  # only its batch
+    sessions, _ = _tables(out, monkeypatch)  # the batches that landed brought their rows
+    assert sessions.height == len(export) - len(died) - 1
+    assert not list((out / ".spool").glob("*")) and not list((out / datasets.STAGED).iterdir())

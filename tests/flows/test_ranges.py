@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from audit import datasets
+from audit.ledger import Ledger
 from flows import ingest, ranges
 from flows.pipeline import reconstruct
 from flows.shard import run_shard
@@ -164,3 +165,26 @@ def test_streamed_dataset_rows_equal_the_documents_rows(tmp_path, monkeypatch):
     assert got_turns.select(list(datasets.TURN_COLUMNS)).equals(expected)
     assert got_sessions.drop("run_id", "flag").row(0, named=True) == {
         k: v for k, v in session.items() if k in got_sessions.columns}
+
+
+def test_streamed_rows_that_cannot_be_written_are_a_warning_naming_the_document(tmp_path, monkeypatch):
+    """The document is written and the tables read it; the session's ledger row says why."""
+    src = _input(tmp_path, WHATSAPP[0])
+    out = tmp_path / "out"
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left for the rows")
+
+    monkeypatch.setattr(datasets, "_range_part", full)
+    summary = reconstruct([src], out, Settings(**STREAM, stream_range_bytes=200))
+    (doc,) = (out / "sessions").rglob("*.json")
+    rel = doc.relative_to(out).as_posix()
+    ledger = Ledger(out / "ledger.sqlite", read_only=True)
+    (row,) = ledger.session_rows(summary["run_id"])
+    ledger.close()
+    assert row["status"] == "ok"
+    assert f"{rel}: its dataset rows were not written (OSError: [Errno 28] No space left for the rows)" in row["detail"]
+    assert not [p for p in (out / datasets.PARTS / "turns").rglob("*") if p.is_file()]
+    raw = doc.read_bytes()
+    _, turns = datasets.rows(rel, hashlib.sha256(raw).hexdigest(), orjson.loads(raw))
+    assert datasets.tables(out)[1].height == len(turns)  # read from the document instead
