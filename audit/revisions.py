@@ -69,6 +69,18 @@ def keep(out_root: Path, source: Path, sha256: str) -> bool:
     return True
 
 
+def store(out_root: Path, data: bytes) -> str:
+    """Keep bytes that no document holds (a snapshot waiting for its key's merge, #15) as a blob;
+    returns its sha256. Atomic and race-free like ``keep``."""
+    sha = hashlib.sha256(data).hexdigest()
+    path = blob_path(out_root, sha)
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, data)
+        path.chmod(BLOB_MODE)
+    return sha
+
+
 def _copy(source: Path, path: Path) -> None:
     """The copy ``keep`` falls back to: streamed through a temporary, fsynced, renamed, read-only."""
     tmp = temporary_for(path)

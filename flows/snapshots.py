@@ -1,0 +1,141 @@
+"""Sessions by key in a shard (#15): which sessions a shard writes itself and which wait for the merge.
+
+A shard stages its sessions as today, but before any document is written it asks the ledger about all
+of their keys at once: it *claims* them for the run (the first shard to claim a key is its one writer)
+and reads which snapshots (source sha256) earlier runs indexed. A key the shard holds with one
+session whose source is the only snapshot known is written as today (its document is its snapshot's
+blob: the revision store keeps it, nothing else is written). Any other session is *deferred*: its
+single-snapshot document is kept as a blob of the revision store and its key is merged after the
+shards (flows/merge.py), from the set of snapshots the ledger indexes, so the document of a key
+depends on that set only, never on run order or on which shard met which file first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from audit import revisions
+from audit.files import resolve_inside
+from audit.ledger import MOVED_TO, Ledger, RevisionRow, SnapshotRow
+
+_LIST = b'"interactions": ['
+_CLOSE = b"\n      ]"  # the interactions' closing bracket (normalizers/encode.py's layout)
+
+
+def envelope(encoded: bytes) -> dict[str, Any]:
+    """A document's envelope (its interactions left out) read from its bytes without parsing the
+    interaction lines: they hold no raw line end, so the list ends at the first line that closes it."""
+    start = encoded.find(_LIST) + len(_LIST)
+    if encoded[start:start + 1] == b"]":
+        return orjson.loads(encoded)
+    end = encoded.find(_CLOSE, start)
+    return orjson.loads(encoded[:start] + b"]" + encoded[end + len(_CLOSE):])
+
+
+def key_of(s) -> str | None:
+    """The session key (``ByggLogg.sessionKey``) of a staged session, None when it has no document to
+    write; a session's envelope is read from its bytes once and kept as its ``document``."""
+    if s.encoded is None and s.spool is None:
+        return None
+    if s.document is None:
+        s.document = envelope(s.encoded)
+    return s.document["artifacts"]["ByggLogg"]["sessionKey"]
+
+
+def source_sha(s) -> str:
+    return s.document["artifacts"]["ByggLogg"]["source"]["sha256"]
+
+
+def times(s) -> tuple[str | None, str | None]:
+    """(earliest, latest) message time of a staged session, from its dataset rows when it has them."""
+    rows = getattr(s, "rows", None)
+    if rows is None:
+        return None, None
+    turns = rows.turns
+    dates = [d for d in (turns["date"] if isinstance(turns, dict) else turns.get_column("date").to_list())
+             if d] if _has_dates(turns) else []
+    return (min(dates), max(dates)) if dates else (None, None)
+
+
+def _has_dates(turns) -> bool:
+    return "date" in turns if isinstance(turns, dict) else "date" in turns.columns
+
+
+def snapshot_row(key: str, s, blob_sha: str) -> SnapshotRow:
+    """The ledger's index row of a session's snapshot (``blob_sha``: its single-snapshot document)."""
+    first, last = times(s)
+    source = s.document["artifacts"]["ByggLogg"]["source"]
+    return SnapshotRow(key, source["sha256"], source["path"], blob_sha, first, last, s.interactions)
+
+
+@dataclass(slots=True)
+class Plan:
+    """What a shard does with its keyed sessions: the keys it writes itself, the ones it defers."""
+
+    write: set[str]
+    defer: set[str]
+
+
+def plan(keyed: dict[str, list[tuple[Any, Any]]], ledger_path: Path | None, run_id: str | None,
+         shard: str) -> Plan:
+    """Claim the shard's keys and read their known snapshots, in one transaction and one query per
+    500 keys; a key is written here when this shard holds it, met it once, and no other source of
+    it is known."""
+    owners: dict[str, str] = {}
+    known: dict[str, set[str]] = {}
+    if ledger_path is not None and run_id is not None and keyed:
+        ledger = Ledger(ledger_path)
+        try:
+            owners = ledger.claim(run_id, shard, keyed)
+            known = ledger.snapshot_shas(keyed)
+        finally:
+            ledger.close()
+    write, defer = set(), set()
+    for key, sessions in keyed.items():
+        mine = owners.get(key, shard) == shard
+        alone = len(sessions) == 1 and known.get(key, set()) <= {source_sha(sessions[0][1])}
+        (write if mine and alone else defer).add(key)
+    return Plan(write, defer)
+
+
+def keep_snapshot(out_root: Path, s) -> str:
+    """Keep a deferred session's single-snapshot document as a blob of the revision store; its sha256."""
+    if s.spool is not None:
+        revisions.keep(out_root, Path(s.spool), s.spool_sha256)
+        Path(s.spool).unlink(missing_ok=True)
+        if s.turns is not None:
+            s.turns.discard()
+        return s.spool_sha256
+    return revisions.store(out_root, s.encoded)
+
+
+def move_here(trail, rel: str, olds: list[str]) -> str:
+    """Move documents to ``rel`` as recorded revisions: each old path's history ends with "moved to
+    <rel>" (its bytes stay in the store), the file goes once the batch is in place; returns the note
+    for ``rel`` ("" when nothing moves)."""
+    moved = []
+    for old in olds:
+        target = resolve_inside(trail.out_root, old)
+        with open(target, "rb") as fh:
+            sha = hashlib.file_digest(fh, "sha256").hexdigest()
+        revisions.keep(trail.out_root, target, sha)
+        trail.batch.remove_after(target)
+        trail.revisions.append(RevisionRow(old, sha, f"{MOVED_TO}{rel}", revisions.now()))
+        moved.append(old)
+    return "; ".join(f"moved from {old}" for old in moved)
+
+
+def others_in_folder(out_root: Path, rel: str) -> list[str]:
+    """Documents of the same key under another file name (its session id changed with its latest
+    snapshot, or a renamed file), which the key's document replaces."""
+    folder = (out_root / rel).parent
+    if not folder.is_dir():
+        return []
+    base = rel.rsplit("/", 1)[0]
+    return sorted(f"{base}/{p.name}" for p in folder.iterdir() if p.suffix == ".json" and f"{base}/{p.name}" != rel
+                  and not p.name.startswith("."))

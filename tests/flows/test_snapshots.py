@@ -1,0 +1,164 @@
+"""End to end (#15): the same chat exported again is one session, whatever the order it is met in.
+
+A WhatsApp chat exported twice (the second export longer, one earlier message deleted, one edited),
+run as two runs in either order and as one run holding both files: one document at the key's address,
+byte-identical every way, every message once, the deleted one flagged, the edit in its history;
+rerunning either export changes nothing; the ledger and the datasets count each message once.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from audit import datasets
+from audit.ledger import Ledger
+from flows.pipeline import reconstruct
+from models.settings import Settings
+
+CHECKER = Path(__file__).resolve().parents[3] / "shared" / "tools" / "check_session_docs.py"
+NAME = "WhatsApp Chat - Ruta del sábado.txt"
+FIRST = [
+    "02/05/2024, 09:00 - Lucía Romero: ¿Quedamos el sábado para la ruta?",
+    "02/05/2024, 09:02 - Iker: Sí, salimos a las 8 desde la plaza",
+    "02/05/2024, 09:03 - Marta: Me apunto",
+    "02/05/2024, 09:10 - Lucía Romero: Llevo agua y fruta",
+    "02/05/2024, 09:12 - Iker: Yo llevo el mapa",  # deleted from the second export
+    "02/05/2024, 09:15 - Marta: Nos vemos a las 8",  # edited in the second export
+    "03/05/2024, 20:00 - Lucía Romero: ¿Alguien tiene bastones?",
+]
+SECOND = [*FIRST[:4], "02/05/2024, 09:15 - Marta: Nos vemos a las 8 en punto", FIRST[6],
+          "03/05/2024, 20:05 - Iker: Yo tengo dos",
+          "04/05/2024, 07:55 - Iker: Estoy en la plaza",
+          "04/05/2024, 08:01 - Marta: Llego en cinco minutos"]
+DISTINCT = 10  # the first export's 7, the second's 3 new ones (its edit is the same message)
+
+
+def _export(root: Path, month: str, lines: list[str]) -> Path:
+    folder = root / "exports" / month
+    folder.mkdir(parents=True)
+    (folder / NAME).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return folder
+
+
+@pytest.fixture()
+def exports(tmp_path: Path) -> tuple[Path, Path]:
+    return _export(tmp_path, "2024-05", FIRST), _export(tmp_path, "2024-06", SECOND)
+
+
+def _run(paths: list[Path], out: Path, **kwargs) -> dict:
+    return reconstruct(paths, out, Settings(), runner=None, **kwargs)
+
+
+def _documents(out: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(out)): p.read_bytes() for p in sorted((out / "sessions").rglob("*.json"))}
+
+
+def _only_document(out: Path) -> tuple[str, dict]:
+    docs = _documents(out)
+    assert len(docs) == 1, sorted(docs)
+    (rel, data), = docs.items()
+    return rel, orjson.loads(data)
+
+
+def _check(out: Path) -> None:
+    if not CHECKER.is_file():
+        pytest.skip("the contract checker is not beside the project")
+    done = subprocess.run([sys.executable, str(CHECKER), str(out)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_one_run_with_both_exports_gives_one_merged_document(exports, tmp_path):
+    out = tmp_path / "out"
+    summary = _run(list(exports), out)
+    rel, doc = _only_document(out)
+    assert rel.startswith("sessions/whatsapp/fp-")
+    interactions = doc["artifacts"]["Chatthistorik"]["interactions"]
+    assert len(interactions) == DISTINCT
+    assert [i["ordinal"] for i in interactions] == list(range(1, DISTINCT + 1))
+    deleted = [i for i in interactions if i.get("absent")]
+    assert [(i["content"], i["absent"]) for i in deleted] == [("Yo llevo el mapa", "deleted")]
+    edited = [i for i in interactions if i.get("editHistory")]
+    assert [i["content"] for i in edited] == ["Nos vemos a las 8 en punto"]
+    assert [e["content"] for e in edited[0]["editHistory"]] == ["Nos vemos a las 8"]
+    assert len(doc["artifacts"]["ByggLogg"]["snapshots"]) == 2
+    assert summary["counts"]["interactions"] == DISTINCT  # the ledger counts each message once
+    _check(out)
+
+
+def test_two_runs_in_either_order_give_the_same_bytes(exports, tmp_path):
+    first, second = exports
+    forward, backward, together = tmp_path / "forward", tmp_path / "backward", tmp_path / "together"
+    _run([first], forward)
+    _run([second], forward)
+    _run([second], backward)
+    _run([first], backward)
+    _run([second, first], together)
+    assert _documents(forward) == _documents(backward) == _documents(together)
+    _check(forward)
+
+
+def test_rerunning_either_snapshot_changes_nothing(exports, tmp_path):
+    first, second = exports
+    out = tmp_path / "out"
+    _run([first], out)
+    _run([second], out)
+    before = _documents(out)
+    ledger = Ledger(out / "ledger.sqlite")
+    revisions = ledger.revision_count()
+    ledger.close()
+    for again in (first, second):
+        _run([again], out, force=True)
+    assert _documents(out) == before
+    ledger = Ledger(out / "ledger.sqlite", read_only=True)
+    try:
+        assert ledger.revision_count() == revisions
+        snaps = ledger.snapshots()
+        assert len(snaps) == 2 and len({s["session_key"] for s in snaps}) == 1
+    finally:
+        ledger.close()
+
+
+def test_datasets_count_each_message_once(exports, tmp_path):
+    out = tmp_path / "out"
+    for export in exports:
+        _run([export], out)
+    sessions, turns = datasets.tables(out)
+    assert sessions.height == 1
+    assert turns.height == DISTINCT
+
+
+def test_an_output_of_the_layout_before_keys_moves_as_a_recorded_revision(exports, tmp_path):
+    first, _ = exports
+    out = tmp_path / "out"
+    _run([first], out)
+    rel, _ = _only_document(out)
+    # the layout before keys: the document under its source's path
+    old = "sessions/exports/2024-05/WhatsApp_Chat_-_Ruta_del_sa_bado.txt-0/unidentified-1/999.json"
+    from flows import emit
+    from flows.ingest import discover
+
+    key = discover([first.parent.parent], Settings())[0].key
+    old = emit.legacy_relpath(key, "999", 1)
+    (out / old).parent.mkdir(parents=True)
+    shutil.move(out / rel, out / old)
+    ledger = Ledger(out / "ledger.sqlite")
+    with ledger.db:  # the index as the old layout left it: the document at its old path only
+        ledger.db.execute("UPDATE revisions SET output_path=? WHERE output_path=?", (old, rel))
+    ledger.close()
+    _run([first.parent.parent], out, force=True)
+    assert list(_documents(out)) == [rel]
+    ledger = Ledger(out / "ledger.sqlite", read_only=True)
+    try:
+        assert ledger.revisions(old)[-1]["note"] == f"moved to {rel}"
+        assert f"moved from {old}" in ledger.revisions(rel)[0]["note"]
+        from audit import revisions
+
+        assert revisions.verify(ledger, out) == []
+    finally:
+        ledger.close()
