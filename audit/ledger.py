@@ -439,22 +439,26 @@ class Ledger:
                            "source_sha256", args)
 
     def add_reconciliation(self, run_id: str, rows: Iterable[ReconciliationRow]) -> None:
+        """A key's reconciliation in a run, replacing what the run recorded of that key before (a key a
+        shard wrote alone and the merge phase then merged is reconciled once, as merged)."""
+        rows = list(rows)
         with self.db:
+            self.db.executemany("DELETE FROM reconciliation WHERE run_id=? AND session_key=?",
+                                [(run_id, k) for k in sorted({r.session_key for r in rows})])
             self.db.executemany("INSERT INTO reconciliation VALUES (?,?,?,?,?,?,?,?,?)",
                                 [(run_id, r.session_key, r.source_sha256, r.expected, r.reconstructed, r.new,
                                   r.unchanged, r.absent, r.edited) for r in rows])
 
     def reconciliation(self, run_id: str | None = None, key: str | None = None) -> list[dict[str, Any]]:
-        """Reconciliation rows (of a run, or each key's latest), in (key, source sha256) order."""
+        """Reconciliation rows of a run (default: each key's latest run that reconciled it), one per
+        snapshot in the order the merge ranked them (oldest first), keys in order."""
         if run_id is not None:
-            return self._dicts("SELECT * FROM reconciliation WHERE run_id=? ORDER BY session_key, source_sha256",
-                               (run_id,))
-        where = "AND r.session_key=?" if key is not None else ""
+            return self._dicts("SELECT * FROM reconciliation WHERE run_id=? ORDER BY session_key, rowid", (run_id,))
+        where = "WHERE r.session_key=?" if key is not None else ""
         return self._dicts(
-            "SELECT r.* FROM reconciliation r WHERE r.rowid IN (SELECT rowid FROM reconciliation x WHERE "
-            "x.session_key=r.session_key AND x.run_id=(SELECT run_id FROM reconciliation y WHERE "
-            f"y.session_key=r.session_key ORDER BY rowid DESC LIMIT 1)) {where} ORDER BY session_key, source_sha256",
-            (key,) if key is not None else ())
+            "SELECT r.* FROM reconciliation r JOIN (SELECT session_key, MAX(rowid) AS last FROM reconciliation "
+            "GROUP BY session_key) l ON l.session_key=r.session_key JOIN reconciliation x ON x.rowid=l.last "
+            f"AND x.run_id=r.run_id {where} ORDER BY r.session_key, r.rowid", (key,) if key is not None else ())
 
     def add_prints(self, rows: Iterable[tuple[str, str, str, list[str]]]) -> None:
         """The message prints of id-less sessions (key, grammar, title, prints), the longest kept."""
@@ -481,6 +485,26 @@ class Ledger:
             "(SELECT MAX(rowid) FROM sessions WHERE session_key IS NOT NULL AND output_sha256 IS NOT NULL "
             f"AND output_path LIKE 'sessions/%' GROUP BY session_key) {where} ORDER BY s.session_key",
             (key,) if key is not None else ())
+
+    def listing(self, key: str | None = None) -> list[dict[str, Any]]:
+        """Sessions by key (``reconstruct sessions``): each key's document, its snapshots and its counts
+        (new and unchanged summed over its snapshots, edited likewise, absent: from the latest), in key order."""
+        documents = {r["session_key"]: r for r in self.keyed_sessions(key)}
+        snaps = self.snapshots_of(documents)
+        counts: dict[str, list[dict[str, Any]]] = {}
+        for row in self.reconciliation(key=key):
+            counts.setdefault(row["session_key"], []).append(row)
+        out = []
+        for k, doc in documents.items():
+            rows = counts.get(k, [])
+            out.append({
+                "key": k, "path": doc["output_path"], "session_id": doc["session_id"], "status": doc["status"],
+                "snapshots": [{"source_path": s["source_path"], "sha256": s["source_sha256"], "first": s["first_at"],
+                               "last": s["last_at"], "messages": s["messages"]} for s in snaps.get(k, [])],
+                "counts": {"new": sum(r["new"] for r in rows), "unchanged": sum(r["unchanged"] for r in rows),
+                           "absent": rows[-1]["absent"] if rows else 0, "edited": sum(r["edited"] for r in rows)},
+            })
+        return out
 
     def _dicts(self, sql: str, args: tuple = ()) -> list[dict[str, Any]]:
         cur = self.db.execute(sql, args)
@@ -520,7 +544,9 @@ class Ledger:
         # a file with a reason of its own (nothing read, or its grammar broke after some sessions)
         own = q(f"SELECT COUNT(*) FROM files f WHERE run_id=? AND {OWN_FAILURE}", (run_id,)).fetchone()[0]
         failed = q(f"SELECT COUNT(*) FROM files f WHERE run_id=? AND {FAILED}", (run_id,)).fetchone()[0]
-        sess = dict(q("SELECT status, COUNT(*) FROM sessions WHERE run_id=? GROUP BY status", (run_id,)).fetchall())
+        # a merged document's row (ordinal 0, flows/merge.py) is not one more session of the sources
+        sess = dict(q("SELECT status, COUNT(*) FROM sessions WHERE run_id=? AND NOT (ordinal = 0 AND output_sha256 "
+                      "IS NOT NULL) GROUP BY status", (run_id,)).fetchall())
         # each document once, as the run left it: a snapshot left to its key's merge has no document of
         # its own, and a key's document written by a shard and then merged counts as merged (#15)
         turns = q("SELECT COALESCE(SUM(interactions), 0) FROM sessions WHERE rowid IN (SELECT MAX(rowid) FROM "

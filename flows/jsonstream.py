@@ -273,7 +273,8 @@ class _Merger:
             else:
                 self.seen.setdefault(s.session_id, s.ordinal)
             self.emit(s)
-            s.document = None  # staged: only what the ledger records is kept
+            if s.encoded is not None or s.spool is not None:  # a quarantine record is written with its document
+                s.document = None  # staged: only what the ledger records is kept
             self.sessions.append(s)
 
     def outcome(self, source: SourceText, detection: Detection, broken: jsonsplit.SplitError | None,

@@ -441,7 +441,11 @@ def _emit_session(ref: ingest.InputRef, s, trail: ShardTrail, result: ShardResul
     """Stage one session's document or record, and its ledger row (and its snapshot, when written)."""
     rel, sha = _session(ref, s, trail, result, settings, allow_shrink, key)
     if key is not None and sha is not None:
-        result.snapshots.append(snapshots.snapshot_row(key, s, sha))
+        snapshot = snapshots.snapshot_row(key, s, sha)
+        result.snapshots.append(snapshot)
+        # one snapshot: every message is new (the source's own count is its independent turn count)
+        result.reconciliation.append(ReconciliationRow(key, snapshot.source_sha256, s.source_turns, s.interactions,
+                                                       s.interactions, 0, 0, 0))
     result.sessions.append(_session_row(ref, s, rel, sha, key))
 
 

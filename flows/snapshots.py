@@ -42,8 +42,8 @@ def key_of(s) -> str | None:
     write; a session's envelope is read from its bytes once and kept as its ``document``."""
     if s.encoded is None and s.spool is None:
         return None
-    if s.document is None:
-        s.document = envelope(s.encoded)
+    if s.document is None:  # a streamed conversation's document is in its spool file (one conversation: small)
+        s.document = envelope(s.encoded if s.encoded is not None else Path(s.spool).read_bytes())
     return s.document["artifacts"]["ByggLogg"]["sessionKey"]
 
 

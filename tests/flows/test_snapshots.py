@@ -162,3 +162,33 @@ def test_an_output_of_the_layout_before_keys_moves_as_a_recorded_revision(export
         assert revisions.verify(ledger, out) == []
     finally:
         ledger.close()
+
+
+def test_sessions_command_reconciliation_dataset_and_report(exports, tmp_path):
+    from typer.testing import CliRunner
+
+    from audit import report
+    from flows.cli import app
+
+    out = tmp_path / "out"
+    for export in exports:
+        _run([export], out)
+    rel, _ = _only_document(out)
+    listed = CliRunner().invoke(app, ["sessions", "--out", str(out), "--json"])
+    assert listed.exit_code == 0, listed.output
+    (row,) = orjson.loads(listed.stdout)
+    assert row["path"] == rel and row["key"].startswith("whatsapp:fp-")
+    assert [s["messages"] for s in row["snapshots"]] == [len(FIRST), len(SECOND)]
+    assert row["counts"] == {"new": DISTINCT, "unchanged": len(FIRST) - 2, "absent": 1, "edited": 1}
+    one = CliRunner().invoke(app, ["sessions", "--out", str(out), "--key", row["key"]])
+    assert one.exit_code == 0 and row["key"] in one.stdout
+    assert CliRunner().invoke(app, ["sessions", "--out", str(out), "--key", "whatsapp:nope"]).exit_code == 1
+    ledger = Ledger(out / "ledger.sqlite", read_only=True)
+    try:
+        table = datasets.reconciliation(ledger)
+        assert table["new"].sum() == DISTINCT and table.height == 2
+        assert report.figures(out, ledger)["reconciliation"]["new"] == DISTINCT
+    finally:
+        ledger.close()
+    exported = CliRunner().invoke(app, ["export", "--out", str(out), "--format", "csv", "--to", str(tmp_path / "x")])
+    assert exported.exit_code == 0 and (tmp_path / "x" / "reconciliation.csv").is_file()
