@@ -662,6 +662,12 @@ class Ledger:
         cols = [c[0] for c in cur.description]
         return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
 
+    def running_run(self) -> str | None:
+        """The latest run still marked running (the one a shard belongs to)."""
+        row = self.db.execute("SELECT run_id FROM runs WHERE status=? ORDER BY rowid DESC LIMIT 1",
+                              (RunStatus.RUNNING,)).fetchone()
+        return row[0] if row else None
+
     def latest_run_id(self) -> str | None:
         row = self.db.execute("SELECT run_id FROM runs ORDER BY started_at DESC, rowid DESC LIMIT 1").fetchone()
         return row[0] if row else None

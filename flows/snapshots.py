@@ -88,10 +88,11 @@ def plan(keyed: dict[str, list[tuple[Any, Any]]], ledger_path: Path | None, run_
     it is known."""
     owners: dict[str, str] = {}
     known: dict[str, set[str]] = {}
-    if ledger_path is not None and run_id is not None and keyed:
+    if ledger_path is not None and ledger_path.is_file() and keyed:
         ledger = Ledger(ledger_path)
         try:
-            owners = ledger.claim(run_id, shard, keyed)
+            run_id = run_id or ledger.running_run()  # a runner that does not pass it: the run in progress
+            owners = ledger.claim(run_id, shard, keyed) if run_id else {}
             known = ledger.snapshot_shas(keyed)
         finally:
             ledger.close()
