@@ -8,7 +8,8 @@ A few grammars take their id from a file or folder name that the platform itself
 
 Every other session (WhatsApp, IRC, transcripts, Markdown... ids from a file name the user may rename,
 or none) is keyed by a fingerprint, ``<grammar>:fp-<16 hex>``: the sha256 of the grammar, the chat's
-title and the earliest ``KEY_MESSAGES`` messages, each as a *message print*:
+title (``key_title``: normalised as content is, without a download's copy mark `` (1)``) and the
+earliest ``KEY_MESSAGES`` messages, each as a *message print*:
 
 - the author (``speakerName``),
 - the minute within the hour of its time (``date[14:16]``; empty without a time): a phone in another
@@ -22,8 +23,8 @@ change the key). A chat with fewer than ``KEY_MESSAGES`` messages is keyed by th
 grows its fingerprint changes: ``continues`` tells the ledger's index (flows) that the new snapshot
 starts with the known one's messages. WhatsApp drops the oldest messages of a long chat from later
 exports: the ledger keeps every message print of an id-less session, and a new snapshot whose earliest
-prints are found in order inside a known session of the same grammar and title (``continues``) takes
-that session's key. Two chats that start with the same greeting differ by author, title or the next
+prints are found in order inside a known session of the same grammar and ``key_title`` (``continues``)
+takes that session's key. Two chats that start with the same greeting differ by author, title or the next
 messages (tests/normalizers/test_keys.py).
 """
 
@@ -52,6 +53,7 @@ MESSAGE_ID_FIELDS: dict[str, tuple[str, ...]] = {
 """Where a grammar keeps the platform's message id in ``sourceFields`` (the merge matches on it)."""
 
 _SPACE = regex.compile(r"\s+")
+_COPY_MARK = regex.compile(r" \(\d{1,3}\)$")
 MEDIA = "<media>"
 
 
@@ -78,11 +80,15 @@ def content_hash(content: str, kind: str = "message") -> str:
     return hashlib.sha256(normal_content(content, kind).encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def message_print(message: Message) -> str:
-    """A message's print (16 hex digits): author, minute within the hour, normalised content."""
-    minute = message.date[14:16] if message.date else ""
-    payload = "\x1f".join((message.author, minute, content_hash(message.content, message.kind)))
+def print_of(author: str, date: str | None, digest: str) -> str:
+    """A message's print (16 hex digits) from its author, time and ``content_hash``."""
+    payload = "\x1f".join((author, date[14:16] if date else "", digest))
     return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def message_print(message: Message) -> str:
+    """A message's print: author, minute within the hour, normalised content."""
+    return print_of(message.author, message.date, content_hash(message.content, message.kind))
 
 
 def message_prints(messages: Iterable[Message]) -> list[str]:
@@ -90,10 +96,16 @@ def message_prints(messages: Iterable[Message]) -> list[str]:
     return [message_print(m) for m in messages]
 
 
+def key_title(title: str | None) -> str:
+    """The title as keys read it: NFC, whitespace normalised, without the copy mark ``(1)`` that a
+    browser or file manager adds to a second download of the same export."""
+    return _COPY_MARK.sub("", normal_content(title or ""))
+
+
 def fingerprint(grammar: str, title: str | None, earliest: Sequence[Message]) -> str:
     """The id-less key's fingerprint (16 hex) of a chat's title and its earliest messages."""
     prints = message_prints(earliest[:KEY_MESSAGES])
-    payload = "\x1e".join((grammar, title or "", *prints))
+    payload = "\x1e".join((grammar, key_title(title), *prints))
     return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 

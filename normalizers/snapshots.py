@@ -13,8 +13,8 @@ they are given in (two with the same source sha256 are one):
   content (``keys.normal_content``: NFC, line ends, whitespace; media placeholders alike) and time within
   ``Settings.snapshot_time_tolerance_seconds`` (default 60 s) after the snapshot's zone shift: the
   whole number of hours (up to 26) that most author-and-content pairs agree on (a phone in another
-  zone); finally, where neither has a message id, an unmatched message of the same author at the same
-  time (within the tolerance) is the earlier one edited.
+  zone; at least ``SHIFT_EVIDENCE`` of them); finally, where neither has a message id, an unmatched
+  message of the same author at the same time (within the tolerance) is the earlier one edited.
 - **Union in time order.** Messages unmatched become new merged messages, placed after the message
   their snapshot had before them; the whole is sorted by time (in the latest snapshot's zone frame)
   when every message has one, that placement breaking ties (and deciding the order when not).
@@ -39,25 +39,27 @@ import copy
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from functools import lru_cache
 from typing import Any
 
 import orjson
 import polars as pl
 
 from models.settings import Settings
+from parsers.memory import paused_gc
 
-from .keys import MESSAGE_ID_FIELDS, Message, content_hash, session_key
+from .keys import MESSAGE_ID_FIELDS, Message, content_hash, print_of, session_key
 
 MAX_SHIFT_HOURS = 26
 """Zone offsets run from -12 to +14 hours: two exports differ by at most 26."""
+SHIFT_EVIDENCE = 3
+"""How many messages must agree on a zone shift other than none (all of a snapshot with fewer)."""
 TABLE_SCHEMA = {"ordinal": pl.Int64, "msg_id": pl.String, "author": pl.String, "kind": pl.String,
                 "date": pl.String, "hash": pl.String, "line": pl.String}
 RECONCILIATION_SCHEMA = {"key": pl.String, "source_sha256": pl.String, "expected": pl.Int64,
                          "reconstructed": pl.Int64, "new": pl.Int64, "unchanged": pl.Int64,
                          "absent": pl.Int64, "edited": pl.Int64}
 MAPPING_SCHEMA = {"source_sha256": pl.String, "ordinal": pl.Int64, "merged_ordinal": pl.Int64}
-_HISTORY = ("artifacts", "Chatthistorik")
+_ISO = "%Y-%m-%dT%H:%M:%SZ"
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,24 +94,33 @@ def _message_id(item: dict[str, Any], fields: tuple[str, ...]) -> str | None:
     return None
 
 
+def _lines(document: bytes, interactions: list[dict[str, Any]]) -> list[str]:
+    """Each interaction's compact JSON: the document's own lines in its one layout (normalizers/encode:
+    an interaction per line, the envelope indented), else each encoded again."""
+    lines = [line.rstrip(b",").decode() for line in document.split(b"\n") if line.startswith(b'{"ordinal":')]
+    if len(lines) == len(interactions):
+        return lines
+    return [orjson.dumps(item).decode() for item in interactions]
+
+
 def snapshot_of(document: bytes) -> Snapshot:
     """A snapshot from a gated document's bytes."""
-    doc = orjson.loads(document)
-    history = doc["artifacts"]["Chatthistorik"]
-    interactions = history["interactions"]
-    head = {**doc, "artifacts": {**doc["artifacts"], "Chatthistorik": {**history, "interactions": []}}}
-    log = doc["artifacts"]["ByggLogg"]
-    fields = MESSAGE_ID_FIELDS.get(log["grammar"]["id"], ())
-    rows = {name: [] for name in TABLE_SCHEMA}
-    for item in interactions:
-        rows["ordinal"].append(item["ordinal"])
-        rows["msg_id"].append(_message_id(item, fields))
-        rows["author"].append(item["speakerName"])
-        rows["kind"].append(item["kind"])
-        rows["date"].append(item.get("date"))
-        rows["hash"].append(content_hash(item["content"], item["kind"]))
-        rows["line"].append(orjson.dumps(item).decode())
-    table = pl.DataFrame(rows, schema=TABLE_SCHEMA)
+    with paused_gc():
+        doc = orjson.loads(document)
+        history = doc["artifacts"]["Chatthistorik"]
+        interactions = history["interactions"]
+        head = {**doc, "artifacts": {**doc["artifacts"], "Chatthistorik": {**history, "interactions": []}}}
+        log = doc["artifacts"]["ByggLogg"]
+        fields = MESSAGE_ID_FIELDS.get(log["grammar"]["id"], ())
+        table = pl.DataFrame({
+            "ordinal": [item["ordinal"] for item in interactions],
+            "msg_id": [_message_id(item, fields) for item in interactions],
+            "author": [item["speakerName"] for item in interactions],
+            "kind": [item["kind"] for item in interactions],
+            "date": [item.get("date") for item in interactions],
+            "hash": [content_hash(item["content"], item["kind"]) for item in interactions],
+            "line": _lines(document, interactions),
+        }, schema=TABLE_SCHEMA)
     key = log.get("sessionKey") or _key_of(doc, interactions)
     return Snapshot(key, log["source"]["sha256"], head, table)
 
@@ -123,12 +134,14 @@ def _key_of(doc: dict[str, Any], interactions: list[dict[str, Any]]) -> str:
                        doc["artifacts"]["Chatthistorik"].get("title"), earliest)[0]
 
 
+def snapshot_prints(snapshot: Snapshot) -> list[str]:
+    """The message prints of a snapshot's interactions, in order (``keys.message_print``; what the
+    ledger's index keeps of an id-less session, for ``keys.continues``)."""
+    t = snapshot.table
+    return [print_of(a, d, h) for a, d, h in zip(t["author"], t["date"], t["hash"], strict=True)]
+
+
 # --- ranking -------------------------------------------------------------------------------------
-
-@lru_cache(maxsize=65536)
-def _seconds(date: str) -> int:
-    return int(datetime.fromisoformat(date.replace("Z", "+00:00")).timestamp())
-
 
 def _range(snapshot: Snapshot) -> tuple[str | None, str | None]:
     dates = snapshot.table.get_column("date").drop_nulls()
@@ -181,9 +194,10 @@ class _State:
 
 def _rows(snapshot: Snapshot, rank: int) -> list[_Row]:
     t = snapshot.table
-    return [_Row(rank, i, mid, author, h, None if date is None else _seconds(date), line)
-            for i, (mid, author, h, date, line) in enumerate(zip(
-                t["msg_id"], t["author"], t["hash"], t["date"], t["line"], strict=True))]
+    seconds = t.select(pl.col("date").str.to_datetime(_ISO, time_zone="UTC").dt.epoch("s"))["date"]
+    return [_Row(rank, i, mid, author, h, at, line)
+            for i, (mid, author, h, at, line) in enumerate(zip(
+                t["msg_id"], t["author"], t["hash"], seconds, t["line"], strict=True))]
 
 
 def _shift(rows: list[_Row], state: _State) -> int:
@@ -205,7 +219,10 @@ def _shift(rows: list[_Row], state: _State) -> int:
                 votes[hours] = votes.get(hours, 0) + 1
     if not votes:
         return 0
-    return min(votes, key=lambda h: (-votes[h], abs(h), h))
+    best = min(votes, key=lambda h: (-votes[h], abs(h), h))
+    # a shift needs a few agreeing messages: one "ok" met hours apart in another range is no evidence
+    timed = sum(row.seconds is not None for row in rows)
+    return best if best == 0 or votes[best] >= min(SHIFT_EVIDENCE, timed) else 0
 
 
 def _close(a: int | None, b: int | None, tolerance: int) -> bool:
@@ -264,16 +281,17 @@ def _absorb(snapshot: Snapshot, rank: int, state: _State) -> None:
     rows = _rows(snapshot, rank)
     state.shifts.append(_shift(rows, state) if rank else 0)
     matched = _match(rows, state, rank) if rank else [None] * len(rows)
-    place: tuple = () if rank == 0 else ((-1, 0),)
+    # a new message's place: just after the last message its snapshot shares (siblings in a gap by rank,
+    # then by their order in the snapshot); before all when it shares none before it
+    anchor: tuple = () if rank == 0 else ((-1, 0),)
     shift = state.shifts[rank]
     for row, cluster in zip(rows, matched, strict=True):
         if cluster is None:
-            place = (*place, (rank, row.index))
             seconds = None if row.seconds is None else row.seconds - shift * 3600
-            cluster = _Cluster({}, place, seconds, row.msg_id)
+            cluster = _Cluster({}, (*anchor, (rank, row.index)), seconds, row.msg_id)
             state.clusters.append(cluster)
         else:
-            place = cluster.place
+            anchor = cluster.place
             cluster.msg_id = cluster.msg_id or row.msg_id
         cluster.members[rank] = row
 
@@ -291,12 +309,13 @@ def merge(snapshots: Sequence[Snapshot], settings: Settings) -> Merged:
     ranked = _ranked(snapshots)
     if not ranked:
         raise ValueError("merge needs at least one snapshot")
-    state = _State(tolerance=settings.snapshot_time_tolerance_seconds)
-    for rank, snapshot in enumerate(ranked):
-        _absorb(snapshot, rank, state)
-    clusters = _ordered(state.clusters)
-    document = _single(ranked[0]) if len(ranked) == 1 else _document(ranked, clusters, state)
-    return Merged(document, _reconciliation(ranked, clusters), _mapping(ranked, clusters))
+    with paused_gc():
+        state = _State(tolerance=settings.snapshot_time_tolerance_seconds)
+        for rank, snapshot in enumerate(ranked):
+            _absorb(snapshot, rank, state)
+        clusters = _ordered(state.clusters)
+        document = _single(ranked[0]) if len(ranked) == 1 else _document(ranked, clusters, state)
+        return Merged(document, _reconciliation(ranked, clusters), _mapping(ranked, clusters))
 
 
 def _single(snapshot: Snapshot) -> dict[str, Any]:
@@ -307,7 +326,7 @@ def _single(snapshot: Snapshot) -> dict[str, Any]:
 
 def _moved(date: str, hours: int) -> str:
     moved = datetime.fromisoformat(date.replace("Z", "+00:00")) - timedelta(hours=hours)
-    return moved.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return moved.strftime(_ISO)
 
 
 def _interaction(cluster: _Cluster, ordinal: int, ranked: list[Snapshot], state: _State,

@@ -43,6 +43,7 @@ _CHECK_OF = {
     Reason.UNACCOUNTED_SOURCE: "sourceAccounting",
     Reason.TIMESTAMP_FORMAT: "timestamps",
     Reason.SCHEMA: "schema",
+    Reason.SNAPSHOT_MERGE: "snapshotMerge",  # validators/snapshots.py, on merged documents only
 }
 MAX_LISTED = 50
 

@@ -8,13 +8,13 @@ from pathlib import Path
 import orjson
 import pytest
 
-from flows.process import process_text
+from flows.process import process_group, process_text
 from models.settings import Settings
 from normalizers.assemble import RunContext
 from normalizers.encode import encode_document
 from normalizers.snapshots import Snapshot, merge, snapshot_of
 from parsers.text import decode
-from tests.helpers import CHECKER
+from tests.helpers import CHECKER, ROOT
 from validators import gate
 from validators.snapshots import check_merged
 
@@ -133,7 +133,7 @@ def _conversation(cid: str, title: str, messages: list[tuple[str, str, str, int]
 
 def test_two_chatgpt_exports_a_month_apart():
     early = [("m1", "user", "What is polars?", 1700000000), ("m2", "assistant", "A DataFrame library.", 1700000010)]
-    later = early + [("m3", "user", "And lazy frames?", 1702600000), ("m4", "assistant", "Deferred plans.", 1702600010)]
+    later = [*early, ("m3", "user", "And lazy frames?", 1702600000), ("m4", "assistant", "Deferred plans.", 1702600010)]
     first = documents(_chatgpt([_conversation("c1", "Polars", early)]), "conversations.json", fmt="chatgpt")
     second = documents(_chatgpt([_conversation("c1", "Polars", later),
                                  _conversation("c2", "New", [("n1", "user", "hi", 1702600100)])]),
@@ -143,3 +143,130 @@ def test_two_chatgpt_exports_a_month_apart():
     out = merged_ok(snaps[:2])
     assert contents(out.document) == ["What is polars?", "A DataFrame library.", "And lazy frames?", "Deferred plans."]
     assert out.reconciliation["new"].to_list() == [2, 2]
+
+
+SLACK_USERS = orjson.dumps([{"id": "U1", "name": "ann", "real_name": "Ann Lee"},
+                            {"id": "U2", "name": "bo", "real_name": "Bo Berg"}]).decode()
+SLACK_CHANNELS = orjson.dumps([{"id": "C01GEN", "name": "general", "created": 1700000000}]).decode()
+PARENT = "1711962000.000100"
+
+
+def _slack_day(*messages: tuple[str, str, str, str | None]) -> bytes:
+    rows = []
+    for ts, user, text, thread in messages:
+        row = {"type": "message", "user": user, "text": text, "ts": ts}
+        if thread:
+            row |= {"thread_ts": thread, "parent_user_id": "U1"}
+        if ts == PARENT:
+            row |= {"thread_ts": PARENT, "reply_count": 2}
+        rows.append(row)
+    return orjson.dumps(rows)
+
+
+def _slack(days: dict[str, bytes]) -> Snapshot:
+    parts = [(data, f"general/{day}.json") for day, data in sorted(days.items())]
+    outcome = process_group(parts, "general", RunContext.from_settings(SETTINGS),
+                            {"users.json": SLACK_USERS, "channels.json": SLACK_CHANNELS})
+    return snapshot_of(outcome.sessions[0].encoded)
+
+
+def test_slack_exports_of_overlapping_ranges():
+    """Export A holds April 1-2, export B April 2-3: a message edited on the 2nd, a thread reply on the 3rd."""
+    a = _slack({"2024-04-01": _slack_day((PARENT, "U1", "Release today?", None),
+                                         ("1711962100.000200", "U2", "Yes, at five", PARENT)),
+                "2024-04-02": _slack_day(("1712048400.000300", "U2", "Released", None),
+                                         ("1712048500.000400", "U1", "Thanks!", None))})
+    b = _slack({"2024-04-02": _slack_day(("1712048400.000300", "U2", "Released 2.4", None),
+                                         ("1712048500.000400", "U1", "Thanks!", None)),
+                "2024-04-03": _slack_day(("1712134800.000500", "U2", "Hotfix went out", PARENT),
+                                         ("1712134900.000600", "U1", "Good morning", None))})
+    assert a.key == b.key == "slack:C01GEN"
+    for pair in ([a, b], [b, a]):
+        out = merged_ok(pair)
+        items = out.document["artifacts"]["Chatthistorik"]["interactions"]
+        assert contents(out.document) == ["Release today?", "Yes, at five", "Released 2.4", "Thanks!",
+                                          "Hotfix went out", "Good morning"]
+        assert [i.get("absent") for i in items] == ["outside_range", "outside_range", None, None, None, None]
+        assert items[2]["editHistory"] == [{"content": "Released", "snapshots": [a.source_sha256]}]
+        rows = out.reconciliation.to_dicts()
+        assert [(r["new"], r["unchanged"], r["edited"], r["absent"]) for r in rows] == [(4, 0, 0, 0), (2, 1, 1, 2)]
+    assert encode_document(merge([a, b], SETTINGS).document) == encode_document(merge([b, a], SETTINGS).document)
+
+
+def test_one_message_met_hours_apart_is_no_zone_shift():
+    a = snap("[03/06/2024, 09:00:00] Tom Reyes: ok\n[03/06/2024, 09:05:00] Grace Obi: Rota?\n")
+    b = snap("[03/06/2024, 12:00:00] Tom Reyes: ok\n[03/06/2024, 12:30:00] Ana Lind: Canes?\n")
+    out = merged_ok([a, b])
+    assert [s["timeShiftHours"] for s in out.document["artifacts"]["ByggLogg"]["snapshots"]] == [0, 0]
+    assert len(contents(out.document)) == 4
+
+
+def test_transcripts_without_times_merge_by_place():
+    a = snap("User: hello\nAssistant: hi there\nUser: tell me a joke\nAssistant: no\n", "chat.txt",
+             fmt="transcript")
+    b = snap("User: hello\nAssistant: hi there\nAssistant: no\nUser: thanks\nAssistant: bye\n", "chat.txt",
+             fmt="transcript")  # the latest: without times, the one with more messages
+    out = merged_ok([a, b])
+    items = out.document["artifacts"]["Chatthistorik"]["interactions"]
+    assert contents(out.document) == ["hello", "hi there", "tell me a joke", "no", "thanks", "bye"]
+    assert [i.get("absent") for i in items] == [None, None, "deleted", None, None, None]
+
+
+def test_media_omitted_and_the_attachment_name_are_one_message():
+    """An export without media says <Media omitted> where one with media names the file."""
+    head = "[03/06/2024, 18:40:12] Grace Obi: Rota?\n[03/06/2024, 18:40:30] Ana Lind: Mine is Monday\n"
+    a = snap(head + "[03/06/2024, 18:41:05] Tom Reyes: <Media omitted>\n")
+    b = snap(head + "[03/06/2024, 18:41:05] Tom Reyes: IMG-20240603-WA0001.jpg (file attached)\n"
+             "[03/06/2024, 18:42:05] Tom Reyes: ok\n")
+    assert a.key == b.key
+    out = merged_ok([a, b])
+    assert contents(out.document) == ["Rota?", "Mine is Monday", "IMG-20240603-WA0001.jpg (file attached)", "ok"]
+    assert out.reconciliation["unchanged"].to_list() == [0, 3]
+
+
+def _export_slice(path: str, lo: int, hi: int, edit: int | None = None) -> bytes:
+    """A sample export cut to messages[lo:hi] (another export's date range); ``edit``: that message's
+    text changed, as the platform exports an edited message."""
+    data = orjson.loads((ROOT / path).read_bytes())
+    messages = [dict(m) for m in data["messages"]]
+    if edit is not None:
+        key = "content" if "content" in messages[edit] else "text"
+        messages[edit][key] = "edited: " + str(messages[edit][key])
+    data["messages"] = messages[lo:hi]
+    if "messageCount" in data:
+        data["messageCount"] = hi - lo
+    return orjson.dumps(data)
+
+
+@pytest.mark.parametrize(("path", "grammar"), [("sample_logs/discord/design-reviews.json", "discord"),
+                                               ("sample_logs/telegram/result.json", "telegram")])
+def test_exports_of_overlapping_ranges_by_message_id(path, grammar):
+    n = len(orjson.loads((ROOT / path).read_bytes())["messages"])
+    older = snapshot_of(documents(_export_slice(path, 0, n - 1).decode(), "old.json", fmt=grammar)[0])
+    newer = snapshot_of(documents(_export_slice(path, 1, n, edit=2).decode(), "new.json", fmt=grammar)[0])
+    assert older.key == newer.key
+    whole = snapshot_of(documents(_export_slice(path, 0, n).decode(), "all.json", fmt=grammar)[0])
+    for pair in ([older, newer], [newer, older]):
+        out = merged_ok(pair)
+        items = out.document["artifacts"]["Chatthistorik"]["interactions"]
+        assert len(items) == whole.table.height
+        assert [i.get("absent") for i in items] == ["outside_range"] + [None] * (n - 1)
+        assert [i for i in items if "editHistory" in i] == [i for i in items if i.get("content", "").startswith(
+            "edited: ")]
+        rows = out.reconciliation.to_dicts()
+        assert (rows[1]["new"], rows[1]["unchanged"], rows[1]["edited"], rows[1]["absent"]) == (1, n - 3, 1, 1)
+        assert [r["expected"] for r in rows] == [r["reconstructed"] for r in rows]
+
+
+def test_a_partial_snapshot_makes_the_merged_document_partial_and_is_named():
+    a = snap(WA_1, settings=SETTINGS.model_copy(update={"max_turn_chars": 20}))
+    b = snap(WA_2)
+    assert a.head["artifacts"]["Chatthistorik"]["coverage"] == "partial"
+    out = merged_ok([a, b])
+    history = out.document["artifacts"]["Chatthistorik"]
+    assert history["coverage"] == "partial"
+    named = f"snapshot {a.source_sha256[:12]} (WhatsApp Chat with Hiking Club.txt): "
+    assert history["coverageReason"].startswith(named)
+    records = out.document["artifacts"]["ByggLogg"]["snapshots"]
+    assert [("coverageReason" in r) for r in records] == [True, False]
+    assert "coverage" not in merged_ok([b]).document["artifacts"]["Chatthistorik"]
