@@ -118,6 +118,7 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (session_key)
     );
     CREATE INDEX prints_by_chat ON prints (grammar, title);
+    CREATE TABLE aliases (session_key TEXT PRIMARY KEY, canonical TEXT NOT NULL);
     """,
 ]
 
@@ -475,6 +476,35 @@ class Ledger:
             for key, prints in self.db.execute("SELECT session_key, prints FROM prints WHERE grammar=? AND title=? "
                                                "ORDER BY session_key", (grammar, title)):
                 found.setdefault((grammar, title), []).append((key, orjson.loads(prints)))
+        return found
+
+    def aliases_of(self, keys: Iterable[str]) -> dict[str, str]:
+        """key -> the key it was resolved to (an id-less session found to be another's continuation)."""
+        found: dict[str, str] = {}
+        for chunk in _chunks(sorted(set(keys))):
+            found.update(self.db.execute(
+                f"SELECT session_key, canonical FROM aliases WHERE session_key IN ({_marks(chunk)})", chunk).fetchall())
+        return found
+
+    def add_alias(self, key: str, canonical: str) -> None:
+        """Resolve ``key`` to ``canonical``: its snapshots become the canonical key's (one per source
+        sha256), and keys resolved to it before follow."""
+        with self.db:
+            self.db.execute("INSERT OR IGNORE INTO snapshots SELECT ?, source_sha256, source_path, blob_sha256, "
+                            "first_at, last_at, messages, run_id FROM snapshots WHERE session_key=?", (canonical, key))
+            self.db.execute("DELETE FROM snapshots WHERE session_key=?", (key,))
+            self.db.execute("UPDATE aliases SET canonical=? WHERE canonical=?", (canonical, key))
+            self.db.execute("INSERT OR REPLACE INTO aliases VALUES (?, ?)", (key, canonical))
+
+    def aliased_documents(self, keys: Iterable[str]) -> dict[str, list[str]]:
+        """canonical key -> the document paths its aliases were written at (to be moved to its own)."""
+        found: dict[str, list[str]] = {}
+        for chunk in _chunks(sorted(set(keys))):
+            for canonical, path in self.db.execute(
+                    "SELECT a.canonical, s.output_path FROM aliases a JOIN sessions s ON s.session_key=a.session_key "
+                    f"WHERE a.canonical IN ({_marks(chunk)}) AND s.output_sha256 IS NOT NULL "
+                    "AND s.output_path LIKE 'sessions/%' GROUP BY a.canonical, s.output_path ORDER BY 1, 2", chunk):
+                found.setdefault(canonical, []).append(path)
         return found
 
     def keyed_sessions(self, key: str | None = None) -> list[dict[str, Any]]:

@@ -39,13 +39,14 @@ def merge_keys(keys: list[str], out_root: Path, settings: Settings, *, ledger_pa
     ledger = Ledger(ledger_path, read_only=True)
     try:
         known = ledger.snapshots_of(keys)
+        aliased = ledger.aliased_documents(keys)
     finally:
         ledger.close()
     trail = ShardTrail(out_root)
     result = ShardResult(part=part_name("\0merge\0" + (keys[0] if keys else "")))
     try:
         for key in keys:
-            _merge_key(key, known.get(key, []), trail, result, settings, allow_shrink)
+            _merge_key(key, known.get(key, []), trail, result, settings, allow_shrink, aliased.get(key, []))
     except BaseException:
         trail.abandon()
         raise
@@ -53,10 +54,10 @@ def merge_keys(keys: list[str], out_root: Path, settings: Settings, *, ledger_pa
 
 
 def _merge_key(key: str, rows: list[dict], trail: ShardTrail, result: ShardResult, settings: Settings,
-               allow_shrink: bool) -> None:
+               allow_shrink: bool, aliased: list[str]) -> None:
     started = time.perf_counter()
     try:
-        doc, encoded, table = _merged(trail.out_root, rows, settings)
+        doc, encoded, table = _merged(key, trail.out_root, rows, settings)
     except Exception as exc:  # any failure of one key's merge: that key is quarantined, the run goes on
         _failed(key, rows, f"{type(exc).__name__}: {exc}", trail, result, started)
         return
@@ -73,7 +74,8 @@ def _merge_key(key: str, rows: list[dict], trail: ShardTrail, result: ShardResul
             return
         if latched:
             note = f"{note}; allow-shrink: {latched}"
-    moved = snapshots.move_here(trail, rel, snapshots.others_in_folder(trail.out_root, rel))
+    olds = [p for p in aliased if p != rel and (trail.out_root / p).is_file()]
+    moved = snapshots.move_here(trail, rel, olds + snapshots.others_in_folder(trail.out_root, rel))
     note = "; ".join(x for x in (note, moved) if x)
     sha, changed = trail.document(rel, encoded, old, note=note, rows=DocumentRows.of(doc), target=target)
     result.written += changed
@@ -85,7 +87,7 @@ def _merge_key(key: str, rows: list[dict], trail: ShardTrail, result: ShardResul
         f"merged from {len(rows)} snapshots", rel, sha, mass.interactions,
         doc["artifacts"]["ai_protocol_performance"]["sourceTurnCount"], mass.characters,
         round(time.perf_counter() - started, 6), session_key=key))
-    result.reconciliation.extend(_reconciliation(table))
+    result.reconciliation.extend(_reconciliation(key, table))
 
 
 class _Mass:
@@ -97,13 +99,20 @@ class _Mass:
         self.interactions, self.characters = interactions, characters
 
 
-def _merged(out_root: Path, rows: list[dict], settings: Settings) -> tuple[dict, bytes, pl.DataFrame]:
-    """The merged document of a key's snapshots, gated, with its reconciliation table."""
+def _merged(key: str, out_root: Path, rows: list[dict], settings: Settings) -> tuple[dict, bytes, pl.DataFrame]:
+    """The merged document of a key's snapshots, gated, with its reconciliation table. A snapshot
+    resolved to the key by its earliest messages (an id-less chat that grew or lost its oldest
+    messages) carries its own fingerprint: the document says the key it is kept under."""
     if not rows:
         raise ValueError("no snapshot of this key is indexed")
     snaps = [snapshot_of(revisions.get_blob(out_root, r["blob_sha256"])) for r in rows]
     merged = merge(snaps, settings)
     doc = merged.document
+    log = doc["artifacts"]["ByggLogg"]
+    if log.get("sessionKey") != key:
+        log["sessionKeySource"] = (f"{log.get('sessionKeySource')}; its earliest messages continue the session "
+                                   f"{key} (the message-print index)")
+        log["sessionKey"] = key
     encoded = encode_document(doc)
     turns = doc["artifacts"]["ai_protocol_performance"]["sourceTurnCount"]
     failures = [*gate.check(doc, encoded, turns).failures, *check_merged(merged, snaps)]
@@ -113,8 +122,8 @@ def _merged(out_root: Path, rows: list[dict], settings: Settings) -> tuple[dict,
     return doc, encoded, merged.reconciliation
 
 
-def _reconciliation(table: pl.DataFrame) -> list[ReconciliationRow]:
-    return [ReconciliationRow(r["key"], r["source_sha256"], r.get("expected"), r["reconstructed"], r["new"],
+def _reconciliation(key: str, table: pl.DataFrame) -> list[ReconciliationRow]:
+    return [ReconciliationRow(key, r["source_sha256"], r.get("expected"), r["reconstructed"], r["new"],
                               r["unchanged"], r["absent"], r["edited"]) for r in table.iter_rows(named=True)]
 
 

@@ -33,7 +33,7 @@ from models.settings import PIPELINE_VERSION, Settings
 from models.status import DocumentMark, FileStatus, RunStatus
 from normalizers.ids import safe_path_part
 
-from . import alerts, artifacts, emit, ingest, pool
+from . import alerts, artifacts, emit, ingest, pool, snapshots
 from .merge import merge_keys
 from .shard import ShardResult, run_shard
 
@@ -180,13 +180,16 @@ def reconstruct(paths: list[Path], out_root: Path, settings: Settings, *, force:
         done = 0
         written = 0
         deferred: list[str] = []
+        prints: list = []
         for result in results:
             _record(result, out_root, run_id, settings, ledger)
             deferred.extend(result.deferred)
+            prints.extend(result.prints)
             done += len(result.files)
             written += result.written
             if progress:
                 progress(done, files)
+        deferred.extend(snapshots.resolve(prints, ledger))  # id-less continuations, whatever the order met
         written += _merge_phase(deferred, out_root, run_id, settings, ledger, lpath, merger, allow_shrink)
         revisions.refresh_index(out_root, ledger)
         interrupted = emit.stop_requested(out_root)
@@ -222,7 +225,8 @@ def _merge_phase(deferred: list[str], out_root: Path, run_id: str, settings: Set
                  lpath: Path, merger, allow_shrink: bool) -> int:
     """Merge the keys the shards deferred (flows/merge.py), in groups; returns the documents written.
     Skipped when the run is asked to stop: the snapshots are indexed, the next run merges them."""
-    groups = plan_merges(deferred, settings)
+    resolved = ledger.aliases_of(deferred)  # a key resolved to another is merged as that one
+    groups = plan_merges([resolved.get(k, k) for k in deferred], settings)
     if not groups or emit.stop_requested(out_root):
         return 0
     results = merger(groups, str(lpath)) if merger else (

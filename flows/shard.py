@@ -48,6 +48,7 @@ class ShardResult:
     snapshots: list[SnapshotRow] = field(default_factory=list)  # every keyed session's snapshot (#15)
     deferred: list[str] = field(default_factory=list)  # keys left to the merge phase
     reconciliation: list[ReconciliationRow] = field(default_factory=list)  # the merge phase's
+    prints: list[snapshots.Prints] = field(default_factory=list)  # id-less sessions' message prints
     pending: list = field(default_factory=list)  # (ref, session) staged until the shard's keys are claimed
 
     def merge(self, other: ShardResult) -> None:
@@ -62,6 +63,7 @@ class ShardResult:
         self.snapshots.extend(other.snapshots)
         self.deferred.extend(other.deferred)
         self.reconciliation.extend(other.reconciliation)
+        self.prints.extend(other.prints)
         if other.datasets is not None:
             self.datasets = other.datasets if self.datasets is None else {
                 t: pl.concat([self.datasets[t], other.datasets[t]], how="vertical") for t in other.datasets}
@@ -416,6 +418,8 @@ def _settle(trail: ShardTrail, result: ShardResult, settings: Settings, allow_sh
     """Write or defer the shard's staged sessions, their keys claimed all at once (flows/snapshots.py)."""
     pending, result.pending = result.pending, []
     keys = [snapshots.key_of(s) for _, s in pending]
+    resolved = snapshots.aliases(ledger_path, {k for k in keys if snapshots.is_idless(k)})
+    keys = [resolved.get(k, k) for k in keys]
     keyed: dict[str, list] = {}
     for key, item in zip(keys, pending, strict=True):
         if key is not None:
@@ -446,18 +450,26 @@ def _emit_session(ref: ingest.InputRef, s, trail: ShardTrail, result: ShardResul
         # one snapshot: every message is new (the source's own count is its independent turn count)
         result.reconciliation.append(ReconciliationRow(key, snapshot.source_sha256, s.source_turns, s.interactions,
                                                        s.interactions, 0, 0, 0))
+        _add_prints(key, s, result)
     result.sessions.append(_session_row(ref, s, rel, sha, key))
 
 
 def _defer(ref: ingest.InputRef, s, key: str, trail: ShardTrail, result: ShardResult) -> None:
     """A session whose key has other snapshots: kept as a blob, its key merged after the shards."""
     rel = emit.document_relpath(key, s.session_id)
+    _add_prints(key, s, result)
     result.snapshots.append(snapshots.snapshot_row(key, s, snapshots.keep_snapshot(trail.out_root, s)))
     result.deferred.append(key)
     _migrate(ref, s, rel, trail)
     _remove_stale(trail, emit.quarantine_relpath(ref.key, s.ordinal))
     s.detail = "; ".join(x for x in (s.detail, "a snapshot of its key: merged with the others after the shards") if x)
     result.sessions.append(_session_row(ref, s, rel, None, key))
+
+
+def _add_prints(key: str, s, result: ShardResult) -> None:
+    found = snapshots.prints_of(key, s)
+    if found is not None:
+        result.prints.append(found)
 
 
 def _migrate(ref: ingest.InputRef, s, rel: str, trail: ShardTrail) -> str:

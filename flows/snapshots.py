@@ -22,6 +22,7 @@ import orjson
 from audit import revisions
 from audit.files import resolve_inside
 from audit.ledger import MOVED_TO, Ledger, RevisionRow, SnapshotRow
+from normalizers.keys import content_hash, continues, key_title, print_of
 
 _LIST = b'"interactions": ['
 _CLOSE = b"\n      ]"  # the interactions' closing bracket (normalizers/encode.py's layout)
@@ -140,3 +141,80 @@ def others_in_folder(out_root: Path, rel: str) -> list[str]:
     base = rel.rsplit("/", 1)[0]
     return sorted(f"{base}/{p.name}" for p in folder.iterdir() if p.suffix == ".json" and f"{base}/{p.name}" != rel
                   and not p.name.startswith("."))
+
+
+def is_idless(key: str | None) -> bool:
+    """Whether a key is a fingerprint (normalizers/keys.py), which the message-print index resolves."""
+    return key is not None and ":fp-" in key
+
+
+def aliases(ledger_path: Path | None, keys: set[str]) -> dict[str, str]:
+    """The keys these id-less keys were resolved to by earlier runs (one query for them all)."""
+    if not keys or ledger_path is None or not ledger_path.is_file():
+        return {}
+    ledger = Ledger(ledger_path, read_only=True)
+    try:
+        return ledger.aliases_of(keys)
+    finally:
+        ledger.close()
+
+
+@dataclass(frozen=True, slots=True)
+class Prints:
+    """An id-less session's message prints, for the ledger's index (``resolve``)."""
+
+    key: str
+    grammar: str
+    title: str
+    prints: list[str]
+
+
+def prints_of(key: str, s) -> Prints | None:
+    """The prints of a staged id-less session from its dataset rows (None without them: a streamed
+    document is not read back for this)."""
+    rows = getattr(s, "rows", None)
+    if not is_idless(key) or rows is None:
+        return None
+    turns = rows.turns
+    cols = [turns[c] if isinstance(turns, dict) else turns.get_column(c).to_list()
+            for c in ("speaker_name", "date", "content", "kind")]
+    prints = [print_of(a, d, content_hash(c, k)) for a, d, c, k in zip(*cols, strict=True)]
+    doc = s.document
+    return Prints(key, doc["artifacts"]["ByggLogg"]["grammar"]["id"],
+                  key_title(doc["artifacts"]["Chatthistorik"].get("title")), prints)
+
+
+def resolve(found: list[Prints], ledger: Ledger) -> list[str]:
+    """Index the run's id-less prints and resolve continuations (the main process, after the shards):
+    a key whose earliest prints lie in another of the same grammar and title (or the other's in it)
+    is the same chat, and all such keys become the one whose snapshots start earliest (then the
+    smallest key), whatever the order they were met in. Returns the keys to merge."""
+    ledger.add_prints([(p.key, p.grammar, p.title, p.prints) for p in found])
+    parent: dict[str, str] = {}
+
+    def root(k: str) -> str:
+        while parent.get(k, k) != k:
+            k = parent[k]
+        return k
+
+    for p in sorted(found, key=lambda p: p.key):
+        candidates = ledger.prints([(p.grammar, p.title)]).get((p.grammar, p.title), [])
+        resolved = ledger.aliases_of(k for k, _ in candidates)
+        for other, known in candidates:
+            other = resolved.get(other, other)
+            if other != p.key and (continues(p.prints, known) or continues(known, p.prints)) \
+                    and root(p.key) != root(other):
+                parent[root(p.key)] = root(other)
+    groups: dict[str, set[str]] = {}
+    for k in list(parent):
+        groups.setdefault(root(k), set()).add(k)
+    merged = []
+    for members in groups.values():
+        members |= {root(next(iter(members)))}
+        starts = ledger.snapshots_of(members)
+        canonical = min(members, key=lambda k: (min((r["first_at"] or "" for r in starts.get(k, [])),
+                                                    default="\uffff"), k))
+        for k in sorted(members - {canonical}):
+            ledger.add_alias(k, canonical)
+        merged.append(canonical)
+    return sorted(merged)

@@ -8,6 +8,7 @@ rerunning either export changes nothing; the ledger and the datasets count each 
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from audit import datasets
+from audit import datasets, revisions
 from audit.ledger import Ledger
 from flows.pipeline import reconstruct
 from models.settings import Settings
@@ -57,6 +58,15 @@ def _run(paths: list[Path], out: Path, **kwargs) -> dict:
 
 def _documents(out: Path) -> dict[str, bytes]:
     return {str(p.relative_to(out)): p.read_bytes() for p in sorted((out / "sessions").rglob("*.json"))}
+
+
+@contextlib.contextmanager
+def _ledger(out: Path):
+    ledger = Ledger(out / "ledger.sqlite", read_only=True)
+    try:
+        yield ledger
+    finally:
+        ledger.close()
 
 
 def _only_document(out: Path) -> tuple[str, dict]:
@@ -109,19 +119,15 @@ def test_rerunning_either_snapshot_changes_nothing(exports, tmp_path):
     _run([first], out)
     _run([second], out)
     before = _documents(out)
-    ledger = Ledger(out / "ledger.sqlite")
-    revisions = ledger.revision_count()
-    ledger.close()
+    with _ledger(out) as ledger:
+        count = ledger.revision_count()
     for again in (first, second):
         _run([again], out, force=True)
     assert _documents(out) == before
-    ledger = Ledger(out / "ledger.sqlite", read_only=True)
-    try:
-        assert ledger.revision_count() == revisions
+    with _ledger(out) as ledger:
+        assert ledger.revision_count() == count
         snaps = ledger.snapshots()
         assert len(snaps) == 2 and len({s["session_key"] for s in snaps}) == 1
-    finally:
-        ledger.close()
 
 
 def test_datasets_count_each_message_once(exports, tmp_path):
@@ -138,11 +144,10 @@ def test_an_output_of_the_layout_before_keys_moves_as_a_recorded_revision(export
     out = tmp_path / "out"
     _run([first], out)
     rel, _ = _only_document(out)
-    # the layout before keys: the document under its source's path
-    old = "sessions/exports/2024-05/WhatsApp_Chat_-_Ruta_del_sa_bado.txt-0/unidentified-1/999.json"
     from flows import emit
     from flows.ingest import discover
 
+    # the layout before keys: the document under its source's path
     key = discover([first.parent.parent], Settings())[0].key
     old = emit.legacy_relpath(key, "999", 1)
     (out / old).parent.mkdir(parents=True)
@@ -153,15 +158,10 @@ def test_an_output_of_the_layout_before_keys_moves_as_a_recorded_revision(export
     ledger.close()
     _run([first.parent.parent], out, force=True)
     assert list(_documents(out)) == [rel]
-    ledger = Ledger(out / "ledger.sqlite", read_only=True)
-    try:
+    with _ledger(out) as ledger:
         assert ledger.revisions(old)[-1]["note"] == f"moved to {rel}"
         assert f"moved from {old}" in ledger.revisions(rel)[0]["note"]
-        from audit import revisions
-
         assert revisions.verify(ledger, out) == []
-    finally:
-        ledger.close()
 
 
 def test_sessions_command_reconciliation_dataset_and_report(exports, tmp_path):
@@ -183,12 +183,33 @@ def test_sessions_command_reconciliation_dataset_and_report(exports, tmp_path):
     one = CliRunner().invoke(app, ["sessions", "--out", str(out), "--key", row["key"]])
     assert one.exit_code == 0 and row["key"] in one.stdout
     assert CliRunner().invoke(app, ["sessions", "--out", str(out), "--key", "whatsapp:nope"]).exit_code == 1
-    ledger = Ledger(out / "ledger.sqlite", read_only=True)
-    try:
+    with _ledger(out) as ledger:
         table = datasets.reconciliation(ledger)
         assert table["new"].sum() == DISTINCT and table.height == 2
         assert report.figures(out, ledger)["reconciliation"]["new"] == DISTINCT
-    finally:
-        ledger.close()
     exported = CliRunner().invoke(app, ["export", "--out", str(out), "--format", "csv", "--to", str(tmp_path / "x")])
     assert exported.exit_code == 0 and (tmp_path / "x" / "reconciliation.csv").is_file()
+
+
+@pytest.mark.parametrize("earlier, later", [
+    (FIRST, FIRST[2:] + SECOND[6:]),  # WhatsApp left the two oldest messages out of the later export
+    (FIRST[:2], FIRST),  # a chat of fewer messages than its key is made of, grown
+], ids=["oldest-dropped", "short-chat-grown"])
+def test_an_id_less_chat_whose_earliest_messages_changed_is_found_by_its_message_prints(earlier, later, tmp_path):
+    first, second = _export(tmp_path, "2024-05", earlier), _export(tmp_path, "2024-06", later)
+    distinct = len(dict.fromkeys([*earlier, *later]))
+    outs = {name: tmp_path / name for name in ("forward", "backward", "together")}
+    for name, order in (("forward", [[first], [second]]), ("backward", [[second], [first]]),
+                        ("together", [[second, first]])):
+        for paths in order:
+            _run(paths, outs[name])
+    docs = [_documents(out) for out in outs.values()]
+    assert docs[0] == docs[1] == docs[2]
+    rel, doc = _only_document(outs["forward"])
+    log = doc["artifacts"]["ByggLogg"]
+    assert len(doc["artifacts"]["Chatthistorik"]["interactions"]) == distinct
+    assert len(log["snapshots"]) == 2 and rel.startswith(f"sessions/whatsapp/{log['sessionKey'].split(':')[1]}/")
+    _check(outs["backward"])
+    with _ledger(outs["backward"]) as ledger:
+        assert revisions.verify(ledger, outs["backward"]) == []
+        assert {r["session_key"] for r in ledger.snapshots()} == {log["sessionKey"]}
