@@ -213,3 +213,83 @@ def test_an_id_less_chat_whose_earliest_messages_changed_is_found_by_its_message
     with _ledger(outs["backward"]) as ledger:
         assert revisions.verify(ledger, outs["backward"]) == []
         assert {r["session_key"] for r in ledger.snapshots()} == {log["sessionKey"]}
+
+
+def _turn(mid: str, role: str, text: str, at: int, parent: str, child: str | None) -> dict:
+    return {"id": mid, "parent": parent, "children": [child] if child else [], "message": {
+        "id": mid, "author": {"role": role}, "create_time": at, "content": {"content_type": "text", "parts": [text]}}}
+
+
+def _chatgpt_conversation(cid: str, messages: list[tuple[str, str, str, int]]) -> dict:
+    """A ChatGPT export's conversation: a mapping tree with one branch."""
+    ids = [m[0] for m in messages]
+    mapping = {"root": {"id": "root", "message": None, "parent": None, "children": ids[:1]}}
+    for n, (mid, role, text, at) in enumerate(messages):
+        mapping[mid] = _turn(mid, role, text, at, ids[n - 1] if n else "root", ids[n + 1] if n + 1 < len(ids) else None)
+    return {"id": cid, "conversation_id": cid, "title": f"Chat {cid}", "create_time": messages[0][3],
+            "mapping": mapping, "current_node": ids[-1]}
+
+
+def test_two_chatgpt_exports_a_month_apart_are_one_document_per_conversation(tmp_path):
+    early = [("m1", "user", "What is polars?", 1700000000), ("m2", "assistant", "A DataFrame library.", 1700000010)]
+    later = [*early, ("m3", "user", "And lazy frames?", 1702600000), ("m4", "assistant", "Deferred plans.", 1702600010)]
+    exports = []
+    for month, conversations in (("2023-11", [_chatgpt_conversation("c1", early)]),
+                                 ("2023-12", [_chatgpt_conversation("c1", later),
+                                              _chatgpt_conversation("c2", [("n1", "user", "hi", 1702600100)])])):
+        folder = tmp_path / "chatgpt" / month
+        folder.mkdir(parents=True)
+        (folder / "conversations.json").write_bytes(orjson.dumps(conversations))
+        exports.append(folder)
+    forward, backward, together = tmp_path / "forward", tmp_path / "backward", tmp_path / "together"
+    for export in exports:
+        _run([export], forward)
+    for export in reversed(exports):
+        _run([export], backward)
+    _run(exports[::-1], together)
+    assert _documents(forward) == _documents(backward) == _documents(together)
+    docs = _documents(forward)
+    assert sorted(docs) == ["sessions/chatgpt/c1/c1.json", "sessions/chatgpt/c2/c2.json"]
+    turns = orjson.loads(docs["sessions/chatgpt/c1/c1.json"])["artifacts"]["Chatthistorik"]["interactions"]
+    assert [t["content"] for t in turns] == [m[2] for m in later]
+    assert datasets.tables(forward)[1].height == 5  # each message once
+    _check(forward)
+
+
+USERS = [{"id": "U1", "name": "ann", "real_name": "Ann Lee"}, {"id": "U2", "name": "bo", "real_name": "Bo Berg"}]
+CHANNELS = [{"id": "C01GEN", "name": "general", "created": 1700000000}]
+
+
+def _slack_export(root: Path, name: str, days: dict[str, list[tuple[str, str, str]]]) -> Path:
+    """A Slack export folder: users.json, channels.json and the general channel's day files."""
+    folder = root / name
+    (folder / "general").mkdir(parents=True)
+    (folder / "users.json").write_bytes(orjson.dumps(USERS))
+    (folder / "channels.json").write_bytes(orjson.dumps(CHANNELS))
+    for day, messages in days.items():
+        rows = [{"type": "message", "user": user, "text": text, "ts": ts} for ts, user, text in messages]
+        (folder / "general" / f"{day}.json").write_bytes(orjson.dumps(rows))
+    return folder
+
+
+def test_slack_exports_of_overlapping_ranges_are_one_channel(tmp_path):
+    a = _slack_export(tmp_path, "slack-april-a", {
+        "2024-04-01": [("1711962000.000100", "U1", "Release today?"), ("1711962100.000200", "U2", "Yes, at five")],
+        "2024-04-02": [("1712048400.000300", "U2", "Released"), ("1712048500.000400", "U1", "Thanks!")]})
+    b = _slack_export(tmp_path, "slack-april-b", {
+        "2024-04-02": [("1712048400.000300", "U2", "Released 2.4"), ("1712048500.000400", "U1", "Thanks!")],
+        "2024-04-03": [("1712134800.000500", "U2", "Hotfix went out")]})
+    forward, backward = tmp_path / "forward", tmp_path / "backward"
+    _run([a], forward)
+    _run([b], forward)
+    _run([b], backward)
+    _run([a], backward)
+    assert _documents(forward) == _documents(backward)
+    rel, doc = _only_document(forward)
+    assert rel.startswith("sessions/slack/")
+    turns = doc["artifacts"]["Chatthistorik"]["interactions"]
+    assert [t["content"] for t in turns] == ["Release today?", "Yes, at five", "Released 2.4", "Thanks!",
+                                             "Hotfix went out"]
+    edited = [t for t in turns if t.get("editHistory")]
+    assert [e["content"] for e in edited[0]["editHistory"]] == ["Released"]
+    _check(forward)
