@@ -246,4 +246,7 @@ def verify(ledger: Ledger, out_root: Path) -> list[str]:
     for r in ledger.revisions():
         if r["sha256"] not in present:
             problems.append(f"{r['output_path']} v{r['rev']}: blob {r['sha256']} is missing")
+    for r in ledger.snapshots():  # a session key's snapshots are merged from their blobs (#15)
+        if r["blob_sha256"] not in present:
+            problems.append(f"snapshot {r['source_path']} of {r['session_key']}: blob {r['blob_sha256']} is missing")
     return problems

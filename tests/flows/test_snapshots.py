@@ -293,3 +293,14 @@ def test_slack_exports_of_overlapping_ranges_are_one_channel(tmp_path):
     edited = [t for t in turns if t.get("editHistory")]
     assert [e["content"] for e in edited[0]["editHistory"]] == ["Released"]
     _check(forward)
+
+
+def test_verify_covers_the_snapshot_blobs(exports, tmp_path):
+    out = tmp_path / "out"
+    _run(list(exports), out)
+    with _ledger(out) as ledger:
+        assert revisions.verify(ledger, out) == []
+        blob = ledger.snapshots()[0]["blob_sha256"]
+    revisions.blob_path(out, blob).unlink()
+    with _ledger(out) as ledger:
+        assert any(blob in p and p.startswith("snapshot ") for p in revisions.verify(ledger, out))
