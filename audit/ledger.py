@@ -725,8 +725,10 @@ class Ledger:
         rows = self.db.execute(
             f"SELECT source_key, source_path FROM files f WHERE run_id=? AND {FAILED} "
             # a conversation over several files records its sessions under its folder's key
+            # (a session key's failed merge, under the key, is no input: it is merged again with its next snapshot)
             "UNION SELECT DISTINCT r.source_key, r.source_key FROM reasons r WHERE r.run_id=? AND NOT EXISTS "
-            "(SELECT 1 FROM files f WHERE f.run_id=r.run_id AND f.source_key=r.source_key) ORDER BY 1",
+            "(SELECT 1 FROM files f WHERE f.run_id=r.run_id AND f.source_key=r.source_key) "
+            "AND instr(r.source_key, ':') = 0 ORDER BY 1",
             (run_id, run_id))
         return [{"source_key": k, "source_path": p} for k, p in rows.fetchall()]
 

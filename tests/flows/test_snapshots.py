@@ -304,3 +304,24 @@ def test_verify_covers_the_snapshot_blobs(exports, tmp_path):
     revisions.blob_path(out, blob).unlink()
     with _ledger(out) as ledger:
         assert any(blob in p and p.startswith("snapshot ") for p in revisions.verify(ledger, out))
+
+
+def test_a_key_whose_merge_fails_is_quarantined_and_keeps_its_document(exports, tmp_path, monkeypatch):
+    from flows import merge
+
+    first, second = exports
+    out = tmp_path / "out"
+    _run([first], out)
+    before = _documents(out)
+
+    def broken(snapshots, settings):
+        raise ValueError("the snapshots disagree")
+
+    monkeypatch.setattr(merge, "merge", broken)
+    summary = _run([second], out)
+    assert _documents(out) == before  # the earlier document stays
+    [failed] = [q for q in summary["quarantined"] if q["reasons"] == "snapshot_merge"]
+    assert "the snapshots disagree" in failed["detail"]
+    record = orjson.loads((out / "quarantine" / "keys" / "whatsapp").glob("*/merge.json").__next__().read_bytes())
+    assert record["reasons"] == ["snapshot_merge"] and len(record["snapshots"]) == 2
+    assert summary["status"] == "completed"
