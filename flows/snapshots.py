@@ -22,7 +22,7 @@ import orjson
 from audit import revisions
 from audit.files import resolve_inside
 from audit.ledger import MOVED_TO, Ledger, RevisionRow, SnapshotRow
-from normalizers.keys import content_hash, continues, key_title, print_of
+from normalizers.keys import KEY_MESSAGES, content_hash, continues, key_title, print_of
 
 _LIST = b'"interactions": ['
 _CLOSE = b"\n      ]"  # the interactions' closing bracket (normalizers/encode.py's layout)
@@ -190,27 +190,14 @@ def resolve(found: list[Prints], ledger: Ledger) -> list[str]:
     is the same chat, and all such keys become the one whose snapshots start earliest (then the
     smallest key), whatever the order they were met in. Returns the keys to merge."""
     ledger.add_prints([(p.key, p.grammar, p.title, p.prints) for p in found])
-    parent: dict[str, str] = {}
-
-    def root(k: str) -> str:
-        while parent.get(k, k) != k:
-            k = parent[k]
-        return k
-
-    for p in sorted(found, key=lambda p: p.key):
-        candidates = ledger.prints([(p.grammar, p.title)]).get((p.grammar, p.title), [])
-        resolved = ledger.aliases_of(k for k, _ in candidates)
-        for other, known in candidates:
-            other = resolved.get(other, other)
-            if other != p.key and (continues(p.prints, known) or continues(known, p.prints)) \
-                    and root(p.key) != root(other):
-                parent[root(p.key)] = root(other)
-    groups: dict[str, set[str]] = {}
-    for k in list(parent):
-        groups.setdefault(root(k), set()).add(k)
+    links = UnionFind()
+    chats: dict[tuple[str, str], list[Prints]] = {}
+    for p in found:
+        chats.setdefault((p.grammar, p.title), []).append(p)
+    for chat, mine in sorted(chats.items()):
+        _link(mine, ledger.prints([chat]).get(chat, []), ledger, links)
     merged = []
-    for members in groups.values():
-        members |= {root(next(iter(members)))}
+    for members in links.groups():
         starts = ledger.snapshots_of(members)
         canonical = min(members, key=lambda k: (min((r["first_at"] or "" for r in starts.get(k, [])),
                                                     default="\uffff"), k))
@@ -218,3 +205,47 @@ def resolve(found: list[Prints], ledger: Ledger) -> list[str]:
             ledger.add_alias(k, canonical)
         merged.append(canonical)
     return sorted(merged)
+
+
+def _link(mine: list[Prints], known: list[tuple[str, list[str]]], ledger: Ledger, links: UnionFind) -> None:
+    """Link the run's sessions of one chat (grammar and title) to the known ones they continue or that
+    continue them; only keys sharing a print are compared (one query per chat, not per session)."""
+    resolved = ledger.aliases_of(k for k, _ in known)
+    holders: dict[str, set[int]] = {}  # print -> the known sessions holding it
+    firsts: dict[str, set[int]] = {}  # print -> the known sessions starting with it
+    for i, (_, prints) in enumerate(known):
+        for x in prints:
+            holders.setdefault(x, set()).add(i)
+        if prints:
+            firsts.setdefault(prints[0], set()).add(i)
+    for p in sorted(mine, key=lambda p: p.key):
+        # it continues one holding its earliest prints; one starting inside it continues it
+        near = set().union(*(holders.get(x, set()) for x in p.prints[:KEY_MESSAGES]),
+                           *(firsts.get(x, set()) for x in p.prints))
+        for i in sorted(near):
+            other, prints = resolved.get(known[i][0], known[i][0]), known[i][1]
+            if other != p.key and (continues(p.prints, prints) or continues(prints, p.prints)):
+                links.union(p.key, other)
+
+
+class UnionFind:
+    """Keys linked as one chat."""
+
+    def __init__(self) -> None:
+        self.parent: dict[str, str] = {}
+
+    def root(self, k: str) -> str:
+        while self.parent.get(k, k) != k:
+            k = self.parent[k]
+        return k
+
+    def union(self, a: str, b: str) -> None:
+        ra, rb = self.root(a), self.root(b)
+        if ra != rb:
+            self.parent[max(ra, rb)] = min(ra, rb)
+
+    def groups(self) -> list[set[str]]:
+        out: dict[str, set[str]] = {}
+        for k in self.parent:
+            out.setdefault(self.root(k), {self.root(k)}).add(k)
+        return [out[r] for r in sorted(out)]

@@ -193,8 +193,9 @@ def test_sessions_command_reconciliation_dataset_and_report(exports, tmp_path):
 
 @pytest.mark.parametrize("earlier, later", [
     (FIRST, FIRST[2:] + SECOND[6:]),  # WhatsApp left the two oldest messages out of the later export
+    (FIRST, FIRST[4:] + SECOND[6:]),  # ... or more than a key is made of
     (FIRST[:2], FIRST),  # a chat of fewer messages than its key is made of, grown
-], ids=["oldest-dropped", "short-chat-grown"])
+], ids=["oldest-dropped", "many-oldest-dropped", "short-chat-grown"])
 def test_an_id_less_chat_whose_earliest_messages_changed_is_found_by_its_message_prints(earlier, later, tmp_path):
     first, second = _export(tmp_path, "2024-05", earlier), _export(tmp_path, "2024-06", later)
     distinct = len(dict.fromkeys([*earlier, *later]))
