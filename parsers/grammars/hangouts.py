@@ -150,7 +150,8 @@ class Hangouts(Grammar):
             session.meta["participants"] = sorted(set(names.values()))
         events = conversation.get("events") if isinstance(conversation, dict) else None
         events = events if isinstance(events, list) else []
-        order, _ = chronological([_micros(e.get("timestamp")) if isinstance(e, dict) else None for e in events])
+        stamps = [_micros(e.get("timestamp")) if isinstance(e, dict) else None for e in events]
+        order, _ = chronological(stamps, newest=False)  # times that cannot tell keep the file's order
         if len(events) > 1:
             session.assumptions.append("events emitted oldest first by timestamp")
         times, drift = TimeLog(), Drift()
