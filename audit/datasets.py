@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     from .ledger import Ledger
 
 TABLES = ("sessions", "turns")
+RECONCILIATION = "reconciliation"  # a third table, from the ledger: what each snapshot brought to its key (#15)
+EXPORT_TABLES = (*TABLES, RECONCILIATION)
 FORMATS = ("parquet", "csv", "jsonl")
 PARTS = Path("datasets") / "parts"
 COMPACTED = "compacted"  # the part export leaves: the current rows of every part it read
@@ -50,6 +52,11 @@ TURN_COLUMNS = {
     "speaker_name": pl.Utf8, "provider": pl.Utf8, "model_name": pl.Utf8, "model_version": pl.Utf8,
     "model_source": pl.Utf8, "speaker": pl.Utf8, "date": pl.Utf8, "content": pl.Utf8, "source_lines": pl.Utf8,
     "source_pointer": pl.Utf8, "source_path": pl.Utf8, "grammar": pl.Utf8,
+}
+RECONCILIATION_COLUMNS = {
+    "session_key": pl.Utf8, "output_path": pl.Utf8, "source_sha256": pl.Utf8, "source_path": pl.Utf8,
+    "expected": pl.Int64, "reconstructed": pl.Int64, "new": pl.Int64, "unchanged": pl.Int64, "absent": pl.Int64,
+    "edited": pl.Int64, "run_id": pl.Utf8,
 }
 # What a part holds: the rows of given bytes (run and flag are the ledger's, looked up when read);
 # a turn carries its document's sha256 so that a query can keep the turns of current documents.
@@ -481,11 +488,24 @@ def compact(out_root: Path, snap: Snapshot, sessions: pl.DataFrame, turns: pl.Da
                         path.parent.rmdir()
 
 
+def reconciliation(ledger: Ledger) -> pl.DataFrame:
+    """One row per snapshot of each session key, from the run that last reconciled the key (a merged
+    key's snapshots in the merge's rank order, oldest first): expected (the source's own counter),
+    reconstructed, and new, unchanged, absent, edited against the snapshots before it. Summed over a
+    key's snapshots, ``new`` is its document's interactions: each message is counted once."""
+    paths = {r["session_key"]: r["output_path"] for r in ledger.keyed_sessions()}
+    sources = {(s["session_key"], s["source_sha256"]): s["source_path"] for s in ledger.snapshots()}
+    rows = [{**{k: r[k] for k in RECONCILIATION_COLUMNS if k in r}, "output_path": paths.get(r["session_key"]),
+             "source_path": sources.get((r["session_key"], r["source_sha256"]))}
+            for r in ledger.reconciliation()]
+    return pl.DataFrame(rows, schema=RECONCILIATION_COLUMNS).select(list(RECONCILIATION_COLUMNS))
+
+
 def write(out_root: Path, fmt: str = "parquet", folder: Path | None = None, *, ledger: Ledger | None = None,
           table: str | None = None, out_file: Path | None = None, problems: list[str] | None = None) -> list[Path]:
     """Write sessions.<ext> and turns.<ext> (parquet, csv or jsonl) under OUT/datasets (or
-    ``folder``); with ``table`` only that one, to ``out_file`` when given. With a ledger, the parts
-    are compacted into one as well (when OUT can be written)."""
+    ``folder``), and reconciliation.<ext> with a ledger; with ``table`` only that one, to ``out_file``
+    when given. With a ledger, the parts are compacted into one as well (when OUT can be written)."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}: parquet, csv or jsonl")
     folder = folder or out_root / "datasets"
@@ -502,4 +522,7 @@ def write(out_root: Path, fmt: str = "parquet", folder: Path | None = None, *, l
             continue
         target = out_file if (out_file is not None and table is not None) else folder / f"{name}.{fmt}"
         written.append(_write_frame(frame, target, fmt))
+    if ledger is not None and table in (None, RECONCILIATION):
+        target = out_file if (out_file is not None and table is not None) else folder / f"{RECONCILIATION}.{fmt}"
+        written.append(_write_frame(reconciliation(ledger), target, fmt))
     return written

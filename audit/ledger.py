@@ -94,6 +94,32 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX drift_by_run ON drift (run_id, item);
     """,
+    # 4 -> 5: sessions by key (#15): the key of each session row, the snapshots of each key, the
+    # claims that give a key one writer per run, the reconciliation of each merged key
+    """
+    ALTER TABLE sessions ADD COLUMN session_key TEXT;
+    CREATE INDEX sessions_by_session_key ON sessions (session_key);
+    CREATE TABLE snapshots (
+        session_key TEXT NOT NULL, source_sha256 TEXT NOT NULL, source_path TEXT NOT NULL,
+        blob_sha256 TEXT NOT NULL, first_at TEXT, last_at TEXT, messages INTEGER NOT NULL, run_id TEXT,
+        PRIMARY KEY (session_key, source_sha256)
+    );
+    CREATE TABLE claims (
+        run_id TEXT NOT NULL, session_key TEXT NOT NULL, shard TEXT NOT NULL, PRIMARY KEY (run_id, session_key)
+    );
+    CREATE TABLE reconciliation (
+        run_id TEXT NOT NULL, session_key TEXT NOT NULL, source_sha256 TEXT NOT NULL, expected INTEGER,
+        reconstructed INTEGER NOT NULL, new INTEGER NOT NULL, unchanged INTEGER NOT NULL,
+        absent INTEGER NOT NULL, edited INTEGER NOT NULL
+    );
+    CREATE INDEX reconciliation_by_key ON reconciliation (session_key, run_id);
+    CREATE TABLE prints (
+        session_key TEXT NOT NULL, grammar TEXT NOT NULL, title TEXT NOT NULL, prints TEXT NOT NULL,
+        PRIMARY KEY (session_key)
+    );
+    CREATE INDEX prints_by_chat ON prints (grammar, title);
+    CREATE TABLE aliases (session_key TEXT PRIMARY KEY, canonical TEXT NOT NULL);
+    """,
 ]
 
 # The one predicate every "did this input fail?" query derives from: a file failed in a run when
@@ -102,6 +128,7 @@ FAILED = "EXISTS (SELECT 1 FROM reasons r WHERE r.run_id = f.run_id AND r.source
 OWN_FAILURE = ("EXISTS (SELECT 1 FROM reasons r WHERE r.run_id = f.run_id AND r.source_key = f.source_key "
                "AND r.ordinal IS NULL)")
 SCHEMA_VERSION = len(MIGRATIONS)
+MOVED_TO = "moved to "  # the note that ends a moved document's history at its old path (#15)
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +176,35 @@ class SessionRow:
     unaccounted: int = 0
     declared: int = 0
     drift: dict[str, dict[str, Any]] | None = None
+    session_key: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotRow:
+    """One session's document from one source (#15): the same key and source sha256 are one snapshot;
+    ``blob_sha256`` names its single-snapshot document in the revision store."""
+
+    session_key: str
+    source_sha256: str
+    source_path: str
+    blob_sha256: str
+    first_at: str | None
+    last_at: str | None
+    messages: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReconciliationRow:
+    """What one snapshot brought to its key's document (expected: the source's own counter, if any)."""
+
+    session_key: str
+    source_sha256: str
+    expected: int | None
+    reconstructed: int
+    new: int
+    unchanged: int
+    absent: int
+    edited: int
 
 
 KEYS_PER_QUERY = 500  # source keys bound in one query (SQLite's variable limit is far above)
@@ -294,10 +350,11 @@ class Ledger:
                 + [(run_id, s.source_key, s.ordinal, str(r)) for s in sessions for r in s.reasons],
             )
             self.db.executemany(
-                "INSERT OR REPLACE INTO sessions VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "INSERT OR REPLACE INTO sessions VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 [(run_id, s.source_key, s.ordinal, s.session_id, s.session_id_raw, str(s.status),
                   ",".join(s.reasons), s.detail, s.output_path, s.output_sha256, s.interactions,
-                  s.source_turns, s.characters, s.seconds, s.unaccounted, s.declared) for s in sessions],
+                  s.source_turns, s.characters, s.seconds, s.unaccounted, s.declared, s.session_key)
+                 for s in sessions],
             )
             self.db.executemany(
                 "INSERT INTO drift VALUES (?,?,?,?,?,?)",
@@ -317,7 +374,7 @@ class Ledger:
             for r in rows:
                 last = self.db.execute("SELECT rev, sha256 FROM revisions WHERE output_path=? ORDER BY rev DESC "
                                        "LIMIT 1", (r.output_path,)).fetchone()
-                if last is not None and last[1] == r.sha256:
+                if last is not None and last[1] == r.sha256 and not r.note.startswith(MOVED_TO):
                     continue
                 rev = 0 if last is None else last[0] + 1
                 note = r.note or "rerun"
@@ -332,6 +389,157 @@ class Ledger:
                                 (r.output_path, rev, r.sha256, note, r.ts, run_id))
                 added.append((r.output_path, rev))
         return added
+
+    def add_snapshots(self, rows: Iterable[SnapshotRow], run_id: str) -> None:
+        """Index snapshots; the same key and source sha256 stay one snapshot, the copy with the
+        smallest source path kept (the same set of files gives the same snapshots in any order)."""
+        with self.db:
+            self.db.executemany(
+                "INSERT INTO snapshots VALUES (?,?,?,?,?,?,?,?) ON CONFLICT (session_key, source_sha256) DO UPDATE "
+                "SET source_path=excluded.source_path, blob_sha256=excluded.blob_sha256, first_at=excluded.first_at, "
+                "last_at=excluded.last_at, messages=excluded.messages, run_id=excluded.run_id "
+                "WHERE excluded.source_path < snapshots.source_path",
+                [(r.session_key, r.source_sha256, r.source_path, r.blob_sha256, r.first_at, r.last_at, r.messages,
+                  run_id) for r in rows])
+
+    def claim(self, run_id: str, shard: str, keys: Iterable[str]) -> dict[str, str]:
+        """Claim session keys for a shard (one transaction for them all: the first shard to claim a
+        key is its one writer in the run); returns key -> the shard that holds it."""
+        keys = sorted(set(keys))
+        owners: dict[str, str] = {}
+        with self.db:
+            self.db.executemany("INSERT OR IGNORE INTO claims VALUES (?,?,?)", [(run_id, k, shard) for k in keys])
+            for chunk in _chunks(keys):
+                owners.update(self.db.execute(
+                    f"SELECT session_key, shard FROM claims WHERE run_id=? AND session_key IN ({_marks(chunk)})",
+                    (run_id, *chunk)).fetchall())
+        return owners
+
+    def snapshot_shas(self, keys: Iterable[str]) -> dict[str, set[str]]:
+        """key -> the source sha256 of every snapshot known for it (one query per 500 keys)."""
+        found: dict[str, set[str]] = {}
+        for chunk in _chunks(sorted(set(keys))):
+            for key, sha in self.db.execute(
+                    f"SELECT session_key, source_sha256 FROM snapshots WHERE session_key IN ({_marks(chunk)})", chunk):
+                found.setdefault(key, set()).add(sha)
+        return found
+
+    def snapshots_of(self, keys: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
+        """key -> its snapshots (``snapshots`` order), one query per 500 keys."""
+        found: dict[str, list[dict[str, Any]]] = {}
+        for chunk in _chunks(sorted(set(keys))):
+            for row in self._dicts(f"SELECT * FROM snapshots WHERE session_key IN ({_marks(chunk)}) "
+                                   "ORDER BY session_key, COALESCE(first_at, ''), source_sha256", tuple(chunk)):
+                found.setdefault(row["session_key"], []).append(row)
+        return found
+
+    def snapshots(self, key: str | None = None) -> list[dict[str, Any]]:
+        """Snapshots of one key (or all), in (key, first time, source sha256) order."""
+        where, args = ("WHERE session_key=?", (key,)) if key is not None else ("", ())
+        return self._dicts(f"SELECT * FROM snapshots {where} ORDER BY session_key, COALESCE(first_at, ''), "
+                           "source_sha256", args)
+
+    def add_reconciliation(self, run_id: str, rows: Iterable[ReconciliationRow]) -> None:
+        """A key's reconciliation in a run, replacing what the run recorded of that key before (a key a
+        shard wrote alone and the merge phase then merged is reconciled once, as merged)."""
+        rows = list(rows)
+        with self.db:
+            self.db.executemany("DELETE FROM reconciliation WHERE run_id=? AND session_key=?",
+                                [(run_id, k) for k in sorted({r.session_key for r in rows})])
+            self.db.executemany("INSERT INTO reconciliation VALUES (?,?,?,?,?,?,?,?,?)",
+                                [(run_id, r.session_key, r.source_sha256, r.expected, r.reconstructed, r.new,
+                                  r.unchanged, r.absent, r.edited) for r in rows])
+
+    def reconciliation(self, run_id: str | None = None, key: str | None = None) -> list[dict[str, Any]]:
+        """Reconciliation rows of a run (default: each key's latest run that reconciled it), one per
+        snapshot in the order the merge ranked them (oldest first), keys in order."""
+        if run_id is not None:
+            return self._dicts("SELECT * FROM reconciliation WHERE run_id=? ORDER BY session_key, rowid", (run_id,))
+        where = "WHERE r.session_key=?" if key is not None else ""
+        return self._dicts(
+            "SELECT r.* FROM reconciliation r JOIN (SELECT session_key, MAX(rowid) AS last FROM reconciliation "
+            "GROUP BY session_key) l ON l.session_key=r.session_key JOIN reconciliation x ON x.rowid=l.last "
+            f"AND x.run_id=r.run_id {where} ORDER BY r.session_key, r.rowid", (key,) if key is not None else ())
+
+    def add_prints(self, rows: Iterable[tuple[str, str, str, list[str]]]) -> None:
+        """The message prints of id-less sessions (key, grammar, title, prints), the longest kept."""
+        with self.db:
+            self.db.executemany(
+                "INSERT INTO prints VALUES (?,?,?,?) ON CONFLICT (session_key) DO UPDATE SET prints=excluded.prints "
+                "WHERE length(excluded.prints) > length(prints.prints)",
+                [(k, g, t, orjson.dumps(p).decode()) for k, g, t, p in rows])
+
+    def prints(self, chats: Iterable[tuple[str, str]]) -> dict[tuple[str, str], list[tuple[str, list[str]]]]:
+        """(grammar, title) -> [(key, prints)] of the known id-less sessions of these chats, in key order."""
+        found: dict[tuple[str, str], list[tuple[str, list[str]]]] = {}
+        for grammar, title in sorted(set(chats)):
+            for key, prints in self.db.execute("SELECT session_key, prints FROM prints WHERE grammar=? AND title=? "
+                                               "ORDER BY session_key", (grammar, title)):
+                found.setdefault((grammar, title), []).append((key, orjson.loads(prints)))
+        return found
+
+    def aliases_of(self, keys: Iterable[str]) -> dict[str, str]:
+        """key -> the key it was resolved to (an id-less session found to be another's continuation)."""
+        found: dict[str, str] = {}
+        for chunk in _chunks(sorted(set(keys))):
+            found.update(self.db.execute(
+                f"SELECT session_key, canonical FROM aliases WHERE session_key IN ({_marks(chunk)})", chunk).fetchall())
+        return found
+
+    def add_alias(self, key: str, canonical: str) -> None:
+        """Resolve ``key`` to ``canonical``: its snapshots become the canonical key's (one per source
+        sha256), and keys resolved to it before follow."""
+        with self.db:
+            self.db.execute("INSERT OR IGNORE INTO snapshots SELECT ?, source_sha256, source_path, blob_sha256, "
+                            "first_at, last_at, messages, run_id FROM snapshots WHERE session_key=?", (canonical, key))
+            self.db.execute("DELETE FROM snapshots WHERE session_key=?", (key,))
+            self.db.execute("UPDATE aliases SET canonical=? WHERE canonical=?", (canonical, key))
+            self.db.execute("INSERT OR REPLACE INTO aliases VALUES (?, ?)", (key, canonical))
+
+    def aliased_documents(self, keys: Iterable[str]) -> dict[str, list[str]]:
+        """canonical key -> the document paths its aliases were written at (to be moved to its own)."""
+        found: dict[str, list[str]] = {}
+        for chunk in _chunks(sorted(set(keys))):
+            for canonical, path in self.db.execute(
+                    "SELECT a.canonical, s.output_path FROM aliases a JOIN sessions s ON s.session_key=a.session_key "
+                    f"WHERE a.canonical IN ({_marks(chunk)}) AND s.output_sha256 IS NOT NULL "
+                    "AND s.output_path LIKE 'sessions/%' GROUP BY a.canonical, s.output_path ORDER BY 1, 2", chunk):
+                found.setdefault(canonical, []).append(path)
+        return found
+
+    def keyed_sessions(self, key: str | None = None) -> list[dict[str, Any]]:
+        """Each key's latest written document (key, output path, session id), in key order."""
+        where = "AND s.session_key=?" if key is not None else ""
+        return self._dicts(
+            "SELECT s.session_key, s.output_path, s.session_id, s.status FROM sessions s WHERE s.rowid IN "
+            "(SELECT MAX(rowid) FROM sessions WHERE session_key IS NOT NULL AND output_sha256 IS NOT NULL "
+            f"AND output_path LIKE 'sessions/%' GROUP BY session_key) {where} ORDER BY s.session_key",
+            (key,) if key is not None else ())
+
+    def listing(self, key: str | None = None) -> list[dict[str, Any]]:
+        """Sessions by key (``reconstruct sessions``): each key's document, its snapshots and its counts
+        (new and unchanged summed over its snapshots, edited likewise, absent: from the latest), in key order."""
+        documents = {r["session_key"]: r for r in self.keyed_sessions(key)}
+        snaps = self.snapshots_of(documents)
+        counts: dict[str, list[dict[str, Any]]] = {}
+        for row in self.reconciliation(key=key):
+            counts.setdefault(row["session_key"], []).append(row)
+        out = []
+        for k, doc in documents.items():
+            rows = counts.get(k, [])
+            out.append({
+                "key": k, "path": doc["output_path"], "session_id": doc["session_id"], "status": doc["status"],
+                "snapshots": [{"source_path": s["source_path"], "sha256": s["source_sha256"], "first": s["first_at"],
+                               "last": s["last_at"], "messages": s["messages"]} for s in snaps.get(k, [])],
+                "counts": {"new": sum(r["new"] for r in rows), "unchanged": sum(r["unchanged"] for r in rows),
+                           "absent": rows[-1]["absent"] if rows else 0, "edited": sum(r["edited"] for r in rows)},
+            })
+        return out
+
+    def _dicts(self, sql: str, args: tuple = ()) -> list[dict[str, Any]]:
+        cur = self.db.execute(sql, args)
+        cols = [c[0] for c in cur.description]
+        return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
 
     def mark_interrupted(self) -> int:
         """Runs still 'running' whose process on this host is gone were killed: say so."""
@@ -366,8 +574,13 @@ class Ledger:
         # a file with a reason of its own (nothing read, or its grammar broke after some sessions)
         own = q(f"SELECT COUNT(*) FROM files f WHERE run_id=? AND {OWN_FAILURE}", (run_id,)).fetchone()[0]
         failed = q(f"SELECT COUNT(*) FROM files f WHERE run_id=? AND {FAILED}", (run_id,)).fetchone()[0]
-        sess = dict(q("SELECT status, COUNT(*) FROM sessions WHERE run_id=? GROUP BY status", (run_id,)).fetchall())
-        turns = q("SELECT COALESCE(SUM(interactions), 0) FROM sessions WHERE run_id=? AND status IN (?, ?)",
+        # a merged document's row (ordinal 0, flows/merge.py) is not one more session of the sources
+        sess = dict(q("SELECT status, COUNT(*) FROM sessions WHERE run_id=? AND NOT (ordinal = 0 AND output_sha256 "
+                      "IS NOT NULL) GROUP BY status", (run_id,)).fetchall())
+        # each document once, as the run left it: a snapshot left to its key's merge has no document of
+        # its own, and a key's document written by a shard and then merged counts as merged (#15)
+        turns = q("SELECT COALESCE(SUM(interactions), 0) FROM sessions WHERE rowid IN (SELECT MAX(rowid) FROM "
+                  "sessions WHERE run_id=? AND status IN (?, ?) AND output_sha256 IS NOT NULL GROUP BY output_path)",
                   (run_id, SessionStatus.OK, SessionStatus.PARTIAL)).fetchone()[0]
         unaccounted = q("SELECT COUNT(*), COALESCE(SUM(unaccounted), 0) FROM sessions WHERE run_id=? "
                         "AND unaccounted > 0", (run_id,)).fetchone()
@@ -417,9 +630,11 @@ class Ledger:
             self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
 
     def latest_revisions(self) -> dict[str, str]:
-        """output_path -> sha256 of its newest revision."""
+        """output_path -> sha256 of its newest revision, for the documents that are still at their path
+        (a document moved to its key's address ends its old path's history with "moved to ...")."""
         rows = self.db.execute("SELECT output_path, sha256 FROM revisions r WHERE rev = "
-                               "(SELECT MAX(rev) FROM revisions WHERE output_path=r.output_path)").fetchall()
+                               "(SELECT MAX(rev) FROM revisions WHERE output_path=r.output_path) "
+                               "AND note NOT LIKE ?", (MOVED_TO + "%",)).fetchall()
         return dict(rows)
 
     def paths_for_session_id(self, session_id: str) -> list[str]:
@@ -477,6 +692,12 @@ class Ledger:
         cols = [c[0] for c in cur.description]
         return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
 
+    def running_run(self) -> str | None:
+        """The latest run still marked running (the one a shard belongs to)."""
+        row = self.db.execute("SELECT run_id FROM runs WHERE status=? ORDER BY rowid DESC LIMIT 1",
+                              (RunStatus.RUNNING,)).fetchone()
+        return row[0] if row else None
+
     def latest_run_id(self) -> str | None:
         row = self.db.execute("SELECT run_id FROM runs ORDER BY started_at DESC, rowid DESC LIMIT 1").fetchone()
         return row[0] if row else None
@@ -504,8 +725,10 @@ class Ledger:
         rows = self.db.execute(
             f"SELECT source_key, source_path FROM files f WHERE run_id=? AND {FAILED} "
             # a conversation over several files records its sessions under its folder's key
+            # (a session key's failed merge, under the key, is no input: it is merged again with its next snapshot)
             "UNION SELECT DISTINCT r.source_key, r.source_key FROM reasons r WHERE r.run_id=? AND NOT EXISTS "
-            "(SELECT 1 FROM files f WHERE f.run_id=r.run_id AND f.source_key=r.source_key) ORDER BY 1",
+            "(SELECT 1 FROM files f WHERE f.run_id=r.run_id AND f.source_key=r.source_key) "
+            "AND instr(r.source_key, ':') = 0 ORDER BY 1",
             (run_id, run_id))
         return [{"source_key": k, "source_path": p} for k, p in rows.fetchall()]
 
@@ -538,6 +761,15 @@ class Ledger:
 
     def has_run(self, run_id: str) -> bool:
         return self.db.execute("SELECT 1 FROM runs WHERE run_id=?", (run_id,)).fetchone() is not None
+
+
+def _chunks(keys: list[str]) -> Iterable[list[str]]:
+    for start in range(0, len(keys), KEYS_PER_QUERY):
+        yield keys[start:start + KEYS_PER_QUERY]
+
+
+def _marks(chunk: list[str]) -> str:
+    return ",".join("?" * len(chunk))
 
 
 def _alive(pid: int | None) -> bool:

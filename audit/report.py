@@ -72,7 +72,20 @@ def figures(out_root: Path, ledger: Ledger, run_id: str | None = None) -> dict[s
         "accounting": {"sessions with unaccounted source": counts["sessions_unaccounted"],
                        "unaccounted lines or records": counts["unaccounted_source"]},
         "drift": {d["item"]: d["count"] for d in ledger.drift(run_id)},
+        "reconciliation": _reconciliation(ledger),
     }
+
+
+def _reconciliation(ledger: Ledger) -> dict[str, int]:
+    """Messages of the session keys by what each snapshot brought (#15): new ones summed over the
+    snapshots are the documents' interactions, so each message counts once."""
+    table = datasets.reconciliation(ledger)
+    multi = table.group_by("session_key").len().filter(pl.col("len") > 1).height
+    sums = {c: int(table[c].sum() or 0) for c in ("new", "unchanged", "edited")}
+    latest_absent = int(table.group_by("session_key", maintain_order=True).last()["absent"].sum() or 0)
+    return {"session keys": table["session_key"].n_unique(), "keys with several snapshots": multi,
+            "snapshots": table.height, "expected": int(table["expected"].sum() or 0),
+            "reconstructed": int(table["reconstructed"].sum() or 0), **sums, "absent": latest_absent}
 
 
 def _counts(values: list[Any]) -> dict[str, int]:
@@ -186,6 +199,12 @@ def render(fig: dict[str, Any]) -> str:
         _section("Format drift", "Keys, content types and message types the grammars did not know, counted "
                  "with the first place each was met (ledger); their messages are kept as interactions.",
                  _bars(fig["drift"]), _table("drift", fig["drift"], ("item", "count"))),
+        _section("Reconciliation", "Sessions by key (the same chat from several exports is one document): "
+                 "each snapshot's messages expected (the source's own count), reconstructed, and new, unchanged, "
+                 "edited against the snapshots before it; absent: kept but not in the latest (ledger).",
+                 _bars({k: v for k, v in fig["reconciliation"].items() if k in ("new", "unchanged", "edited",
+                                                                                "absent")}),
+                 _table("reconciliation", fig["reconciliation"], ("", "count"))),
         _section("Redactions by type", "Secrets (and PII when enabled) found in the documents now under OUT.",
                  _bars(fig["redactions"]), _table("redactions", fig["redactions"], ("type", "findings"))),
     ]

@@ -69,6 +69,18 @@ def keep(out_root: Path, source: Path, sha256: str) -> bool:
     return True
 
 
+def store(out_root: Path, data: bytes) -> str:
+    """Keep bytes that no document holds (a snapshot waiting for its key's merge, #15) as a blob;
+    returns its sha256. Atomic and race-free like ``keep``."""
+    sha = hashlib.sha256(data).hexdigest()
+    path = blob_path(out_root, sha)
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, data)
+        path.chmod(BLOB_MODE)
+    return sha
+
+
 def _copy(source: Path, path: Path) -> None:
     """The copy ``keep`` falls back to: streamed through a temporary, fsynced, renamed, read-only."""
     tmp = temporary_for(path)
@@ -234,4 +246,7 @@ def verify(ledger: Ledger, out_root: Path) -> list[str]:
     for r in ledger.revisions():
         if r["sha256"] not in present:
             problems.append(f"{r['output_path']} v{r['rev']}: blob {r['sha256']} is missing")
+    for r in ledger.snapshots():  # a session key's snapshots are merged from their blobs (#15)
+        if r["blob_sha256"] not in present:
+            problems.append(f"snapshot {r['source_path']} of {r['session_key']}: blob {r['blob_sha256']} is missing")
     return problems

@@ -1,4 +1,4 @@
-"""Audit-trail commands: history, revert, verify, diff, apply-diff, export and report.
+"""Audit-trail commands: sessions, history, revert, verify, diff, apply-diff, export and report.
 
 Destructive commands (revert, apply-diff) change nothing until the exact confirmation string
 (seed 000) is typed at the prompt or given with ``--confirm``; anything else aborts with a
@@ -175,19 +175,21 @@ def export(
     config: ConfigOpt = None,
     format: Annotated[str, typer.Option("--format", help="parquet | csv | jsonl")] = "parquet",
     to: Annotated[Path | None, typer.Option("--to", help="Folder to write into (default OUT/datasets).")] = None,
-    table: Annotated[str | None, typer.Option("--table", help="sessions | turns (default both).")] = None,
+    table: Annotated[str | None, typer.Option("--table", help="sessions | turns | reconciliation (default all).")
+                     ] = None,
     out_file: Annotated[Path | None, typer.Option("--out-file", help="Write the one --table here.")] = None,
 ) -> None:
-    """Write sessions and turns tables (one row per session document and per interaction)."""
-    from audit.datasets import FORMATS, TABLES, write
+    """Write the sessions, turns and reconciliation tables (one row per session document, per
+    interaction, and per snapshot of a session key)."""
+    from audit.datasets import EXPORT_TABLES, FORMATS, write
     from audit.ledger import Ledger, ledger_path_for
     from flows.cli import load_settings
 
     if format not in FORMATS:
         _err(f"unknown format {format!r}: parquet, csv or jsonl")
         raise typer.Exit(2)
-    if table is not None and table not in TABLES:
-        _err(f"unknown table {table!r}: sessions or turns")
+    if table is not None and table not in EXPORT_TABLES:
+        _err(f"unknown table {table!r}: sessions, turns or reconciliation")
         raise typer.Exit(2)
     if out_file is not None and table is None:
         table = "sessions" if "turn" not in out_file.name else "turns"
@@ -227,8 +229,37 @@ def report(
     typer.echo(str(path))
 
 
+def sessions(
+    key: Annotated[str | None, typer.Option("--key", help="Only this session key (<platform>:<id>).")] = None,
+    out: OutOpt = Path("output"),
+    config: ConfigOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON document instead of a table.")] = False,
+) -> None:
+    """Sessions by key: each one's document, its snapshots (the exports it was read from) and counts."""
+    from flows.cli import show_rows
+
+    with _ledger(out, config) as ledger:
+        rows = ledger.listing(key)
+    if key is not None and not rows:
+        _err(f"no session with key {key!r}")
+        raise typer.Exit(EXIT_PROBLEM)
+    if as_json:
+        import orjson
+
+        typer.echo(orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode())
+        return
+    show_rows(["key", "path", "snapshot", "sha256", "first", "last", "messages", "new/unchanged/absent/edited"],
+              [[r["key"], r["path"], s["source_path"], s["sha256"][:12], s["first"] or "-", s["last"] or "-",
+                str(s["messages"]), "/".join(str(r["counts"][c]) for c in ("new", "unchanged", "absent", "edited"))]
+               for r in rows for s in r["snapshots"] or [_NO_SNAPSHOT]], title="Sessions by key")
+
+
+_NO_SNAPSHOT = {"source_path": "-", "sha256": "-", "first": None, "last": None, "messages": "-"}
+
+
 def register(app: typer.Typer) -> None:
     """Add this module's commands to the ``reconstruct`` app."""
+    app.command()(sessions)
     app.command()(history)
     app.command()(revert)
     app.command()(verify)

@@ -3,19 +3,19 @@ durable together through audit.files.Batch: atomic, never outside the root).
 
 Layout under the output root (documented in the README):
 
-- ``sessions/<source key>/<sessionId>.json``: a session whose id comes from the source;
-- ``sessions/<source key>/unidentified-<n>/999.json``: the n-th session of a source without an id
-  (rule C1), so two id-less sessions never share a file;
+- ``sessions/<platform>/<key id>/<sessionId>.json``: the document of a session key (#15:
+  ``<platform>:<key id>``, the same conversation from every export of it), each key in its own
+  folder, so an id-less session (``999.json``, rule C1) never shares a file;
 - ``quarantine/<source key>/session-<n>.json`` or ``quarantine/<source key>/file.json``: what the
   gate or ingest refused, with every reason (these are not session documents);
 - ``ledger.sqlite``: the run ledger.
 
-A source key part ending in ``.json`` gets ``.d`` appended as a folder name
-(``sessions/export/conversations.json.d/<id>.json``), so no folder matches ``*.json``.
-
-``<source key>`` is the input's path below its root, prefixed by the root's name, each part passed
-through the same safe mapping as session ids (normalizers.ids), so nothing from the input can
-name a path outside the root.
+Both parts of the key pass through the same safe mapping as session ids (normalizers.ids), so
+nothing from the input can name a path outside the root. Quarantine records stay by source:
+``<source key>`` is the input's path below its root, prefixed by the root's name; a part ending in
+``.json`` gets ``.d`` appended as a folder name, so no folder matches ``*.json``. Outputs of the
+layout before keys (``sessions/<source key>/...``, ``legacy_relpath``) are moved to their key's
+address when that key's document is written, as recorded revisions (flows/shard.py).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import orjson
 
-from normalizers.ids import NO_ID
+from normalizers.ids import NO_ID, safe_path_part
 
 
 def folder(source_key: str) -> str:
@@ -33,7 +33,14 @@ def folder(source_key: str) -> str:
     return "/".join(p + ".d" if p.lower().endswith(".json") else p for p in source_key.split("/"))
 
 
-def document_relpath(source_key: str, session_id: str, ordinal: int) -> str:
+def document_relpath(session_key: str, session_id: str) -> str:
+    """The address of a session key's document: ``sessions/<platform>/<key id>/<sessionId>.json``."""
+    platform, _, ident = session_key.partition(":")
+    return f"sessions/{safe_path_part(platform)}/{safe_path_part(ident)}/{session_id}.json"
+
+
+def legacy_relpath(source_key: str, session_id: str, ordinal: int) -> str:
+    """Where the layout before keys put a session's document (by the file it came from)."""
     if session_id == NO_ID:
         return f"sessions/{folder(source_key)}/unidentified-{ordinal}/{NO_ID}.json"
     return f"sessions/{folder(source_key)}/{session_id}.json"
@@ -42,6 +49,12 @@ def document_relpath(source_key: str, session_id: str, ordinal: int) -> str:
 def quarantine_relpath(source_key: str, ordinal: int | None) -> str:
     leaf = "file.json" if ordinal is None else f"session-{ordinal}.json"
     return f"quarantine/{folder(source_key)}/{leaf}"
+
+
+def key_quarantine_relpath(session_key: str) -> str:
+    """The quarantine record of a key whose merge failed (its earlier document stays)."""
+    platform, _, ident = session_key.partition(":")
+    return f"quarantine/keys/{safe_path_part(platform)}/{safe_path_part(ident)}/merge.json"
 
 
 _INTERACTIONS = b'      "interactions": ['

@@ -312,27 +312,47 @@ def run_job(job: Job, ctx: RunContext | None = None) -> Done:
     out: list[SessionOutcome] = []
     with paused_gc(), ThreadPoolExecutor(WRITERS) as writers:
         pending = []
+        addresses: dict[int, str | None] = {}
         for index, item, *_ in job.entries:
             for n, outcome in enumerate(_entry(grammar, index, item if job.parsed else orjson.loads(item), job, ctx)):
                 if outcome.encoded is not None:
+                    addresses[id(outcome)] = _address(outcome)
                     pending.append(writers.submit(_write, outcome, job.spool / f"{job.tag}.{index}.{n}.json.tmp"))
                 out.append(outcome)
         for done in pending:
             done.result()
-    return Done(out, _stage_rows(job, out))
+    return Done(out, _stage_rows(job, out, addresses))
 
 
-def _stage_rows(job: Job, out: list[SessionOutcome]) -> datasets.BatchParts | None:
+def _stage_rows(job: Job, out: list[SessionOutcome], addresses: dict[int, str | None]) -> datasets.BatchParts | None:
     """The dataset rows of the batch's documents as staged parts, each keyed by the path its id
     gives it (an id-less one gets its ordinal from the shard) and its sha256; the rows are then
     dropped from the outcomes, which go back to the shard without them."""
-    documents = [(o.session_id, o.spool_sha256, o.rows) for o in out if o.spool is not None]
+    documents = [(addresses.get(id(o)), o.spool_sha256, o.rows) for o in out if o.spool is not None]
     for o in out:
         o.rows = None
-    if job.key is None or any(rows is None for _, _, rows in documents):
+    if job.key is None or any(rows is None or rel is None for rel, _, rows in documents):
         return None  # the tables read these documents themselves
-    documents = [(document_relpath(job.key, sid, 0), sha, rows) for sid, sha, rows in documents]
     return datasets.write_batch(job.spool.parent, batch_stem(job.key, job.entries[0][0]), documents)
+
+
+_KEY_FIELD = b'"sessionKey": '
+
+
+def _address(o: SessionOutcome) -> str | None:
+    """Where the document of a conversation lands when its key has no other snapshot (its session
+    key's address, read from the encoded envelope's ``sessionKey`` line); the shard re-keys the rows
+    of one that lands elsewhere or not at all."""
+    at = o.encoded.find(_KEY_FIELD)
+    if at < 0:
+        return None
+    start = at + len(_KEY_FIELD)
+    line = o.encoded[start:o.encoded.find(b"\n", start)].rstrip(b",")
+    try:
+        key = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    return document_relpath(key, o.session_id) if isinstance(key, str) and key else None
 
 
 def _write(outcome: SessionOutcome, path: Path) -> None:
@@ -382,23 +402,24 @@ class _Merger:
         self.staged: list[Path] = []
 
     def add(self, done: Done) -> None:
-        landed: list[tuple[str, str] | None] = []  # where each document the worker staged rows for went
+        written: list[SessionOutcome] = []  # the sessions the worker staged rows for, in its order
         for s in done.sessions:
             s.ordinal = len(self.sessions) + 1
-            written = s.spool is not None
+            staged = s.spool is not None
             if s.document is None and s.spool is None and s.encoded is None:
                 pass  # an unreadable entry: no session id to hold
             elif s.session_id_raw is not None and s.session_id in self.seen:
                 s = duplicate(s, self.seen[s.session_id])
             else:
                 self.seen.setdefault(s.session_id, s.ordinal)
-            where = self.emit(s)
-            if written:
-                landed.append(where if where is not None and where[1] is not None else None)
-            s.document = None  # staged: only what the ledger records is kept
+            self.emit(s)
+            if staged:
+                written.append(s)
+            if s.encoded is not None or s.spool is not None:  # a quarantine record is written with its document
+                s.document = None  # staged: only what the ledger records is kept
             self.sessions.append(s)
-        if done.parts is not None:
-            self.staged.extend(datasets.settle(done.parts, landed))
+        if done.parts is not None:  # keyed by the shard once it knows where each document landed
+            self.staged.append((done.parts, written))
 
     def outcome(self, source: SourceText, detection: Detection, broken: jsonsplit.SplitError | None,
                 seconds: float) -> FileOutcome:

@@ -33,7 +33,8 @@ from models.settings import PIPELINE_VERSION, Settings
 from models.status import DocumentMark, FileStatus, RunStatus
 from normalizers.ids import safe_path_part
 
-from . import alerts, artifacts, emit, ingest, pool
+from . import alerts, artifacts, emit, ingest, pool, snapshots
+from .merge import merge_keys
 from .shard import ShardResult, run_shard
 
 
@@ -82,12 +83,36 @@ class Opaque:
 @task(name="reconstruct-shard", retries=0, retry_delay_seconds=1, retry_condition_fn=only_transient,
       persist_result=False, cache_policy=NO_CACHE)
 def process_shard(refs: Opaque, out_root: str, settings: Settings, companions: Opaque, ledger_path: str,
-                  force: bool, allow_shrink: bool = False) -> ShardResult:
+                  force: bool, allow_shrink: bool = False, run_id: str | None = None) -> ShardResult:
     """One shard (``refs``: its list of InputRef; ``companions``: the run's, by key)."""
     result, where = pool.dispatch(refs.value, Path(out_root), settings, companions=companions.value,
-                                  ledger_path=Path(ledger_path), force=force, allow_shrink=allow_shrink)
+                                  ledger_path=Path(ledger_path), force=force, allow_shrink=allow_shrink,
+                                  run_id=run_id)
     get_run_logger().debug("shard of %d inputs ran on %s", len(refs.value), where)
     return result
+
+
+@task(name="reconstruct-merge", retries=0, retry_delay_seconds=1, retry_condition_fn=only_transient,
+      persist_result=False, cache_policy=NO_CACHE)
+def process_merge(keys: Opaque, out_root: str, settings: Settings, ledger_path: str, run_id: str,
+                  allow_shrink: bool = False) -> ShardResult:
+    """One group of deferred session keys merged (flows/merge.py), on the same pool as the shards."""
+    result, where = pool.dispatch(keys.value, Path(out_root), settings, fn=merge_keys, ledger_path=Path(ledger_path),
+                                  run_id=run_id, allow_shrink=allow_shrink)
+    get_run_logger().debug("merge of %d session keys ran on %s", len(keys.value), where)
+    return result
+
+
+def plan_merges(keys: list[str], settings: Settings) -> list[list[str]]:
+    """The deferred keys in key order, in at least as many groups as workers (at most 500 keys each)."""
+    keys = sorted(set(keys))
+    if not keys:
+        return []
+    size = min(KEYS_PER_MERGE, max(1, math.ceil(len(keys) / settings.workers)))
+    return [keys[i:i + size] for i in range(0, len(keys), size)]
+
+
+KEYS_PER_MERGE = 500
 
 
 def shard_task(settings: Settings):
@@ -111,13 +136,14 @@ def new_run_id() -> str:
 
 def reconstruct(paths: list[Path], out_root: Path, settings: Settings, *, force: bool = False,
                 run_id: str | None = None, runner=None, progress=None, allow_shrink: bool = False,
-                keys: list[str] | None = None) -> dict[str, Any]:
+                keys: list[str] | None = None, merger=None) -> dict[str, Any]:
     """Run the archive through the shards and record it in the ledger; returns the run summary.
 
     Called inside the Prefect flow below; ``runner`` submits shards (a Prefect task runner's
     submit, or None to run them in this process, as the benchmark's core measurement does).
     ``keys`` limits the run to these source keys (a rerun: the same roots, so the same keys);
-    a key no longer found is recorded ``missing``.
+    a key no longer found is recorded ``missing``. ``merger`` submits the groups of deferred session
+    keys after the shards (None: merged in this process).
     """
     started = time.perf_counter()
     run_id = run_id or new_run_id()
@@ -149,23 +175,22 @@ def reconstruct(paths: list[Path], out_root: Path, settings: Settings, *, force:
             progress(0, files)
         results = runner(shards, companions, str(lpath)) if runner else (
             run_shard(s, out_root, settings, companions=companions, ledger_path=lpath, force=force,
-                      allow_shrink=allow_shrink) for s in shards
+                      allow_shrink=allow_shrink, run_id=run_id) for s in shards
         )
         done = 0
         written = 0
+        deferred: list[str] = []
+        prints: list = []
         for result in results:
-            ledger.record(run_id, settings.fingerprint(), result.files, result.sessions)
-            ledger.add_revisions(result.revisions, run_id)  # the index's one writer: this process
-            _mark_superseded(result, run_id, ledger)
-            datasets.adopt(out_root, run_id, result.staged)  # turns before sessions: a crash between re-reads
-            if result.datasets is not None:  # after the ledger: a part's rows are always known to it
-                datasets.write_part(out_root, run_id, result.part, result.datasets)
-            if result.stopped:  # recorded first: what was written before the disk filled is in the ledger
-                raise OSError(result.stopped[0], result.stopped[1])
+            _record(result, out_root, run_id, settings, ledger)
+            deferred.extend(result.deferred)
+            prints.extend(result.prints)
             done += len(result.files)
             written += result.written
             if progress:
                 progress(done, files)
+        deferred.extend(snapshots.resolve(prints, ledger))  # id-less continuations, whatever the order met
+        written += _merge_phase(deferred, out_root, run_id, settings, ledger, lpath, merger, allow_shrink)
         revisions.refresh_index(out_root, ledger)
         interrupted = emit.stop_requested(out_root)
         seconds = time.perf_counter() - started
@@ -180,6 +205,38 @@ def reconstruct(paths: list[Path], out_root: Path, settings: Settings, *, force:
         ledger.close()
     return {"run_id": run_id, "status": ending, "counts": counts, "quarantined": quarantined, "seconds": seconds,
             "shards": len(shards), "written": written, "temporaries_removed": cleaned, "ledger": str(lpath)}
+
+
+def _record(result: ShardResult, out_root: Path, run_id: str, settings: Settings, ledger: Ledger) -> None:
+    """Record a shard's (or a merge group's) rows in the ledger, then its dataset part."""
+    ledger.record(run_id, settings.fingerprint(), result.files, result.sessions)
+    ledger.add_revisions(result.revisions, run_id)  # the index's one writer: this process
+    ledger.add_snapshots(result.snapshots, run_id)
+    ledger.add_reconciliation(run_id, result.reconciliation)
+    _mark_superseded(result, run_id, ledger, out_root)
+    datasets.adopt(out_root, run_id, result.staged)  # turns before sessions: a crash between re-reads
+    if result.datasets is not None:  # after the ledger: a part's rows are always known to it
+        datasets.write_part(out_root, run_id, result.part, result.datasets)
+    if result.stopped:  # recorded first: what was written before the disk filled is in the ledger
+        raise OSError(result.stopped[0], result.stopped[1])
+
+
+def _merge_phase(deferred: list[str], out_root: Path, run_id: str, settings: Settings, ledger: Ledger,
+                 lpath: Path, merger, allow_shrink: bool) -> int:
+    """Merge the keys the shards deferred (flows/merge.py), in groups; returns the documents written.
+    Skipped when the run is asked to stop: the snapshots are indexed, the next run merges them."""
+    resolved = ledger.aliases_of(deferred)  # a key resolved to another is merged as that one
+    groups = plan_merges([resolved.get(k, k) for k in deferred], settings)
+    if not groups or emit.stop_requested(out_root):
+        return 0
+    results = merger(groups, str(lpath)) if merger else (
+        merge_keys(g, out_root, settings, ledger_path=lpath, run_id=run_id, allow_shrink=allow_shrink)
+        for g in groups)
+    written = 0
+    for result in results:
+        _record(result, out_root, run_id, settings, ledger)
+        written += result.written
+    return written
 
 
 def _clean_after_unfinished(out_root: Path, ledger: Ledger) -> int:
@@ -228,8 +285,9 @@ def _missing(gone: list[str], run_id: str, settings: Settings, ledger: Ledger) -
                          for k in gone for path in sorted(ledger.previous_outputs(k, run_id))])
 
 
-def _mark_superseded(result: ShardResult, run_id: str, ledger: Ledger) -> None:
-    """Documents an input produced before but not now (a conversation removed from an export)."""
+def _mark_superseded(result: ShardResult, run_id: str, ledger: Ledger, out_root: Path) -> None:
+    """Documents an input produced before but not now (a conversation removed from an export); a
+    document moved to its key's address is not one of them."""
     processed = {f.source_key for f in result.files
                  if f.status in (FileStatus.OK, FileStatus.PARTIAL) and not f.reasons}
     now: dict[str, set[str]] = {}
@@ -238,6 +296,8 @@ def _mark_superseded(result: ShardResult, run_id: str, ledger: Ledger) -> None:
     rows = []
     for key in sorted(processed):
         for path in sorted(ledger.previous_outputs(key, run_id) - now.get(key, set())):
+            if not (out_root / path).is_file():
+                continue
             rows.append((path, key, DocumentMark.SUPERSEDED, "the input no longer holds this session"))
     if rows:
         ledger.mark(run_id, rows)
@@ -269,20 +329,28 @@ def reconstruct_archive(paths: list[str], out: str, settings: Settings | dict[st
     def submit(shards, companions, ledger_path):
         shard = shard_task(settings)
         shared = Opaque(companions)
-        futures = [shard.submit(Opaque(s), str(out_root), settings, shared, ledger_path, force, allow_shrink)
-                   for s in shards]
+        futures = [shard.submit(Opaque(s), str(out_root), settings, shared, ledger_path, force, allow_shrink,
+                                run_id) for s in shards]
         for i, fut in enumerate(as_completed(futures), 1):  # each shard recorded as soon as it is done
             result = fut.result()
             logger.info("shard %d/%d done: %d files, %d sessions", i, len(futures),
                         len(result.files), len(result.sessions))
             yield result
 
+    def merge(groups, ledger_path):
+        task_ = process_merge.with_options(retries=settings.task_retries, retry_condition_fn=only_transient)
+        futures = [task_.submit(Opaque(g), str(out_root), settings, ledger_path, run_id, allow_shrink)
+                   for g in groups]
+        for fut in as_completed(futures):
+            yield fut.result()
+
     run_id = run_id or new_run_id()
     artifacts.name_flow_run(paths, run_id)
     try:
         with progress_bar(show_progress) as progress, pool.local_pool(settings), graceful_stop(out_root):
             summary = reconstruct([Path(p) for p in paths], out_root, settings, force=force, run_id=run_id,
-                                  runner=submit, progress=progress, allow_shrink=allow_shrink, keys=keys)
+                                  runner=submit, progress=progress, allow_shrink=allow_shrink, keys=keys,
+                                  merger=merge)
     except BaseException as exc:
         alerts.emit_run_event(alerts.outcome_of(exc), run_id, artifacts.archive_name(paths), out,
                               alerts.ledger_counts(ledger_path_for(out_root, settings), run_id), repr(exc))

@@ -18,9 +18,9 @@ from pathlib import Path, PurePosixPath
 import orjson
 import polars as pl
 
-from audit.datasets import part_name
+from audit.datasets import part_name, settle
 from audit.files import resolve_inside
-from audit.ledger import FileRow, Ledger, PriorRuns, RevisionRow, SessionRow
+from audit.ledger import FileRow, Ledger, PriorRuns, ReconciliationRow, RevisionRow, SessionRow, SnapshotRow
 from audit.trail import ShardTrail
 from models.errors import IngestError, Reason
 from models.records import SourceText
@@ -30,7 +30,7 @@ from normalizers.assemble import RunContext
 from normalizers.secrets import scrub_name
 from parsers.text import decode, input_sha256, sha256_text
 
-from . import emit, ingest, jsonstream, spool
+from . import emit, ingest, jsonstream, snapshots, spool
 from .process import DETECT_SAMPLE, FileOutcome, process_bytes, process_group, process_stream, quarantined_file
 
 
@@ -45,6 +45,13 @@ class ShardResult:
     datasets: dict[str, pl.DataFrame] | None = None  # the written documents' rows, as dataset part frames
     part: str = ""  # the file name of the shard's dataset part
     staged: list[str] = field(default_factory=list)  # streamed documents' turns parts (datasets.adopt)
+    snapshots: list[SnapshotRow] = field(default_factory=list)  # every keyed session's snapshot (#15)
+    deferred: list[str] = field(default_factory=list)  # keys left to the merge phase
+    reconciliation: list[ReconciliationRow] = field(default_factory=list)  # the merge phase's
+    prints: list[snapshots.Prints] = field(default_factory=list)  # id-less sessions' message prints
+    pending: list = field(default_factory=list)  # (ref, session) staged until the shard's keys are claimed
+    unsettled: list = field(default_factory=list)  # (batch parts, their sessions) of streamed JSON inputs
+    landed: dict = field(default_factory=dict)  # id(session) -> (path, sha256) where its document went
 
     def merge(self, other: ShardResult) -> None:
         self.stopped = self.stopped or other.stopped
@@ -55,6 +62,10 @@ class ShardResult:
         self.revisions.extend(other.revisions)
         self.part = self.part or other.part
         self.staged.extend(other.staged)
+        self.snapshots.extend(other.snapshots)
+        self.deferred.extend(other.deferred)
+        self.reconciliation.extend(other.reconciliation)
+        self.prints.extend(other.prints)
         if other.datasets is not None:
             self.datasets = other.datasets if self.datasets is None else {
                 t: pl.concat([self.datasets[t], other.datasets[t]], how="vertical") for t in other.datasets}
@@ -154,12 +165,14 @@ def run_shard(
     ledger_path: Path | None = None,
     force: bool = False,
     allow_shrink: bool = False,
+    run_id: str | None = None,
 ) -> ShardResult:
     """Process every input of a shard; a broken input is quarantined and the shard goes on.
 
     Every write of the shard is made durable at its end, together (``ShardTrail.commit``), and
     so is what was written before an interruption or a full disk. ``allow_shrink`` lets a document
-    replace an accepted one that held much more (the mass latch).
+    replace an accepted one that held much more (the mass latch). Sessions are written once the
+    shard's session keys are claimed in the run (``run_id``; flows/snapshots.py).
     """
     ctx = RunContext.from_settings(settings)
     prior = None
@@ -173,13 +186,18 @@ def run_shard(
             if emit.stop_requested(out_root):  # interrupted: what is done is returned and recorded
                 break
             _one(ref, trail, ctx, prior, inputs, result, allow_shrink)
+        _settle(trail, result, settings, allow_shrink, ledger_path, run_id)
+        _settle_rows(trail, result)
     except OSError as exc:
         if exc.errno not in DISK_FULL:
             trail.abandon()
             raise
         result.stopped = (exc.errno, f"{exc.strerror} ({exc.filename or out_root})")  # what was written is kept
+        result.pending.clear()
+        _discard_rows(result)
     except BaseException:
         trail.abandon()  # a retried or failed shard leaves no temporaries
+        _discard_rows(result)
         raise
     finally:
         inputs.close()
@@ -399,35 +417,108 @@ def _emit(ref: ingest.InputRef, outcome: FileOutcome, trail: ShardTrail, result:
             "status": outcome.status, "source": ref.name, "sha256": outcome.sha256,
             "reasons": outcome.reasons, "detail": scrub_name(outcome.detail),
         }))
-    for s in () if outcome.emitted else outcome.sessions:
-        _emit_session(ref, s, trail, result, settings, allow_shrink)
-    trail.rows.staged.extend(outcome.staged)
+    result.pending.extend((ref, s) for s in (() if outcome.emitted else outcome.sessions))
+    result.unsettled.extend(outcome.staged)  # the streamed batches' rows: keyed once their documents land
     outcome.seconds += time.perf_counter() - started
     result.files.append(_file_row(ref, outcome, context_sha))
 
 
-def _emit_session(ref: ingest.InputRef, s, trail: ShardTrail, result: ShardResult, settings: Settings | None,
-                  allow_shrink: bool) -> tuple[str | None, str | None]:
-    """Stage one session's document or record, and its ledger row; returns the (path, sha256) recorded."""
-    rel, sha = _session(ref, s, trail, result, settings, allow_shrink)
-    result.sessions.append(SessionRow(
+def _settle(trail: ShardTrail, result: ShardResult, settings: Settings, allow_shrink: bool,
+            ledger_path: Path | None, run_id: str | None) -> None:
+    """Write or defer the shard's staged sessions, their keys claimed all at once (flows/snapshots.py)."""
+    pending, result.pending = result.pending, []
+    keys = [snapshots.key_of(s) for _, s in pending]
+    resolved = snapshots.aliases(ledger_path, {k for k in keys if snapshots.is_idless(k)})
+    keys = [resolved.get(k, k) for k in keys]
+    keyed: dict[str, list] = {}
+    for key, item in zip(keys, pending, strict=True):
+        if key is not None:
+            keyed.setdefault(key, []).append(item)
+    plan = snapshots.plan(keyed, ledger_path, run_id, result.part)
+    for key, (ref, s) in zip(keys, pending, strict=True):
+        if key in plan.defer:
+            _defer(ref, s, key, trail, result)
+        else:
+            _emit_session(ref, s, trail, result, settings, allow_shrink, key)
+
+
+def _settle_rows(trail: ShardTrail, result: ShardResult) -> None:
+    """The dataset rows the JSON stream's workers staged, keyed by where their documents landed (a
+    deferred snapshot, a duplicate or a latched document: its rows are dropped; the merged document's
+    rows come with it)."""
+    unsettled, result.unsettled = result.unsettled, []
+    for parts, sessions in unsettled:
+        trail.rows.staged.extend(settle(parts, [result.landed.get(id(s)) for s in sessions]))
+    result.landed.clear()
+
+
+def _discard_rows(result: ShardResult) -> None:
+    """A shard that stops before its sessions land leaves no staged rows of its streamed batches."""
+    for parts, _ in result.unsettled:
+        parts.discard()
+    result.unsettled.clear()
+    result.landed.clear()
+
+
+def _session_row(ref: ingest.InputRef, s, rel: str | None, sha: str | None, key: str | None) -> SessionRow:
+    return SessionRow(
         ref.key, s.ordinal, s.session_id, s.session_id_raw, SessionStatus(s.status), s.reasons,
         scrub_name(s.detail), rel, sha, s.interactions, s.source_turns, s.characters, round(s.seconds, 6),
-        s.unaccounted, s.declared, s.drift,
-    ))
-    return rel, sha
+        s.unaccounted, s.declared, s.drift, key,
+    )
+
+
+def _emit_session(ref: ingest.InputRef, s, trail: ShardTrail, result: ShardResult, settings: Settings | None,
+                  allow_shrink: bool, key: str | None = None) -> None:
+    """Stage one session's document or record, and its ledger row (and its snapshot, when written)."""
+    rel, sha = _session(ref, s, trail, result, settings, allow_shrink, key)
+    result.landed[id(s)] = (rel, sha) if rel is not None and sha is not None else None
+    if key is not None and sha is not None:
+        snapshot = snapshots.snapshot_row(key, s, sha)
+        result.snapshots.append(snapshot)
+        # one snapshot: every message is new (the source's own count is its independent turn count)
+        result.reconciliation.append(ReconciliationRow(key, snapshot.source_sha256, s.source_turns, s.interactions,
+                                                       s.interactions, 0, 0, 0))
+        _add_prints(key, s, result)
+    result.sessions.append(_session_row(ref, s, rel, sha, key))
+
+
+def _defer(ref: ingest.InputRef, s, key: str, trail: ShardTrail, result: ShardResult) -> None:
+    """A session whose key has other snapshots: kept as a blob, its key merged after the shards."""
+    rel = emit.document_relpath(key, s.session_id)
+    _add_prints(key, s, result)
+    result.snapshots.append(snapshots.snapshot_row(key, s, snapshots.keep_snapshot(trail.out_root, s)))
+    result.deferred.append(key)
+    _migrate(ref, s, rel, trail)
+    _remove_stale(trail, emit.quarantine_relpath(ref.key, s.ordinal))
+    s.detail = "; ".join(x for x in (s.detail, "a snapshot of its key: merged with the others after the shards") if x)
+    result.sessions.append(_session_row(ref, s, rel, None, key))
+
+
+def _add_prints(key: str, s, result: ShardResult) -> None:
+    found = snapshots.prints_of(key, s)
+    if found is not None:
+        result.prints.append(found)
+
+
+def _migrate(ref: ingest.InputRef, s, rel: str, trail: ShardTrail) -> str:
+    """Move the session's document of the layout before keys (and its key's document under another
+    session id) to ``rel`` as recorded revisions; returns the note for ``rel``."""
+    old = emit.legacy_relpath(ref.key, s.session_id, s.ordinal)
+    legacy = [old] if old != rel and os.path.isfile(os.path.join(trail.out_root, old)) else []
+    return snapshots.move_here(trail, rel, legacy + snapshots.others_in_folder(trail.out_root, rel))
 
 
 def _emitter(ref: ingest.InputRef, trail: ShardTrail, result: ShardResult, settings: Settings, allow_shrink: bool):
-    """``_emit_session`` for one input, for a route that hands its sessions on as they are done."""
-    return lambda s: _emit_session(ref, s, trail, result, settings, allow_shrink)
+    """Stage a session of one input, for a route that hands its sessions on as they are done."""
+    return lambda s: result.pending.append((ref, s))
 
 
 def _session(ref, s, trail: ShardTrail, result: ShardResult, settings: Settings | None,
-             allow_shrink: bool) -> tuple[str | None, str | None]:
+             allow_shrink: bool, key: str | None = None) -> tuple[str | None, str | None]:
     """Stage one session's document (or its quarantine record); returns its (path, sha256) when written."""
     if s.spool is not None:
-        return _spooled(ref, s, trail, result, settings, allow_shrink)
+        return _spooled(ref, s, trail, result, settings, allow_shrink, key)
     record = emit.quarantine_relpath(ref.key, s.ordinal)
     if s.encoded is None:
         trail.batch.stage_changed(resolve_inside(trail.out_root, record), emit.quarantine_record({
@@ -436,19 +527,19 @@ def _session(ref, s, trail: ShardTrail, result: ShardResult, settings: Settings 
             "rejectedDocument": s.document,
         }))
         return record, None
-    rel = emit.document_relpath(ref.key, s.session_id, s.ordinal)
+    rel = emit.document_relpath(key, s.session_id)
     target = resolve_inside(trail.out_root, rel)
     old = _read(target)
-    note, latched = "", None
+    note, latched = _migrate(ref, s, rel, trail), None
     if old is not None and old != s.encoded and settings is not None:
         latched = _latch(old, s, settings.latch_threshold(ref.key.split("/", 1)[0]))
         if latched and allow_shrink:
             # the override is on record: in the ledger detail and in the revision note
-            note = f"allow-shrink: {latched}"
+            note = "; ".join(x for x in (note, f"allow-shrink: {latched}") if x)
             s.detail = "; ".join(x for x in (s.detail, f"mass latch overridden (--allow-shrink): {latched}") if x)
             latched = None
     if latched:
-        _hold_back(ref, s, trail, old, latched, resolve_inside(trail.out_root, record))
+        _hold_back(ref, s, trail, old, latched, resolve_inside(trail.out_root, record), rel)
         return record, None
     try:
         sha, changed = trail.document(rel, s.encoded, old, note=note, rows=s.rows, target=target)
@@ -470,13 +561,13 @@ def _remove_stale(trail: ShardTrail, rel: str) -> None:
         trail.batch.remove_after(resolve_inside(trail.out_root, rel))
 
 
-def _hold_back(ref, s, trail: ShardTrail, old: bytes, latched: str, record: Path) -> None:
+def _hold_back(ref, s, trail: ShardTrail, old: bytes, latched: str, record: Path, rel: str) -> None:
     """The mass latch: the accepted document stays; the smaller one is kept aside with both masses."""
     before = _mass(old)
     trail.batch.stage_changed(record, emit.quarantine_record({
         "status": "quarantined", "source": ref.name, "ordinal": s.ordinal, "sessionId": s.session_id,
         "reasons": [Reason.MASS_LATCH.value], "detail": latched,
-        "acceptedDocument": emit.document_relpath(ref.key, s.session_id, s.ordinal),
+        "acceptedDocument": rel,
         "mass": {"accepted": {"interactions": before[0], "characters": before[1]},
                  "rejected": {"interactions": s.interactions, "characters": s.characters}},
         "rejectedDocument": orjson.loads(s.encoded),
@@ -485,18 +576,18 @@ def _hold_back(ref, s, trail: ShardTrail, old: bytes, latched: str, record: Path
 
 
 def _spooled(ref, s, trail: ShardTrail, result: ShardResult, settings: Settings | None,
-             allow_shrink: bool) -> tuple[str | None, str | None]:
+             allow_shrink: bool, key: str) -> tuple[str | None, str | None]:
     """A streamed session's document, finished by the worker in a temporary file: staged as it is,
     never read into memory; the mass latch reads the accepted document line by line."""
-    rel = emit.document_relpath(ref.key, s.session_id, s.ordinal)
+    rel = emit.document_relpath(key, s.session_id)
     record = emit.quarantine_relpath(ref.key, s.ordinal)
     target = trail.resolve(rel)
     old_sha, sha = _file_sha(target), s.spool_sha256
-    note, latched = "", None
+    note, latched = _migrate(ref, s, rel, trail), None
     if old_sha not in (None, sha) and settings is not None:
         latched = _latch_mass(emit.document_mass(target), s, settings.latch_threshold(ref.key.split("/", 1)[0]))
         if latched and allow_shrink:
-            note = f"allow-shrink: {latched}"
+            note = "; ".join(x for x in (note, f"allow-shrink: {latched}") if x)
             s.detail = "; ".join(x for x in (s.detail, f"mass latch overridden (--allow-shrink): {latched}") if x)
             latched = None
     if latched:

@@ -126,3 +126,11 @@ def parse_group(paths: list[Path], grammar: str, names: list[str], name: str,
     g = registry.get(grammar)
     source = load_group(paths, names, name, companions)
     return [session_snapshot(s, g.count_turns(s.raw)) for s in g.parse(source, Settings())]
+
+
+def key_document(out: Path, platform: str, ident: str = "*", name: str = "*.json") -> Path:
+    """The one document of a session key under ``out`` (``sessions/<platform>/<key id>/<sessionId>.json``),
+    found by its platform and, when known, its key id or file name."""
+    found = sorted((out / "sessions" / platform).glob(f"{ident}/{name}"))
+    assert len(found) == 1, found
+    return found[0]

@@ -17,12 +17,15 @@ from models.settings import Settings
 
 TWO = "User: hi\nAssistant: hello\n"
 FOUR = TWO + "User: how are you\nAssistant: fine thanks\n"
-DOC = "sessions/in/a.txt/unidentified-1/999.json"
+DOC = "sessions/transcript/a/a.json"  # the session key transcript:a (a.txt's session line)
+DOC_B = "sessions/transcript/b/b.json"
 
 
 def _write(src: Path, name: str, text: str) -> None:
+    """An input whose session is named after the file (``Session: a`` in a.txt), so its later
+    contents are snapshots of the same session."""
     src.mkdir(exist_ok=True)
-    (src / name).write_text(text)
+    (src / name).write_text(f"Session: {Path(name).stem}\n{text}")
 
 
 def _reads_under(monkeypatch, folder: Path) -> list[Path]:
@@ -69,7 +72,7 @@ def test_the_tables_hold_the_latest_revision_of_each_current_document(tmp_path):
     second = reconstruct([src], out, Settings(workers=1))
     sessions, turns = tables(out)
     by_path = dict(zip(sessions["output_path"], sessions["run_id"], strict=True))
-    assert by_path == {DOC: second["run_id"], DOC.replace("a.txt", "b.txt"): first["run_id"]}
+    assert by_path == {DOC: second["run_id"], DOC_B: first["run_id"]}
     assert turns.filter(pl.col("output_path") == DOC).height == 4
     # a revert is a revision too: the tables follow it without reading the documents again
     confirm = f"CONFIRM REVERT {DOC} v0"
@@ -80,7 +83,7 @@ def test_the_tables_hold_the_latest_revision_of_each_current_document(tmp_path):
     assert sessions.filter(pl.col("output_path") == DOC)["run_id"].to_list() == [first["run_id"]]
     # a document no longer there has no rows
     (out / DOC).unlink()
-    assert tables(out)[0]["output_path"].to_list() == [DOC.replace("a.txt", "b.txt")]
+    assert tables(out)[0]["output_path"].to_list() == [DOC_B]
 
 
 def test_without_parts_the_documents_are_read_and_give_the_same_tables(tmp_path):
@@ -103,7 +106,8 @@ def test_export_compacts_the_parts_into_one_with_the_same_tables(tmp_path):
         _write(src, "a.txt", FOUR + f"User: round {i}\nAssistant: ok\n")
         reconstruct([src], out, Settings(workers=1))
     before = tables(out)
-    assert len(list((out / datasets.PARTS / "sessions").rglob("*.parquet"))) == 4
+    # a part per run and one per merge phase (a.txt's later contents are snapshots merged with the first)
+    assert len(list((out / datasets.PARTS / "sessions").rglob("*.parquet"))) == 4 + 3
     result = CliRunner().invoke(app, ["export", "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert [p.parent.name for p in (out / datasets.PARTS / "sessions").rglob("*.parquet")] == [datasets.COMPACTED]

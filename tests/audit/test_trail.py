@@ -23,8 +23,8 @@ from flows.cli import app
 from flows.pipeline import reconstruct
 from models.settings import Settings as RunSettings
 
-DOC = "sessions/in/chat.txt/unidentified-1/999.json"
-TWO = "User: hi\nAssistant: hello\n"
+DOC = "sessions/transcript/chat/chat.json"  # the document of the session key transcript:chat
+TWO = "Session: chat\nUser: hi\nAssistant: hello\n"
 FOUR = TWO + "User: how are you\nAssistant: fine thanks\n"
 
 
@@ -68,7 +68,8 @@ def test_where_links_are_not_possible_the_revision_is_a_copy(tmp_path, monkeypat
     blob = revisions.blob_path(out, _latest(out, DOC))
     assert not os.path.samefile(out / DOC, blob)
     assert blob.read_bytes() == (out / DOC).read_bytes()
-    assert len(_blobs(out)) == 2 and not list(revisions.blobs(out).glob(".*"))
+    # v0, the later export's snapshot (a blob until merged) and the merged document
+    assert len(_blobs(out)) == 3 and not list(revisions.blobs(out).glob(".*"))
     assert CliRunner().invoke(app, ["verify", "--out", str(out)]).exit_code == 0
 
 

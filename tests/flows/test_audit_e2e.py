@@ -30,7 +30,8 @@ def _inputs(root: Path) -> Path:
     (src / "chat.txt").write_text(
         f"User: here is my key {SECRETS['openai']}\nAssistant: please rotate it\n"
         f"User: and {SECRETS['github']} too, db at {SECRETS['url']}\nAssistant: noted\n")
-    (src / "long.txt").write_text("".join(f"User: q{i} {SECRETS['openai']}\nAssistant: a{i}\n" for i in range(8)))
+    turns = "".join(f"User: q{i} {SECRETS['openai']}\nAssistant: a{i}\n" for i in range(8))
+    (src / "long.txt").write_text("Session: long\n" + turns)
     return src
 
 
@@ -42,16 +43,15 @@ def test_planted_secret_never_reaches_any_output(tmp_path):
     src = _inputs(tmp_path)
     out = tmp_path / "out"
     reconstruct([src], out, Settings())
-    # a shrinking rerun: the quarantine record holds the rejected document
-    (src / "long.txt").write_text(f"User: q0 {SECRETS['openai']}\nAssistant: a0\n")
-    second = reconstruct([src], out, Settings())
-    assert second["counts"]["sessions_quarantined"] == 1
+    # a shrinking reparse (turns truncated): the quarantine record holds the rejected document
+    second = reconstruct([src], out, Settings(max_turn_chars=12))
+    assert second["counts"]["sessions_quarantined"] >= 1
     runner = CliRunner()
     for fmt in ("csv", "jsonl", "parquet"):
         exported = runner.invoke(app, ["export", "--out", str(out), "--format", fmt, "--to", str(out / "exp")])
         assert exported.exit_code == 0
     assert runner.invoke(app, ["report", "--out", str(out)]).exit_code == 0
-    doc = next(p for p in (out / "sessions").rglob("*.json") if "long.txt" in str(p)).relative_to(out)
+    doc = sorted((out / "sessions").rglob("*.json"))[0].relative_to(out)
     assert runner.invoke(app, ["verify", "--out", str(out)]).exit_code == 0
     diff = runner.invoke(app, ["diff", str(doc), "v0", "v0", "--out", str(out)])
     assert diff.exit_code == 0 and CORE not in diff.stdout

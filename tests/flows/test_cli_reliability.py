@@ -48,7 +48,7 @@ def test_rerun_after_a_fix_writes_under_the_original_key_and_drops_the_stale_rec
     (src / "sub" / "bad.txt").write_text(GOOD.replace("s-1", "s-3"))
     result = runner.invoke(app, ["rerun", "--failed", "--out", str(out)])
     assert result.exit_code == EXIT_OK, result.output
-    assert _documents(out) == sorted([*before, "sessions/logs/sub/bad.txt/s-3.json"])
+    assert _documents(out) == sorted([*before, "sessions/transcript/s-3/s-3.json"])
     assert not (out / "quarantine" / "logs" / "sub" / "bad.txt" / "file.json").exists()
 
 

@@ -9,7 +9,7 @@ import orjson
 from audit.ledger import Ledger
 from flows.pipeline import reconstruct
 from models.settings import Settings
-from tests.helpers import GOLDEN
+from tests.helpers import GOLDEN, key_document
 
 
 def test_slack_export_resolves_users_through_users_json(tmp_path):
@@ -18,7 +18,7 @@ def test_slack_export_resolves_users_through_users_json(tmp_path):
     out = tmp_path / "out"
     summary = reconstruct([src], out, Settings())
     assert summary["counts"]["files_companion"] == 1 and summary["counts"]["sessions_ok"] == 1
-    doc = orjson.loads((out / "sessions" / "slack-export" / "general" / "general.json").read_bytes())
+    doc = orjson.loads(key_document(out, "slack", name="general.json").read_bytes())
     speakers = [i["speakerName"] for i in doc["artifacts"]["Chatthistorik"]["interactions"]]
     assert "Bo Berg" in speakers and "U02BO" not in speakers
     ledger = Ledger(out / "ledger.sqlite")

@@ -14,7 +14,7 @@ from flows import ingest
 from flows.cli import EXIT_OK, EXIT_QUARANTINED, app
 from flows.pipeline import reconstruct
 from models.settings import Settings
-from tests.helpers import CHECKER, ROOT
+from tests.helpers import CHECKER, ROOT, key_document
 
 runner = CliRunner()
 
@@ -43,7 +43,7 @@ def test_a_channel_is_one_session_with_a_thread_reply_from_a_later_day_beside_it
     out = tmp_path / "out"
     summary = reconstruct([_export(tmp_path)], out, Settings())
     assert summary["counts"]["sessions_ok"] == 2 and summary["counts"]["files"] == 5
-    turns = _interactions(out / "sessions" / "acme-export" / "general" / "C01GENERAL.json")
+    turns = _interactions(key_document(out, "slack", name="C01GENERAL.json"))
     assert [t["content"][:12] for t in turns] == ["<@U02OSKAR> ", "Welcome Oska", "Thanks, read", "Ping me if a",
                                                   "Deployed web", "Is the all-h", "15:00, room "]
     assert turns[3]["source"]["pointer"] == "/2024-04-02.json/0"
@@ -65,7 +65,7 @@ def test_a_broken_day_file_makes_the_channel_partial_and_names_the_file(tmp_path
     out = tmp_path / "out"
     summary = reconstruct([src], out, Settings())
     assert summary["counts"]["sessions_partial"] == 1
-    doc = orjson.loads((out / "sessions" / "acme-export" / "general" / "C01GENERAL.json").read_bytes())
+    doc = orjson.loads((key_document(out, "slack", name="C01GENERAL.json")).read_bytes())
     assert "2024-04-03.json" in doc["artifacts"]["Chatthistorik"]["coverageReason"]
 
 
@@ -77,7 +77,8 @@ def test_date_named_files_of_a_format_that_does_not_group_are_read_one_by_one(tm
     out = tmp_path / "out"
     summary = reconstruct([tmp_path / "dce"], out, Settings())
     assert summary["counts"]["sessions_ok"] == 2 and summary["counts"]["files"] == 2
-    assert len(list((out / "sessions" / "dce" / "general").rglob("*.json"))) == 2
+    # the same channel read from each file: two snapshots with one sha256, one document (#15)
+    assert len(list((out / "sessions" / "discord").rglob("*.json"))) == 1
 
 
 def test_a_day_file_too_large_to_read_is_a_gap_in_its_channel(tmp_path):
@@ -85,7 +86,7 @@ def test_a_day_file_too_large_to_read_is_a_gap_in_its_channel(tmp_path):
     out = tmp_path / "out"
     summary = reconstruct([src], out, Settings(max_file_bytes=700))
     assert summary["counts"]["sessions_partial"] >= 1
-    doc = orjson.loads((out / "sessions" / "acme-export" / "general" / "C01GENERAL.json").read_bytes())
+    doc = orjson.loads((key_document(out, "slack", name="C01GENERAL.json")).read_bytes())
     assert "2024-04-01.json" in doc["artifacts"]["Chatthistorik"]["coverageReason"]
     ledger = Ledger(out / "ledger.sqlite")
     try:
@@ -121,7 +122,7 @@ def test_a_telegram_chats_pages_are_one_document_that_names_each_page(tmp_path):
     out = tmp_path / "out"
     summary = reconstruct([_telegram(tmp_path)], out, Settings())
     assert summary["counts"]["sessions_ok"] == 1 and summary["counts"]["files"] == 2
-    path = out / "sessions" / "tg" / "ChatExport_2021-03-14" / "messages.html" / "unidentified-1" / "999.json"
+    path = key_document(out, "telegram-html", name="999.json")
     doc = orjson.loads(path.read_bytes())
     parts = [i["source"]["part"] for i in doc["artifacts"]["Chatthistorik"]["interactions"]]
     assert parts == ["messages.html"] * 7 + ["messages2.html"] * 4
@@ -143,7 +144,7 @@ def test_an_undecodable_or_missing_telegram_page_makes_the_chat_partial_naming_i
     out = tmp_path / "out"
     summary = reconstruct([root], out, Settings())
     assert summary["counts"]["sessions_partial"] == 1
-    path = out / "sessions" / "tg" / "ChatExport_2021-03-14" / "messages.html" / "unidentified-1" / "999.json"
+    path = key_document(out, "telegram-html", name="999.json")
     reason = orjson.loads(path.read_bytes())["artifacts"]["Chatthistorik"]["coverageReason"]
     assert "messages3.html (missing)" in reason and "messages2.html (not readable)" in reason
 
@@ -168,7 +169,7 @@ def test_a_partitioned_discord_channel_is_one_document_where_the_whole_export_wo
     out = tmp_path / "out"
     summary = reconstruct([tmp_path / "dce"], out, Settings())
     assert summary["counts"]["sessions_ok"] == 2 and summary["counts"]["files"] == 5
-    docs = sorted((out / "sessions" / "dce").rglob("*.json"))
+    docs = sorted((out / "sessions" / "discord").rglob("*.json"))
     assert sorted(d.name for d in docs) == ["901.json", "905.json"]
     assert docs[0].parent != docs[1].parent  # two channels, two conversations
     runs = next(d for d in docs if d.name == "901.json")
@@ -215,7 +216,7 @@ def test_rerun_failed_of_a_slack_day_file_reruns_its_channel(prefect_harness, tm
     again = runner.invoke(app, ["rerun", "--failed", "--out", str(out)])
     assert again.exit_code == EXIT_OK, again.output
     assert _files(out) == {"acme-export/general/2024-04-01.json": "ok", "acme-export/general/2024-04-02.json": "ok"}
-    assert len(_interactions(out / "sessions" / "acme-export" / "general" / "C01GENERAL.json")) == 7
+    assert len(_interactions(key_document(out, "slack", name="C01GENERAL.json"))) == 7
 
 
 def test_rerun_failed_of_a_telegram_page_reruns_its_chat(prefect_harness, tmp_path):
@@ -233,5 +234,5 @@ def test_rerun_failed_of_a_telegram_page_reruns_its_chat(prefect_harness, tmp_pa
     assert again.exit_code == EXIT_OK, again.output
     assert _files(out) == {"tg/ChatExport_2021-03-14/messages.html": "ok",
                            "tg/ChatExport_2021-03-14/messages2.html": "ok"}
-    doc = out / "sessions" / "tg" / "ChatExport_2021-03-14" / "messages.html" / "unidentified-1" / "999.json"
+    doc = key_document(out, "telegram-html", name="999.json")
     assert len(_interactions(doc)) == 11

@@ -1,4 +1,8 @@
-"""Rerun mass latch (seed 003): a rerun may not shrink an accepted document past the threshold."""
+"""Rerun mass latch (seed 003): a rerun may not shrink an accepted document past the threshold.
+
+A changed export is a new snapshot of its session and is merged, never shrinking it (#15); what can
+shrink is a snapshot's own reparse: the same input under other settings (here ``max_turn_chars``,
+which truncates the turns)."""
 
 from __future__ import annotations
 
@@ -14,21 +18,21 @@ from flows.cli import app
 from flows.pipeline import reconstruct
 from models.settings import Settings
 
-DOC = "sessions/in/chat.txt/unidentified-1/999.json"
+DOC = "sessions/transcript/s-1/s-1.json"
 QUARANTINE = "quarantine/in/chat.txt/session-1.json"
-# Turns of equal length, so the interaction and character ratios are the same.
-TURNS = ["User: aaaa", "Assistant: bbbb", "User: cccc", "Assistant: dddd"]
+# Four turns of four characters: a reparse keeping ``n`` of each keeps n/4 of the content.
+TEXT = "Session: s-1\nUser: aaaa\nAssistant: bbbb\nUser: cccc\nAssistant: dddd\n"
 
 
-def _text(n: int) -> str:
-    return "\n".join(TURNS[:n]) + "\n"
+def _settings(n: int, settings: Settings | None = None) -> Settings:
+    return (settings or Settings()).model_copy(update={"max_turn_chars": n})
 
 
 def _run(tmp_path: Path, n: int, settings: Settings | None = None, **kw) -> dict:
     src = tmp_path / "in"
     src.mkdir(exist_ok=True)
-    (src / "chat.txt").write_text(_text(n))
-    return reconstruct([src], tmp_path / "out", settings or Settings(), **kw)
+    (src / "chat.txt").write_text(TEXT)
+    return reconstruct([src], tmp_path / "out", _settings(n, settings), **kw)
 
 
 def _session_row(out: Path, run_id: str) -> dict:
@@ -53,12 +57,12 @@ def test_a_shrinking_rerun_is_quarantined_and_the_old_document_stays(tmp_path):
     assert summary["counts"]["sessions_quarantined"] == 1 and summary["counts"]["sessions_ok"] == 0
     row = _session_row(out, summary["run_id"])
     assert (row["status"], row["reasons"]) == ("quarantined", "mass_latch")
-    assert "interactions 4->2" in row["detail"] and "characters 16->8" in row["detail"]
+    assert "interactions 4->4" in row["detail"] and "characters 16->8" in row["detail"]
     record = orjson.loads((out / QUARANTINE).read_bytes())
     assert record["reasons"] == ["mass_latch"]
     assert record["mass"] == {"accepted": {"interactions": 4, "characters": 16},
-                              "rejected": {"interactions": 2, "characters": 8}}
-    assert len(record["rejectedDocument"]["artifacts"]["Chatthistorik"]["interactions"]) == 2
+                              "rejected": {"interactions": 4, "characters": 8}}
+    assert len(record["rejectedDocument"]["artifacts"]["Chatthistorik"]["interactions"]) == 4
     assert record["acceptedDocument"] == DOC
     assert [h["rev"] for h in _history(out)] == ["v0"]  # nothing replaced, nothing indexed
     assert summary["quarantined"][0]["reasons"] == "mass_latch"
@@ -71,7 +75,7 @@ def test_growth_and_small_shrink_pass(tmp_path):
     four = hashlib.sha256((out / DOC).read_bytes()).hexdigest()
     # 3/4 is exactly the threshold, not below it (force: this input was seen in the first run)
     summary = _run(tmp_path, 3, force=True)
-    assert summary["counts"]["sessions_ok"] == 1
+    assert summary["counts"]["sessions_partial"] == 1
     assert hashlib.sha256((out / DOC).read_bytes()).hexdigest() != four
     assert [h["rev"] for h in _history(out)] == ["v0", "v1", "v2"]
 
@@ -83,13 +87,13 @@ def test_allow_shrink_overrides_and_is_recorded(tmp_path):
     assert latched["counts"]["sessions_quarantined"] == 1
     # the held input is not 'unchanged': the next run may decide otherwise without --force
     summary = _run(tmp_path, 2, allow_shrink=True)
-    assert summary["counts"]["sessions_ok"] == 1
+    assert summary["counts"]["sessions_partial"] == 1
     doc = orjson.loads((out / DOC).read_bytes())
-    assert len(doc["artifacts"]["Chatthistorik"]["interactions"]) == 2
+    assert [i["content"] for i in doc["artifacts"]["Chatthistorik"]["interactions"]] == ["aa", "bb", "cc", "dd"]
     row = _session_row(out, summary["run_id"])
-    assert row["status"] == "ok" and "mass latch overridden (--allow-shrink)" in row["detail"]
+    assert row["status"] == "partial" and "mass latch overridden (--allow-shrink)" in row["detail"]
     last = _history(out)[-1]
-    assert last["rev"] == "v1" and last["note"].startswith("allow-shrink: interactions 4->2")
+    assert last["rev"] == "v1" and last["note"].startswith("allow-shrink: interactions 4->4, characters 16->8")
     ledger = Ledger(out / "ledger.sqlite")
     try:
         assert orjson.loads(ledger.run(summary["run_id"])["args"])["allow_shrink"] is True
@@ -116,7 +120,7 @@ def test_global_threshold(tmp_path):
     settings = Settings(mass_latch_threshold=0.4)
     _run(tmp_path, 4, settings)
     assert _run(tmp_path, 1, settings)["counts"]["sessions_quarantined"] == 1
-    assert _run(tmp_path, 2, settings)["counts"]["sessions_ok"] == 1
+    assert _run(tmp_path, 2, settings)["counts"]["sessions_partial"] == 1
 
 
 def test_run_command_has_the_allow_shrink_flag():
@@ -129,9 +133,8 @@ def test_allow_shrink_through_the_prefect_flow(tmp_path, prefect_harness):
 
     src = tmp_path / "in"
     src.mkdir()
-    (src / "chat.txt").write_text(_text(4))
-    settings = Settings(workers=1)
-    run_archive([src], tmp_path / "out", settings)
-    (src / "chat.txt").write_text(_text(2))
+    (src / "chat.txt").write_text(TEXT)
+    run_archive([src], tmp_path / "out", Settings(workers=1))
+    settings = Settings(workers=1, max_turn_chars=2)
     assert run_archive([src], tmp_path / "out", settings)["counts"]["sessions_quarantined"] == 1
-    assert run_archive([src], tmp_path / "out", settings, allow_shrink=True)["counts"]["sessions_ok"] == 1
+    assert run_archive([src], tmp_path / "out", settings, allow_shrink=True)["counts"]["sessions_partial"] == 1

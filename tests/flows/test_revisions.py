@@ -21,9 +21,10 @@ from models.settings import Settings
 from tests.helpers import ROOT
 from validators.diffjson import make_diff
 
-DOC = "sessions/in/chat.txt/unidentified-1/999.json"
-TWO = "User: hi\nAssistant: hello\n"
+DOC = "sessions/transcript/s-1/s-1.json"  # the document of the session key transcript:s-1
+TWO = "Session: s-1\nUser: hi\nAssistant: hello\n"
 FOUR = TWO + "User: how are you\nAssistant: fine thanks\n"
+MERGED = "merged 2 snapshots"  # the later export of the session is a snapshot merged with the first (#15)
 
 
 def cli(*args: str, input: str | None = None):
@@ -72,14 +73,14 @@ def test_first_write_is_v0_with_its_blob_and_index_follows_seed_schema(tmp_path)
 def test_replacement_keeps_the_previous_revision_and_history_lists_newest_first(two_revisions):
     out = two_revisions
     hist = _index(out)["files"][0]["history"]
-    assert [h["rev"] for h in hist] == ["v0", "v1"] and hist[1]["note"] == "rerun"
+    assert [h["rev"] for h in hist] == ["v0", "v1"] and hist[1]["note"] == MERGED
     assert all((out / ".revisions" / "blobs" / h["sha256"]).is_file() for h in hist)
     result = cli("history", DOC, "--out", str(out))
     assert result.exit_code == 0, result.output
     lines = result.output.strip().splitlines()
     assert lines[0].split() == ["rev", "ts", "note", "sha256"]
     assert [ln.split()[0] for ln in lines[1:]] == ["v1", "v0"]
-    assert lines[1].split()[3] == hist[1]["sha256"]
+    assert lines[1].split()[-1] == hist[1]["sha256"]
 
 
 def test_revert_needs_the_exact_confirmation(two_revisions):
@@ -112,7 +113,7 @@ def test_verify_reports_every_mismatch(two_revisions):
     out = two_revisions
     assert cli("verify", "--out", str(out)).exit_code == 0
     (out / DOC).write_bytes((out / DOC).read_bytes() + b" ")
-    stray = out / "sessions" / "in" / "stray.json"
+    stray = out / "sessions" / "transcript" / "stray.json"
     stray.write_text("{}")
     hist = _index(out)["files"][0]["history"]
     blob = out / ".revisions" / "blobs" / hist[0]["sha256"]
@@ -120,7 +121,7 @@ def test_verify_reports_every_mismatch(two_revisions):
     result = cli("verify", "--out", str(out))
     assert result.exit_code != 0
     assert f"{DOC}: document sha256" in result.output
-    assert "sessions/in/stray.json: document not in the revision index" in result.output
+    assert "sessions/transcript/stray.json: document not in the revision index" in result.output
     assert f"blobs/{hist[0]['sha256']}: content sha256" in result.output
     # a document that differs from its index is not replaced by revert either
     confirm = f"CONFIRM REVERT {DOC} v0"
@@ -146,7 +147,7 @@ def test_document_written_before_the_store_gets_v0_from_its_old_bytes(tmp_path):
     db.close()
     _run(tmp_path, FOUR)
     hist = _index(out)["files"][0]["history"]
-    assert [(h["rev"], h["note"]) for h in hist] == [("v0", "init|found before the revision store"), ("v1", "rerun")]
+    assert [(h["rev"], h["note"]) for h in hist] == [("v0", "init|found before the revision store"), ("v1", MERGED)]
     assert revisions.get_blob(out, hist[0]["sha256"]) == old
 
 
@@ -163,8 +164,8 @@ def test_ledger_migrates_from_schema_1(tmp_path):
     db.close()
     ledger = Ledger(path)
     try:
-        assert SCHEMA_VERSION == 4
-        assert ledger.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "4"
+        assert SCHEMA_VERSION == 5
+        assert ledger.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "5"
         assert ledger.revisions() == []
         # comma-joined reasons of an old ledger become rows
         rows = ledger.db.execute("SELECT source_key, ordinal, reason FROM reasons ORDER BY 2, 3").fetchall()
@@ -191,14 +192,14 @@ def test_parallel_shards_share_the_blob_store(tmp_path):
     src = tmp_path / "in"
     src.mkdir()
     for i in range(12):
-        # every file has the same text: documents differ only by path, several share blobs
-        (src / f"chat{i:02}.txt").write_text(FOUR if i % 2 else TWO)
+        # two texts, six files each: each text is one snapshot of one session (whichever shard claims it)
+        (src / f"chat{i:02}.txt").write_text((FOUR if i % 2 else TWO).replace("Session: s-1\n", ""))
     settings = Settings(shard_files=1, workers=3)
     out = tmp_path / "out"
     summary = reconstruct([src], out, settings, runner=_pool_runner(out, settings))
     assert summary["shards"] >= 3
     index = _index(out)
-    assert len(index["files"]) == 12
+    assert len(index["files"]) == 2
     assert sorted(f["file"] for f in index["files"]) == [f["file"] for f in index["files"]]
     assert cli("verify", "--out", str(out)).exit_code == 0
 

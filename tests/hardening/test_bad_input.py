@@ -23,7 +23,8 @@ def _account(out: Path, summary: dict, inputs: int) -> list[tuple]:
     try:
         files = ledger.db.execute("SELECT source_path, status, reasons, sessions FROM files WHERE run_id=?",
                                   (summary["run_id"],)).fetchall()
-        sessions = ledger.db.execute("SELECT status, output_path FROM sessions WHERE run_id=?",
+        # the sources' sessions (a merged document's row, ordinal 0, is its session key's: #15)
+        sessions = ledger.db.execute("SELECT status, output_path FROM sessions WHERE run_id=? AND ordinal > 0",
                                      (summary["run_id"],)).fetchall()
     finally:
         ledger.close()
@@ -64,15 +65,17 @@ def test_bad_input_class(klass, tmp_path):
         assert {Path(p).name: s for p, s, _, _ in files}["empty.txt"] == "quarantined"
 
 
-def test_same_session_id_in_two_files_is_neither_merged_nor_overwritten(tmp_path):
+def test_same_session_id_in_two_files_is_one_session_with_both_snapshots(tmp_path):
     src = tmp_path / "in"
     src.mkdir()
     (src / "a.txt").write_text(GOOD_TRANSCRIPT)
     (src / "b.txt").write_text(GOOD_TRANSCRIPT.replace("hello", "hello again"))
     out = tmp_path / "out"
     reconstruct([src], out, Settings())
-    docs = sorted((out / "sessions").rglob("s-1.json"))
-    assert len(docs) == 2 and docs[0].read_bytes() != docs[1].read_bytes()
+    docs = sorted((out / "sessions").rglob("s-1.json"))  # the key transcript:s-1: two exports of it (#15)
+    assert len(docs) == 1
+    doc = orjson.loads(docs[0].read_bytes())
+    assert sorted(s["path"] for s in doc["artifacts"]["ByggLogg"]["snapshots"]) == ["in/a.txt", "in/b.txt"]
 
 
 def test_same_session_id_twice_in_one_file_quarantines_the_second(tmp_path):

@@ -214,10 +214,12 @@ def test_keys_of_several_roots_do_not_depend_on_their_order(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     reconstruct([tmp_path / "dir1" / "chat.txt", tmp_path / "dir2" / "chat.txt"], a, Settings())
     reconstruct([tmp_path / "dir2" / "chat.txt", tmp_path / "dir1" / "chat.txt"], b, Settings())
-    assert _docs(a) == _docs(b) and len(_docs(a)) == 2
+    # the two files hold the session s-1: two snapshots of one session, merged the same either way (#15)
+    assert _docs(a) == _docs(b) and len(_docs(a)) == 1
     reconstruct([tmp_path / "dir2" / "chat.txt", tmp_path / "dir1" / "chat.txt"], a, Settings())
-    assert len(_docs(a)) == 2
-    paths = {orjson.loads(d)["artifacts"]["ByggLogg"]["source"]["path"] for d in _docs(a).values()}
+    assert _docs(a) == _docs(b)
+    [doc] = _docs(a).values()
+    paths = {s["path"] for s in orjson.loads(doc)["artifacts"]["ByggLogg"]["snapshots"]}
     assert paths == {"dir1/chat.txt", "dir2/chat.txt"}
 
 
@@ -312,10 +314,11 @@ def test_a_deleted_input_keeps_its_document_flagged_source_missing(tmp_path):
     summary = reconstruct([src], out, Settings())
     assert _files(out, summary["run_id"])["in/b.txt"][0] == "missing"
     assert summary["counts"]["files_missing"] == 1 and summary["counts"]["files_quarantined"] == 0
-    assert (out / "sessions/in/b.txt/s-2.json").is_file()
-    assert _flags(out) == {"sessions/in/b.txt/s-2.json": "source_missing"}
+    assert (out / "sessions/transcript/s-2/s-2.json").is_file()
+    assert _flags(out) == {"sessions/transcript/s-2/s-2.json": "source_missing"}
     again = reconstruct([src], out, Settings())  # still gone: not recorded again, still flagged
-    assert again["counts"]["files_missing"] == 0 and _flags(out) == {"sessions/in/b.txt/s-2.json": "source_missing"}
+    assert again["counts"]["files_missing"] == 0
+    assert _flags(out) == {"sessions/transcript/s-2/s-2.json": "source_missing"}
     (src / "b.txt").write_text(GOOD_TRANSCRIPT.replace("s-1", "s-2"))
     reconstruct([src], out, Settings())
     assert _flags(out) == {}
@@ -333,8 +336,8 @@ def test_a_conversation_removed_from_an_export_is_flagged_superseded(tmp_path):
     reconstruct([src], out, Settings())
     (src / "conversations.json").write_bytes(orjson.dumps([one]))
     reconstruct([src], out, Settings())
-    assert _flags(out) == {"sessions/in/conversations.json.d/conv-2.json": "superseded"}
-    assert (out / "sessions/in/conversations.json.d/conv-2.json").is_file()
+    assert _flags(out) == {"sessions/chatgpt/conv-2/conv-2.json": "superseded"}
+    assert (out / "sessions/chatgpt/conv-2/conv-2.json").is_file()
 
 
 def test_a_fixed_input_loses_its_quarantine_record(tmp_path):
@@ -380,4 +383,6 @@ def test_an_input_changed_and_changed_back_is_processed_again(tmp_path):
         (src / "a.txt").write_text(text)
         summary = reconstruct([src], out, Settings())
     assert summary["counts"]["files_skipped"] == 0
-    assert b"changed" not in (out / "sessions/in/a.txt/s-1.json").read_bytes()
+    # its two contents are two snapshots of the session s-1, both in its document (#15)
+    doc = orjson.loads((out / "sessions/transcript/s-1/s-1.json").read_bytes())
+    assert len(doc["artifacts"]["ByggLogg"]["snapshots"]) == 2
