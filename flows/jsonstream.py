@@ -51,7 +51,8 @@ from parsers import jsonsplit, registry
 from parsers.memory import paused_gc
 from validators.accounting import Accountant
 
-from .process import FileOutcome, SessionOutcome, judge
+from . import jsonbatch
+from .process import FileOutcome, SessionOutcome, judge, judge_batch
 from .spool import SPOOL_DIR
 
 Emit = Callable[[SessionOutcome], None]
@@ -207,14 +208,57 @@ def run_job(job: Job, ctx: RunContext | None = None) -> list[SessionOutcome]:
     out: list[SessionOutcome] = []
     with paused_gc(), ThreadPoolExecutor(WRITERS) as writers:
         pending = []
-        for index, item, *_ in job.entries:
-            for n, outcome in enumerate(_entry(grammar, index, item if job.parsed else orjson.loads(item), job, ctx)):
+        for index, outcomes in _outcomes(grammar, job, ctx):
+            for n, outcome in enumerate(outcomes):
                 if outcome.encoded is not None:
                     pending.append(writers.submit(_write, outcome, job.spool / f"{job.tag}.{index}.{n}.json.tmp"))
                 out.append(outcome)
         for done in pending:
             done.result()
     return out
+
+
+def _outcomes(grammar, job: Job, ctx: RunContext) -> Iterator[tuple[int, list[SessionOutcome]]]:
+    """(index, its sessions) of each entry of a batch, in order: the batch's sessions assembled as one
+    table when its grammar appends turns to columns and the batch is large enough (flows/jsonbatch.py),
+    else entry by entry. Either way the same documents."""
+    values = [(index, item if job.parsed else orjson.loads(item)) for index, item, *_ in job.entries]
+    size = sum(len(raw) for *_, raw in job.entries)
+    if jsonbatch.uses_columns(grammar, ctx.settings, size):
+        try:
+            yield from _batched(grammar, values, job, ctx)
+            return
+        except Exception:  # a shortcoming of the column route must not lose the batch: read it entry by entry
+            pass
+    for index, value in values:
+        yield index, _entry(grammar, index, value, job, ctx)
+
+
+def _batched(grammar, values: list[tuple[int, Any]], job: Job, ctx: RunContext
+             ) -> list[tuple[int, list[SessionOutcome]]]:
+    """Every entry parsed with its turns as columns, counted and accounted; then the batch assembled."""
+    done: list[tuple[int, list]] = []
+    batch: list[tuple[int, jsonbatch.Pending]] = []
+    for index, value in values:
+        started = time.perf_counter()
+        try:
+            prepared = [jsonbatch.prepare(parsed, grammar)
+                        for parsed in grammar.parse_entry(f"/{index}", value, job.source, ctx.settings, columns=True)]
+        except ReconstructError as exc:
+            done.append((index, [_unreadable(index, value, exc.reason, exc.detail, started)]))
+            continue
+        except Exception as exc:  # a grammar bug loses this conversation, not the file
+            done.append((index, [_unreadable(index, value, Reason.PARSE_ERROR, _bug(grammar, exc), started)]))
+            continue
+        done.append((index, [len(batch) + i for i in range(len(prepared))]))
+        batch.extend((0, p) for p in prepared)
+    judged = judge_batch(batch, grammar, job.source, job.detection, ctx, None)
+    return [(index, [judged[i] if isinstance(i, int) else i for i in items]) for index, items in done]
+
+
+def _bug(grammar, exc: Exception) -> str:
+    where = traceback.extract_tb(exc.__traceback__)[-1]
+    return f"{grammar.name} failed: {type(exc).__name__}: {exc} ({where.filename}:{where.lineno})"
 
 
 def _write(outcome: SessionOutcome, path: Path) -> None:
@@ -239,9 +283,7 @@ def _entry(grammar, index: int, value: Any, job: Job, ctx: RunContext) -> list[S
     except ReconstructError as exc:
         return [_unreadable(index, value, exc.reason, exc.detail, started)]
     except Exception as exc:  # a grammar bug loses this conversation, not the file
-        where = traceback.extract_tb(exc.__traceback__)[-1]
-        detail = f"{grammar.name} failed: {type(exc).__name__}: {exc} ({where.filename}:{where.lineno})"
-        return [_unreadable(index, value, Reason.PARSE_ERROR, detail, started)]
+        return [_unreadable(index, value, Reason.PARSE_ERROR, _bug(grammar, exc), started)]
     return out
 
 
