@@ -16,6 +16,7 @@ The grammar picks one with ``turns_for(columns)`` and never looks at which it go
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
+from functools import lru_cache
 from typing import Any
 
 import orjson
@@ -48,58 +49,44 @@ class TurnList(list):
 
 
 class TurnColumns:
-    """The turns of one session, column by column (see the module docstring). JSON turns only:
-    located by ``pointer`` (a turn with ``lines`` or a ``base_text`` is refused: ``appended`` then
-    says the session must take the record route)."""
+    """The turns of one session, held for the columns of a batch (see the module docstring): one
+    tuple per turn in ``_COLUMNS`` order, no record, turned into columns once per batch. JSON turns
+    only: a turn located by ``lines`` or with a ``base_text`` clears ``appended`` (the session then
+    takes the record route)."""
 
-    __slots__ = ("_odd", "appended", "columns", "roles")
+    __slots__ = ("_odd", "appended", "rows")
 
     def __init__(self) -> None:
-        self.columns: tuple[list, ...] = tuple([] for _ in _COLUMNS)
-        self.roles: set[str] = set()
+        self.rows: list[tuple] = []
         self.appended = True
-        """False once a turn could not be held as columns (its extra fields are not JSON): the
-        session then goes through records (``records`` gives them, extra fields as given)."""
+        """False once a turn could not be held as columns (located by lines, or extra fields that are not
+        JSON): the session then goes through records (``records`` gives them, extra fields as given)."""
         self._odd: dict[int, Any] = {}
 
     def __len__(self) -> int:
-        return len(self.columns[0])
+        return len(self.rows)
 
     def add(self, speaker: str, role: str, content: str, time: datetime | None = None, time_raw: str | None = None,
             model: ModelRef | None = None, kind: str = "message", lines: tuple[int, int] | None = None,
             pointer: str | None = None, extra: dict[str, Any] | None = None, model_explicit: bool = True) -> None:
-        (c_speaker, c_role, c_kind, c_content, c_time, c_offset, c_raw, c_model, c_explicit, c_pointer,
-         c_extra) = self.columns
         if lines is not None:
             self.appended = False
-        if time is None or time.tzinfo is None:
-            offset = None
-        elif time.tzinfo is UTC:  # the common case: epochs and ``Z`` stamps
-            offset, time = 0, time.replace(tzinfo=None)
-        else:
-            delta = time.utcoffset()
-            offset, time = (int(delta.total_seconds()) if delta is not None else None), time.replace(tzinfo=None)
+        offset = None
+        if time is not None and time.tzinfo is not None:
+            if time.tzinfo is UTC:  # the common case: epochs and ``Z`` stamps
+                offset, time = 0, time.replace(tzinfo=None)
+            else:
+                delta = time.utcoffset()
+                offset, time = (int(delta.total_seconds()) if delta is not None else None), time.replace(tzinfo=None)
+        encoded = None
         if extra:
             try:
                 encoded = orjson.dumps(extra).decode()
             except TypeError:  # not JSON as it stands (a key or number orjson refuses): records keep it
                 self.appended = False
-                self._odd[len(c_role)] = extra
-                encoded = None
-        else:
-            encoded = None
-        c_speaker.append(speaker)
-        c_role.append(role)
-        c_kind.append(kind)
-        c_content.append(content)
-        c_time.append(time)
-        c_offset.append(offset)
-        c_raw.append(time_raw)
-        c_model.append(None if model is None else orjson.dumps((model.provider, model.name, model.version)).decode())
-        c_explicit.append(model_explicit)
-        c_pointer.append(pointer)
-        c_extra.append(encoded)
-        self.roles.add(role)
+                self._odd[len(self.rows)] = extra
+        self.rows.append((speaker, role, kind, content, time, offset, time_raw,
+                          None if model is None else _model_json(model), model_explicit, pointer, encoded))
 
     def append(self, turn: Turn) -> None:
         """A turn already built as a record (a malformed entry's notice)."""
@@ -109,26 +96,30 @@ class TurnColumns:
                  turn.pointer, turn.extra, turn.model_explicit)
 
     def has_role(self, role: str) -> bool:
-        return role in self.roles
+        return any(row[1] == role for row in self.rows)
 
     @property
     def pointers(self) -> list[str | None]:
-        return self.columns[_COLUMNS.index("pointer")]
+        return [row[_POINTER] for row in self.rows]
 
     def records(self) -> TurnList:
         """The same turns as records (``TurnList``), as the grammar would have built them."""
         out = TurnList()
-        (speakers, roles, kinds, contents, times, offsets, raws, models, explicit, pointers,
-         extras) = self.columns
-        for i in range(len(roles)):
-            time, offset = times[i], offsets[i]
+        for i, (speaker, role, kind, content, time, offset, raw, model, explicit, pointer, extra) in \
+                enumerate(self.rows):
             if time is not None and offset is not None:
                 time = time.replace(tzinfo=UTC if offset == 0 else timezone(timedelta(seconds=offset)))
-            model = ModelRef(*orjson.loads(models[i])) if models[i] is not None else None
-            extra = self._odd.get(i) if extras[i] is None else orjson.loads(extras[i])
-            out.add(speakers[i], roles[i], contents[i], time, raws[i], model, kinds[i], None, pointers[i], extra,
-                    explicit[i])
+            out.add(speaker, role, content, time, raw, ModelRef(*orjson.loads(model)) if model is not None else None,
+                    kind, None, pointer, self._odd.get(i) if extra is None else orjson.loads(extra), explicit)
         return out
+
+
+_POINTER = _COLUMNS.index("pointer")
+
+
+@lru_cache(maxsize=1024)
+def _model_json(model: ModelRef) -> str:
+    return orjson.dumps((model.provider, model.name, model.version)).decode()
 
 
 def turns_for(columns: bool) -> TurnList | TurnColumns:
@@ -138,12 +129,12 @@ def turns_for(columns: bool) -> TurnList | TurnColumns:
 
 def batch_frame(builders: list[TurnColumns]) -> pl.DataFrame:
     """The turns of a batch of sessions as one frame (``BATCH_SCHEMA``), session ``i`` the ``i``-th builder."""
-    joined: tuple[list, ...] = tuple([] for _ in _COLUMNS)
     session: list[int] = []
+    rows: list[tuple] = []
     for i, builder in enumerate(builders):
-        for column, part in zip(joined, builder.columns, strict=True):
-            column.extend(part)
-        session.extend([i] * len(builder))
-    data = {"session": session, **dict(zip(_COLUMNS, joined, strict=True))}
+        rows.extend(builder.rows)
+        session.extend([i] * len(builder.rows))
+    columns = list(zip(*rows, strict=True)) if rows else [() for _ in _COLUMNS]
     # a Series per column: several times faster than the frame's constructor given a schema
-    return pl.DataFrame([pl.Series(k, v, dtype=BATCH_SCHEMA[k]) for k, v in data.items()])
+    return pl.DataFrame([pl.Series("session", session, dtype=pl.Int64)]
+                        + [pl.Series(k, v, dtype=BATCH_SCHEMA[k]) for k, v in zip(_COLUMNS, columns, strict=True)])
