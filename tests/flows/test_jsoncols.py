@@ -130,15 +130,38 @@ def _conversation(draw, n: int) -> dict:
     return conv
 
 
+@st.composite
+def _claude(draw, n: int) -> dict:
+    """A Claude conversation: senders, blocks, times and attachments drawn."""
+    messages = []
+    for i in range(draw(st.integers(0, 6))):
+        blocks = draw(st.lists(st.one_of(
+            st.builds(lambda t: {"type": "text", "text": t}, _TEXT),
+            st.just({"type": "tool_use", "name": "web_search", "input": {"q": "x", "createdAt": "soon"}}),
+            st.builds(lambda t: {"type": "thinking", "thinking": t, "start_timestamp": "2024-05-01T10:00:00Z"}, _TEXT)),
+            max_size=2))
+        message = {"uuid": f"u{n}-{i}", "sender": draw(st.sampled_from(["human", "assistant", "system", "bot", None])),
+                   "text": draw(_TEXT), "content": blocks, "created_at": draw(_TIME)}
+        if draw(st.integers(0, 4)) == 0:
+            message["attachments"] = [{"file_name": "a.txt", "extracted_content": draw(_TEXT)}]
+        if draw(st.integers(0, 4)) == 0:
+            message["model"] = draw(st.sampled_from(["claude-3-opus", "sk-abcdefghijklmnopqrstuvwxyz0"]))
+        messages.append(message)
+    return {"uuid": f"c{n}", "name": draw(st.sampled_from(["t", ""])), "created_at": draw(_TIME),
+            "chat_messages": messages}
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.integers(0, 3), min_size=1, max_size=8).flatmap(
-    lambda ns: st.tuples(*(_conversation(i) for i in range(len(ns))))), st.sampled_from(SETTINGS[:4]),
-    st.integers(1, 20))
+@given(st.sampled_from([_conversation, _claude]).flatmap(lambda make: st.lists(st.integers(0, 3), min_size=1,
+       max_size=8).flatmap(lambda ns: st.tuples(*(make(i) for i in range(len(ns)))))),
+       st.sampled_from(SETTINGS[:4]), st.integers(1, 20))
 def test_generated_conversations_give_the_record_routes_bytes(conversations, settings, batch):
     data = orjson.dumps(list(conversations))
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(jsonbatch, "BATCH_TURNS", batch)  # batch boundaries anywhere
-        _same(*_routes(data, "conversations.json", settings))
+        columns, records = _routes(data, "conversations.json", settings)
+    _same(columns, records)
+    assert columns.grammar == ("claude" if "chat_messages" in conversations[0] else "chatgpt")
 
 
 def test_batches_of_one_session_or_all_give_the_same_documents(monkeypatch):
