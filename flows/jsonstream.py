@@ -9,7 +9,8 @@ The JSON counterpart of flows/spool.py. A ChatGPT or Claude ``conversations.json
    than two batches each, else it is done here (this process is the last worker; with one worker,
    or where no child process may be started, every batch is done here): every entry is parsed by its
    grammar (``Grammar.parse_entry``), accounted, assembled and gated as the whole-file path does
-   (``process.judge``), and its document written to a temporary file under ``OUT/.spool``;
+   (``process.judge``; the batch's sessions assembled as one table when the grammar appends turns to
+   columns, flows/jsonbatch.py), and its document written to a temporary file under ``OUT/.spool``;
 3. the batches' sessions come back in their order: ordinals and duplicate session ids are settled
    here across batches, as the whole-file path settles them, and each session is handed to
    ``emit`` (the shard stages the temporary file in its write batch) before the next batch is
