@@ -5,6 +5,7 @@ to column builders, generated conversations, and whatever the batch boundaries a
 from __future__ import annotations
 
 import shutil
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import orjson
@@ -17,6 +18,7 @@ from audit.datasets import rows
 from flows import ingest, jsonbatch
 from flows.process import process_bytes
 from flows.shard import run_shard
+from models.records import ModelRef
 from models.settings import Settings
 from normalizers.assemble import RunContext
 from parsers import registry
@@ -174,9 +176,6 @@ def test_batches_of_one_session_or_all_give_the_same_documents(monkeypatch):
 
 
 def test_the_builders_give_the_same_turns():
-    from datetime import UTC, datetime, timedelta, timezone
-
-    from models.records import ModelRef
     calls = [
         ("Ann", "user", "hi", datetime(2024, 1, 1, tzinfo=UTC), "1704067200", None, "message", None, "/0", None),
         ("GPT", "assistant", "yo", datetime(2024, 1, 1, 3), "2024-01-01T03:00:00", ModelRef("openai", "x", None),
