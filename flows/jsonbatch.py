@@ -86,7 +86,6 @@ def assemble_pending(pending: list[Pending], source: SourceText, detection: Dete
     out = []
     share = (time.perf_counter() - started) / max(len(pending), 1)
     for p, part, frames in zip(pending, batch.sessions, checks, strict=True):
-        p.parsed.turns = []
         doc = envelope(p.parsed, p.counted, part.summary, [], source=source, detection=detection,
                        grammar_version=grammar.version, ctx=ctx, accounting=p.accounting.as_dict(),
                        unaccounted=p.accounting.reason())

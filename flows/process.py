@@ -354,6 +354,7 @@ def judge_batch(pending: list[tuple[int, jsonbatch.Pending]], grammar, source: S
             session = _built(p.parsed, p.counted, source, detection, grammar, ctx, p.accounting)
             spent = p.seconds
         else:
+            p.parsed.turns = []  # the document holds what is needed
             session = _Built(b.doc, b.count, b.characters, frames=b.frames, body=b.body, table=b.rows)
             spent = b.seconds
         outcome = _decide(ordinal, p.parsed, session, p.counted, p.accounting, {} if seen_ids is None else seen_ids,

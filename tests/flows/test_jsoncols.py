@@ -175,6 +175,25 @@ def test_batches_of_one_session_or_all_give_the_same_documents(monkeypatch):
     assert got[0] == got[1] == got[2] and all(got[0])
 
 
+@pytest.mark.parametrize("where", ["assemble_batch", "envelope"])
+def test_a_batch_the_column_route_fails_on_takes_records(where, monkeypatch):
+    data = (GOLDEN / "chatgpt" / "conversations.json").read_bytes()
+    expected = [s.encoded for s in _routes(data, "c.json", SETTINGS[0])[1].sessions]
+    real, calls = getattr(jsonbatch, where), []
+
+    def fails_second(*args, **kwargs):  # after one session's envelope was made, or at once
+        calls.append(1)
+        if len(calls) == 2 or where == "assemble_batch":
+            raise RuntimeError("a column route shortcoming")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(jsonbatch, where, fails_second)
+    got = process_bytes(data, "c.json", RunContext.from_settings(SETTINGS[0]))
+    assert len(calls) >= (1 if where == "assemble_batch" else 2)
+    assert [s.encoded for s in got.sessions] == expected and all(expected)
+    assert not any(isinstance(s.rows.turns, pl.DataFrame) for s in got.sessions)
+
+
 def test_the_builders_give_the_same_turns():
     calls = [
         ("Ann", "user", "hi", datetime(2024, 1, 1, tzinfo=UTC), "1704067200", None, "message", None, "/0", None),
