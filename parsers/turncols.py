@@ -1,13 +1,14 @@
-"""Turn builders for the JSON grammars: a session's turns appended column by column, or as records.
+"""Turn builders for the JSON grammars: a session's turns held for columns, or as records.
 
 A JSON grammar that reads turns as columns (``Grammar.appends``) gives each session's ``turns`` one
 of two builders with the same ``add`` (the fields of ``models.records.Turn``, in its order):
 
 - ``TurnList``: the turn records (a list of ``Turn``), for the record route (small inputs,
   ``columnar = false``);
-- ``TurnColumns``: one Python list per column, no record per turn; ``batch_frame`` joins the
-  builders of a batch of sessions into one frame (``BATCH_SCHEMA``, a ``session`` column numbering
-  them) for the batched column assembly (normalizers/jsoncols.py).
+- ``TurnColumns``: one plain tuple per turn, no record (the cheapest append Python has);
+  ``batch_frame`` turns the builders of a batch of sessions into one frame, transposed once
+  (``BATCH_SCHEMA``, a ``session`` column numbering them), for the batched column assembly
+  (normalizers/jsoncols.py).
 
 The grammar picks one with ``turns_for(columns)`` and never looks at which it got: the same
 ``add`` calls give the same turns either way (``TurnColumns.records`` gives them back as records).
