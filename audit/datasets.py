@@ -139,8 +139,9 @@ class DocumentRows:
     def _turn_frame(self, session: dict) -> pl.DataFrame:
         lit = {k: pl.lit(session[k], dtype=pl.Utf8)
                for k in ("output_path", "session_id", "source_path", "grammar", "output_sha256")}
-        return self.turns.with_columns(source_pointer=pl.lit(None, dtype=pl.Utf8), **lit) \
-                         .select(pl.col(k).cast(t) for k, t in PART_COLUMNS["turns"].items())
+        if "source_pointer" not in self.turns.columns:  # line turns: located by lines
+            lit["source_pointer"] = pl.lit(None, dtype=pl.Utf8)
+        return self.turns.with_columns(**lit).select(pl.col(k).cast(t) for k, t in PART_COLUMNS["turns"].items())
 
 
 def rows(rel: str, sha256: str, doc: dict[str, Any]) -> tuple[dict, list[dict]]:

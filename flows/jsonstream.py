@@ -9,7 +9,8 @@ The JSON counterpart of flows/spool.py. A ChatGPT or Claude ``conversations.json
    than two batches each, else it is done here (this process is the last worker; with one worker,
    or where no child process may be started, every batch is done here): every entry is parsed by its
    grammar (``Grammar.parse_entry``), accounted, assembled and gated as the whole-file path does
-   (``process.judge``), and its document written to a temporary file under ``OUT/.spool``;
+   (``process.judge``; the batch's sessions assembled as one table when the grammar appends turns to
+   columns, flows/jsonbatch.py), and its document written to a temporary file under ``OUT/.spool``;
 3. the batches' sessions come back in their order: ordinals and duplicate session ids are settled
    here across batches, as the whole-file path settles them, and each session is handed to
    ``emit`` (the shard stages the temporary file in its write batch) before the next batch is
@@ -60,8 +61,9 @@ from parsers import jsonsplit, registry
 from parsers.memory import paused_gc
 from validators.accounting import Accountant
 
+from . import jsonbatch
 from .emit import document_relpath
-from .process import FileOutcome, SessionOutcome, judge
+from .process import FileOutcome, SessionOutcome, judge, judge_batch
 from .spool import SPOOL_DIR
 
 Emit = Callable[[SessionOutcome], "tuple[str | None, str | None] | None"]
@@ -313,8 +315,8 @@ def run_job(job: Job, ctx: RunContext | None = None) -> Done:
     with paused_gc(), ThreadPoolExecutor(WRITERS) as writers:
         pending = []
         addresses: dict[int, str | None] = {}
-        for index, item, *_ in job.entries:
-            for n, outcome in enumerate(_entry(grammar, index, item if job.parsed else orjson.loads(item), job, ctx)):
+        for index, outcomes in _outcomes(grammar, job, ctx):
+            for n, outcome in enumerate(outcomes):
                 if outcome.encoded is not None:
                     addresses[id(outcome)] = _address(outcome)
                     pending.append(writers.submit(_write, outcome, job.spool / f"{job.tag}.{index}.{n}.json.tmp"))
@@ -355,6 +357,49 @@ def _address(o: SessionOutcome) -> str | None:
     return document_relpath(key, o.session_id) if isinstance(key, str) and key else None
 
 
+def _outcomes(grammar, job: Job, ctx: RunContext) -> Iterator[tuple[int, list[SessionOutcome]]]:
+    """(index, its sessions) of each entry of a batch, in order: the batch's sessions assembled as one
+    table when its grammar appends turns to columns and the batch is large enough (flows/jsonbatch.py),
+    else entry by entry. Either way the same documents."""
+    values = [(index, item if job.parsed else orjson.loads(item)) for index, item, *_ in job.entries]
+    size = sum(len(raw) for *_, raw in job.entries)
+    if jsonbatch.uses_columns(grammar, ctx.settings, size):
+        try:
+            yield from _batched(grammar, values, job, ctx)
+            return
+        except Exception:  # a shortcoming of the column route must not lose the batch: read it entry by entry
+            pass
+    for index, value in values:
+        yield index, _entry(grammar, index, value, job, ctx)
+
+
+def _batched(grammar, values: list[tuple[int, Any]], job: Job, ctx: RunContext
+             ) -> list[tuple[int, list[SessionOutcome]]]:
+    """Every entry parsed with its turns as columns, counted and accounted; then the batch assembled."""
+    done: list[tuple[int, list]] = []
+    batch: list[tuple[int, jsonbatch.Pending]] = []
+    for index, value in values:
+        started = time.perf_counter()
+        try:
+            prepared = [jsonbatch.prepare(parsed, grammar)
+                        for parsed in grammar.parse_entry(f"/{index}", value, job.source, ctx.settings, columns=True)]
+        except ReconstructError as exc:
+            done.append((index, [_unreadable(index, value, exc.reason, exc.detail, started)]))
+            continue
+        except Exception as exc:  # a grammar bug loses this conversation, not the file
+            done.append((index, [_unreadable(index, value, Reason.PARSE_ERROR, _bug(grammar, exc), started)]))
+            continue
+        done.append((index, [len(batch) + i for i in range(len(prepared))]))
+        batch.extend((0, p) for p in prepared)
+    judged = judge_batch(batch, grammar, job.source, job.detection, ctx, None)
+    return [(index, [judged[i] if isinstance(i, int) else i for i in items]) for index, items in done]
+
+
+def _bug(grammar, exc: Exception) -> str:
+    where = traceback.extract_tb(exc.__traceback__)[-1]
+    return f"{grammar.name} failed: {type(exc).__name__}: {exc} ({where.filename}:{where.lineno})"
+
+
 def _write(outcome: SessionOutcome, path: Path) -> None:
     """The session's document into a temporary file, synced; the outcome then names the file."""
     with open(path, "wb") as fh:
@@ -376,9 +421,7 @@ def _entry(grammar, index: int, value: Any, job: Job, ctx: RunContext) -> list[S
     except ReconstructError as exc:
         return [_unreadable(index, value, exc.reason, exc.detail, started)]
     except Exception as exc:  # a grammar bug loses this conversation, not the file
-        where = traceback.extract_tb(exc.__traceback__)[-1]
-        detail = f"{grammar.name} failed: {type(exc).__name__}: {exc} ({where.filename}:{where.lineno})"
-        return [_unreadable(index, value, Reason.PARSE_ERROR, detail, started)]
+        return [_unreadable(index, value, Reason.PARSE_ERROR, _bug(grammar, exc), started)]
     return out
 
 

@@ -28,6 +28,8 @@ from parsers.text import decode
 from validators import gate
 from validators.accounting import Accountant, Accounting
 
+from . import jsonbatch
+
 DETECT_SAMPLE = 65536
 
 
@@ -102,7 +104,9 @@ def _gate_session(built: _Built, counted: int, accounting: Accounting) -> tuple[
     check = gate.ByteCheck()
     try:
         head, tail = head_and_tail(doc, built.count)
-        if built.columns is not None:
+        if built.body is not None:
+            body = built.body
+        elif built.columns is not None:
             body = lines_bytes(built.columns, True)
         else:
             body = join_lines(map(encode_interaction, doc["artifacts"]["Chatthistorik"]["interactions"]), True)
@@ -139,6 +143,8 @@ def process_text(source: SourceText, ctx: RunContext) -> FileOutcome:
 def _sessions(grammar, source: SourceText, ctx: RunContext):
     """The grammar's sessions, with their turns as columns when it reads this input that way and
     the input is large enough for columns to pay (the same documents either way)."""
+    if grammar.appends:
+        return grammar.parse(source, ctx.settings, columns=jsonbatch.uses_columns(grammar, ctx.settings, source.size))
     if grammar.columnar and ctx.settings.columnar and source.size >= ctx.settings.columnar_min_bytes:
         try:
             sessions = grammar.parse_columns(source, ctx.settings)
@@ -155,13 +161,22 @@ def collect(parsed_sessions, grammar, source: SourceText, detection: Detection, 
     sessions: list[SessionOutcome] = []
     seen_ids: dict[str, int] = {}
     accountant = Accountant.of(source, lines=not grammar.structured)
+    batch = _Batch(grammar, source, detection, ctx, seen_ids, sessions)
     try:
         for ordinal, (parsed, last) in enumerate(_with_last(parsed_sessions), 1):
+            if jsonbatch.columnar(parsed):
+                batch.add(ordinal, parsed)
+                continue
+            batch.flush()
             accounting = accountant.account(parsed, last)
-            sessions.append(judge(ordinal, parsed, grammar, source, detection, ctx, seen_ids, accounting))
+            sessions.append(judge(ordinal, _as_records(parsed), grammar, source, detection, ctx, seen_ids,
+                                  accounting))
+        batch.flush()
     except ReconstructError as exc:
+        batch.flush()
         return _partial_failure(source, detection, sessions, exc.reason, str(exc), started)
     except Exception as exc:  # a grammar bug must quarantine the file, not crash the run
+        batch.flush()
         where = traceback.extract_tb(exc.__traceback__)[-1]
         detail = f"{detection.grammar} failed: {type(exc).__name__}: {exc} ({where.filename}:{where.lineno})"
         return _partial_failure(source, detection, sessions, Reason.PARSE_ERROR, detail, started)
@@ -209,6 +224,12 @@ def _judge(ordinal, parsed, grammar, source, detection, ctx, seen_ids, accountin
     counted = grammar.count_turns(parsed.raw)
     parsed.raw = None
     built = _built(parsed, counted, source, detection, grammar, ctx, accounting)
+    return _decide(ordinal, parsed, built, counted, accounting, seen_ids, t0)
+
+
+def _decide(ordinal, parsed, built: _Built, counted: int, accounting: Accounting, seen_ids: dict[str, int],
+            t0: float) -> SessionOutcome:
+    """A built session's judgement: a duplicate id, else the gate's."""
     doc = built.doc
     sid = doc["sessionId"]
     raw_id = doc["artifacts"]["ByggLogg"].get("sessionIdRaw", sid) if parsed.session_id is not None else None
@@ -224,7 +245,7 @@ def _judge(ordinal, parsed, grammar, source, detection, ctx, seen_ids, accountin
     if result.passed:
         status = SessionStatus.PARTIAL if result.partial else SessionStatus.OK
         reason = doc["artifacts"]["Chatthistorik"].get("coverageReason", "")
-        rows = DocumentRows.of(doc, built.turns.frame() if built.turns is not None else None)
+        rows = DocumentRows.of(doc, built.turns.frame() if built.turns is not None else built.table)
         return SessionOutcome(ordinal, sid, raw_id, status, [], reason, encoded, None,
                               built.count, counted, built.characters, seconds=time.perf_counter() - t0,
                               turns=built.turns, rows=rows)
@@ -246,6 +267,10 @@ class _Built:
     frames: gate.FrameCheck | None = None
 
     rows: Any = None
+    body: bytes | None = None
+    """The interactions' bytes when they were encoded apart (a batch of JSON sessions)."""
+    table: Any = None
+    """The turns table rows of a batch's session (``normalizers.jsoncols.SessionColumns.rows``)."""
 
     @property
     def turns(self):
@@ -254,9 +279,11 @@ class _Built:
 
     def full_document(self) -> dict[str, Any]:
         """The document with its interactions as dicts (a quarantine record keeps it)."""
+        history = self.doc["artifacts"]["Chatthistorik"]
         if self.columns is not None:
-            history = self.doc["artifacts"]["Chatthistorik"]
             history["interactions"] = [orjson.loads(line) for line in self.columns["line"]]
+        elif self.body:  # one line per interaction, each but the last ending in a comma
+            history["interactions"] = [orjson.loads(line.rstrip(b",")) for line in self.body[1:].split(b"\n")]
         return self.doc
 
 
@@ -276,6 +303,69 @@ def _built(parsed, counted, source, detection, grammar, ctx, accounting: Account
     doc = envelope(parsed, counted, assembler.summary, [], **common)
     return _Built(doc, columns.height, int(columns["content"].str.len_chars().sum() or 0), columns, frames,
                   assembler.rows(columns))
+
+
+def _as_records(parsed):
+    """A session whose turn builder holds columns the batch cannot take, as turn records."""
+    if isinstance(parsed.turns, jsonbatch.TurnColumns):
+        parsed.turns = parsed.turns.records()
+    return parsed
+
+
+class _Batch:
+    """The sessions of a whole read whose turns are columns, judged ``jsonbatch.BATCH_TURNS`` turns at a
+    time, in order, into ``sessions`` (the file's outcomes so far)."""
+
+    def __init__(self, grammar, source: SourceText, detection: Detection, ctx: RunContext, seen_ids: dict[str, int],
+                 sessions: list[SessionOutcome]) -> None:
+        self.grammar, self.source, self.detection, self.ctx = grammar, source, detection, ctx
+        self.seen_ids, self.sessions = seen_ids, sessions
+        self.pending: list[tuple[int, jsonbatch.Pending]] = []
+        self.turns = 0
+
+    def add(self, ordinal: int, parsed) -> None:
+        self.pending.append((ordinal, jsonbatch.prepare(parsed, self.grammar)))
+        self.turns += len(parsed.turns)
+        if self.turns >= jsonbatch.BATCH_TURNS:
+            self.flush()
+
+    def flush(self) -> None:
+        pending, self.pending, self.turns = self.pending, [], 0
+        if pending:
+            self.sessions.extend(judge_batch(pending, self.grammar, self.source, self.detection, self.ctx,
+                                             self.seen_ids))
+
+
+def judge_batch(pending: list[tuple[int, jsonbatch.Pending]], grammar, source: SourceText, detection: Detection,
+                ctx: RunContext, seen_ids: dict[str, int] | None, rows: bool = True) -> list[SessionOutcome]:
+    """Judge a batch of prepared sessions (``jsonbatch``), in order, each with its ordinal (``seen_ids``
+    None: each session on its own, as an entry of a streamed list is). Should the column route fail on
+    the batch, each session is assembled from its turn records instead."""
+    table = [p for _, p in pending if jsonbatch.columnar(p.parsed)]
+    try:
+        built = dict(zip(map(id, table), jsonbatch.assemble_pending(table, source, detection, grammar, ctx, rows),
+                         strict=True))
+    except Exception:  # a shortcoming of the column route must not lose the batch: records read it
+        built = {}
+    out = []
+    for ordinal, p in pending:
+        t0 = time.perf_counter()
+        b = built.get(id(p))
+        if b is None:
+            _as_records(p.parsed)
+            session = _built(p.parsed, p.counted, source, detection, grammar, ctx, p.accounting)
+            spent = p.seconds
+        else:
+            p.parsed.turns = []  # the document holds what is needed
+            session = _Built(b.doc, b.count, b.characters, frames=b.frames, body=b.body, table=b.rows)
+            spent = b.seconds
+        outcome = _decide(ordinal, p.parsed, session, p.counted, p.accounting, {} if seen_ids is None else seen_ids,
+                          t0 - spent)
+        outcome.unaccounted = p.accounting.unaccounted + p.accounting.overlapping
+        outcome.declared = p.accounting.declared
+        outcome.drift = p.parsed.meta.get("formatDrift") or {}
+        out.append(outcome)
+    return out
 
 
 def _partial_failure(source: SourceText, detection: Detection, sessions: list[SessionOutcome],

@@ -254,33 +254,42 @@ class ColumnAssembler:
 
     def _dates(self, frame: pl.DataFrame) -> pl.Series:
         """UTC ``YYYY-MM-DDTHH:mm:ssZ`` of the naive times in the source zone; null when unreadable."""
-        time, zone = frame["time"], self.ctx.zone
-        if zone.key == "UTC":
-            utc = time.dt.replace_time_zone("UTC")
-        else:
-            utc = (time.dt.replace_time_zone(zone.key, ambiguous="earliest", non_existent="null")
-                   .dt.convert_time_zone("UTC"))
-        naive = time.is_not_null()
-        if "offset" in frame.columns:  # times the source gives with a zone: wall time minus its offset
-            aware = frame["offset"].is_not_null()
-            fixed = pl.select(time - pl.duration(seconds=frame["offset"].fill_null(0))).to_series()
-            fixed = fixed.dt.replace_time_zone("UTC")
-            utc = pl.select(pl.when(aware).then(fixed).otherwise(utc)).to_series()
-            naive = naive & ~aware
-        year = utc.dt.year()
-        date = pl.select(pl.when((year >= MIN_YEAR) & (year <= MAX_YEAR)).then(utc.dt.strftime(_ISO))).to_series()
-        gaps = (naive & utc.is_null()).arg_true()
-        if len(gaps):  # in a DST gap: Python's reading (the offset before the change)
-            values = [to_utc_z(t.replace(tzinfo=zone), UTC) for t in time.gather(gaps).to_list()]
-            date = date.scatter(gaps, pl.Series(values, dtype=pl.Utf8))
+        offset = frame["offset"] if "offset" in frame.columns else None
+        date, naive, unreadable = utc_dates(frame["time"], offset, frame["time_raw"], self.ctx.zone)
         s = self.summary
         s.naive_times += int(naive.sum())
-        s.unreadable_times += int((time.is_not_null() & date.is_null()).sum())
-        s.unreadable_times += int((time.is_null() & (frame["time_raw"].str.len_bytes() > 0)).sum())
+        s.unreadable_times += int(unreadable.sum())
         s.unknown["turnsWithoutTime"] += int(date.null_count())
         if date.null_count() < len(date):
             s.saw_date(date.min())
         return date
+
+
+def utc_dates(time: pl.Series, offset: pl.Series | None, time_raw: pl.Series, zone
+              ) -> tuple[pl.Series, pl.Series, pl.Series]:
+    """(UTC ``YYYY-MM-DDTHH:mm:ssZ`` of each time, null when there is none or it is unreadable; which
+    times are naive; which are unreadable) as ``assemble._interactions`` reads each turn's time: a
+    naive wall time is in ``zone``, one with an ``offset`` (seconds) is at that offset."""
+    if zone.key == "UTC":
+        utc = time.dt.replace_time_zone("UTC")
+    else:
+        utc = (time.dt.replace_time_zone(zone.key, ambiguous="earliest", non_existent="null")
+               .dt.convert_time_zone("UTC"))
+    naive = time.is_not_null()
+    if offset is not None:  # times the source gives with a zone: wall time minus its offset
+        aware = offset.is_not_null()
+        fixed = pl.select(time - pl.duration(seconds=offset.fill_null(0))).to_series()
+        fixed = fixed.dt.replace_time_zone("UTC")
+        utc = pl.select(pl.when(aware).then(fixed).otherwise(utc)).to_series()
+        naive = naive & ~aware
+    year = utc.dt.year()
+    date = pl.select(pl.when((year >= MIN_YEAR) & (year <= MAX_YEAR)).then(utc.dt.strftime(_ISO))).to_series()
+    gaps = (naive & utc.is_null()).arg_true()
+    if len(gaps):  # in a DST gap: Python's reading (the offset before the change)
+        values = [to_utc_z(t.replace(tzinfo=zone), UTC) for t in time.gather(gaps).to_list()]
+        date = date.scatter(gaps, pl.Series(values, dtype=pl.Utf8))
+    unreadable = (time.is_not_null() & date.is_null()) | (time.is_null() & (time_raw.str.len_bytes() > 0))
+    return date, naive, unreadable.fill_null(False)
 
 
 @dataclass(slots=True)
@@ -320,17 +329,20 @@ def _speaker_keys(frame: pl.DataFrame) -> pl.Series:
                         .otherwise(pl.concat_str(pl.col("speaker"), pl.lit("\x1f"), pl.col("model")))).to_series()
 
 
-def _line() -> pl.Expr:
-    """One interaction's JSON line, keys in the dict path's order."""
+def _line(source: list[pl.Expr] | None = None) -> pl.Expr:
+    """One interaction's JSON line, keys in the dict path's order; ``source``: the pieces of its
+    ``"source"`` value (default: its line span)."""
     c = pl.col
+    if source is None:
+        source = [pl.lit('{"lines":['), c("line_start").cast(pl.Utf8), pl.lit(","), c("line_end").cast(pl.Utf8),
+                  pl.lit("]}")]
     return pl.concat_str(
         pl.lit('{"ordinal":'), c("ordinal").cast(pl.Utf8), pl.lit(',"role":'), json_string(c("role")),
         pl.lit(',"kind":'), json_string(c("kind")), c("spk"),
         _optional("date", pl.concat_str(pl.lit('"'), c("date"), pl.lit('"'))),
         _optional("dateRaw", json_string(c("time_raw"))),
-        pl.lit(',"content":'), json_string(c("content")),
-        pl.lit(',"source":{"lines":['), c("line_start").cast(pl.Utf8), pl.lit(","), c("line_end").cast(pl.Utf8),
-        pl.lit("]}"), c("raw"), _optional("sourceFields", c("extra")), pl.lit("}"),
+        pl.lit(',"content":'), json_string(c("content")), pl.lit(',"source":'), *source,
+        c("raw"), _optional("sourceFields", c("extra")), pl.lit("}"),
     )
 
 

@@ -257,6 +257,33 @@ class FrameCheck:
         for i in bad.to_list():
             out.add(Reason.TIMESTAMP_FORMAT, where.format(base + i) + ".date",
                     f"{dates[i]!r} is not YYYY-MM-DDTHH:mm:ssZ")
+        self.items(checked)
+
+    @classmethod
+    def batch(cls, interactions: pl.DataFrame, sizes: list[int], checked: list[list[dict[str, Any]]]
+              ) -> list[FrameCheck]:
+        """One check per session of a batch assembled as one table (``interactions`` with a ``session``
+        column, ``sizes[i]`` rows of session ``i`` in order): the column checks run once over the batch,
+        and again on its own rows for a session they flag."""
+        checks = [cls() for _ in sizes]
+        dates = interactions["date"]
+        flagged = ((~interactions["role"].is_in(sorted(_ROLES))).fill_null(True) | interactions["kind"].is_null()
+                   | interactions["content"].is_null() | (dates.is_not_null() & ~dates.str.contains(ISO_Z_PATTERN)))
+        bad = set(interactions["session"].filter(flagged).to_list())
+        start = 0
+        for s, (n, items) in enumerate(zip(sizes, checked, strict=True)):
+            if s in bad:
+                checks[s].feed(interactions.slice(start, n).drop("session"), items)
+            else:
+                checks[s].count = n
+                checks[s].items(items)
+            start += n
+        return checks
+
+    def items(self, checked: list[dict[str, Any]]) -> None:
+        """What the columns cannot say: each distinct speaker's fields, and source fields (``{"at": i,
+        "sourceFields": ...}``)."""
+        where, out = "$.artifacts.Chatthistorik.interactions[{}]", self.out
         for item in checked:
             at = where.format(item["at"])
             if "sourceFields" in item:

@@ -37,7 +37,7 @@ from pathlib import PurePosixPath
 from typing import Any, BinaryIO
 
 from models.errors import ParseError, Reason
-from models.records import ModelRef, ParsedSession, Region, RegionKind, SourceText, Turn
+from models.records import ModelRef, ParsedSession, Region, RegionKind, SourceText
 from models.settings import Settings
 from parsers.base import Grammar
 from parsers.drift import Drift
@@ -53,6 +53,7 @@ from parsers.grammars._aiexport import (
 from parsers.grammars._chatgpt_content import render, render_content
 from parsers.jsonload import load_json, pointer_part
 from parsers.registry import register
+from parsers.turncols import TurnColumns, TurnList, turns_for
 
 __all__ = ["ChatGPT", "Tree", "current_branch", "render_content"]
 
@@ -214,6 +215,7 @@ class ChatGPT(Grammar):
     structured = True
     streams = True
     entries = True
+    appends = True
     companion_names = COMPANIONS
     description = "ChatGPT export conversations.json (mapping tree per conversation)"
     example = '[{"id": "…", "title": "…", "mapping": {"…": {"message": {"author": {"role": "user"}, …}}}}]'
@@ -223,29 +225,31 @@ class ChatGPT(Grammar):
             return 0.0
         return explained_share(sample, _explains, _is_conversation)
 
-    def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
+    def parse(self, source: SourceText, settings: Settings, columns: bool = False) -> Iterator[ParsedSession]:
         data = load_json(source.text, source.name, self.name)
-        yield from self._sessions(top_level(data, "mapping"), source.name)
+        yield from self._sessions(top_level(data, "mapping"), source.name, columns)
 
     def parse_stream(self, fp: BinaryIO, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
         yield from self._sessions(stream_top_level(fp, source.name, self.name, "mapping"), source.name)
 
-    def parse_entry(self, pointer: str, value: Any, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
-        yield from self._sessions(((pointer, value),), source.name)
+    def parse_entry(self, pointer: str, value: Any, source: SourceText, settings: Settings,
+                    columns: bool = False) -> Iterator[ParsedSession]:
+        yield from self._sessions(((pointer, value),), source.name, columns)
 
-    def _sessions(self, items: Iterable[tuple[str, Any]], name: str) -> Iterator[ParsedSession]:
+    def _sessions(self, items: Iterable[tuple[str, Any]], name: str, columns: bool = False
+                  ) -> Iterator[ParsedSession]:
         for pointer, conv in items:
             mapping = conv.get("mapping", None) if isinstance(conv, dict) else False
             if mapping is not None and not isinstance(mapping, dict):
                 raise ParseError(Reason.PARSE_ERROR, f"conversation at {pointer or '/'} has no mapping object",
                                  path=name, grammar=self.name)
-            yield self._conversation(pointer, conv)
+            yield self._conversation(pointer, conv, columns)
 
-    def _conversation(self, pointer: str, conv: dict[str, Any]) -> ParsedSession:
+    def _conversation(self, pointer: str, conv: dict[str, Any], columns: bool) -> ParsedSession:
         cid = conv.get("id") or conv.get("conversation_id")
         id_field = "id" if conv.get("id") else "conversation_id"
-        session = ParsedSession(str(cid) if cid else None, f"source:{id_field}" if cid else "none", [], raw=conv,
-                                pointer=pointer)
+        session = ParsedSession(str(cid) if cid else None, f"source:{id_field}" if cid else "none",
+                                turns_for(columns), raw=conv, pointer=pointer)
         session.title = conv.get("title") if isinstance(conv.get("title"), str) and conv.get("title") else None
         session.created, session.created_raw = read_time(conv.get("create_time"), guess_millis=False)
         times, drift = TimeNotes(), Drift()
@@ -267,7 +271,7 @@ class ChatGPT(Grammar):
         times.flush(session)
         if drift:
             session.meta["formatDrift"] = drift.as_meta()
-        if any(t.role == "assistant" for t in session.turns):
+        if session.turns.has_role("assistant"):
             session.assumptions.append(PROVIDER_NOTE)
         return session
 
@@ -294,7 +298,7 @@ class ChatGPT(Grammar):
                 kind, f"{_role(message)} {ctype} message hidden from the conversation by the export "
                       "(is_visually_hidden_from_conversation)", pointer=pointer, content=render_content(content)))
         else:
-            session.turns.append(self._turn(pointer, node_id, message, default_slug, times, drift))
+            self._turn(session.turns, pointer, node_id, message, default_slug, times, drift)
 
     @staticmethod
     def _off_branch(session: ParsedSession, base: str, mapping: dict[str, Any], on_branch: set[str]) -> None:
@@ -324,8 +328,8 @@ class ChatGPT(Grammar):
                                           content=render_content(message.get("content"))))
 
     @staticmethod
-    def _turn(pointer: str, node_id: str, message: dict[str, Any], default_slug: Any, times: TimeNotes,
-              drift: Drift) -> Turn:
+    def _turn(turns: TurnList | TurnColumns, pointer: str, node_id: str, message: dict[str, Any], default_slug: Any,
+              times: TimeNotes, drift: Drift) -> None:
         author = message.get("author") if isinstance(message.get("author"), dict) else {}
         raw_role = _role(message)
         role = ROLES.get(raw_role, "other")
@@ -362,8 +366,8 @@ class ChatGPT(Grammar):
                 extra[key] = metadata[key]
         when, raw = read_time(message.get("create_time"), guess_millis=False)
         times.note(when, raw, pointer)
-        return Turn(speaker, role, text, when, raw, model, _kind(role, recipient, implied), pointer=pointer,
-                    extra=extra, model_explicit=explicit)
+        turns.add(speaker, role, text, when, raw, model, _kind(role, recipient, implied), pointer=pointer,
+                  extra=extra, model_explicit=explicit)
 
     def count_turns(self, raw: Any) -> int:
         """The messages of the current branch that are turns, counted by walking up from its leaf."""

@@ -40,7 +40,7 @@ from typing import Any, BinaryIO
 import orjson
 
 from models.errors import ParseError, Reason
-from models.records import ModelRef, ParsedSession, Region, RegionKind, SourceText, Turn
+from models.records import ModelRef, ParsedSession, Region, RegionKind, SourceText
 from models.settings import Settings
 from parsers.base import Grammar
 from parsers.drift import Drift
@@ -58,6 +58,7 @@ from parsers.grammars._aiexport import (
 )
 from parsers.jsonload import load_json
 from parsers.registry import register
+from parsers.turncols import TurnColumns, TurnList, turns_for
 
 SENDERS = {"human": ("Human", "user"), "user": ("Human", "user"), "assistant": ("Claude", "assistant"),
            "system": ("System", "system")}
@@ -222,6 +223,7 @@ class Claude(Grammar):
     structured = True
     streams = True
     entries = True
+    appends = True
     companion_names = COMPANIONS
     description = "Claude.ai export conversations.json (chat_messages per conversation)"
     example = '[{"uuid": "…", "name": "…", "chat_messages": [{"sender": "human", "text": "…"}]}]'
@@ -231,33 +233,35 @@ class Claude(Grammar):
             return 0.0
         return explained_share(sample, _explains, _is_conversation)
 
-    def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
+    def parse(self, source: SourceText, settings: Settings, columns: bool = False) -> Iterator[ParsedSession]:
         data = load_json(source.text, source.name, self.name)
-        yield from self._sessions(top_level(data, "chat_messages"), source)
+        yield from self._sessions(top_level(data, "chat_messages"), source, columns)
 
     def parse_stream(self, fp: BinaryIO, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
         yield from self._sessions(stream_top_level(fp, source.name, self.name, "chat_messages"), source)
 
-    def parse_entry(self, pointer: str, value: Any, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
-        yield from self._sessions(((pointer, value),), source)
+    def parse_entry(self, pointer: str, value: Any, source: SourceText, settings: Settings,
+                    columns: bool = False) -> Iterator[ParsedSession]:
+        yield from self._sessions(((pointer, value),), source, columns)
 
-    def _sessions(self, items: Iterable[tuple[str, Any]], source: SourceText) -> Iterator[ParsedSession]:
+    def _sessions(self, items: Iterable[tuple[str, Any]], source: SourceText, columns: bool = False
+                  ) -> Iterator[ParsedSession]:
         name, projects = source.name, project_names(source.companions.get("projects.json"))
         for pointer, conv in items:
             messages = conv.get("chat_messages") if isinstance(conv, dict) else False
             if (messages is None and not conv.get("uuid")) or (messages is not None and not isinstance(messages, list)):
                 raise ParseError(Reason.PARSE_ERROR, f"conversation at {pointer or '/'} has no chat_messages list",
                                  path=name, grammar=self.name)
-            session = self._conversation(pointer, conv)
+            session = self._conversation(pointer, conv, columns)
             project = projects.get(str(conv.get("project_uuid")))
             if project:
                 session.meta["project"] = project
             yield session
 
-    def _conversation(self, base: str, conv: dict[str, Any]) -> ParsedSession:
+    def _conversation(self, base: str, conv: dict[str, Any], columns: bool) -> ParsedSession:
         uid = conv.get("uuid")
-        session = ParsedSession(str(uid) if uid else None, "source:uuid" if uid else "none", [], raw=conv,
-                                pointer=base)
+        session = ParsedSession(str(uid) if uid else None, "source:uuid" if uid else "none", turns_for(columns),
+                                raw=conv, pointer=base)
         session.title = conv.get("name") if isinstance(conv.get("name"), str) and conv.get("name") else None
         times, drift = TimeNotes(), Drift()
         session.created, session.created_raw = read_time(conv.get("created_at"))
@@ -280,7 +284,7 @@ class Claude(Grammar):
                                               f"{m.get('sender') or 'unknown'} message with nothing in it",
                                               pointer=pointer))
             else:
-                session.turns.append(self._turn(m, pointer, model_name, times, drift))
+                self._turn(session.turns, m, pointer, model_name, times, drift)
         on_set = set(on)
         for i in (j for j in range(len(messages)) if j not in on_set):
             m = messages[i]
@@ -296,12 +300,13 @@ class Claude(Grammar):
             session.meta["summary"] = conv["summary"]
         if drift:
             session.meta["formatDrift"] = drift.as_meta()
-        if any(t.role == "assistant" for t in session.turns):
+        if session.turns.has_role("assistant"):
             session.assumptions.append(PROVIDER_NOTE)
         return session
 
     @staticmethod
-    def _turn(m: dict[str, Any], pointer: str, model_name: str | None, times: TimeNotes, drift: Drift) -> Turn:
+    def _turn(turns: TurnList | TurnColumns, m: dict[str, Any], pointer: str, model_name: str | None,
+              times: TimeNotes, drift: Drift) -> None:
         drift.unknown_keys(m, MESSAGE_KEYS, pointer)
         sender = m.get("sender")
         speaker, role = SENDERS.get(str(sender), (str(sender) if sender else "unknown", "other"))
@@ -326,7 +331,7 @@ class Claude(Grammar):
         times.note(when, raw, pointer)
         extra = compact({"uuid": m.get("uuid"), "attachments": attachments, "files": files,
                          "parentUuid": m.get("parent_message_uuid")})
-        return Turn(speaker, role, content, when, raw, model, _kind(m), pointer=pointer, extra=extra)
+        turns.add(speaker, role, content, when, raw, model, _kind(m), pointer=pointer, extra=extra)
 
     def count_turns(self, raw: Any) -> int:
         """The entries of chat_messages on the current branch (all of them without a tree), less the

@@ -1,0 +1,293 @@
+"""Interactions of a batch of JSON sessions assembled as one table, then split per session.
+
+The batched twin of ``assemble._interactions`` for grammars that append turns to column builders
+(``parsers.turncols``). A session of a ChatGPT or Claude export holds some fifteen turns: a frame per
+session costs more in polars' per-call overhead than it saves, so the sessions of a batch (a streamed
+batch of conversations, or a whole export's conversations in batches) are one table with a
+``session`` column:
+
+- speakers are normalised once per distinct speaker, model and model source in the batch; what a
+  session records of them (a redaction in a name, a display-field note, the gate's check) is kept
+  where the session first meets each;
+- times are converted and formatted as one column (``columns.utc_dates``);
+- secrets: one vectorised search for the redactor's trigger words over the batch's contents and
+  over its source fields' JSON text, the redactor on the rows found;
+- source fields stay the JSON text the builder wrote unless they may hold a secret or a key named
+  like a time (``assemble.raw_time_keys``): those rows go through Python as the dict path does;
+- each interaction line is built as one column (``columns.json_string``: orjson's escaping) and each
+  session's lines are joined by one group-by.
+
+Per session, what only it decides (ordinals, its summary, facts in turn order, its envelope) is
+kept apart. Same bytes as the dict path (tests compare every JSON golden, sample and conformance
+input, and generated conversations).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from itertools import chain
+from typing import Any
+
+import orjson
+import polars as pl
+
+from models.records import ModelRef
+
+from .assemble import RunContext, Summary, _speaker_entry, model_source, raw_time_keys
+from .columns import _FACT_WORDS, json_string, utc_dates
+from .columns import _line as interaction_line
+from .keys import KEY_MESSAGES
+from .secrets import _TRIGGER_WORDS, pii_triggers, triggers
+
+# A key ``raw_time_keys`` may rename, or the gate may check, shows in the JSON text as one of these.
+_TIME_KEY_TEXT = r'(?i:date|timestamp)"|At"'
+# Keys of the source fields that ``Facts.observe`` reads (with a ``file_edit`` kind, any fields).
+_FACT_KEYS = ('"tool"', '"callId"', '"userCommand"', '"editFormat"')
+_TOOL_KINDS = ("tool_call", "tool_result", "file_edit")
+
+
+@dataclass(slots=True)
+class SessionColumns:
+    """One session of an assembled batch: its summary for the envelope and its encoded interactions."""
+
+    summary: Summary
+    body: bytes = b""
+    """The interaction lines as they follow the document's head (``encode.join_lines(..., True)``)."""
+    characters: int = 0
+    checked: list[dict[str, Any]] = field(default_factory=list)
+    """What the gate checks that is not true by construction (``columns.ColumnAssembler.checked``)."""
+    rows: pl.DataFrame | None = None
+    """The turns table's columns from the document (``audit.datasets``), when asked for."""
+
+
+@dataclass(slots=True)
+class Batch:
+    """An assembled batch: each session's part, and the interaction columns the gate checks as one
+    table (``session``, ``role``, ``kind``, ``content``, ``date``)."""
+
+    sessions: list[SessionColumns]
+    interactions: pl.DataFrame
+    starts: list[int]
+    """The row of each session's first interaction in ``interactions``."""
+
+
+@dataclass(slots=True)
+class _Speaker:
+    entry: dict[str, Any]
+    piece: str
+    raw: str
+    source: str
+    notes: list[str]
+    found: list[str]
+
+
+def assemble_batch(frame: pl.DataFrame, sizes: list[int], ctx: RunContext, rows: bool = False) -> Batch:
+    """The interactions of a batch's turns (``parsers.turncols.batch_frame``: ``sizes[i]`` turns of
+    session ``i``) with each session's summary; ``rows``: keep each session's turns table too."""
+    starts = list(chain((0,), _cumulative(sizes)))[:-1]
+    ordinal = pl.Series("ordinal", [j for n in sizes for j in range(1, n + 1)], dtype=pl.Int64)
+    out = [SessionColumns(Summary(count=n)) for n in sizes]
+    redactions: list[list[tuple[int, int, dict[str, Any]]]] = [[] for _ in sizes]
+    frame = frame.with_columns(ordinal, key=_speaker_keys())
+    speakers = _speakers(frame, ctx, out, redactions)
+    content = _content(frame, ctx, out, redactions)
+    extra, scrubbed = _extras(frame, ctx, out, redactions)
+    _facts(frame, content, scrubbed, out)
+    date = _dates(frame, ctx, out)
+    frame = frame.with_columns(content=content, extra=extra, date=date)
+    _encode(frame, speakers, out)
+    for s, found in enumerate(redactions):
+        found.sort(key=lambda r: (r[0], r[1]))
+        out[s].summary.redactions.extend(r for _, _, r in found)
+    if rows:
+        _rows(frame, speakers, starts, sizes, out)
+    return Batch(out, frame.select("session", "role", "kind", "content", "date"), starts)
+
+
+def _encode(frame: pl.DataFrame, speakers: dict[str, _Speaker], out: list[SessionColumns]) -> None:
+    """Each session's interaction lines, joined as they follow its head, and its characters."""
+    keys = list(speakers)
+    frame = frame.with_columns(spk=pl.col("key").replace_strict(keys, [speakers[k].piece for k in keys]),
+                               raw=pl.col("key").replace_strict(keys, [speakers[k].raw for k in keys]))
+    per = (frame.select("session", _line(), pl.col("content").str.len_chars().alias("chars"))
+           .group_by("session", maintain_order=True)
+           .agg(pl.col("line").str.join(",\n"), pl.col("chars").sum(),
+                pl.col("line").head(KEY_MESSAGES).alias("first")))
+    for s, body, chars, first in per.iter_rows():
+        out[s].body = ("\n" + body).encode()
+        out[s].characters = int(chars)
+        out[s].summary.open_with(orjson.loads(line) for line in first)  # the session key's earliest messages
+
+
+def _cumulative(sizes: list[int]) -> list[int]:
+    total, out = 0, []
+    for n in sizes:
+        total += n
+        out.append(total)
+    return out
+
+
+def _speaker_keys() -> pl.Expr:
+    """Each turn's key in the speaker table: its speaker, model and whether the source names it."""
+    c = pl.col
+    return pl.concat_str(c("speaker"), pl.lit("\x1f"), c("model").fill_null("-"), pl.lit("\x1f"),
+                         c("explicit").cast(pl.Utf8))
+
+
+def _speakers(frame: pl.DataFrame, ctx: RunContext, out: list[SessionColumns], redactions: list) -> dict[str, _Speaker]:
+    """The batch's speaker table; what each session records where it first meets a speaker."""
+    table: dict[str, _Speaker] = {}
+    firsts = frame.select("session", "key", "ordinal", "speaker", "model", "explicit").unique(
+        subset=["session", "key"], keep="first", maintain_order=True)
+    for s, key, ordinal, name, model, explicit in firsts.iter_rows():
+        sp = table.get(key)
+        if sp is None:
+            sp = table[key] = _speaker(ctx, name, model, explicit)
+        summary = out[s].summary
+        redactions[s].extend((ordinal, 0, {"turn": ordinal, "type": k, "field": "speakerName"}) for k in sp.found)
+        summary.name_notes.extend(sp.notes)
+        out[s].checked.append({"at": ordinal - 1, "speakerName": sp.entry["speakerName"], "model": sp.entry["model"],
+                               "speaker": sp.entry["speaker"]})
+    counts = frame.group_by("session", "key").len()
+    for s, key, n in counts.iter_rows():
+        model, unknown = table[key].entry["model"], out[s].summary.unknown
+        for f in ("provider", "name", "version"):
+            if model[f] == "unknown":
+                unknown[f] += n
+    return table
+
+
+def _speaker(ctx: RunContext, name: str, model_json: str | None, explicit: bool) -> _Speaker:
+    scrubbed, found = ctx.redactor.scrub(name)  # a name may hold a key: it is shown in every turn
+    model = ModelRef(*orjson.loads(model_json)) if model_json is not None else None
+    notes: list[str] = []
+    entry = _speaker_entry(ctx, scrubbed, model, explicit, notes)
+    source = model_source(model, explicit)
+    piece = orjson.dumps({"speakerName": entry["speakerName"], "model": entry["model"], "modelSource": source,
+                          "speaker": entry["speaker"]})
+    raw = orjson.dumps({k: entry[k] for k in ("speakerNameRaw", "modelRaw") if k in entry})
+    return _Speaker(entry, "," + piece[1:-1].decode(), ("," + raw[1:-1].decode()) if len(raw) > 2 else "", source,
+                    notes, found)
+
+
+def _content(frame: pl.DataFrame, ctx: RunContext, out: list[SessionColumns], redactions: list) -> pl.Series:
+    """Contents with secrets redacted on the rows the trigger search flags, cut at ``max_turn_chars``."""
+    content, redactor = frame["content"], ctx.redactor
+    if redactor.policy != "off" and len(content):
+        pattern = triggers() + (f"|{pii_triggers()}" if redactor.pii else "")
+        hits = content.str.contains(pattern).fill_null(False).arg_true()
+        if len(hits):
+            values = []
+            where = frame.select("session", "ordinal")[hits]
+            for (s, ordinal), text in zip(where.iter_rows(), content.gather(hits).to_list(), strict=True):
+                text, found = redactor.scrub(text)
+                values.append(text)
+                redactions[s].extend((ordinal, 1, {"turn": ordinal, "type": k, "field": "content"}) for k in found)
+            content = content.scatter(hits, pl.Series(values, dtype=pl.Utf8))
+    limit = ctx.settings.max_turn_chars
+    long = content.str.len_chars() > limit
+    if long.any():
+        for s in frame["session"].filter(long).to_list():
+            out[s].summary.truncated += 1
+        content = pl.select(pl.when(long).then(content.str.slice(0, limit)).otherwise(content)).to_series()
+    return content
+
+
+def _extra_flags(extra: pl.Series, ctx: RunContext) -> tuple[pl.Series, pl.Series]:
+    """(rows whose source fields ``Redactor.scrub_fields`` may change, rows with a key named like a
+    time), from their JSON text: the same test on the same text the dict path makes."""
+    redactor = ctx.redactor
+    if redactor.policy == "off":
+        secret = pl.repeat(False, len(extra), eager=True)
+    elif redactor.pii:
+        secret = extra.str.contains(f"{triggers()}|{pii_triggers()}")
+    else:
+        secret = extra.str.to_lowercase().str.contains_any(list(_TRIGGER_WORDS))
+    return secret.fill_null(False), extra.str.contains(_TIME_KEY_TEXT).fill_null(False)
+
+
+def _extras(frame: pl.DataFrame, ctx: RunContext, out: list[SessionColumns], redactions: list
+            ) -> tuple[pl.Series, dict[int, Any]]:
+    """Source fields: scrubbed and time keys renamed on the rows that need it (see ``_extra_flags``),
+    the builder's JSON text on the others. Returns them and the scrubbed values by row."""
+    extra = frame["extra"]
+    secret, timed = _extra_flags(extra, ctx)
+    rows = (secret | timed).arg_true()
+    scrubbed: dict[int, Any] = {}
+    if not len(rows):
+        return extra, scrubbed
+    encoded = []
+    where = frame.select("session", "ordinal")[rows]
+    texts, flags = extra.gather(rows).to_list(), secret.gather(rows).to_list()
+    for i, (s, ordinal), text, may in zip(rows.to_list(), where.iter_rows(), texts, flags, strict=True):
+        found: list[str] = []
+        value = orjson.loads(text)
+        value = ctx.redactor.scrub_fields(value, found) if may else value
+        scrubbed[i] = value
+        fields = raw_time_keys(value)
+        encoded.append(orjson.dumps(fields).decode())
+        out[s].checked.append({"at": ordinal - 1, "sourceFields": fields})
+        redactions[s].extend((ordinal, 2, {"turn": ordinal, "type": k, "field": "sourceFields"}) for k in found)
+    return extra.scatter(rows, pl.Series(encoded, dtype=pl.Utf8)), scrubbed
+
+
+def _facts(frame: pl.DataFrame, content: pl.Series, scrubbed: dict[int, Any], out: list[SessionColumns]) -> None:
+    """``Facts.observe`` on the turns that may hold a fact, in order: a fact word in the content, a
+    tool turn, or source fields that observe reads."""
+    words = "|".join(re.escape(w) for w in _FACT_WORDS)
+    extra = frame["extra"]
+    test = (content.str.contains(words) | (frame["role"] == "tool") | frame["kind"].is_in(_TOOL_KINDS)
+            | extra.str.contains_any(list(_FACT_KEYS)))
+    rows = test.fill_null(False).arg_true().to_list()
+    if not rows:
+        return
+    picked = frame.select("session", "ordinal", "role", "kind", "speaker", "extra")[rows]
+    texts = content.gather(rows).to_list()
+    for i, (s, ordinal, role, kind, speaker, text), body in zip(rows, picked.iter_rows(), texts, strict=True):
+        value = scrubbed[i] if i in scrubbed else (orjson.loads(text) if text is not None else None)
+        out[s].summary.facts.observe(ordinal, role, kind, speaker, body, value)
+
+
+def _dates(frame: pl.DataFrame, ctx: RunContext, out: list[SessionColumns]) -> pl.Series:
+    date, naive, unreadable = utc_dates(frame["time"], frame["offset"], frame["time_raw"], ctx.zone)
+    per = (pl.DataFrame({"session": frame["session"], "date": date, "naive": naive, "bad": unreadable})
+           .group_by("session", maintain_order=True)
+           .agg(pl.col("naive").sum(), pl.col("bad").sum(), pl.col("date").null_count().alias("none"),
+                pl.col("date").min()))
+    for s, naive_n, bad, none, earliest in per.iter_rows():
+        summary = out[s].summary
+        summary.naive_times += naive_n
+        summary.unreadable_times += bad
+        summary.unknown["turnsWithoutTime"] += none
+        summary.saw_date(earliest)
+    return date
+
+
+def _line() -> pl.Expr:
+    """One interaction's JSON line (``columns._line``), located by its pointer."""
+    pointer = json_string(pl.col("pointer")).fill_null(pl.lit("null"))
+    return interaction_line([pl.lit('{"pointer":'), pointer, pl.lit("}")]).alias("line")
+
+
+def _rows(frame: pl.DataFrame, speakers: dict[str, _Speaker], starts: list[int], sizes: list[int],
+          out: list[SessionColumns]) -> None:
+    """Each session's turns table columns (``audit.datasets``: ``normalizers.columns.TurnRows.frame``'s,
+    with the source pointer)."""
+    keys = list(speakers)
+
+    def of(get) -> pl.Expr:
+        return pl.col("key").replace_strict(keys, [get(speakers[k]) for k in keys], return_dtype=pl.Utf8)
+
+    c = pl.col
+    table = frame.select(
+        c("ordinal"), c("role"), c("kind"), of(lambda e: e.entry["speakerName"]).alias("speaker_name"),
+        of(lambda e: e.entry["model"]["provider"]).alias("provider"),
+        of(lambda e: e.entry["model"]["name"]).alias("model_name"),
+        of(lambda e: e.entry["model"]["version"]).alias("model_version"),
+        of(lambda e: e.source).alias("model_source"), of(lambda e: e.entry["speaker"]).alias("speaker"),
+        c("date"), c("content"), pl.lit(None, dtype=pl.Utf8).alias("source_lines"),
+        c("pointer").alias("source_pointer"),
+    )
+    for s, (start, n) in enumerate(zip(starts, sizes, strict=True)):
+        out[s].rows = table.slice(start, n)
