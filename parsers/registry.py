@@ -92,9 +92,16 @@ def detect(sample: str, name: str, *, threshold: float, forced: str | None = Non
     return Detection(winner, share, {k: v for k, v in ranked if v > 0}, margin=margin)
 
 
-def _scores(sample: str, name: str) -> dict[str, float]:
+def _scores(sample: str, name: str, *, every: bool = False) -> dict[str, float]:
+    """Every grammar's share of the sample. A grammar none of whose ``detect_needs`` the sample holds
+    scores 0 without running its detector (``every``: run them all, as the tests compare)."""
     scores: dict[str, float] = {}
+    escaped = "\\u" in sample  # JSON could spell a needed key through escapes
     for grammar in all_grammars():
+        needs = grammar.detect_needs
+        if needs and not every and not escaped and not any(s in sample for s in needs):
+            scores[grammar.name] = 0.0
+            continue
         try:
             score = float(grammar.detect(sample, name))
         except Exception as exc:  # a detector bug must not hide the other candidates
