@@ -16,6 +16,8 @@ from models.records import Detection
 from .base import Grammar
 
 _GRAMMARS: dict[str, Grammar] = {}
+_ORDERED: list[Grammar] = []
+"""``all_grammars``' list, built once every module is loaded (detection reads it for every input)."""
 _LOADED = False
 TIE_MARGIN = 1e-9
 MARGIN = 0.1
@@ -31,6 +33,7 @@ def register(cls: type[Grammar]) -> type[Grammar]:
             f"grammar {name!r} registered twice ({type(_GRAMMARS[name]).__module__} and {cls.__module__})",
         )
     _GRAMMARS[name] = cls()
+    _ORDERED.clear()  # built again, in name order, when next asked for
     return cls
 
 
@@ -48,7 +51,9 @@ def _load() -> None:
 def all_grammars() -> list[Grammar]:
     """Every registered grammar, ordered by name."""
     _load()
-    return [_GRAMMARS[k] for k in sorted(_GRAMMARS)]
+    if not _ORDERED:
+        _ORDERED[:] = [_GRAMMARS[k] for k in sorted(_GRAMMARS)]
+    return list(_ORDERED)
 
 
 def get(name: str) -> Grammar:
