@@ -391,7 +391,9 @@ def check(doc: dict[str, Any], encoded: bytes | None, source_turns: int, *, sche
     accounted = _check_accounting(history, accounting, out)
     if not valid_instant(doc.get("createdAt")):
         out.add(Reason.TIMESTAMP_FORMAT, "$.createdAt", f"{doc.get('createdAt')!r} is not YYYY-MM-DDTHH:mm:ssZ")
-    _walk_times({k: v for k, v in doc.items() if k != "createdAt"}, "$", out)
+    rest = {k: v for k, v in doc.items() if k != "createdAt"}
+    if _times_bad(rest):
+        _walk_times(rest, "$", out)
     if schema:
         try:
             # Interactions were checked above; the envelope goes through the pydantic models.
