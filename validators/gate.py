@@ -81,7 +81,6 @@ class GateResult:
 
 
 @lru_cache(maxsize=4096)
-@lru_cache(maxsize=4096)  # a few key names, asked about for every field of every turn
 def is_timestamp_key(key: str) -> bool:
     k = key.lower()
     if "raw" in k:
@@ -141,24 +140,6 @@ def _walk_times(node: Any, path: str, out: _Collector) -> None:
                 _walk_times(v, f"{path}[{i}]", out)
 
 
-def _times_bad(node: Any) -> bool:
-    """Whether ``_walk_times`` would find anything under ``node``: the same walk without building the
-    paths, which only a failure needs (most source fields hold no time, or valid ones)."""
-    stack = [node]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            for k, v in node.items():
-                if isinstance(v, (dict, list)):
-                    if k != "interactions":
-                        stack.append(v)
-                elif v is not None and is_timestamp_key(k) and not valid_instant(v):
-                    return True
-        elif isinstance(node, list):
-            stack.extend(v for v in node if isinstance(v, (dict, list)))
-    return False
-
-
 FULL_PARSE_LIMIT = 64 * 1024 * 1024
 
 
@@ -214,7 +195,7 @@ def _check_interactions(interactions: list[Any], out: _Collector) -> None:
         if date is not None and not valid_instant(date):
             out.add(Reason.TIMESTAMP_FORMAT, f"{where}.date", f"{date!r} is not YYYY-MM-DDTHH:mm:ssZ")
         extra = it.get("sourceFields")
-        if extra and _times_bad(extra):
+        if extra:
             _walk_times(extra, f"{where}.sourceFields", out)
         if isinstance(model, dict):
             key = (name, speaker, model.get("provider"), model.get("name"), model.get("version"))
@@ -391,9 +372,7 @@ def check(doc: dict[str, Any], encoded: bytes | None, source_turns: int, *, sche
     accounted = _check_accounting(history, accounting, out)
     if not valid_instant(doc.get("createdAt")):
         out.add(Reason.TIMESTAMP_FORMAT, "$.createdAt", f"{doc.get('createdAt')!r} is not YYYY-MM-DDTHH:mm:ssZ")
-    rest = {k: v for k, v in doc.items() if k != "createdAt"}
-    if _times_bad(rest):
-        _walk_times(rest, "$", out)
+    _walk_times({k: v for k, v in doc.items() if k != "createdAt"}, "$", out)
     if schema:
         try:
             # Interactions were checked above; the envelope goes through the pydantic models.

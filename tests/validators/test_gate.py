@@ -6,8 +6,6 @@ import copy
 
 import orjson
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from models.errors import Reason
 from validators import gate
@@ -127,18 +125,3 @@ def test_byte_check_finds_what_can_go_wrong(damage):
     for piece in (head, body, tail):
         check.feed(piece)
     assert [f.reason for f in check.failures()] and all(f.reason == Reason.JSON_SYNTAX for f in check.failures())
-
-
-_KEYS = st.sampled_from(["date", "Date", "timestamp", "sentAt", "editedDate", "rawTimestamp", "text", "interactions",
-                         "lastTimestamp", "id"])
-_LEAVES = st.none() | st.integers() | st.sampled_from(["2024-01-02T03:04:05Z", "2024-13-02T03:04:05Z", "yesterday",
-                                                       "2024-01-02T03:04:05", ""])
-_NESTED = st.recursive(_LEAVES, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_KEYS, inner, max_size=4),
-                       max_leaves=20)
-
-
-@given(st.dictionaries(_KEYS, _NESTED, max_size=5))
-def test_the_time_walk_without_paths_finds_what_the_walk_with_paths_finds(fields):
-    found = gate._Collector()
-    gate._walk_times(fields, "$", found)
-    assert gate._times_bad(fields) == bool(found.failures)
