@@ -100,12 +100,30 @@ class Batch:
     def __len__(self) -> int:
         return len(self._staged)
 
+    def _make(self, folder: Path) -> None:
+        """Make ``folder`` once per batch. Under a folder this batch made or found, that is one call
+        (a new session's folder under its input's); else the folder and its parents, the parent then
+        known too."""
+        if folder in self._folders:
+            return
+        if folder.parent in self._folders:
+            try:
+                os.mkdir(folder)
+            except FileExistsError:
+                if not folder.is_dir():
+                    raise
+        else:
+            folder.mkdir(parents=True, exist_ok=True)
+            self._folders.add(folder.parent)
+        self._folders.add(folder)
+
     def stage(self, target: Path, data: bytes | Path, mode: int = 0o644) -> Path:
         """Put ``data`` in ``target``'s temporary (not yet fsynced or visible), with permissions
         ``mode``; returns the temporary."""
-        if target.parent not in self._folders:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            self._folders.add(target.parent)
+        folder = target.parent
+        if folder not in self._folders:
+            self._make(folder.parent)
+            self._make(folder)
         earlier = self._staged.pop(target, None)
         if earlier is not None and earlier != data:  # staged twice: the last one wins
             earlier.unlink(missing_ok=True)

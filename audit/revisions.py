@@ -59,12 +59,12 @@ def keep(out_root: Path, source: Path, sha256: str) -> bool:
     path = blob_path(out_root, sha256)
     if path.exists():
         return False
-    path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        os.link(source, path)
+        _link(source, path)
     except FileExistsError:  # a parallel shard kept the same bytes first
         return False
-    except OSError:
+    except OSError:  # no hard links here: a copy (the folder made first, as a link does not get that far)
+        path.parent.mkdir(parents=True, exist_ok=True)
         _copy(source, path)
     return True
 
@@ -79,6 +79,18 @@ def store(out_root: Path, data: bytes) -> str:
         atomic_write(path, data)
         path.chmod(BLOB_MODE)
     return sha
+
+
+def _link(source: Path, path: Path) -> None:
+    """Hard-link ``path`` to ``source``, making the store's folder only when it is missing (once a
+    store, not once a blob: a shard keeps thousands)."""
+    try:
+        os.link(source, path)
+    except FileNotFoundError:
+        if path.parent.is_dir():
+            raise
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.link(source, path)
 
 
 def _copy(source: Path, path: Path) -> None:

@@ -38,6 +38,12 @@ class Grammar(ABC):
     1 a generic transcript convention (``Name: text``, Markdown role headings), 0 the inferred
     fallback. Among candidates whose explained shares are within ``registry.MARGIN`` of the best,
     the most specific wins: WhatsApp beats the generic transcript on WhatsApp headers."""
+    detect_needs: ClassVar[tuple[str, ...]] = ()
+    """Strings of which a sample must hold at least one for ``detect`` to score above 0 (empty: no
+    such condition). Data read off the grammar's own detector (its markers, the keys its records
+    need), so the registry need not run a detector that can only say 0: a sample holding none of
+    them and no ``\\u`` escape (through which JSON could spell a key another way) scores 0 unasked.
+    ``tests/parsers/test_detect_fast.py`` compares both ways on every input the tests know."""
     companion_names: ClassVar[tuple[str, ...]] = ()
     """File names (``users.json``) that are not sessions but context for this format's files: ingest
     records them as companions and hands their text, from the source's folder or its parents, in

@@ -16,6 +16,8 @@ from models.records import Detection
 from .base import Grammar
 
 _GRAMMARS: dict[str, Grammar] = {}
+_ORDERED: list[Grammar] = []
+"""``all_grammars``' list, built once every module is loaded (detection reads it for every input)."""
 _LOADED = False
 TIE_MARGIN = 1e-9
 MARGIN = 0.1
@@ -31,6 +33,7 @@ def register(cls: type[Grammar]) -> type[Grammar]:
             f"grammar {name!r} registered twice ({type(_GRAMMARS[name]).__module__} and {cls.__module__})",
         )
     _GRAMMARS[name] = cls()
+    _ORDERED.clear()  # built again, in name order, when next asked for
     return cls
 
 
@@ -48,7 +51,9 @@ def _load() -> None:
 def all_grammars() -> list[Grammar]:
     """Every registered grammar, ordered by name."""
     _load()
-    return [_GRAMMARS[k] for k in sorted(_GRAMMARS)]
+    if not _ORDERED:
+        _ORDERED[:] = [_GRAMMARS[k] for k in sorted(_GRAMMARS)]
+    return list(_ORDERED)
 
 
 def get(name: str) -> Grammar:
@@ -92,9 +97,16 @@ def detect(sample: str, name: str, *, threshold: float, forced: str | None = Non
     return Detection(winner, share, {k: v for k, v in ranked if v > 0}, margin=margin)
 
 
-def _scores(sample: str, name: str) -> dict[str, float]:
+def _scores(sample: str, name: str, *, every: bool = False) -> dict[str, float]:
+    """Every grammar's share of the sample. A grammar none of whose ``detect_needs`` the sample holds
+    scores 0 without running its detector (``every``: run them all, as the tests compare)."""
     scores: dict[str, float] = {}
+    escaped = "\\u" in sample  # JSON could spell a needed key through escapes
     for grammar in all_grammars():
+        needs = grammar.detect_needs
+        if needs and not every and not escaped and not any(s in sample for s in needs):
+            scores[grammar.name] = 0.0
+            continue
         try:
             score = float(grammar.detect(sample, name))
         except Exception as exc:  # a detector bug must not hide the other candidates

@@ -91,6 +91,7 @@ def _turn(chunk: Any, pointer: str, model: ModelRef | None, drift: Drift) -> Tur
 @register
 class AIStudio(Grammar):
     name = "ai-studio"
+    detect_needs = ('"chunkedPrompt"',)  # its key
     version = "1"
     structured = True
     description = "Google AI Studio prompt saved to Drive (runSettings, systemInstruction, chunkedPrompt chunks)"

@@ -94,6 +94,7 @@ def _strip(line: str, kind: str) -> str:
 @register
 class Aider(Grammar):
     name = "aider"
+    detect_needs = ("# aider chat started at ",)  # its session heading
     version = "1"
     description = "Aider chat history (.aider.chat.history.md)"
     example = "# aider chat started at 2025-05-04 17:02:36\n\n#### fix the failing test  \n"

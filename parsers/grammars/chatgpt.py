@@ -211,6 +211,7 @@ def _is_conversation(entry: Any) -> bool:
 @register
 class ChatGPT(Grammar):
     name = "chatgpt"
+    detect_needs = ('"mapping"',)  # its key
     version = "3"
     structured = True
     streams = True

@@ -219,6 +219,7 @@ def project_names(projects_json: str | None) -> dict[str, str]:
 @register
 class Claude(Grammar):
     name = "claude"
+    detect_needs = ('"chat_messages"',)  # its key
     version = "3"
     structured = True
     streams = True

@@ -164,6 +164,7 @@ def _group(doc: list[Any]) -> list[tuple[str | None, list[int]]]:
 @register
 class ClaudeCode(Grammar):
     name = "claude-code"
+    detect_needs = ('"parentUuid"', '"sessionId"')  # the signature record's key, or a long first record's
     version = "1"
     structured = True
     description = "Claude Code session log (~/.claude/projects/<project>/<session>.jsonl)"

@@ -186,6 +186,8 @@ def _split(doc: list[Any]) -> list[_Session]:
 @register
 class Codex(Grammar):
     name = "codex"
+    # the signature records' keys, or a long first record's opening
+    detect_needs = ('{"timestamp":"', '"payload"', '"record_type"', '"instructions"')
     version = "1"
     structured = True
     description = "OpenAI Codex CLI rollout (~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl)"

@@ -93,6 +93,7 @@ def _branch(mapping: dict[str, Any]) -> tuple[list[str], str | None]:
 @register
 class DeepSeek(Grammar):
     name = "deepseek"
+    detect_needs = ('"fragments"',)  # its key
     version = "1"
     structured = True
     description = "DeepSeek export conversations.json (mapping tree of fragment messages, the current branch)"

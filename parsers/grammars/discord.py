@@ -92,6 +92,7 @@ def _discord_record(record: Record) -> bool:
 @register
 class Discord(Grammar):
     name = "discord"
+    detect_needs = ('"guild"',)  # its guild object
     version = "2"
     structured = True
     group_files = r".+(?P<part> \[part \d+\])\.json"

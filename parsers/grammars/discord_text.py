@@ -129,6 +129,7 @@ def explained_share(sample: str) -> float:
 @register
 class DiscordText(Grammar):
     name = "discord-text"
+    detect_needs = ("—", "–")  # an author line's dash
     version = "1"
     description = "Discord messages copied from the client as text (author lines, [time] continuations)"
     example = "Maya Chen — 08/11/2023 1:30 PM"

@@ -160,6 +160,7 @@ def explained_share(sample: str) -> float:
 @register
 class DiscordTxt(Grammar):
     name = "discord-txt"
+    detect_needs = ("Guild: ",)  # the preamble its detector requires
     version = "1"
     description = ("DiscordChatExporter plain-text export (Guild/Channel preamble, [date] author lines, "
                    "{Attachments}/{Embed}/{Reactions} blocks, Exported N message(s))")

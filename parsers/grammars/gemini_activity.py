@@ -107,6 +107,7 @@ def _entry_turns(entry: Any, at: str, times: TimeLog, drift: Drift) -> tuple[lis
 @register
 class GeminiActivity(Grammar):
     name = "gemini-activity"
+    detect_needs = ("Gemini",)  # its detector scores 0 without it
     version = "1"
     structured = True
     description = ("Gemini Apps Activity from Google Takeout (My Activity.json): prompts, responses and actions "

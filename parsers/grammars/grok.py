@@ -149,6 +149,7 @@ def _branch(conversation: dict[str, Any], responses: list[Any]) -> tuple[list[in
 @register
 class Grok(Grammar):
     name = "grok"
+    detect_needs = ('"responses"',)  # its key
     version = "1"
     structured = True
     description = "Grok (xAI) data export: conversations with their responses (the current branch)"

@@ -118,6 +118,7 @@ def _turn(e: Any, pointer: str, names: dict[str, str], times: TimeLog, drift: Dr
 @register
 class Hangouts(Grammar):
     name = "hangouts"
+    detect_needs = ('"events"',)  # records in an events list
     version = "1"
     structured = True
     description = "Google Hangouts Takeout (Hangouts.json): one session per conversation"

@@ -181,6 +181,7 @@ def _by_handle(db: _Database) -> list[tuple[dict[str, Any] | None, list[int]]]:
 @register
 class IMessage(Grammar):
     name = "imessage"
+    detect_needs = ('"sqlite3"',)  # only a rendered database
     version = "1"
     structured = True
     description = "Apple Messages (iMessage, SMS) database chat.db from macOS: one session per chat"

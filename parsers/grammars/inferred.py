@@ -30,6 +30,7 @@ import hashlib
 from collections import Counter
 from collections.abc import Iterator
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 import orjson
@@ -66,6 +67,7 @@ _JSON_START = regex.compile(r'\A\s*(?:\{\s*(?:"|$)|\[\s*(?:[\[{"\]]|$))')  # '{"
 MIN_LINES, MIN_SHARE, SAMPLE_LINES = 3, 0.6, 2000
 GUESS = 0.6
 _MAX_NAME_WORDS = 4
+_escape = lru_cache(maxsize=1024)(regex.escape)  # single punctuation tokens, escaped for every line detection reads
 
 
 def shape(line: str) -> str | None:
@@ -73,7 +75,8 @@ def shape(line: str) -> str | None:
     parts: list[str] = []
     named = prefixed = False
     words = 0
-    for tok in _TOKEN.findall(line[:80]):
+    for m in _TOKEN.finditer(line, 0, 80):  # lazily: most lines are settled in their first tokens
+        tok = m.group()
         if named:
             if tok.isspace():
                 continue
@@ -82,7 +85,7 @@ def shape(line: str) -> str | None:
                 if words > _MAX_NAME_WORDS:
                     return None  # a sentence, not a name before a delimiter
                 continue
-            parts.append(r"[ \t]*" + regex.escape(tok) + r"[ \t]?")
+            parts.append(r"[ \t]*" + _escape(tok) + r"[ \t]?")
             return "^" + "".join(parts)
         if tok.isdigit():
             parts.append(r"\d+")
@@ -95,7 +98,7 @@ def shape(line: str) -> str | None:
             parts.append(r"(?P<name>[^\n]{1,40}?)")
             named = True
         else:
-            parts.append(regex.escape(tok))
+            parts.append(_escape(tok))
             prefixed = True
     return None
 

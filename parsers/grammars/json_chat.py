@@ -233,6 +233,8 @@ class _Reader:
 @register
 class JsonChat(Grammar):
     name = "json-chat"
+    # a record is explained only with all of a layout's marks: the longest of each is needed
+    detect_needs = tuple(f'"{max(layout.marks, key=lambda m: (len(m), m))}"' for layout in LAYOUTS)
     version = "1"
     structured = True
     companion_names = ("group_info.json",)

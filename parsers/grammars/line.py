@@ -115,6 +115,7 @@ def _turn(h: regex.Match, body: str, span: tuple[int, int], when: datetime | Non
 @register
 class Line(Grammar):
     name = "line"
+    detect_needs = ("\t",)  # the tab after a message line's clock
     version = "1"
     description = "LINE chat history text export ([LINE] Chat history with ..., date lines, TIME<TAB>name<TAB>text)"
     example = "10:15\tAnn Lee\tMorning!"

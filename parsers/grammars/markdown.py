@@ -322,6 +322,7 @@ _TAIL_REASON = {RegionKind.BOILERPLATE: "furniture between turns (rule, navigati
 @register
 class Markdown(Grammar):
     name = "markdown"
+    detect_needs = ("#", "*")  # a turn starts at a line opening with a heading or a bold label
     specificity = 1
     version = "2"
     description = "Markdown transcript with role headings ('## User', '### 🤖 Assistant') or '**You:**' labels"

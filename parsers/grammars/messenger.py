@@ -104,6 +104,7 @@ def _messenger_record(record: Record) -> bool:
 @register
 class Messenger(Grammar):
     name = "messenger"
+    detect_needs = ('"sender_name"',)  # a message record's key
     version = "3"
     group_files = r"message_\d+\.json"
     structured = True

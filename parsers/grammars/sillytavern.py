@@ -107,6 +107,7 @@ class _Reader:
 @register
 class SillyTavern(Grammar):
     name = "sillytavern"
+    detect_needs = ('"mes"',)  # a message's text key
     version = "1"
     structured = True
     description = "SillyTavern chat file (.jsonl: a metadata line, then name/is_user/send_date/mes messages)"

@@ -190,6 +190,7 @@ def _stamp(m: Any) -> int | None:
 @register
 class Skype(Grammar):
     name = "skype"
+    detect_needs = ('"originalarrivaltime"', '"userId"')  # a message record's key, or an export's user
     version = "1"
     structured = True
     description = "Skype data export messages.json (one session per conversation)"

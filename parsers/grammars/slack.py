@@ -287,6 +287,7 @@ def _day_record(record: Record) -> bool:
 @register
 class Slack(Grammar):
     name = "slack"
+    detect_needs = ('"ts"',)  # every day-file message's key
     version = "3"
     structured = True
     companion_names = COMPANIONS

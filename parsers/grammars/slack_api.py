@@ -98,6 +98,7 @@ def _entries(pages: list[Any], single: bool) -> Iterator[tuple[str, Any]]:
 @register
 class SlackApi(Grammar):
     name = "slack-api"
+    detect_needs = ('"ok"',)  # a page's ok flag
     version = "1"
     structured = True
     companion_names = ("users.json",)

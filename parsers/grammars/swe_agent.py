@@ -87,6 +87,7 @@ def _is_action(entry: dict[str, Any]) -> bool:
 @register
 class SweAgent(Grammar):
     name = "swe-agent"
+    detect_needs = ('"trajectory_format"', '"exit_status"', '"model_stats"')  # its signature keys
     version = "1"
     structured = True
     description = "SWE-agent / mini-SWE-agent trajectory (<instance>.traj, <instance>.traj.json)"

@@ -156,6 +156,7 @@ def _telegram_record(record: Record) -> bool:
 @register
 class Telegram(Grammar):
     name = "telegram"
+    detect_needs = ('"messages"', '"about"', '"personal_information"')  # a chat's messages, or a full export's opening
     version = "2"
     structured = True
     description = "Telegram Desktop export result.json (one chat, or a full export: one session per chat)"

@@ -148,6 +148,7 @@ def _turn(block, clock: _Clock) -> Turn:
 @register
 class Zoom(Grammar):
     name = "zoom"
+    detect_needs = ("From", "\t")  # a header's From or tab
     version = "1"
     description = "Zoom meeting chat (meeting_saved_chat.txt one-line and two-line, a recording's chat file)"
     example = "10:02:15 From Ann Lee to Everyone:\n\tHello everyone"
