@@ -66,6 +66,8 @@ PART_COLUMNS = {
     "turns": {**TURN_COLUMNS, "output_sha256": pl.Utf8},
 }
 KEY = ["output_path", "output_sha256"]
+_CONSTANTS = ("output_path", "session_id", "source_path", "grammar", "output_sha256")
+"""The turns columns a document's rows repeat from its sessions row."""
 STAGED = PARTS / "turns" / ".staged"  # streamed documents' turns parts, until the run adopts them
 STAGED_SESSIONS = PARTS / "sessions" / ".staged"  # streamed conversations' sessions parts (jsonstream batches)
 
@@ -175,18 +177,42 @@ class Rows:
         self.sessions: list[dict] = []
         self.turns: dict[str, list] = {k: [] for k in PART_COLUMNS["turns"]}
         self._frames: list[pl.DataFrame] = []  # turns of earlier documents, once a frame came
+        self._keyed: list[tuple[pl.DataFrame, dict]] = []  # column turns waiting for their keys, in order
         self.staged: list[Path] = []
         """Turns parts of streamed documents, written by the worker, adopted by the run (``adopt``)."""
 
     def add(self, rel: str, sha256: str, doc: DocumentRows) -> None:
+        if isinstance(doc.turns, pl.DataFrame):  # keyed with the others at once: a frame per call costs
+            session = {"output_path": rel, **doc.session, "output_sha256": sha256}  # more than its rows
+            self.sessions.append(session)
+            self._flush_lists()
+            self._keyed.append((doc.turns, session))
+            return
         session, turns = doc.keyed(rel, sha256)
         self.sessions.append(session)
-        if isinstance(turns, dict):
-            for k, column in self.turns.items():
-                column.extend(turns[k])
+        self._flush_keyed()
+        for k, column in self.turns.items():
+            column.extend(turns[k])
+
+    def _flush_lists(self) -> None:
+        if self.turns["ordinal"]:
+            self._frames.append(self._listed())
+            self.turns = {k: [] for k in PART_COLUMNS["turns"]}
+
+    def _flush_keyed(self) -> None:
+        """The waiting column turns as one frame, each document's key and constants added as columns."""
+        if not self._keyed:
             return
-        self._frames.extend((self._listed(), turns))
-        self.turns = {k: [] for k in PART_COLUMNS["turns"]}
+        frames = [f if "source_pointer" in f.columns else f.with_columns(source_pointer=pl.lit(None, dtype=pl.Utf8))
+                  for f, _ in self._keyed]
+        own = [k for k in PART_COLUMNS["turns"] if k not in _CONSTANTS]
+        turns = pl.concat([f.select(own) for f in frames], how="vertical_relaxed")
+        counts = [f.height for f in frames]
+        constants = {k: pl.Series(k, [s[k] for (_, s), n in zip(self._keyed, counts, strict=True) for _ in range(n)],
+                                  dtype=pl.Utf8) for k in _CONSTANTS}
+        self._frames.append(turns.with_columns(**constants)
+                            .select(pl.col(k).cast(t) for k, t in PART_COLUMNS["turns"].items()))
+        self._keyed = []
 
     def _listed(self) -> pl.DataFrame:
         return pl.DataFrame(self.turns, schema=PART_COLUMNS["turns"])
@@ -222,6 +248,7 @@ class Rows:
 
     def frames(self) -> dict[str, pl.DataFrame]:
         """The rows as part frames (compact to send from a worker: columns, not dicts)."""
+        self._flush_keyed()
         turns = [*self._frames, self._listed()]
         return {"sessions": pl.DataFrame(self.sessions, schema=PART_COLUMNS["sessions"]),
                 "turns": turns[0] if len(turns) == 1 else pl.concat(turns, how="vertical")}

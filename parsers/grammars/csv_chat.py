@@ -99,7 +99,10 @@ def _header(text: str) -> tuple[str, Layout, dict[str, int], list[str]] | None:
     for delimiter in DELIMITERS:
         if delimiter not in first:
             continue
-        header = next(csv.reader([first], delimiter=delimiter), [])
+        try:
+            header = next(csv.reader([first], delimiter=delimiter), [])
+        except csv.Error:  # a stray carriage return or NUL in a raw sample: no header of ours
+            continue
         for layout in LAYOUTS:
             cols = layout.columns(header)
             if cols is not None:
