@@ -28,7 +28,7 @@ from pathlib import Path
 import psutil
 
 from bench import generate
-from bench.report import print_report
+from bench.report import print_report, write_markdown
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -299,6 +299,8 @@ def main() -> None:
     print_report(results)
     target = ROOT / "bench" / ("results-quick.json" if args.quick else "results.json")
     target.write_text(json.dumps(keep_other_sets(target, results), indent=2, sort_keys=True) + "\n")
+    if not args.quick:
+        write_markdown(results, ROOT / "bench" / "RESULTS.md")
     print(f"\nwritten: {target}")
 
 

@@ -280,10 +280,13 @@ def quarantine(out: OutOpt = Path("output"), config: ConfigOpt = None,
 
 
 @app.command()
-def formats() -> None:
+def formats(markdown: Annotated[bool, typer.Option("--markdown", help="docs/formats.md, generated.")] = False) -> None:
     """The registered grammars, each with an example of its input."""
     from parsers import registry
 
+    if markdown:
+        sys.stdout.write(registry.formats_markdown())
+        return
     show_rows(["name", "version", "kind", "description", "example"],
               [[g.name, g.version, "json" if g.structured else "text", g.description, g.example]
                for g in registry.all_grammars()], title="Grammars")
