@@ -1,0 +1,44 @@
+"""Every golden, sample and conformance input gives the oracle's bytes (tests/oracle: the record route,
+outside the product) through the product, whichever route the product takes for it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from flows.process import process_bytes
+from models.settings import Settings
+from normalizers.assemble import RunContext
+from parsers.text import decode
+from tests import oracle
+from tests.helpers import CONFORMANCE, GOLDEN, ROOT
+
+
+def _inputs() -> list[Path]:
+    found = [p for p in sorted(GOLDEN.rglob("*")) if p.is_file() and not p.name.endswith(".expected.json")]
+    found += [p for p in sorted((ROOT / "sample_logs").rglob("*")) if p.is_file()]
+    if CONFORMANCE.is_dir():
+        found += [p for p in sorted((CONFORMANCE / "fixtures").rglob("*")) if p.is_file()]
+    return found
+
+
+INPUTS = _inputs()
+# the product's defaults, and every column route forced on inputs of any size
+SETTINGS = {"defaults": Settings(), "columns": Settings(columnar_min_bytes=0)}
+
+
+@pytest.mark.parametrize("settings", SETTINGS.values(), ids=SETTINGS.keys())
+@pytest.mark.parametrize("path", INPUTS, ids=lambda p: p.relative_to(p.parents[1]).as_posix())
+def test_the_product_gives_the_oracles_bytes(path, settings):
+    data = path.read_bytes()
+    try:
+        source = decode(data, path.name)
+    except Exception as exc:
+        pytest.skip(f"not decodable, so no route reads it: {exc}")
+    expected = oracle.documents(source, settings)
+    got = process_bytes(data, path.name, RunContext.from_settings(settings))
+    if expected is None:
+        assert not got.sessions
+        return
+    assert [s.encoded for s in got.sessions] == expected
