@@ -42,3 +42,36 @@ def test_the_product_gives_the_oracles_bytes(path, settings):
         assert not got.sessions
         return
     assert [s.encoded for s in got.sessions] == expected
+
+
+def _streamable(path: Path) -> bool:
+    from parsers import registry
+
+    try:
+        source = decode(path.read_bytes(), path.name)
+        grammar = registry.get(registry.detect(source.text[:65536], path.name, threshold=0.5).grammar)
+    except Exception:
+        return False
+    return bool(getattr(grammar, "streams_text", False) or getattr(grammar, "entries", None))
+
+
+STREAMED = [p for p in INPUTS if _streamable(p)]
+
+
+@pytest.mark.parametrize("path", STREAMED, ids=lambda p: p.relative_to(p.parents[1]).as_posix())
+def test_streamed_inputs_give_the_oracles_bytes(path, tmp_path):
+    """Read as a stream (text in chunks of 64 bytes cut at turn starts, a JSON list conversation by
+    conversation), an input's documents are the oracle's."""
+    import shutil
+
+    from flows import ingest
+    from flows.shard import run_shard
+
+    settings = Settings(stream_text_bytes=1, stream_json_bytes=1, stream_chunk_bytes=64)
+    src = tmp_path / "in"
+    src.mkdir()
+    shutil.copy(path, src / path.name)
+    expected = oracle.documents(decode(path.read_bytes(), f"in/{path.name}"), settings)  # named as ingest names it
+    run_shard(ingest.discover([src], settings), tmp_path / "out", settings)
+    written = sorted(p.read_bytes() for p in (tmp_path / "out").rglob("sessions/**/*.json"))
+    assert written == sorted(e for e in expected if e is not None)
