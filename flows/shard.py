@@ -146,14 +146,14 @@ def companions_for(ref: ingest.InputRef, index: dict[PurePosixPath, list[ingest.
 
 
 def _file_row(ref: ingest.InputRef, outcome: FileOutcome, context_sha: str | None = None) -> FileRow:
-    return FileRow(ref.key, ref.name, outcome.sha256, outcome.size, outcome.grammar, FileStatus(outcome.status),
+    return FileRow(ref.key, ref.recorded, outcome.sha256, outcome.size, outcome.grammar, FileStatus(outcome.status),
                    outcome.reasons, scrub_name(outcome.detail), len(outcome.sessions), round(outcome.seconds, 6),
                    context_sha)
 
 
 def _note_row(ref: ingest.InputRef, status: FileStatus, detail: str, sha: str | None = None,
               context_sha: str | None = None) -> FileRow:
-    return FileRow(ref.key, ref.name, sha, ref.size, None, status, [], detail, 0, 0.0, context_sha)
+    return FileRow(ref.key, ref.recorded, sha, ref.size, None, status, [], detail, 0, 0.0, context_sha)
 
 
 def run_shard(

@@ -41,6 +41,8 @@ class Reason(StrEnum):
     INTERNAL = "internal_error"
     # configuration
     INVALID_CONFIG = "invalid_config"
+    # environment
+    CLUSTER_UNAVAILABLE = "cluster_unavailable"
     # audit trail
     DIFF_CHECKSUM = "diff_checksum"
 
@@ -99,6 +101,11 @@ class ParseError(ReconstructError):
 
 class ConfigError(ReconstructError):
     """The run's configuration is invalid; the run cannot start."""
+
+
+class ClusterError(ReconstructError):
+    """The Dask cluster a run asks for cannot be used (the ``dask`` extra missing, no scheduler at the
+    address); the run cannot start."""
 
 
 class RegistryError(ReconstructError):
