@@ -98,7 +98,7 @@ class InputRef:
     the ref itself then names their folder."""
     url: str | None = None
     """Where an input found under a URL root is (a zip member as fsspec's ``zip://member::url``): the
-    ledger records it instead of ``name``."""
+    ledger records it instead of ``name`` (a conversation over several files records each file)."""
 
     @property
     def recorded(self) -> str:
@@ -262,7 +262,6 @@ def group_conversations(refs: list[InputRef]) -> list[InputRef]:
     DiscordChatExporter channel exported whole beside its parts) joins it as its first part."""
     groups: dict[str, list[tuple[int, InputRef]]] = {}
     names: dict[str, str] = {}
-    urls: dict[str, str | None] = {}
     plain: list[InputRef] = []
     for ref in refs:
         claim = _conversation(ref)
@@ -272,7 +271,6 @@ def group_conversations(refs: list[InputRef]) -> list[InputRef]:
         key, name, number = claim
         groups.setdefault(key, []).append((number, ref))
         names[key] = name
-        urls[key] = _group_url(ref.url, name, ref.name) if ref.url else None
     out = []
     for ref in plain:
         if ref.key in groups and not (ref.companion or ref.ignored):
@@ -285,20 +283,8 @@ def group_conversations(refs: list[InputRef]) -> list[InputRef]:
         if len(parts) == 1 and parts[0].key == key:
             out.append(parts[0])
             continue
-        out.append(InputRef(key, names[key], parts[0].path, size=sum(p.size for p in parts), parts=parts,
-                            url=urls[key]))
+        out.append(InputRef(key, names[key], parts[0].path, size=sum(p.size for p in parts), parts=parts))
     return out
-
-
-def _group_url(url: str, group_name: str, file_name: str) -> str:
-    """The URL of a conversation's group: the file's URL with its name's tail replaced as the name's
-    (``.../general/2024-01-02.json`` -> ``.../general``)."""
-    within = group_name[len(file_name.rpartition("/")[0]):]  # "" or "/<within>"
-    head, sep, archive = url.partition("::")
-    if sep:  # a zip member: zip://member::archive-url
-        inner = f"{head.removeprefix('zip://').rpartition('/')[0]}{within}".lstrip("/")
-        return f"zip://{inner}::{archive}" if inner else archive
-    return f"{url.rpartition('/')[0]}{within}"
 
 
 def select(refs: list[InputRef], keys: list[str]) -> tuple[list[InputRef], list[str]]:

@@ -309,7 +309,7 @@ def _group(ref, trail: ShardTrail, ctx, prior, inputs: ShardInputs, result: Shar
             (reason, own), status = outcome.part_failures[part.name], FileStatus.QUARANTINED
             reasons = [reason]
         detail = f"part of the conversation {ref.name} ({len(ref.parts)} files), whose sessions are recorded there"
-        result.files.append(FileRow(part.key, part.name, sha, part.size, outcome.grammar, status, reasons,
+        result.files.append(FileRow(part.key, part.recorded, sha, part.size, outcome.grammar, status, reasons,
                                     scrub_name("; ".join(x for x in (own, outcome.detail, detail) if x)),
                                     len(outcome.sessions) if i == 0 else 0, share, context_sha))
 

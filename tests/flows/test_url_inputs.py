@@ -12,6 +12,7 @@ import pytest
 from flows import ingest
 from flows.pipeline import reconstruct
 from models.settings import Settings
+from tests.helpers import ROOT
 
 fsspec = pytest.importorskip("fsspec")
 
@@ -39,7 +40,9 @@ def archive(tmp_path):
     """The same archive on a local disk and in fsspec's in-memory file system."""
     local = tmp_path / "archive"
     fs = fsspec.filesystem("memory")
-    files = {**CHATS, "export.zip": _zip()}
+    slack = ROOT / "sample_logs" / "slack-export"  # a conversation over several files, with companions
+    files = {**CHATS, "export.zip": _zip(),
+             **{f"slack/{p.relative_to(slack)}": p.read_bytes() for p in slack.rglob("*") if p.is_file()}}
     for rel, data in files.items():
         (local / rel).parent.mkdir(parents=True, exist_ok=True)
         (local / rel).write_bytes(data)
@@ -64,13 +67,15 @@ def test_a_memory_url_archive_gives_the_local_documents_and_records(archive, tmp
     by_url = reconstruct([url], tmp_path / "url-out", settings)
     by_path = reconstruct([local], tmp_path / "local-out", settings)
     assert by_url["counts"] == by_path["counts"]
-    assert by_url["counts"]["sessions_ok"] == 4
+    assert by_url["counts"]["sessions_ok"] >= 5
     assert _docs(tmp_path / "url-out") == _docs(tmp_path / "local-out")
     url_rows, local_rows = _files(tmp_path / "url-out"), _files(tmp_path / "local-out")
     assert url_rows.keys() == local_rows.keys()
     for key, (_path, sha, size, status, reasons) in url_rows.items():
         assert (sha, size, status, reasons) == tuple(local_rows[key][1:]), key  # same rules, same bytes
     by_source = {path: (status, reasons) for path, _, _, status, reasons in url_rows.values()}
+    assert all(path.startswith(("memory://bucket/archive/", "zip://")) for path in by_source)
+    assert by_source["memory://bucket/archive/slack/general/2024-04-01.json"][0] == "ok"
     base = "memory://bucket/archive"
     assert by_source[f"{base}/a/chat-1.txt"] == ("ok", "")
     assert by_source[f"{base}/a/.DS_Store"][0] == by_source[f"{base}/a/photo.jpg"][0] == "ignored"
