@@ -139,15 +139,19 @@ def _roots(paths: list[str]) -> list:
     return [as_root(p) for p in paths]
 
 
-def check_cluster(settings: Settings) -> None:
-    """With a Dask address, the ``dask`` extra must be installed: one line and exit 4 otherwise."""
+def check_cluster(settings: Settings, *, reach: bool = False) -> None:
+    """With a Dask address, the ``dask`` extra must be installed (and with ``reach`` the scheduler must
+    answer, before the run starts its Prefect): one line and exit 4 otherwise."""
     if not settings.dask_address:
         return
-    from flows.cluster import require_distributed
+    from flows.cluster import connected, require_distributed
     from models.errors import ClusterError
 
     try:
         require_distributed()
+        if reach:
+            with connected(settings.dask_address):
+                pass
     except ClusterError as exc:
         fail(f"cannot start: {exc.detail}")
 
@@ -163,7 +167,7 @@ def _run(paths: list[str], out: Path, settings: Settings, force: bool, allow_shr
         return EXIT_CANNOT_START
     out = Path(os.path.abspath(out))
     _check_out(out)
-    check_cluster(settings)
+    check_cluster(settings, reach=True)
     prefect_env()
     from flows.serve import start_embedded, use_embedded, use_running_server, without_heartbeats
 

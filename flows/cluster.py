@@ -72,17 +72,18 @@ def with_retries(fn: Callable[..., ShardResult], retries: int, *args, **kwargs) 
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def shards(client, groups: list[list], out_root: Path, settings: Settings, *, companions: dict, **kwargs
-           ) -> Iterator[ShardResult]:
-    """Run each shard (a list of InputRef) on the cluster; results as they complete."""
-    [shared] = client.scatter([companions], broadcast=False, hash=False)  # sent once, not with every shard
-    futures = {_submit(client, run_shard, group, out_root, settings, companions=shared, **kwargs): group
+def shards(client, groups: list[list], out_root: Path, settings: Settings, *, companions: dict,
+           fn: Callable[..., ShardResult] = run_shard, **kwargs) -> Iterator[ShardResult]:
+    """Run each shard (a list of InputRef) on the cluster through ``fn``; results as they complete."""
+    # the companions go with every task, not scattered once: data held by one worker is lost with it,
+    # and every task that needs it would be cancelled
+    futures = {_submit(client, fn, group, out_root, settings, companions=companions, **kwargs): group
                for group in groups}
     for future in _as_completed(client, futures):
         try:
             yield future.result()
         except _killed_worker():
-            yield _one_by_one(client, futures[future], out_root, settings, companions=shared, **kwargs)
+            yield _one_by_one(client, fn, futures[future], out_root, settings, companions=companions, **kwargs)
 
 
 def merges(client, groups: list[list[str]], out_root: Path, settings: Settings, **kwargs) -> Iterator[ShardResult]:
@@ -111,13 +112,23 @@ def _killed_worker() -> type[BaseException]:
     return KilledWorker
 
 
-def _one_by_one(client, refs: list, out_root: Path, settings: Settings, **kwargs) -> ShardResult:
+def _one_by_one(client, fn, refs: list, out_root: Path, settings: Settings, **kwargs) -> ShardResult:
     """The shard again, one input per task: the input whose task kills its workers is quarantined."""
-    futures = [(ref, _submit(client, run_shard, [ref], out_root, settings, **kwargs)) for ref in refs]
+    futures = [(ref, _submit(client, fn, [ref], out_root, settings, **kwargs)) for ref in refs]
     merged = ShardResult()
     for ref, future in futures:
-        try:
-            merged.merge(future.result())
-        except _killed_worker():
-            merged.merge(worker_died(ref, out_root))
+        merged.merge(_alone(client, fn, ref, future, out_root, settings, **kwargs))
     return merged
+
+
+def _alone(client, fn, ref, future, out_root: Path, settings: Settings, **kwargs) -> ShardResult:
+    """One input's result; its task is run once more, alone, if it died: the scheduler also blames
+    the tasks that were waiting on a worker another input killed."""
+    for attempt in range(2):
+        try:
+            return future.result()
+        except _killed_worker():
+            if attempt:
+                break
+            future = _submit(client, fn, [ref], out_root, settings, **kwargs)
+    return worker_died(ref, out_root)

@@ -69,6 +69,38 @@ def test_a_relative_input_path_is_found_by_workers_in_another_directory(prefect_
     """The workers started in the test's directory; the run is given paths relative to another one."""
     _archive(tmp_path / "in")
     monkeypatch.chdir(tmp_path)
+    before = _ran_on(cluster)
     summary = reconstruct_archive(["in"], "out", Settings(dask_address=cluster.scheduler_address, shard_files=3))
     assert summary["counts"]["files_quarantined"] == 1 and summary["counts"]["sessions_ok"] == 12
+    assert _ran_on(cluster) - before >= summary["shards"]
     assert (tmp_path / "out" / "ledger.sqlite").is_file()
+
+
+def test_the_input_that_kills_its_workers_is_quarantined_and_the_rest_processed(tmp_path):
+    """A shard whose task kills every worker it reaches (KilledWorker) runs again input by input; the
+    input that kills is quarantined ``worker_died``, the others of its shard are processed."""
+    import dask
+
+    from flows import cluster as dask_shards
+    from flows import ingest
+    from flows.shard import run_shard
+
+    def deadly(refs, *args, **kwargs):  # pickled by value: the workers run it as it is
+        import os
+
+        if any(r.name.endswith("chat-03.txt") for r in refs):
+            os._exit(1)
+        return run_shard(refs, *args, **kwargs)
+
+    src = _archive(tmp_path / "in")
+    settings = Settings(shard_files=4)
+    refs = ingest.discover([src], settings)
+    groups = [refs[i:i + 4] for i in range(0, len(refs), 4)]
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}), \
+            distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as c, \
+            distributed.Client(c, set_as_default=False) as client:
+        results = list(dask_shards.shards(client, groups, tmp_path / "out", settings, companions={}, fn=deadly))
+    rows = {f.source_path: f for r in results for f in r.files}
+    assert len(rows) == len(refs)
+    assert rows["in/chat-03.txt"].reasons == ["worker_died"]
+    assert {p for p, f in rows.items() if f.status == "ok"} == {f"in/chat-{i:02d}.txt" for i in range(12) if i != 3}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 
+import pytest
 import yaml
 from typer.testing import CliRunner
 
@@ -45,3 +46,16 @@ def test_prefect_yaml_passes_the_dask_address_to_the_flow(monkeypatch):
     assert Settings(**apply_values(deployment["parameters"]["settings"], {})).dask_address == "tcp://scheduler:8786"
     monkeypatch.delenv("RECONSTRUCT_DASK_ADDRESS")
     assert Settings(**apply_values(deployment["parameters"]["settings"], {})).dask_address is None
+
+
+def test_a_scheduler_that_does_not_answer_is_one_line_and_exit_4(monkeypatch, tmp_path):
+    pytest.importorskip("distributed")
+    from tests.flows.conftest import free_port
+
+    monkeypatch.setattr("flows.cluster.CONNECT_SECONDS", 2)
+    result = runner.invoke(app, ["run", str(ROOT / "sample_logs"), "--out", str(tmp_path / "o"),
+                                 "--dask-address", f"tcp://127.0.0.1:{free_port()}"])
+    assert result.exit_code == EXIT_CANNOT_START, result.output
+    assert "no Dask scheduler answers at tcp://127.0.0.1:" in result.output
+    assert result.output.count("\n") == 1 and "Traceback" not in result.output
+    assert not (tmp_path / "o").exists()  # refused before the run started
