@@ -25,6 +25,7 @@ from typing import Any
 from models.errors import ClusterError, Reason
 from models.settings import Settings
 
+from .merge import merge_keys
 from .shard import ShardResult, run_shard, worker_died
 
 EXTRA_HINT = "pip install 'reconstruct[dask]'"
@@ -62,14 +63,15 @@ def connected(address: str | None) -> Iterator[Any]:
 
 def with_retries(fn: Callable[..., ShardResult], retries: int, *args, **kwargs) -> ShardResult:
     """``fn`` on the worker, again after an error marked transient, at most ``retries`` more times."""
-    for attempt in range(retries + 1):
+    attempt = 0
+    while True:
         try:
             return fn(*args, **kwargs)
-        except Exception as exc:
-            if not getattr(exc, "transient", False) or attempt == retries:
+        except Exception as exc:  # re-raised unless marked transient with retries left
+            if not getattr(exc, "transient", False) or attempt >= retries:
                 raise
+        attempt += 1
         time.sleep(RETRY_DELAY_SECONDS)
-    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def shards(client, groups: list[list], out_root: Path, settings: Settings, *, companions: dict,
@@ -89,8 +91,6 @@ def shards(client, groups: list[list], out_root: Path, settings: Settings, *, co
 def merges(client, groups: list[list[str]], out_root: Path, settings: Settings, **kwargs) -> Iterator[ShardResult]:
     """Run each group of deferred session keys (flows/merge.py) on the cluster; results as they complete.
     A group whose tasks kill every worker fails the run (no single input to quarantine)."""
-    from .merge import merge_keys
-
     futures = [_submit(client, merge_keys, group, out_root, settings, **kwargs) for group in groups]
     for future in _as_completed(client, futures):
         yield future.result()

@@ -104,3 +104,27 @@ def test_the_input_that_kills_its_workers_is_quarantined_and_the_rest_processed(
     assert len(rows) == len(refs)
     assert rows["in/chat-03.txt"].reasons == ["worker_died"]
     assert {p for p, f in rows.items() if f.status == "ok"} == {f"in/chat-{i:02d}.txt" for i in range(12) if i != 3}
+
+
+def test_a_shard_is_retried_on_its_worker_only_after_a_transient_error(monkeypatch):
+    from flows import cluster as dask_shards
+    from models.errors import IngestError, Reason, TransientIngestError
+
+    monkeypatch.setattr(dask_shards, "RETRY_DELAY_SECONDS", 0)
+    calls = []
+
+    def flaky(error):
+        calls.append(error)
+        if len(calls) < 3:
+            raise error
+        return "done"
+
+    assert dask_shards.with_retries(flaky, 2, TransientIngestError(Reason.UNREADABLE, "hiccup")) == "done"
+    calls.clear()
+    with pytest.raises(IngestError):
+        dask_shards.with_retries(flaky, 2, IngestError(Reason.UNREADABLE, "gone"))
+    assert len(calls) == 1
+    calls.clear()
+    with pytest.raises(TransientIngestError):
+        dask_shards.with_retries(flaky, 1, TransientIngestError(Reason.UNREADABLE, "hiccup"))
+    assert len(calls) == 2
