@@ -65,13 +65,14 @@ def load_settings(config: Path | None, **flags) -> Settings:
 
 @contextmanager
 def clear_failures(what: str):
-    """Problems of the environment (the ledger, the disk, the output folder) end as one line and
-    exit 4 instead of a traceback."""
+    """Problems of the environment (the ledger, the disk, the output folder, the Dask cluster) end as
+    one line and exit 4 instead of a traceback."""
     from audit.ledger import LedgerError
+    from models.errors import ClusterError
 
     try:
         yield
-    except LedgerError as exc:
+    except (LedgerError, ClusterError) as exc:
         fail(f"{what}: {exc}")
     except OSError as exc:
         where = f" ({exc.filename})" if exc.filename else ""
@@ -131,13 +132,42 @@ def _check_out(out: Path) -> None:
         fail(f"cannot start: --out {out} is not writable")
 
 
-def _run(paths: list[Path], out: Path, settings: Settings, force: bool, allow_shrink: bool = False,
+def _roots(paths: list[str]) -> list:
+    """The run's roots: URLs as given, local paths made absolute (a Dask worker has another directory)."""
+    from flows.ingest import as_root
+
+    return [as_root(p) for p in paths]
+
+
+def check_cluster(settings: Settings, *, reach: bool = False) -> None:
+    """With a Dask address, the ``dask`` extra must be installed (and with ``reach`` the scheduler must
+    answer, before the run starts its Prefect): one line and exit 4 otherwise."""
+    if not settings.dask_address:
+        return
+    from flows.cluster import connected, require_distributed
+    from models.errors import ClusterError
+
+    try:
+        require_distributed()
+        if reach:
+            with connected(settings.dask_address):
+                pass
+    except ClusterError as exc:
+        fail(f"cannot start: {exc.detail}")
+
+
+def _run(paths: list[str], out: Path, settings: Settings, force: bool, allow_shrink: bool = False,
          keys: list[str] | None = None) -> int:
-    missing = [str(p) for p in paths if not p.exists() and not p.is_symlink()]
+    from flows.ingest import is_url
+
+    roots = _roots(paths)
+    missing = [str(p) for p in roots if not is_url(p) and not p.exists() and not p.is_symlink()]
     if missing:
         console.print(f"[red]cannot start:[/red] no such path: {', '.join(missing)}")
         return EXIT_CANNOT_START
+    out = Path(os.path.abspath(out))
     _check_out(out)
+    check_cluster(settings, reach=True)
     prefect_env()
     from flows.serve import start_embedded, use_embedded, use_running_server, without_heartbeats
 
@@ -154,7 +184,7 @@ def _run(paths: list[Path], out: Path, settings: Settings, force: bool, allow_sh
         with clear_failures("run failed"), graceful_stop(out):
             _ready(embedded, use_embedded)
             with without_heartbeats(embedded):
-                summary = run_archive(paths, out, settings, force=force, show_progress=sys.stderr.isatty(),
+                summary = run_archive(roots, out, settings, force=force, show_progress=sys.stderr.isatty(),
                                       allow_shrink=allow_shrink, keys=keys)
     except BaseException as exc:  # Ctrl-C twice, or a signal Prefect turned into TerminationSignal
         if not isinstance(exc, KeyboardInterrupt) and type(exc).__name__ != "TerminationSignal":
@@ -179,7 +209,8 @@ def _ready(embedded, use_embedded) -> None:
 
 @app.command()
 def run(
-    paths: Annotated[list[Path], typer.Argument(help="Files, folders or zip exports.")],
+    paths: Annotated[list[str], typer.Argument(
+        help="Files, folders or zip exports: local paths or URLs (s3://, gcs://, file://; see docs/scale-out.md).")],
     out: OutOpt = Path("output"),
     config: ConfigOpt = None,
     source_tz: Annotated[str | None, typer.Option(help="Zone of timestamps without one (default UTC).")] = None,
@@ -231,7 +262,7 @@ def rerun(
         console.print(f"nothing to rerun in run {run_id}")
         raise typer.Exit(EXIT_OK)
     console.print(f"rerunning {len(sources)} inputs of run {run_id}")
-    raise typer.Exit(_run([Path(r) for r in args["paths"]], out, settings, force=True,
+    raise typer.Exit(_run(list(args["paths"]), out, settings, force=True,
                           keys=[s["source_key"] for s in sources]))
 
 

@@ -9,9 +9,12 @@ from typing import Annotated
 import typer
 
 
-def serve_parameters(paths: list[Path], out: Path, settings_overrides: dict) -> dict:
-    """The flow parameters a scheduled run gets (plain values, as Prefect stores them)."""
-    return {"paths": [str(p.resolve()) for p in paths], "out": str(out.resolve()),
+def serve_parameters(paths: list[str], out: Path, settings_overrides: dict) -> dict:
+    """The flow parameters a scheduled run gets (plain values, as Prefect stores them; the settings
+    this run differs from the defaults by, ``dask_address`` among them)."""
+    from flows.ingest import as_root
+
+    return {"paths": [str(as_root(p)) for p in paths], "out": str(out.resolve()),
             "settings": settings_overrides, "force": False, "show_progress": False}
 
 
@@ -20,7 +23,8 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def serve(
-        paths: Annotated[list[Path], typer.Argument(help="Files, folders or zip exports to reconstruct each time.")],
+        paths: Annotated[list[str], typer.Argument(
+            help="Files, folders or zip exports to reconstruct each time: local paths or URLs (s3://, ...).")],
         out: Annotated[Path, typer.Option("--out", "-o")] = Path("output"),
         cron: Annotated[str | None, typer.Option(help="When to run (cron, in --timezone); default 0 2 * * *.")] = None,
         interval: Annotated[float | None, typer.Option(help="Run every this many seconds instead of a cron.")] = None,
@@ -30,21 +34,24 @@ def register(app: typer.Typer) -> None:
             help="Database folder of the Prefect server started here (default OUT/.prefect).")] = None,
         port: Annotated[int, typer.Option(help="Port of the local Prefect server.")] = 4200,
         config: Annotated[Path | None, typer.Option("--config")] = None,
+        dask_address: Annotated[str | None, typer.Option(help="Run each run's shards on this Dask scheduler.")] = None,
     ) -> None:
         """Run the archive flow on a schedule until stopped (Ctrl-C or SIGTERM). Uses PREFECT_API_URL, else
         a Prefect server at 127.0.0.1:PORT, else starts one (and stops it on exit). Each run is
         incremental: unchanged inputs are skipped. One run at a time: a run due while the last still
         runs is cancelled."""
-        from flows.cli import EXIT_CANNOT_START, EXIT_USAGE, console, load_settings, prefect_env
+        from flows.cli import EXIT_CANNOT_START, EXIT_USAGE, check_cluster, console, load_settings, prefect_env
+        from flows.ingest import is_url
 
         if cron and interval:
             console.print("[red]give --cron or --interval, not both[/red]")
             raise typer.Exit(EXIT_USAGE)
-        missing = [str(p) for p in paths if not p.exists()]
+        missing = [p for p in paths if not is_url(p) and not Path(p).exists()]
         if missing:
             console.print(f"[red]cannot start:[/red] no such path: {', '.join(missing)}")
             raise typer.Exit(EXIT_CANNOT_START)
-        settings = load_settings(config)
+        settings = load_settings(config, dask_address=dask_address)
+        check_cluster(settings)
         prefect_env()
         from flows.serve import ServePlan
         from flows.serve import serve as serve_plan

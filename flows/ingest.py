@@ -4,12 +4,18 @@ Every path found ends as an InputRef, including the ones that cannot be read: th
 reason and are quarantined by the shard, so nothing found disappears. Folders are walked without
 following symlinks (no loops); zips are opened in place with limits on entry count, total size and
 compression ratio; unsafe entry names, encrypted and nested zips are refused with a reason.
+
+A root may also be a URL (``s3://bucket/archive``, ``gcs://``, ``file://``, ``memory://``): it is listed
+and read through fsspec, under the same rules (ignored names, zips and their limits, sizes), keyed as a
+local folder of the same name would be, and recorded in the ledger by its URL. So workers on other
+machines read an archive from object storage.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import stat
 import zipfile
 from bisect import bisect_left, bisect_right
@@ -90,6 +96,37 @@ class InputRef:
     parts: tuple[InputRef, ...] = ()
     """The files of one conversation over several files (a Slack channel's day files), in key order;
     the ref itself then names their folder."""
+    url: str | None = None
+    """Where an input found under a URL root is (a zip member as fsspec's ``zip://member::url``): the
+    ledger records it instead of ``name`` (a conversation over several files records each file)."""
+
+    @property
+    def recorded(self) -> str:
+        """The source path the ledger records: the URL of a URL input, else the name."""
+        return scrub_name(self.url) if self.url else self.name
+
+
+Root = Path | str
+"""A run's root: a local path, or a URL read through fsspec."""
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+://")
+
+
+def is_url(root: Root) -> bool:
+    """True for ``scheme://...`` (a one-letter scheme would be a Windows drive)."""
+    return isinstance(root, str) and _SCHEME.match(root) is not None
+
+
+def as_root(root: Root) -> Root:
+    """A URL as it is given (without a trailing slash), a local path made absolute (not resolved: a
+    symlinked root is still seen as one), so a worker with another directory finds it."""
+    if is_url(str(root)) and not isinstance(root, Path):
+        return str(root).rstrip("/") if not str(root).endswith("://") else str(root)
+    return Path(os.path.abspath(root))
+
+
+def url_parts(url: str) -> list[str]:
+    """The path components of a URL root (``s3://bucket/a/b`` -> bucket, a, b)."""
+    return [p for p in url.split("://", 1)[1].split("?", 1)[0].split("/") if p]
 
 
 def _key(parts: list[str]) -> str:
@@ -100,10 +137,10 @@ def companion_names() -> set[str]:
     return {n for g in registry.all_grammars() for n in g.companion_names}
 
 
-def _zip_members(path: Path, parts: list[str], settings: Settings, companions: set[str]) -> list[InputRef]:
+def _zip_members(path: Root, parts: list[str], settings: Settings, companions: set[str]) -> list[InputRef]:
     name = "/".join(parts)
     try:
-        zf = zipfile.ZipFile(path)
+        zf = open_zip(str(path))
     except (zipfile.BadZipFile, OSError) as exc:
         return [InputRef(_key(parts), name, str(path), problem=Reason.ZIP_UNSAFE.value,
                          detail=f"not a readable zip: {exc}")]
@@ -121,7 +158,7 @@ def _zip_members(path: Path, parts: list[str], settings: Settings, companions: s
         return _members(path, parts, infos, companions)
 
 
-def _members(path: Path, parts: list[str], infos: list[zipfile.ZipInfo], companions: set[str]) -> list[InputRef]:
+def _members(path: Root, parts: list[str], infos: list[zipfile.ZipInfo], companions: set[str]) -> list[InputRef]:
     """One ref per entry. Entries that map to one key (``a/x.txt`` and ``a\\x.txt``, or a name
     stored twice) are all quarantined ``name_collision``, each under its own key."""
     groups: dict[str, list[tuple[list[str], InputRef]]] = {}
@@ -142,7 +179,7 @@ def _members(path: Path, parts: list[str], infos: list[zipfile.ZipInfo], compani
     return sorted(out, key=lambda r: r.key)
 
 
-def _member(path: Path, parts: list[str], info: zipfile.ZipInfo, companions: set[str]) -> tuple[list[str], InputRef]:
+def _member(path: Root, parts: list[str], info: zipfile.ZipInfo, companions: set[str]) -> tuple[list[str], InputRef]:
     member = info.filename
     mparts = list(PurePosixPath(member.replace("\\", "/")).parts)
     ref_parts = [*parts, *map(part, mparts)]
@@ -155,10 +192,11 @@ def _member(path: Path, parts: list[str], info: zipfile.ZipInfo, companions: set
     elif member.lower().endswith(".zip"):
         problem, detail = Reason.ZIP_UNSAFE.value, f"nested zip {member!r} is not opened"
     return ref_parts, InputRef(_key(ref_parts), "/".join(ref_parts), str(path), member, info.file_size, problem,
-                               detail, companion=bool(mparts) and mparts[-1] in companions, ignored=rule)
+                               detail, companion=bool(mparts) and mparts[-1] in companions, ignored=rule,
+                               url=f"zip://{member}::{path}" if is_url(str(path)) else None)
 
 
-def discover(paths: list[Path], settings: Settings, exclude: tuple[Path, ...] = ()) -> list[InputRef]:
+def discover(paths: list[Root], settings: Settings, exclude: tuple[Path, ...] = ()) -> list[InputRef]:
     """Every input under the given paths, sorted by key (so discovery order never matters).
 
     ``exclude`` (the output root) is never read: it is recorded as ``ignored`` where it is met.
@@ -167,7 +205,10 @@ def discover(paths: list[Path], settings: Settings, exclude: tuple[Path, ...] = 
     refs: list[InputRef] = []
     skip = {p.resolve() for p in exclude}
     for root, base in zip(paths, root_names(paths), strict=True):
-        refs.extend(_walk(root, base, settings, companions, skip))
+        if is_url(root):
+            refs.extend(_walk_url(root, base, settings, companions))
+        else:
+            refs.extend(_walk(Path(root), base, settings, companions, skip))
     refs = group_conversations(refs)
     refs.sort(key=lambda r: r.key)
     return _with_siblings(refs)
@@ -189,10 +230,12 @@ def _with_siblings(refs: list[InputRef]) -> list[InputRef]:
     return out
 
 
-def root_names(paths: list[Path]) -> list[list[str]]:
+def root_names(paths: list[Root]) -> list[list[str]]:
     """The leading key parts of each root: its name, or as many parent folder names as make it
-    distinct from the other roots (``dir1/chat.txt``, ``dir2/chat.txt``), whatever their order."""
-    full = [[part(p) for p in Path(os.path.abspath(root)).parts[1:]] or ["root"] for root in paths]
+    distinct from the other roots (``dir1/chat.txt``, ``dir2/chat.txt``), whatever their order. A URL
+    root is named as a local folder of the same path would be."""
+    full = [[part(p) for p in (url_parts(root) if is_url(root) else Path(os.path.abspath(root)).parts[1:])] or ["root"]
+            for root in paths]
     depth = [1] * len(paths)
     while True:
         names = [tuple(f[-d:]) for f, d in zip(full, depth, strict=True)]
@@ -316,6 +359,86 @@ def _walk(root: Path, parts: list[str], settings: Settings, companions: set[str]
     return [InputRef(_key(parts), name, str(root), size=st.st_size, companion=parts[-1] in companions)]
 
 
+def _walk_url(url: str, parts: list[str], settings: Settings, companions: set[str]) -> list[InputRef]:
+    """A URL root walked through fsspec, under the rules ``_walk`` applies to a local one."""
+    import fsspec
+
+    try:
+        fs, path = fsspec.core.url_to_fs(url)
+        info = fs.info(path)
+    except Exception as exc:  # no such protocol, its package missing, no access: the root is recorded unreadable
+        return [InputRef(_key(parts), "/".join(parts), url, problem=Reason.UNREADABLE.value,
+                         detail=f"{type(exc).__name__}: {exc}", url=url)]
+    return _walk_entry(fs, info, url, parts, settings, companions)
+
+
+def _walk_entry(fs, info: dict, url: str, parts: list[str], settings: Settings, companions: set[str]
+                ) -> list[InputRef]:
+    """One entry under a URL root (``url``: the root's URL as given, joined with the entry's names)."""
+    name = "/".join(parts)
+    if info.get("islink") and info["type"] == "directory":  # file:// on a local disk
+        return [InputRef(_key(parts), name, url, problem=Reason.UNREADABLE.value,
+                         detail="symlink to a folder is not followed (loops)", url=url)]
+    if info["type"] == "directory":
+        try:
+            entries = sorted(fs.ls(info["name"], detail=True), key=lambda e: e["name"])
+        except Exception as exc:  # listing refused or failed: the folder is recorded unreadable
+            return [InputRef(_key(parts), name, url, problem=Reason.UNREADABLE.value,
+                             detail=f"{type(exc).__name__}: {exc}", url=url)]
+        out: list[InputRef] = []
+        for entry in entries:
+            leaf = entry["name"].rstrip("/").rpartition("/")[2]
+            here, there = [*parts, part(leaf)], f"{url}/{leaf}"
+            if rule := ignore_rule(leaf):
+                out.append(InputRef(_key(here), "/".join(here), there, ignored=rule, url=there))
+                continue
+            out.extend(_walk_entry(fs, entry, there, here, settings, companions))
+        return out
+    if info["type"] != "file":
+        return [InputRef(_key(parts), name, url, problem=Reason.UNREADABLE.value, detail="not a regular file",
+                         url=url)]
+    if url.lower().endswith(".zip"):
+        return _zip_members(url, parts, settings, companions)
+    size = int(info.get("size") or 0)
+    if size > settings.max_file_bytes:
+        return [InputRef(_key(parts), name, url, size=size, problem=Reason.TOO_LARGE.value,
+                         detail=f"{size} bytes, more than max_file_bytes {settings.max_file_bytes}", url=url)]
+    return [InputRef(_key(parts), name, url, size=size, companion=parts[-1] in companions, url=url)]
+
+
+class _UrlZip(zipfile.ZipFile):
+    """A zip read from a URL's file object, closed with it."""
+
+    def __init__(self, url: str) -> None:
+        import fsspec
+
+        self._source = fsspec.open(url, "rb").open()
+        try:
+            super().__init__(self._source)
+        except BaseException:
+            self._source.close()
+            raise
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._source.close()
+
+
+def open_zip(path: str) -> zipfile.ZipFile:
+    """A zip on disk or at a URL."""
+    return _UrlZip(path) if is_url(path) else zipfile.ZipFile(path)
+
+
+def _open_file(path: str):
+    if is_url(path):
+        import fsspec
+
+        return fsspec.open(path, "rb").open()
+    return open(path, "rb")
+
+
 class ZipCache:
     """Zips opened once and kept open for a shard's reads (closed with ``close``)."""
 
@@ -325,7 +448,7 @@ class ZipCache:
     def get(self, path: str) -> zipfile.ZipFile:
         zf = self._open.get(path)
         if zf is None:
-            zf = self._open[path] = zipfile.ZipFile(path)
+            zf = self._open[path] = open_zip(path)
         return zf
 
     def close(self) -> None:
@@ -335,13 +458,14 @@ class ZipCache:
 
 
 def read(ref: InputRef, zips: ZipCache | None = None) -> bytes:
-    """The bytes of one input. Permission and missing-file errors are terminal; others transient."""
+    """The bytes of one input. Permission and missing-file errors are terminal; others transient
+    (for a URL, any other error of its file system: a dropped connection, a throttled request)."""
     try:
         if ref.member is None:
-            with open(ref.path, "rb") as fh:
+            with _open_file(ref.path) as fh:
                 return fh.read()
         if zips is None:
-            with zipfile.ZipFile(ref.path) as zf:
+            with open_zip(ref.path) as zf:
                 return _member_bytes(zf, ref)
         return _member_bytes(zips.get(ref.path), ref)
     except (PermissionError, FileNotFoundError, IsADirectoryError) as exc:
@@ -350,6 +474,10 @@ def read(ref: InputRef, zips: ZipCache | None = None) -> bytes:
         raise IngestError(Reason.ZIP_UNSAFE, str(exc), path=ref.name) from None
     except OSError as exc:
         raise TransientIngestError(Reason.UNREADABLE, str(exc), path=ref.name) from None
+    except Exception as exc:
+        if not ref.url:
+            raise
+        raise TransientIngestError(Reason.UNREADABLE, f"{type(exc).__name__}: {exc}", path=ref.name) from None
 
 
 def _member_bytes(zf: zipfile.ZipFile, ref: InputRef) -> bytes:
@@ -363,10 +491,10 @@ def _member_bytes(zf: zipfile.ZipFile, ref: InputRef) -> bytes:
 def open_binary(ref: InputRef, zips: ZipCache | None = None):
     """A binary file object over one input (a zip member is streamed from the zip)."""
     if ref.member is None:
-        return open(ref.path, "rb")
+        return _open_file(ref.path)
     if zips is not None:
         return zips.get(ref.path).open(ref.member)
-    zf = zipfile.ZipFile(ref.path)
+    zf = open_zip(ref.path)
     member = zf.open(ref.member)
     member._reconstruct_zip = zf  # keep the archive open as long as the member
     return member

@@ -5,8 +5,10 @@ into shards (by bytes and file count, in key order, so the grouping is determini
 shard is one task run. Locally the tasks are Prefect task runs on a thread pool whose bodies hand
 the CPU work to one process pool per flow run (forkserver workers preloaded with the core, so a
 worker starts in milliseconds instead of re-importing Prefect as ProcessPoolTaskRunner's workers
-do); on Dask the task body runs on the Dask worker itself. Transient I/O errors fail the shard
-task, which Prefect retries; everything else is quarantined inside it.
+do). Transient I/O errors fail the shard task, which Prefect retries; everything else is quarantined inside it.
+
+With a Dask address the shards are not Prefect tasks: they go to the cluster as plain Dask tasks of
+the Prefect-free core (flows/cluster.py), so a worker never calls a Prefect API.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from models.settings import PIPELINE_VERSION, Settings
 from models.status import DocumentMark, FileStatus, RunStatus
 from normalizers.ids import safe_path_part
 
-from . import alerts, artifacts, emit, ingest, pool, snapshots
+from . import alerts, artifacts, cluster, emit, ingest, pool, snapshots
 from .merge import merge_keys
 from .shard import ShardResult, run_shard
 
@@ -121,12 +123,8 @@ def shard_task(settings: Settings):
 
 
 def task_runner(settings: Settings):
-    """The runner for the shard tasks: Dask when an address is set, else threads that feed the
-    flow run's local process pool (see ``local_pool``)."""
-    if settings.dask_address:
-        from prefect_dask import DaskTaskRunner
-
-        return DaskTaskRunner(address=settings.dask_address)
+    """The runner for the shard tasks: threads that feed the flow run's local process pool (see
+    ``local_pool``). With a Dask address the shards go to Dask without it (flows/cluster.py)."""
     return ThreadPoolTaskRunner(max_workers=settings.workers)
 
 
@@ -134,7 +132,7 @@ def new_run_id() -> str:
     return f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid4().hex[:6]}"
 
 
-def reconstruct(paths: list[Path], out_root: Path, settings: Settings, *, force: bool = False,
+def reconstruct(paths: list[ingest.Root], out_root: Path, settings: Settings, *, force: bool = False,
                 run_id: str | None = None, runner=None, progress=None, allow_shrink: bool = False,
                 keys: list[str] | None = None, merger=None) -> dict[str, Any]:
     """Run the archive through the shards and record it in the ledger; returns the run summary.
@@ -147,6 +145,8 @@ def reconstruct(paths: list[Path], out_root: Path, settings: Settings, *, force:
     """
     started = time.perf_counter()
     run_id = run_id or new_run_id()
+    paths = [ingest.as_root(p) for p in paths]
+    out_root = Path(os.path.abspath(out_root))
     out_root.mkdir(parents=True, exist_ok=True)
     emit.clear_stop(out_root)
     lpath = ledger_path_for(out_root, settings)
@@ -263,7 +263,7 @@ def ending_status(exc: BaseException) -> RunStatus:
     return RunStatus.CRASHED
 
 
-def _record_missing(paths: list[Path], refs: list[ingest.InputRef], run_id: str, settings: Settings,
+def _record_missing(paths: list[ingest.Root], refs: list[ingest.InputRef], run_id: str, settings: Settings,
                     ledger: Ledger) -> None:
     """Inputs an earlier run saw under these roots that are gone: recorded ``missing``, and their
     documents (kept: nothing is deleted without confirmation) marked ``source_missing``."""
@@ -311,20 +311,8 @@ def _only(refs: list[ingest.InputRef], keys: list[str], run_id: str, settings: S
     return found
 
 
-@flow(name="reconstruct-archive", log_prints=False, validate_parameters=False)
-def reconstruct_archive(paths: list[str], out: str, settings: Settings | dict[str, Any] | None = None,
-                        force: bool = False, show_progress: bool = False,
-                        allow_shrink: bool = False, keys: list[str] | None = None,
-                        run_id: str | None = None) -> dict[str, Any]:
-    """Reconstruct every session of an archive into ``out`` (see docs/output.md: Output layout).
-
-    Run it with ``run_archive`` (which picks the task runner from the settings and names the run
-    as it is created) or, for a deployment, ``reconstruct_archive.with_options(task_runner=task_runner(settings))``.
-    """
-    logger = get_run_logger()
-    out_root = Path(out)
-    if not isinstance(settings, Settings):  # a deployment passes the settings as a plain mapping
-        settings = Settings(**(settings or {}))
+def _prefect_runners(out_root: Path, settings: Settings, force: bool, allow_shrink: bool, run_id: str, logger):
+    """Shards and merges as Prefect task runs on this flow run's task runner (the local pool)."""
 
     def submit(shards, companions, ledger_path):
         shard = shard_task(settings)
@@ -332,10 +320,7 @@ def reconstruct_archive(paths: list[str], out: str, settings: Settings | dict[st
         futures = [shard.submit(Opaque(s), str(out_root), settings, shared, ledger_path, force, allow_shrink,
                                 run_id) for s in shards]
         for i, fut in enumerate(as_completed(futures), 1):  # each shard recorded as soon as it is done
-            result = fut.result()
-            logger.info("shard %d/%d done: %d files, %d sessions", i, len(futures),
-                        len(result.files), len(result.sessions))
-            yield result
+            yield _logged(fut.result(), i, len(futures), logger)
 
     def merge(groups, ledger_path):
         task_ = process_merge.with_options(retries=settings.task_retries, retry_condition_fn=only_transient)
@@ -344,13 +329,57 @@ def reconstruct_archive(paths: list[str], out: str, settings: Settings | dict[st
         for fut in as_completed(futures):
             yield fut.result()
 
+    return submit, merge
+
+
+def _dask_runners(client, out_root: Path, settings: Settings, force: bool, allow_shrink: bool, run_id: str, logger):
+    """Shards and merges as plain Dask tasks of the Prefect-free core (flows/cluster.py): a worker never
+    needs this run's Prefect API."""
+
+    def submit(shards, companions, ledger_path):
+        results = cluster.shards(client, shards, out_root, settings, companions=companions,
+                                 ledger_path=Path(ledger_path), force=force, allow_shrink=allow_shrink, run_id=run_id)
+        for i, result in enumerate(results, 1):
+            yield _logged(result, i, len(shards), logger)
+
+    def merge(groups, ledger_path):
+        yield from cluster.merges(client, groups, out_root, settings, ledger_path=Path(ledger_path), run_id=run_id,
+                                  allow_shrink=allow_shrink)
+
+    return submit, merge
+
+
+def _logged(result: ShardResult, done: int, total: int, logger) -> ShardResult:
+    logger.info("shard %d/%d done: %d files, %d sessions", done, total, len(result.files), len(result.sessions))
+    return result
+
+
+@flow(name="reconstruct-archive", log_prints=False, validate_parameters=False)
+def reconstruct_archive(paths: list[str], out: str, settings: Settings | dict[str, Any] | None = None,
+                        force: bool = False, show_progress: bool = False,
+                        allow_shrink: bool = False, keys: list[str] | None = None,
+                        run_id: str | None = None) -> dict[str, Any]:
+    """Reconstruct every session of an archive into ``out`` (see docs/output.md: Output layout).
+
+    Run it with ``run_archive`` (which names the run as it is created) or as a deployment: either way
+    ``settings.dask_address`` sends the shards to that Dask scheduler. Paths are made absolute here, on
+    the driver, before anything is shipped; a path may be a URL (``s3://``, ``gcs://``, ``file://``:
+    flows/ingest.py reads it through fsspec).
+    """
+    logger = get_run_logger()
+    out_root = Path(os.path.abspath(out))  # resolved here, never on a worker with another directory
+    roots = [ingest.as_root(p) for p in paths]
+    if not isinstance(settings, Settings):  # a deployment passes the settings as a plain mapping
+        settings = Settings(**(settings or {}))
     run_id = run_id or new_run_id()
     artifacts.name_flow_run(paths, run_id)
     try:
-        with progress_bar(show_progress) as progress, pool.local_pool(settings), graceful_stop(out_root):
-            summary = reconstruct([Path(p) for p in paths], out_root, settings, force=force, run_id=run_id,
-                                  runner=submit, progress=progress, allow_shrink=allow_shrink, keys=keys,
-                                  merger=merge)
+        with progress_bar(show_progress) as progress, pool.local_pool(settings), graceful_stop(out_root), \
+                cluster.connected(settings.dask_address) as client:
+            submit, merge = (_dask_runners(client, out_root, settings, force, allow_shrink, run_id, logger) if client
+                             else _prefect_runners(out_root, settings, force, allow_shrink, run_id, logger))
+            summary = reconstruct(roots, out_root, settings, force=force, run_id=run_id, runner=submit,
+                                  progress=progress, allow_shrink=allow_shrink, keys=keys, merger=merge)
     except BaseException as exc:
         alerts.emit_run_event(alerts.outcome_of(exc), run_id, artifacts.archive_name(paths), out,
                               alerts.ledger_counts(ledger_path_for(out_root, settings), run_id), repr(exc))

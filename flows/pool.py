@@ -2,9 +2,8 @@
 
 Local shard tasks run as Prefect task runs on threads of the flow's process; their CPU work goes
 to one process pool per flow run (forkserver workers preloaded with the core, so a worker starts
-in milliseconds instead of re-importing Prefect). On a Dask worker there is no pool: the shard
-runs right there. The pool is found through a context variable the flow sets, so nothing here
-needs pickling when Dask ships a task.
+in milliseconds instead of re-importing Prefect). With a Dask address there is no pool: the shards go
+to the cluster (flows/cluster.py). The pool is found through a context variable the flow sets.
 
 A worker that dies (killed for memory, a segfault) breaks the pool: the pool is replaced and the
 shard is run again one input at a time, so the input that kills its worker is quarantined

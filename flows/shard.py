@@ -146,14 +146,14 @@ def companions_for(ref: ingest.InputRef, index: dict[PurePosixPath, list[ingest.
 
 
 def _file_row(ref: ingest.InputRef, outcome: FileOutcome, context_sha: str | None = None) -> FileRow:
-    return FileRow(ref.key, ref.name, outcome.sha256, outcome.size, outcome.grammar, FileStatus(outcome.status),
+    return FileRow(ref.key, ref.recorded, outcome.sha256, outcome.size, outcome.grammar, FileStatus(outcome.status),
                    outcome.reasons, scrub_name(outcome.detail), len(outcome.sessions), round(outcome.seconds, 6),
                    context_sha)
 
 
 def _note_row(ref: ingest.InputRef, status: FileStatus, detail: str, sha: str | None = None,
               context_sha: str | None = None) -> FileRow:
-    return FileRow(ref.key, ref.name, sha, ref.size, None, status, [], detail, 0, 0.0, context_sha)
+    return FileRow(ref.key, ref.recorded, sha, ref.size, None, status, [], detail, 0, 0.0, context_sha)
 
 
 def run_shard(
@@ -309,7 +309,7 @@ def _group(ref, trail: ShardTrail, ctx, prior, inputs: ShardInputs, result: Shar
             (reason, own), status = outcome.part_failures[part.name], FileStatus.QUARANTINED
             reasons = [reason]
         detail = f"part of the conversation {ref.name} ({len(ref.parts)} files), whose sessions are recorded there"
-        result.files.append(FileRow(part.key, part.name, sha, part.size, outcome.grammar, status, reasons,
+        result.files.append(FileRow(part.key, part.recorded, sha, part.size, outcome.grammar, status, reasons,
                                     scrub_name("; ".join(x for x in (own, outcome.detail, detail) if x)),
                                     len(outcome.sessions) if i == 0 else 0, share, context_sha))
 

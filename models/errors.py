@@ -43,6 +43,8 @@ class Reason(StrEnum):
     NOT_STREAMABLE = "not_streamable"
     # configuration
     INVALID_CONFIG = "invalid_config"
+    # environment
+    CLUSTER_UNAVAILABLE = "cluster_unavailable"
     # audit trail
     DIFF_CHECKSUM = "diff_checksum"
 
@@ -106,6 +108,11 @@ class NotStreamable(ReconstructError):
 
 class ConfigError(ReconstructError):
     """The run's configuration is invalid; the run cannot start."""
+
+
+class ClusterError(ReconstructError):
+    """The Dask cluster a run asks for cannot be used (the ``dask`` extra missing, no scheduler at the
+    address); the run cannot start."""
 
 
 class RegistryError(ReconstructError):

@@ -116,6 +116,12 @@ class Settings(BaseSettings):
             raise ValueError(f"unknown time zone {value!r}") from exc
         return value
 
+    @field_validator("dask_address")
+    @classmethod
+    def _address_or_none(cls, value: str | None) -> str | None:
+        """An empty address (a deployment's unset ``{{ $RECONSTRUCT_DASK_ADDRESS }}``) means no Dask."""
+        return value.strip() or None if value is not None else None
+
     @field_validator("runtime_identity")
     @classmethod
     def _identity_form(cls, value: str | None) -> str | None:
