@@ -76,7 +76,7 @@ DETECTORS: tuple[Detector, ...] = (
     # DB_PASSWORD=..., password: ..., "password": "..." (a JSON key), pwd='...', password=abc (any length)
     Detector("password_assignment", _assignment(_PASSWORD), ("passw", "pwd"),
              (("pass" + "word = " + "n" * 12, "n" * 12), ("DB_PASS" + "WORD=" + "hunter2env", "hunter2env"),
-              ('{"pass' + 'word": "' + "Zq9" + '"}', "Zq9"), ("login with pass" + "word=" + "x7Q", "x7Q"),
+              ('{"pass' + 'word": "' + "Zq9w" + '"}', "Zq9w"), ("login with pass" + "word=" + "x7Q9z", "x7Q9z"),
               ('{\\"pass' + 'word\\": \\"' + "Esc4p3d" + '\\"}', "Esc4p3d")),
              keys=rf"[\w.-]*(?:{_PASSWORD})"),
     # Stripe secret and restricted keys (publishable pk_ keys are public by design) and webhook secrets
