@@ -45,6 +45,10 @@ def _words() -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 FOLDED_WORDS, EXACT_WORDS = _words()
 _TRIGGERS = re.compile("|".join(_literal(w) for w in (*EXACT_WORDS, *FOLDED_WORDS)))
+# the same words as two literal alternations, one over the lower-cased text: ten times faster in
+# Python's re than the hand-folded classes above (which Rust's regex, in the column search, reads well)
+_FOLDED = re.compile("|".join(map(re.escape, FOLDED_WORDS)))
+_EXACT = re.compile("|".join(map(re.escape, EXACT_WORDS)))
 # three digits, single separators allowed between them (a French "06 12 34" too), or an @
 _PII_TRIGGERS = re.compile(r"@|\d[ ().-]?\d[ ().-]?\d")
 
@@ -70,6 +74,19 @@ def may_trigger(text: str, pii: bool = False) -> bool:
         if word in low:
             return True
     return False
+
+
+def _has_trigger(text: str) -> bool:
+    return _EXACT.search(text) is not None or _FOLDED.search(text.lower()) is not None
+
+
+def _trigger_starts(text: str) -> set[int]:
+    """Where trigger words start in the text (a lower-casing that changes the length, as of "İ",
+    is searched with the folded pattern instead)."""
+    low = text.lower()
+    if len(low) != len(text):
+        return {m.start() for m in _TRIGGERS.finditer(text)}
+    return {m.start() for m in _FOLDED.finditer(low)} | {m.start() for m in _EXACT.finditer(text)}
 
 
 def _rows(text: str) -> tuple[int, ...]:
@@ -110,7 +127,7 @@ class Redactor:
         for t in texts:
             starts.append(pos)
             pos += len(t) + 1
-        hits = {m.start() for m in _TRIGGERS.finditer(joined)}
+        hits = _trigger_starts(joined)
         if self.pii:
             hits.update(m.start() for m in _PII_TRIGGERS.finditer(joined))
         return {bisect_right(starts, h) - 1 for h in hits}
@@ -118,7 +135,7 @@ class Redactor:
     def spans(self, text: str) -> list[Span]:
         """Every finding in the text as (start, end, type), in order, none overlapping."""
         pii = self.pii and _PII_TRIGGERS.search(text) is not None
-        rows = _rows(text) if _TRIGGERS.search(text) else ()
+        rows = _rows(text) if _has_trigger(text) else ()
         found: list[Span] = []
         if rows or (pii and "@" in text):
             found = [(m.start(), m.end(), m.lastgroup or "secret")
@@ -131,7 +148,7 @@ class Redactor:
         """The text to write and the types found in it, in order."""
         if self.policy == "off" or not text:
             return text, []
-        if not _TRIGGERS.search(text) and not (self.pii and _PII_TRIGGERS.search(text)):
+        if not _has_trigger(text) and not (self.pii and _PII_TRIGGERS.search(text)):
             return text, []
         found = self.spans(text)
         if self.policy != "redact" or not found:

@@ -140,10 +140,12 @@ def _check_run(out: Path, printed: dict[str, bytes]) -> None:
         assert kind in report, kind
 
 
-def test_no_planted_secret_in_any_artifact_or_on_stdout(tmp_path, capfd):
+@pytest.mark.parametrize("route", [{}, {"columnar_min_bytes": 0, "stream_bytes": 1, "stream_text_bytes": 1}],
+                         ids=["records", "columns-and-streams"])
+def test_no_planted_secret_in_any_artifact_or_on_stdout(tmp_path, capfd, route):
     src = _inputs(tmp_path)
     out = tmp_path / "out"
-    summary = reconstruct([src], out, Settings(redact_pii=True))
+    summary = reconstruct([src], out, Settings(redact_pii=True, **route))
     assert summary["counts"]["files_quarantined"] >= 2, summary["quarantined"]
     printed = _listings(out)
     captured = capfd.readouterr()
