@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from stdnum import luhn
 
 from normalizers.secret_table import DETECTORS
-from normalizers.secrets import _KEYS, FOLDED_WORDS, Redactor
+from normalizers.secrets import _KEYS, _TRIGGERS, FOLDED_WORDS, Redactor, _has_trigger
 
 CASES = [pytest.param(row, text, core, id=f"{row.name}-{i}")
          for row in DETECTORS for i, (text, core) in enumerate(row.examples)]
@@ -136,3 +136,16 @@ def test_valid_luhn_numbers_are_always_redacted(number, sep, frame):
     grouped = sep.join(number[i:i + 4] for i in range(0, len(number), 4)) if sep else number
     out, found = PII.scrub(frame.format(grouped))
     assert found == ["card"] and number[-6:] not in out.replace(" ", "").replace("-", "")
+
+
+_PIECES = [w for row in DETECTORS for w in row.triggers] + ["İ", "K", "x", " ", "ſ", "\x00"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(_PIECES) | st.text(max_size=3), max_size=5).map("".join), max_size=4))
+def test_the_screen_flags_every_turn_holding_a_trigger_word(texts):
+    """The literal screen over lower-cased text finds what the folded pattern (the column search) finds."""
+    flagged = REDACT.candidates(texts)
+    for i, text in enumerate(texts):
+        if _TRIGGERS.search(text):
+            assert _has_trigger(text) and i in flagged, (text, flagged)
