@@ -133,6 +133,12 @@ def _check_run(out: Path, printed: dict[str, bytes]) -> None:
     assert any(k.endswith(".parquet") for k in files) and any(".revisions" in k for k in files)
     assert "report.html" in files and any(k.startswith("exp-jsonl/") for k in files)
     assert _leaks(files | printed) == []
+    docs = {path.parts[-2]: json.loads(path.read_bytes()) for path in (out / "sessions").rglob("*.json")}
+    agent = docs["5c1e0c2d-9a1f-4e3b-8c6d-2f5a7b9c1e31"]["artifacts"]["ByggLogg"]["redactions"]
+    chatgpt = docs["conv-keys"]["artifacts"]["ByggLogg"]["redactions"]
+    for row in DETECTORS:  # each class found in a tool call's argument and in source fields
+        assert {"type": row.name, "field": "content"} in [{k: r[k] for k in ("type", "field")} for r in agent]
+        assert {"type": row.name, "field": "sourceFields"} in [{k: r[k] for k in ("type", "field")} for r in chatgpt]
     report = files["report.html"].decode()
     for row in DETECTORS:
         assert row.name in report, row.name  # each class was found, counted and reported
