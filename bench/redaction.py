@@ -1,11 +1,13 @@
 """CPU time of redaction per turn, as the assembler runs it (screen a session, scrub the turns it flags).
 
-    python -m bench.redaction [--turns 200000] [--baseline old_secrets.py]
+    python -m bench.redaction [--turns 200000] [--baseline old_secrets.py] [--detect-secrets 20000]
 
 The turns alternate generated prose (a date in one of seven) and 300-character pieces of every file
 in sample_logs (commands, paths, URLs, JSON), one in a thousand with a key. A floor is printed beside
 the figures: one plain ``re`` search per turn. ``--baseline`` times another version of
 ``normalizers/secrets.py`` (``git show main:normalizers/secrets.py > old_secrets.py``) on the same turns.
+``--detect-secrets N`` times detect-secrets (when installed: it is not a dependency) on the first N
+turns, ``scan_line`` on each line with its default plugins, beside this version on the same turns.
 """
 
 from __future__ import annotations
@@ -50,6 +52,22 @@ def timed(module, sessions: list[list[str]], pii: bool) -> tuple[float, int]:
     return time.process_time() - start, found
 
 
+def detect_secrets_beside(texts: list[str]) -> None:
+    from detect_secrets.core.scan import scan_line
+    from detect_secrets.settings import default_settings
+
+    with default_settings():
+        start, found = time.process_time(), 0
+        for text in texts:
+            for line in text.splitlines():
+                found += sum(1 for _ in scan_line(line))
+        seconds = time.process_time() - start
+    ours, mine = timed(secrets, [texts[i:i + 200] for i in range(0, len(texts), 200)], False)
+    print(f"{len(texts)} turns: detect-secrets {seconds:.2f} s ({seconds / len(texts) * 1e6:.0f} us/turn, "
+          f"{found} findings, no redaction); this version {ours:.3f} s ({ours / len(texts) * 1e6:.1f} us/turn, "
+          f"{mine} findings)")
+
+
 def load(path: Path):
     spec = importlib.util.spec_from_file_location("baseline_secrets", path)
     module = importlib.util.module_from_spec(spec)
@@ -62,8 +80,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--turns", type=int, default=200_000)
     parser.add_argument("--baseline", type=Path)
+    parser.add_argument("--detect-secrets", type=int, default=0, metavar="N")
     args = parser.parse_args()
     texts = corpus(args.turns)
+    if args.detect_secrets:
+        detect_secrets_beside(texts[:args.detect_secrets])
     sessions = [texts[i:i + 200] for i in range(0, len(texts), 200)]
     print(f"{len(texts)} turns, {sum(map(len, texts)) / 1e6:.1f} M characters; CPU seconds, best of 3")
     floor = re.compile("://")

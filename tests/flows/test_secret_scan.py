@@ -88,6 +88,7 @@ def _inputs(root: Path) -> Path:
         zf.writestr(f"chat-{STRIPE}.txt", "User: hello\nAssistant: hi\n")
         zf.writestr(f"notes-{RESTRICTED}.txt", "")  # quarantined: the name reaches quarantine records
     (src / f"{HF}.txt").write_text("")
+    (src / "prose.txt").write_text(f"no speakers here, {STRIPE} and {HF} in prose\n")  # quarantined no_grammar
     return src
 
 
@@ -152,7 +153,7 @@ def test_no_planted_secret_in_any_artifact_or_on_stdout(tmp_path, capfd, route):
     src = _inputs(tmp_path)
     out = tmp_path / "out"
     summary = reconstruct([src], out, Settings(redact_pii=True, **route))
-    assert summary["counts"]["files_quarantined"] >= 2, summary["quarantined"]
+    assert summary["counts"]["files_quarantined"] >= 3, summary["quarantined"]
     printed = _listings(out)
     captured = capfd.readouterr()
     printed |= {"stdout:run": captured.out.encode(), "stderr:run": captured.err.encode(),
@@ -175,7 +176,7 @@ def test_the_flow_leaves_no_planted_secret_in_prefects_database(prefect_harness,
     (tmp_path / "reconstruct.toml").write_text("redact_pii = true\n")
     result = CliRunner().invoke(app, ["run", str(src), "--out", str(out), "--workers", "1",
                                       "--config", str(tmp_path / "reconstruct.toml")])
-    assert result.exit_code == 3, result.output  # the two empty files are quarantined
+    assert result.exit_code == 3, result.output  # the two empty files and the prose are quarantined
     printed = {"stdout:run": result.output.encode()} | _listings(out)
     _check_run(out, printed)
     database = _prefect_database()
