@@ -10,6 +10,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from normalizers.secrets import scrub_name
+
 SUMMARY_KEY = "reconstruct-run-summary"
 QUARANTINE_KEY = "reconstruct-quarantine"
 SLOWEST = 10
@@ -17,8 +19,9 @@ TABLE_ROWS = 500
 
 
 def archive_name(paths: list[str]) -> str:
-    """The archive's name: its first path's name, and how many more paths there are."""
-    names = [Path(p).name or str(p) for p in paths]
+    """The archive's name: its first path's name (any secret in it redacted, as in every name the
+    run records: it names the flow run in Prefect's database), and how many more paths there are."""
+    names = [scrub_name(Path(p).name or str(p)) for p in paths]
     if not names:
         return "nothing"
     return names[0] if len(names) == 1 else f"{names[0]}+{len(names) - 1}"

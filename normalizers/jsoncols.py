@@ -38,7 +38,7 @@ from .assemble import RunContext, Summary, _speaker_entry, model_source, raw_tim
 from .columns import _FACT_WORDS, json_string, utc_dates
 from .columns import _line as interaction_line
 from .keys import KEY_MESSAGES
-from .secrets import _TRIGGER_WORDS, pii_triggers, triggers
+from .secrets import EXACT_WORDS, FOLDED_WORDS, pii_triggers, triggers
 
 # A key ``raw_time_keys`` may rename, or the gate may check, shows in the JSON text as one of these.
 _TIME_KEY_TEXT = r'(?i:date|timestamp)"|At"'
@@ -203,7 +203,8 @@ def _extra_flags(extra: pl.Series, ctx: RunContext) -> tuple[pl.Series, pl.Serie
     elif redactor.pii:
         secret = extra.str.contains(f"{triggers()}|{pii_triggers()}")
     else:
-        secret = extra.str.to_lowercase().str.contains_any(list(_TRIGGER_WORDS))
+        folded = extra.str.to_lowercase().str.contains_any(list(FOLDED_WORDS))
+        secret = folded | extra.str.contains_any(list(EXACT_WORDS))
     return secret.fill_null(False), extra.str.contains(_TIME_KEY_TEXT).fill_null(False)
 
 
