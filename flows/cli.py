@@ -38,7 +38,7 @@ PREFECT_DEFAULTS = {
 
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="TOML config file (default ./reconstruct.toml).")]
 OutOpt = Annotated[Path, typer.Option("--out", "-o", help="Output root.")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON document on stdout instead of a table.")]
+JsonOpt = views.JsonOpt
 
 
 def _version(value: bool) -> None:
@@ -117,7 +117,7 @@ def _print_summary(summary: dict) -> None:
     )
     if summary["quarantined"]:
         view = _quarantine_view(summary["run_id"], summary["quarantined"])
-        views.show(view, view.quarantined, as_json=False, title="Quarantined")
+        views.show(view, view.quarantined, views.QuarantineRow, as_json=False, title="Quarantined")
 
 
 def _check_out(out: Path) -> None:
@@ -234,7 +234,7 @@ def status(out: OutOpt = Path("output"), config: ConfigOpt = None,
     with read_ledger(out, config) as ledger:
         view = views.StatusView(runs=[_run_row(r) for r in ledger.runs(limit)],
                                 documents_without_source=_counts(ledger.flags().values()))
-    views.show(view, view.runs, as_json, title="Runs")
+    views.show(view, view.runs, views.RunRow, as_json, title="Runs")
     if view.documents_without_source and not as_json:
         console.print("documents kept without their source: "
                       + ", ".join(f"{mark} {n}" for mark, n in sorted(view.documents_without_source.items())))
@@ -262,7 +262,7 @@ def quarantine(out: OutOpt = Path("output"), config: ConfigOpt = None,
             known_run(ledger, run_id, out)
         view = _quarantine_view(run_id or ledger.latest_run_id(), ledger.quarantined(run_id))
     if view.quarantined or as_json:
-        views.show(view, view.quarantined, as_json, title="Quarantined")
+        views.show(view, view.quarantined, views.QuarantineRow, as_json, title="Quarantined")
     else:
         console.print("nothing quarantined")
 
@@ -281,7 +281,7 @@ def formats(as_json: JsonOpt = False) -> None:
     view = views.FormatsView(grammars=[
         views.GrammarRow(name=g.name, version=g.version, kind="json" if g.structured else "text",
                          description=g.description, example=g.example) for g in registry.all_grammars()])
-    views.show(view, view.grammars, as_json, title="Grammars")
+    views.show(view, view.grammars, views.GrammarRow, as_json, title="Grammars")
 
 
 @app.command()

@@ -20,7 +20,7 @@ from flows.exits import ExitCode, fail
 OutOpt = Annotated[Path, typer.Option("--out", "-o", help="Output root of the runs.")]
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="TOML config file (default ./reconstruct.toml).")]
 ConfirmOpt = Annotated[str | None, typer.Option("--confirm", help="The exact confirmation string (else prompted).")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON document on stdout instead of a table.")]
+JsonOpt = views.JsonOpt
 SessionArg = Annotated[str, typer.Argument(help="The document: its path under OUT (sessions/...), its path as the "
                                                 "shell completes it (OUT/sessions/...), or its session id.")]
 
@@ -47,7 +47,7 @@ def _resolve(ledger, out: Path, session: str, as_json: bool = False) -> str:
         keys = {r["output_path"]: r["session_key"] for r in ledger.keyed_sessions()}
         view = views.MatchesView(session=session, matches=[
             views.MatchRow(path=p, key=keys.get(p), session_id=Path(p).stem) for p in exc.matches])
-        views.show(view, view.matches, as_json, title=f"{session!r} names {len(exc.matches)} documents")
+        views.show(view, view.matches, views.MatchRow, as_json, title=f"{session!r} names {len(exc.matches)} documents")
         fail(f"{session!r} names {len(exc.matches)} documents: give one of their paths", ExitCode.AMBIGUOUS)
 
 
@@ -75,7 +75,7 @@ def history(session: SessionArg, out: OutOpt = Path("output"), config: ConfigOpt
         view = views.HistoryView(document=rel, revisions=[
             views.RevisionRow(rev=f"v{r['rev']}", ts=r["ts"], note=r["note"], sha256=r["sha256"])
             for r in revisions.history(ledger, rel)])
-    views.show(view, view.revisions, as_json, title=rel)
+    views.show(view, view.revisions, views.RevisionRow, as_json, title=rel)
 
 
 def revert(
@@ -106,7 +106,7 @@ def verify(out: OutOpt = Path("output"), config: ConfigOpt = None, as_json: Json
     with _ledger(out, config) as ledger:
         view = views.VerifyView(problems=revisions.verify(ledger, out), checked=len(ledger.latest_revisions()))
     if as_json:
-        views.show(view, [], as_json)
+        typer.echo(views.dumps(view), nl=False)
     for p in [] if as_json else view.problems:
         typer.echo(p)
     if view.problems:
@@ -244,7 +244,8 @@ def sessions(
         view = views.SessionsView(sessions=[_session_row(r) for r in ledger.listing(key)])
     if key is not None and not view.sessions:
         fail(f"no session with key {key!r}", ExitCode.NOT_FOUND)
-    views.show(view, [line for r in view.sessions for line in _snapshot_lines(r)], as_json, title="Sessions by key")
+    views.show(view, [line for r in view.sessions for line in _snapshot_lines(r)], views.SnapshotLine, as_json,
+               title="Sessions by key")
 
 
 def _session_row(r: dict) -> views.SessionRow:

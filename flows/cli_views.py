@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 import orjson
 import typer
@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.table import Table
 
 JSON_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
+JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON document on stdout instead of a table.")]
 
 
 def column(header: str, *, key: bool = False, width: int | None = None):
@@ -162,12 +163,12 @@ def dumps(view: Any) -> str:
     return orjson.dumps(dataclasses.asdict(view), option=JSON_OPTIONS).decode() + "\n"
 
 
-def show(view: Any, rows: Sequence[Any], as_json: bool, title: str | None = None) -> None:
-    """``view`` as one JSON document, or its ``rows`` (dataclasses with columns) as a table."""
+def show(view: Any, rows: Sequence[Any], kind: type, as_json: bool, title: str | None = None) -> None:
+    """``view`` as one JSON document, or its ``rows`` (``kind``: a dataclass with columns) as a table."""
     if as_json:
         typer.echo(dumps(view), nl=False)
         return
-    fields = dataclasses.fields(rows[0]) if rows else ()
+    fields = dataclasses.fields(kind)
     cells = [[_cell(getattr(r, f.name), f.metadata["width"]) for f in fields] for r in rows]
     show_rows([f.metadata["header"] for f in fields], cells, title, keys=[f.metadata["key"] for f in fields])
 
@@ -185,10 +186,9 @@ def show_rows(headers: list[str], rows: list[list[str]], title: str | None = Non
     """A table on a terminal wide enough to show it without cutting a word (else one record per row, a
     field a line); tab-separated lines with a header when stdout is not a terminal (grep-able)."""
     out = Console()
-    if not out.is_terminal:
+    if not out.is_terminal:  # typer, not rich: rich would expand the tabs into spaces
         for row in [headers, *rows]:
-            out.print("\t".join(str(c).replace("\n", " ") for c in row), soft_wrap=True, markup=False,
-                      highlight=False)
+            typer.echo("\t".join(" ".join(str(c).split("\n")) for c in row))
         return
     keys = keys or [False] * len(headers)
     columns = [[header, *(str(r[i]) for r in rows)] for i, header in enumerate(headers)]
