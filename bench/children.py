@@ -125,23 +125,5 @@ def prefect_idle(data: str, out: str) -> dict:
     return {"seconds": seconds}
 
 
-def whatstk(data: str, out: str) -> dict:
-    from whatstk import WhatsAppChat
-
-    t0 = time.perf_counter()
-    chat = WhatsAppChat.from_source(filepath=data, max_size=None)
-    return {"seconds": time.perf_counter() - t0, "messages": len(chat.df)}
-
-
-def chatminer(data: str, out: str) -> dict:
-    from chatminer.chatparsers import WhatsAppParser
-
-    t0 = time.perf_counter()
-    parser = WhatsAppParser(data)
-    parser.parse_file()
-    return {"seconds": time.perf_counter() - t0, "messages": len(parser.parsed_messages.get_df())}
-
-
 CHILDREN = {"core": core, "core_pool": core_pool, "shard": shard, "flow": flow, "rerun": flow,
-            "prefect_idle": prefect_idle, "whatstk": whatstk,
-            "chatminer": chatminer, **{f"floor:{name}": fn for name, fn in FLOORS.items()}}
+            "prefect_idle": prefect_idle, **{f"floor:{name}": fn for name, fn in FLOORS.items()}}

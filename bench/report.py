@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 
 def _opt(value, spec: str, suffix: str = "") -> str:
     """``format(value, spec) + suffix``, or a dash as wide when there is no value."""
@@ -56,26 +59,50 @@ def target_line(t: dict) -> str:
     return f"  target  {t['label']:<34} {_opt(t['value'], '>10.2f')}  {t['op']} {t['limit']:<6g} {verdict}"
 
 
-def print_report(results: dict) -> None:
-    print(f"\nscale {results['scale']}, {results['cpus']} CPUs, Python {results['python']}, "
+def report_lines(results: dict) -> list[str]:
+    """The report, a line each: the same lines are printed and written to bench/RESULTS.md."""
+    out: list[str] = []
+    out.append(f"\nscale {results['scale']}, {results['cpus']} CPUs, Python {results['python']}, "
           f"commit {results['commit']}")
     if results["scale"] != 1.0:
-        print("(the targets are for scale 1.0; at this scale they are shown for orientation only)")
+        out.append("(the targets are for scale 1.0; at this scale they are shown for orientation only)")
     idle = results["baseline"]["prefect_idle"]
     if "error" in idle:
-        print(f"Prefect idle: not run: {idle['error']}")
+        out.append(f"Prefect idle: not run: {idle['error']}")
     else:
-        print(f"Prefect idle (server started, nothing to do): start {idle['seconds']:.1f} s, "
+        out.append(f"Prefect idle (server started, nothing to do): start {idle['seconds']:.1f} s, "
               f"RSS {idle['peak_rss_mb']:.0f} MB{roles(idle)}: inside every flow's RSS below")
     for name, row in results["sets"].items():
-        print(f"\n{name} ({row['mb']:.1f} MB)")
-        print("\n".join(floor_lines(row["runs"])))
+        out.append(f"\n{name} ({row['mb']:.1f} MB)")
+        out.extend(floor_lines(row["runs"]))
         for kind, r in row["runs"].items():
-            print(run_line(kind, r))
+            out.append(run_line(kind, r))
         o = row["prefect"]
         if o:
-            print(f"  Prefect: flow - faster core = {o['flow_minus_core_s']:+.2f} s = {o['pct']:+.1f}%; "
+            out.append(f"  Prefect: flow - faster core = {o['flow_minus_core_s']:+.2f} s = {o['pct']:+.1f}%; "
                   f"flow - core_pool = {o['flow_minus_pool_s']:+.2f} s = {o['vs_pool_pct']:+.1f}%; "
                   f"server start {_opt(o['server_start_s'], '.1f')} s (apart, not in the flow's time)")
         for t in row["targets"]:
-            print(target_line(t))
+            out.append(target_line(t))
+    return out
+
+
+def print_report(results: dict) -> None:
+    print("\n".join(report_lines(results)))
+
+
+def write_markdown(results: dict, target: Path) -> None:
+    """bench/RESULTS.md: the latest figures only (their history is in git), as the bench printed them."""
+    text = "\n".join(report_lines(results)).strip("\n")
+    target.write_text("# Benchmark results\n\nWritten by `python -m bench.run` (or `python -m bench.report` from "
+                      "`bench/results.json`); every figure beside its floor from the same run. How to run it and "
+                      "what each set is: `bench/README.md`.\n\n```text\n" + text + "\n```\n")
+
+
+def main() -> None:
+    root = Path(__file__).resolve().parent
+    write_markdown(json.loads((root / "results.json").read_text()), root / "RESULTS.md")
+
+
+if __name__ == "__main__":
+    main()

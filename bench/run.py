@@ -17,7 +17,6 @@ import contextlib
 import json
 import os
 import shutil
-import site
 import subprocess
 import sys
 import tempfile
@@ -27,8 +26,8 @@ from pathlib import Path
 
 import psutil
 
-from bench import generate
-from bench.report import print_report
+from bench import generate, peers
+from bench.report import print_report, write_markdown
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -113,13 +112,20 @@ def _stop(ps: psutil.Process) -> None:
             p.kill()
 
 
+def child_command(kind: str, data: Path, out: Path) -> list[str]:
+    """A peer runs in its own environment (bench/peers.py); everything else in the project's."""
+    if kind in peers.PEERS:
+        return [str(peers.python()), str(ROOT / "bench" / "peers.py"), kind, str(data)]
+    return [sys.executable, "-m", "bench.run", "--child", kind, str(data), str(out)]
+
+
 def measure(kind: str, data: Path, out: Path, max_rss_mb: float) -> dict:
     """Run one child, sampling the RSS of its whole process tree. Its output goes to files, not
     pipes: a chatty child (chat-miner warns per line) would otherwise block on a full pipe."""
     logs = out.parent / f"{kind}.log"
     with logs.with_suffix(".out").open("w+") as fo, logs.with_suffix(".err").open("w+") as fe:
-        proc = subprocess.Popen([sys.executable, "-m", "bench.run", "--child", kind, str(data), str(out)],
-                                cwd=ROOT, stdin=subprocess.DEVNULL, stdout=fo, stderr=fe)
+        proc = subprocess.Popen(child_command(kind, data, out), cwd=ROOT, stdin=subprocess.DEVNULL,
+                                stdout=fo, stderr=fe)
         ps, peak, killed, cpu, roles = psutil.Process(proc.pid), 0, False, {}, {}
         by_role = dict.fromkeys(ROLES, 0)  # each role's own peak (they need not peak together)
         while proc.poll() is None:
@@ -277,10 +283,8 @@ def main() -> None:
         print(json.dumps(CHILDREN[kind](data, out)))
         return
 
-    shadow = [p for p in site.getsitepackages() if (Path(p) / "argparse.py").exists()]
-    if shadow:
-        sys.exit(f"argparse.py in {shadow[0]} (the PyPI backport chat-miner depends on) shadows the standard "
-                 "library's in Prefect's embedded server, which then cannot start: pip uninstall -y argparse")
+    if not args.skip_peers:
+        peers.ensure()
     scale = 0.05 if args.quick else 1.0
     data_dir = args.data / ("quick" if args.quick else "full")
     wanted = set(args.only or [n for n, s in SETS.items() if (args.huge or not s.huge) and not s.on_demand])
@@ -299,6 +303,8 @@ def main() -> None:
     print_report(results)
     target = ROOT / "bench" / ("results-quick.json" if args.quick else "results.json")
     target.write_text(json.dumps(keep_other_sets(target, results), indent=2, sort_keys=True) + "\n")
+    if not args.quick:
+        write_markdown(results, ROOT / "bench" / "RESULTS.md")
     print(f"\nwritten: {target}")
 
 

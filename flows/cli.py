@@ -274,10 +274,14 @@ def _quarantine_view(run_id: str | None, rows: list[dict]) -> views.QuarantineVi
 
 
 @app.command()
-def formats(as_json: JsonOpt = False) -> None:
+def formats(as_json: JsonOpt = False, markdown: Annotated[bool, typer.Option(
+        "--markdown", help="docs/formats.md, generated.")] = False) -> None:
     """The registered grammars, each with an example of its input."""
     from parsers import registry
 
+    if markdown:
+        sys.stdout.write(registry.formats_markdown())
+        return
     view = views.FormatsView(grammars=[
         views.GrammarRow(name=g.name, version=g.version, kind="json" if g.structured else "text",
                          description=g.description, example=g.example) for g in registry.all_grammars()])

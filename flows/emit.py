@@ -1,7 +1,7 @@
 """Where documents and quarantine records go under the output root (the shard makes its writes
 durable together through audit.files.Batch: atomic, never outside the root).
 
-Layout under the output root (documented in the README):
+Layout under the output root (documented in docs/output.md):
 
 - ``sessions/<platform>/<key id>/<sessionId>.json``: the document of a session key (#15:
   ``<platform>:<key id>``, the same conversation from every export of it), each key in its own

@@ -38,7 +38,6 @@ import multiprocessing
 import os
 import signal
 import time
-import traceback
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
@@ -63,7 +62,7 @@ from validators.accounting import Accountant
 
 from . import jsonbatch
 from .emit import document_relpath
-from .process import FileOutcome, SessionOutcome, judge, judge_batch
+from .process import FileOutcome, SessionOutcome, failure, judge, judge_batch
 from .spool import SPOOL_DIR
 
 Emit = Callable[[SessionOutcome], "tuple[str | None, str | None] | None"]
@@ -364,11 +363,14 @@ def _outcomes(grammar, job: Job, ctx: RunContext) -> Iterator[tuple[int, list[Se
     values = [(index, item if job.parsed else orjson.loads(item)) for index, item, *_ in job.entries]
     size = sum(len(raw) for *_, raw in job.entries)
     if jsonbatch.uses_columns(grammar, ctx.settings, size):
+        started = time.perf_counter()
         try:
-            yield from _batched(grammar, values, job, ctx)
-            return
-        except Exception:  # a shortcoming of the column route must not lose the batch: read it entry by entry
-            pass
+            done = _batched(grammar, values, job, ctx)
+        except Exception as exc:  # each conversation quarantined with the failure, never read by another route
+            detail = f"the column route failed on its batch: {failure(exc)}"
+            done = [(index, [_unreadable(index, value, Reason.INTERNAL, detail, started)]) for index, value in values]
+        yield from done
+        return
     for index, value in values:
         yield index, _entry(grammar, index, value, job, ctx)
 
@@ -396,8 +398,7 @@ def _batched(grammar, values: list[tuple[int, Any]], job: Job, ctx: RunContext
 
 
 def _bug(grammar, exc: Exception) -> str:
-    where = traceback.extract_tb(exc.__traceback__)[-1]
-    return f"{grammar.name} failed: {type(exc).__name__}: {exc} ({where.filename}:{where.lineno})"
+    return f"{grammar.name} failed: {failure(exc)}"
 
 
 def _write(outcome: SessionOutcome, path: Path) -> None:

@@ -316,7 +316,7 @@ def reconstruct_archive(paths: list[str], out: str, settings: Settings | dict[st
                         force: bool = False, show_progress: bool = False,
                         allow_shrink: bool = False, keys: list[str] | None = None,
                         run_id: str | None = None) -> dict[str, Any]:
-    """Reconstruct every session of an archive into ``out`` (see README: Output layout).
+    """Reconstruct every session of an archive into ``out`` (see docs/output.md: Output layout).
 
     Run it with ``run_archive`` (which picks the task runner from the settings and names the run
     as it is created) or, for a deployment, ``reconstruct_archive.with_options(task_runner=task_runner(settings))``.

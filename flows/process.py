@@ -16,12 +16,13 @@ from typing import Any, BinaryIO
 import orjson
 
 from audit.datasets import DocumentRows
-from models.errors import Reason, ReconstructError
+from models.errors import ParseError, Reason, ReconstructError
 from models.records import Detection, SourceText
 from models.status import FileStatus, SessionStatus
 from normalizers.assemble import RunContext, assemble, envelope
 from normalizers.columns import ColumnAssembler, lines_bytes
 from normalizers.encode import encode_interaction, head_and_tail, join_lines
+from normalizers.ids import safe_id
 from parsers import registry
 from parsers.memory import paused_gc
 from parsers.text import decode
@@ -142,17 +143,32 @@ def process_text(source: SourceText, ctx: RunContext) -> FileOutcome:
 
 def _sessions(grammar, source: SourceText, ctx: RunContext):
     """The grammar's sessions, with their turns as columns when it reads this input that way and
-    the input is large enough for columns to pay (the same documents either way)."""
+    the input is large enough for columns to pay (the same documents either way). A generator, so
+    that a failure of either route is met inside ``collect`` and recorded with the input: the column
+    route that fails is never retried by the record route."""
     if grammar.appends:
-        return grammar.parse(source, ctx.settings, columns=jsonbatch.uses_columns(grammar, ctx.settings, source.size))
+        yield from grammar.parse(source, ctx.settings,
+                                 columns=jsonbatch.uses_columns(grammar, ctx.settings, source.size))
+        return
     if grammar.columnar and ctx.settings.columnar and source.size >= ctx.settings.columnar_min_bytes:
         try:
-            sessions = grammar.parse_columns(source, ctx.settings)
-        except Exception:  # a columnar shortcoming must not lose the input: the records read it
-            sessions = None
+            sessions = grammar.parse_columns(source, ctx.settings)  # None: a pattern columns cannot express
+        except ReconstructError:
+            raise
+        except Exception as exc:
+            raise ParseError(Reason.PARSE_ERROR, f"the column route failed: {failure(exc)}",
+                             grammar=grammar.name) from exc
         if sessions is not None:
-            return sessions
-    return grammar.parse(source, ctx.settings)
+            yield from sessions
+            return
+    yield from grammar.parse(source, ctx.settings)
+
+
+def failure(exc: BaseException) -> str:
+    """An unexpected exception as a ledger detail: its type, message and where it was raised."""
+    where = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+    at = f" ({where.filename}:{where.lineno})" if where else ""
+    return f"{type(exc).__name__}: {exc}{at}"
 
 
 def collect(parsed_sessions, grammar, source: SourceText, detection: Detection, ctx: RunContext,
@@ -177,8 +193,7 @@ def collect(parsed_sessions, grammar, source: SourceText, detection: Detection, 
         return _partial_failure(source, detection, sessions, exc.reason, str(exc), started)
     except Exception as exc:  # a grammar bug must quarantine the file, not crash the run
         batch.flush()
-        where = traceback.extract_tb(exc.__traceback__)[-1]
-        detail = f"{detection.grammar} failed: {type(exc).__name__}: {exc} ({where.filename}:{where.lineno})"
+        detail = f"{detection.grammar} failed: {failure(exc)}"
         return _partial_failure(source, detection, sessions, Reason.PARSE_ERROR, detail, started)
     if not sessions:
         return quarantined_file(source.name, source.size, Reason.NO_TURNS,
@@ -340,13 +355,17 @@ def judge_batch(pending: list[tuple[int, jsonbatch.Pending]], grammar, source: S
                 ctx: RunContext, seen_ids: dict[str, int] | None, rows: bool = True) -> list[SessionOutcome]:
     """Judge a batch of prepared sessions (``jsonbatch``), in order, each with its ordinal (``seen_ids``
     None: each session on its own, as an entry of a streamed list is). Should the column route fail on
-    the batch, each session is assembled from its turn records instead."""
+    the batch, its column sessions are quarantined with the failure (never assembled again by another
+    route); the batch's other sessions are judged as usual."""
     table = [p for _, p in pending if jsonbatch.columnar(p.parsed)]
     try:
         built = dict(zip(map(id, table), jsonbatch.assemble_pending(table, source, detection, grammar, ctx, rows),
                          strict=True))
-    except Exception:  # a shortcoming of the column route must not lose the batch: records read it
-        built = {}
+    except Exception as exc:  # recorded on each of the batch's column sessions; the run goes on
+        detail = f"the column route failed on its batch: {failure(exc)}"
+        return [_route_failed(ordinal, p, detail) if jsonbatch.columnar(p.parsed)
+                else judge_batch([(ordinal, p)], grammar, source, detection, ctx, seen_ids, rows)[0]
+                for ordinal, p in pending]
     out = []
     for ordinal, p in pending:
         t0 = time.perf_counter()
@@ -366,6 +385,13 @@ def judge_batch(pending: list[tuple[int, jsonbatch.Pending]], grammar, source: S
         outcome.drift = p.parsed.meta.get("formatDrift") or {}
         out.append(outcome)
     return out
+
+
+def _route_failed(ordinal: int, pending: jsonbatch.Pending, detail: str) -> SessionOutcome:
+    """A session whose route failed: quarantined with the failure, nothing written."""
+    raw = pending.parsed.session_id
+    return SessionOutcome(ordinal, safe_id(raw), raw, SessionStatus.QUARANTINED, [Reason.INTERNAL.value], detail,
+                          None, None, 0, pending.counted, 0, seconds=pending.seconds)
 
 
 def _partial_failure(source: SourceText, detection: Detection, sessions: list[SessionOutcome],

@@ -29,14 +29,11 @@ from typing import Any, BinaryIO
 
 import polars as pl
 
+from models.errors import NotStreamable, Reason
 from normalizers.columns import ColumnAssembler
 from parsers.columns import split_lines
 from validators import gate
 from validators.accounting import Accounting, BlankIndex, account_spans
-
-
-class NotStreamable(Exception):
-    """The input cannot be streamed (not UTF-8, or a gap the accounting must name): read it whole."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +75,7 @@ def canonical(raw: bytes, first: bool) -> str:
     try:
         text = raw.decode("utf-8-sig" if first else "utf-8")
     except UnicodeDecodeError as exc:
-        raise NotStreamable(f"not UTF-8: {exc}") from None
+        raise NotStreamable(Reason.NOT_STREAMABLE, f"not UTF-8: {exc}") from None
     return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
 
 
@@ -216,7 +213,7 @@ def _chunk(r: Reading, part: RangePart, reader, lines: pl.Series, first_line: in
     found = account_spans(BlankIndex(lines, first_line), extent, chunk.frame["line_start"],
                           chunk.frame["line_end"], regions)
     if found is None:
-        raise NotStreamable("some lines are in no turn and no declared region")
+        raise NotStreamable(Reason.NOT_STREAMABLE, "some lines are in no turn and no declared region")
     merge_accounting(part.accounting, found)
     part.characters += int(columns["content"].str.len_chars().sum() or 0)
     if columns.height:

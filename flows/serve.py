@@ -162,7 +162,7 @@ EMBEDDED_SERVER_ENV = {
     # A server that records one run of this process and is gone after it: no UI and no live
     # streams of events and logs out of it (nothing can subscribe: its port is private to the run).
     # Its services are Prefect's ephemeral set (the task run recorder, events, triggers, ...), kept:
-    # each costs under 2 MB (README: "Prefect's environment"). The user's own environment wins.
+    # each costs under 2 MB (docs/operations.md: "Prefect's environment"). The user's own environment wins.
     "PREFECT_UI_ENABLED": "false",
     "PREFECT_SERVER_EVENTS_STREAM_OUT_ENABLED": "false",
     "PREFECT_SERVER_LOGS_STREAM_OUT_ENABLED": "false",

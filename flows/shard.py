@@ -374,8 +374,15 @@ def _streamed(ref, ctx, prior, inputs: ShardInputs, context_sha, result: ShardRe
             if text is None and size >= ctx.settings.stream_bytes:
                 text = process_stream(fp, source, sample, ctx)
             return text
-    except OSError:
-        return None
+    except OSError as exc:
+        if exc.errno in DISK_FULL or _under(exc.filename, out_root):
+            raise  # the output failed, not the input: the shard stops and records it
+        return quarantined_file(ref.name, ref.size, Reason.UNREADABLE, f"reading it as a stream failed: {exc}")
+
+
+def _under(name, root: Path) -> bool:
+    """Whether an error's file name lies under ``root`` (the output root)."""
+    return isinstance(name, str) and Path(name).is_relative_to(root)
 
 
 def _mass(doc_bytes: bytes) -> tuple[int, int] | None:

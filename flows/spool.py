@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from audit.datasets import StreamedRows
-from models.errors import ReconstructError
+from models.errors import NotStreamable, Reason, ReconstructError
 from models.records import Detection, SourceText
 from models.status import FileStatus, SessionStatus
 from normalizers.assemble import RunContext, envelope
@@ -48,10 +48,9 @@ from parsers.memory import paused_gc
 from validators import gate
 
 from . import ranges
-from .process import FileOutcome, SessionOutcome
-from .ranges import NotStreamable
+from .process import FileOutcome, SessionOutcome, failure, quarantined_file
 
-__all__ = ["NotStreamable", "clean", "discard", "stream_text_input"]
+__all__ = ["clean", "discard", "stream_text_input"]
 
 SPOOL_DIR = ".spool"
 
@@ -82,8 +81,13 @@ def stream_text_input(open_input: Callable[[], BinaryIO], source: SourceText, sa
     try:
         with paused_gc():
             return stream_text(open_input, source, detection, grammar, ctx, out_root)
-    except Exception:  # NotStreamable, or a shortcoming of this route: the input is read whole instead
+    except NotStreamable:  # the pre-pass found what needs the whole file (docs/architecture.md): read whole
         return None
+    except OSError:  # reading the input or writing the output: the shard records it
+        raise
+    except Exception as exc:  # a failure of this route quarantines the input; no other route retries it
+        return quarantined_file(source.name, source.size, Reason.INTERNAL, f"the streamed route failed: {failure(exc)}",
+                                source.sha256, grammar.name, detection)
 
 
 def stream_text(open_input: Callable[[], BinaryIO], source: SourceText, detection: Detection, grammar,

@@ -39,6 +39,8 @@ class Reason(StrEnum):
     MASS_LATCH = "mass_latch"
     WRITE_ERROR = "write_error"
     INTERNAL = "internal_error"
+    # routes
+    NOT_STREAMABLE = "not_streamable"
     # configuration
     INVALID_CONFIG = "invalid_config"
     # audit trail
@@ -101,6 +103,11 @@ class DetectionError(ReconstructError):
 
 class ParseError(ReconstructError):
     """The chosen grammar could not parse the input."""
+
+
+class NotStreamable(ReconstructError):
+    """A large input that must be read whole (not UTF-8, a line the pre-pass cannot cut at, a gap the
+    accounting must name): a decision made from the input's content, not a failure of the route."""
 
 
 class ConfigError(ReconstructError):

@@ -56,6 +56,28 @@ def all_grammars() -> list[Grammar]:
     return list(_ORDERED)
 
 
+def formats_markdown() -> str:
+    """docs/formats.md, generated from the registry (`reconstruct formats --markdown`; a test keeps it current)."""
+    def row(g: Grammar) -> str:
+        kind = "JSON / database" if g.structured else "text"
+        return f"| `{g.name}` | {g.version} | {kind} | " + g.description.replace("|", "\\|") + " |"
+
+    rows = [row(g) for g in all_grammars()]
+    return "\n".join([
+        "# Formats",
+        "",
+        "Generated from the grammar registry by `reconstruct formats --markdown > docs/formats.md`; do not edit",
+        "by hand (`tests/test_docs.py` fails when this page and the registry disagree). `reconstruct formats`",
+        "prints the same grammars with an example input each, and `sample_logs/` holds a small file of each.",
+        "How inputs are grouped, decoded and detected: [inputs.md](inputs.md).",
+        "",
+        "| grammar | version | kind | what it reads |",
+        "|---|---|---|---|",
+        *rows,
+        "",
+    ])
+
+
 def get(name: str) -> Grammar:
     _load()
     try:

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import os
+import subprocess
+import sys
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
 from models.records import ParsedSession, SourceText, Turn
 from models.settings import Settings
@@ -20,6 +25,29 @@ SHARED = ROOT.parent / "shared"
 CONFORMANCE = SHARED / "conformance"
 CHECKER = SHARED / "tools" / "check_session_docs.py"
 UPDATE_GOLDEN = os.environ.get("RECONSTRUCT_UPDATE_GOLDEN") == "1"
+
+
+def shared_path(path: Path) -> Path:
+    """A path under ../shared, or the calling test skipped with the reason: ../shared is optional."""
+    if not path.exists():
+        pytest.skip(f"{path} is absent: ../shared is not beside this checkout")
+    return path
+
+
+def run_checker(path: Path) -> subprocess.CompletedProcess:
+    """The independent contract checker of ../shared over a document or an output root (skips without it)."""
+    return subprocess.run([sys.executable, str(shared_path(CHECKER)), str(path)], capture_output=True, text=True)
+
+
+@functools.cache
+def checker_module():
+    """The contract checker loaded as a module, or None when ../shared is absent."""
+    if not CHECKER.is_file():
+        return None
+    spec = importlib.util.spec_from_file_location("check_session_docs", CHECKER)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _time(value: datetime | None) -> str | None:

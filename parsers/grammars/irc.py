@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
+from models.errors import NotStreamable, Reason
 from models.records import ParsedSession, Region, RegionKind, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
@@ -220,7 +221,7 @@ class Irc(Grammar):
         plan.dialect = plan.dialect or _dialect(plan.sample)[0] or "supybot"
         plan.counted = plan.counted_by[plan.dialect] if plan.counted_by else 0
         if plan.heads_by.get(plan.dialect, 0) != plan.any_heads:
-            raise ValueError("a line has another IRC dialect's header: the log is read whole")
+            raise NotStreamable(Reason.NOT_STREAMABLE, "a line has another IRC dialect's header: the log is read whole")
         plan.sample = ""
         return plan
 
@@ -232,7 +233,7 @@ class Irc(Grammar):
         channels named) is carried in ``plan.facts``."""
         chunk = columns.turn_frame(lines, plan.dialect, RUST[plan.dialect], plan.facts.day, first_line)
         if chunk is None:
-            raise ValueError("the header pattern cannot run in polars")
+            raise NotStreamable(Reason.NOT_STREAMABLE, "the header pattern cannot run in polars")
         _absorb(session, plan.facts, chunk)
         return chunk
 

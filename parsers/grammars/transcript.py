@@ -38,6 +38,7 @@ from zoneinfo import ZoneInfo
 import orjson
 import regex
 
+from models.errors import NotStreamable, Reason
 from models.records import ParsedSession, Region, RegionKind, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
@@ -257,7 +258,8 @@ class Transcript(Grammar):
         plan = StreamPlan()
         for text, first_line in blocks:
             if (first_line == 1 and text.startswith("---")) or SESSION_LINE.search(text):
-                raise ValueError("front matter or a Session line: the transcript is read whole")
+                raise NotStreamable(Reason.NOT_STREAMABLE,
+                                    "front matter or a Session line: the transcript is read whole")
             lines = split_lines(text)
             plan.lines = first_line + len(lines) - 1
             _, rows = columns.header_rows(lines, RUST_HEADER, _plausible)
@@ -269,7 +271,7 @@ class Transcript(Grammar):
             plan.counted += rows.height
         plan.reading = _reading(plan.labels, None, None, None)
         if plan.kept_as_text():
-            raise ValueError("a header that starts no turn: the transcript is read whole")
+            raise NotStreamable(Reason.NOT_STREAMABLE, "a header that starts no turn: the transcript is read whole")
         return plan
 
     def stream_session(self, source: SourceText, plan: StreamPlan) -> ParsedSession:

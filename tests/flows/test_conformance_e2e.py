@@ -24,15 +24,13 @@ def test_conformance_end_to_end(case):
 
 
 def test_conformance_archive_written_and_checked_independently(tmp_path):
-    import subprocess
-    import sys
 
     from flows.pipeline import reconstruct
-    from tests.helpers import CHECKER
+    from tests.helpers import run_checker
 
     summary = reconstruct([CONFORMANCE / "fixtures"], tmp_path, Settings())
     c = summary["counts"]
     assert c["files_quarantined"] == c["sessions_quarantined"] == c["sessions_partial"] == 0, summary["quarantined"]
     assert c["sessions_ok"] == sum(case["sessions"] for case in EXPECTED)
-    proc = subprocess.run([sys.executable, str(CHECKER), str(tmp_path)], capture_output=True, text=True)
+    proc = run_checker(tmp_path)
     assert proc.returncode == 0, proc.stdout

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 
 import orjson
 from typer.testing import CliRunner
@@ -15,7 +13,7 @@ from flows.cli import app
 from flows.exits import ExitCode
 from flows.pipeline import reconstruct
 from models.settings import Settings
-from tests.helpers import CHECKER, ROOT, key_document
+from tests.helpers import ROOT, key_document, run_checker
 
 runner = CliRunner()
 
@@ -129,7 +127,7 @@ def test_a_telegram_chats_pages_are_one_document_that_names_each_page(tmp_path):
     assert parts == ["messages.html"] * 7 + ["messages2.html"] * 4
     assert {r["part"] for r in doc["artifacts"]["ByggLogg"]["declaredRegions"]} == {"messages.html", "messages2.html"}
     assert doc["artifacts"]["ai_protocol_performance"]["sourceAccounting"]["unaccounted"] == 0
-    checked = subprocess.run([sys.executable, str(CHECKER), str(path)], capture_output=True, text=True)
+    checked = run_checker(path)
     assert checked.returncode == 0, checked.stdout
     ledger = Ledger(out / "ledger.sqlite")
     try:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import orjson
@@ -12,7 +10,7 @@ import pytest
 from audit.ledger import Ledger
 from flows.pipeline import reconstruct
 from models.settings import Settings
-from tests.helpers import CHECKER, ROOT
+from tests.helpers import ROOT, run_checker
 
 SAMPLES = ROOT / "sample_logs"
 
@@ -34,10 +32,9 @@ def test_samples_reconstruct_without_quarantine(sample_run):
     assert c["sessions_ok"] + c["sessions_partial"] == len(_docs(out)) >= 8
 
 
-@pytest.mark.skipif(not CHECKER.exists(), reason="../shared is absent")
 def test_independent_checker_passes(sample_run):
     out, _ = sample_run
-    proc = subprocess.run([sys.executable, str(CHECKER), str(out)], capture_output=True, text=True)
+    proc = run_checker(out)
     assert proc.returncode == 0, proc.stdout
     assert " 0 failed" in proc.stdout
 

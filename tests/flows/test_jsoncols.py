@@ -18,8 +18,10 @@ from audit.datasets import rows
 from flows import ingest, jsonbatch
 from flows.process import process_bytes
 from flows.shard import run_shard
+from models.errors import Reason
 from models.records import ModelRef
 from models.settings import Settings
+from models.status import SessionStatus
 from normalizers.assemble import RunContext
 from parsers import registry
 from parsers.turncols import TurnColumns, TurnList
@@ -176,7 +178,9 @@ def test_batches_of_one_session_or_all_give_the_same_documents(monkeypatch):
 
 
 @pytest.mark.parametrize("where", ["assemble_batch", "envelope"])
-def test_a_batch_the_column_route_fails_on_takes_records(where, monkeypatch):
+def test_a_batch_the_column_route_fails_on_is_quarantined_not_retried(where, monkeypatch):
+    """No silent fallback: the batch's sessions are quarantined with the failure named, and no other
+    route makes their documents; the sessions of other batches are written as always."""
     data = (GOLDEN / "chatgpt" / "conversations.json").read_bytes()
     expected = [s.encoded for s in _routes(data, "c.json", SETTINGS[0])[1].sessions]
     real, calls = getattr(jsonbatch, where), []
@@ -190,8 +194,13 @@ def test_a_batch_the_column_route_fails_on_takes_records(where, monkeypatch):
     monkeypatch.setattr(jsonbatch, where, fails_second)
     got = process_bytes(data, "c.json", RunContext.from_settings(SETTINGS[0]))
     assert len(calls) >= (1 if where == "assemble_batch" else 2)
-    assert [s.encoded for s in got.sessions] == expected and all(expected)
-    assert not any(isinstance(s.rows.turns, pl.DataFrame) for s in got.sessions)
+    failed = [s for s in got.sessions if s.status is SessionStatus.QUARANTINED]
+    assert failed and len(got.sessions) == len(expected)
+    for s in failed:
+        assert s.encoded is None and s.reasons == [Reason.INTERNAL.value]
+        assert "the column route failed on its batch: RuntimeError: a column route shortcoming" in s.detail
+    assert [s.encoded for s in got.sessions if s not in failed] == [
+        e for s, e in zip(got.sessions, expected, strict=True) if s not in failed]
 
 
 def test_the_builders_give_the_same_turns():

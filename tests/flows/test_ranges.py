@@ -17,6 +17,7 @@ from audit.ledger import Ledger
 from flows import ingest, ranges
 from flows.pipeline import reconstruct
 from flows.shard import run_shard
+from models.errors import NotStreamable, Reason
 from models.settings import Settings
 from parsers.grammars import _whatsapp_columns
 from tests.flows.test_spool import WHATSAPP
@@ -122,7 +123,7 @@ def test_a_broken_range_never_leaves_a_gap(tmp_path, monkeypatch):
 
     def broken(reading, rng):
         if rng.index == 1:
-            raise ranges.NotStreamable("some lines are in no turn and no declared region")
+            raise NotStreamable(Reason.NOT_STREAMABLE, "some lines are in no turn and no declared region")
         return read(reading, rng)
 
     monkeypatch.setattr(ranges, "read_range", broken)

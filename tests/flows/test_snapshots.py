@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import orjson
@@ -21,8 +19,8 @@ from audit import datasets, revisions
 from audit.ledger import Ledger
 from flows.pipeline import reconstruct
 from models.settings import Settings
+from tests.helpers import run_checker
 
-CHECKER = Path(__file__).resolve().parents[3] / "shared" / "tools" / "check_session_docs.py"
 NAME = "WhatsApp Chat - Ruta del sábado.txt"
 FIRST = [
     "02/05/2024, 09:00 - Lucía Romero: ¿Quedamos el sábado para la ruta?",
@@ -77,9 +75,7 @@ def _only_document(out: Path) -> tuple[str, dict]:
 
 
 def _check(out: Path) -> None:
-    if not CHECKER.is_file():
-        pytest.skip("the contract checker is not beside the project")
-    done = subprocess.run([sys.executable, str(CHECKER), str(out)], capture_output=True, text=True)
+    done = run_checker(out)
     assert done.returncode == 0, done.stdout + done.stderr
 
 

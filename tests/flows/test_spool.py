@@ -12,6 +12,7 @@ from flows import emit, ingest
 from flows.ranges import Blocks
 from flows.shard import run_shard
 from models.settings import Settings
+from models.status import FileStatus
 from tests.parsers.test_columns import CASES
 
 WHATSAPP = [p for g, p in CASES if g == "whatsapp"]
@@ -49,25 +50,27 @@ def test_blocks_are_whole_lines_of_the_canonical_text(size):
     assert [n for _, n in blocks] == [1 + "".join(t for t, _ in blocks[:i]).count("\n") for i in range(len(blocks))]
 
 
-def test_a_failing_columnar_route_falls_back_to_records(tmp_path, monkeypatch):
-    """A bug in the column-wise or streamed route never loses an input: the record path reads it."""
+def test_a_failing_columnar_route_is_recorded_not_retried(tmp_path, monkeypatch):
+    """No silent fallback: a bug in the column-wise or streamed route quarantines the input with the
+    route and the failure named; no other route writes its documents."""
     from parsers.grammars import _whatsapp_columns
 
     src = tmp_path / "in"
     src.mkdir()
     shutil.copy(WHATSAPP[0], src / WHATSAPP[0].name)
-    expected = _run(src, tmp_path / "a", columnar=False)
 
     def broken(*args, **kwargs):
         raise RuntimeError("columnar bug")
 
     monkeypatch.setattr(_whatsapp_columns, "turn_frame", broken)
-    for out, values in ((tmp_path / "b", {"columnar_min_bytes": 0}),
-                         (tmp_path / "c", {"stream_text_bytes": 1, "stream_chunk_bytes": 64})):
+    for out, values, route in ((tmp_path / "b", {"columnar_min_bytes": 0}, "the column route failed"),
+                               (tmp_path / "c", {"stream_text_bytes": 1, "stream_chunk_bytes": 64},
+                                "the streamed route failed")):
         got = _run(src, out, **values)
-        assert [(r.status, r.interactions) for r in got.sessions] == \
-            [(r.status, r.interactions) for r in expected.sessions]
-        assert _documents(out) == _documents(tmp_path / "a")
+        (row,) = got.files
+        assert row.status is FileStatus.QUARANTINED and not got.sessions
+        assert route in row.detail and "RuntimeError: columnar bug" in row.detail, row.detail
+        assert not (out / "sessions").exists() or not _documents(out)
 
 
 def _chat(n: int) -> str:
@@ -117,3 +120,28 @@ def test_a_streamed_session_the_gate_refuses_is_quarantined_with_its_reasons(tmp
     assert not list((out / "sessions").rglob("*.json")) and not list((out / ".spool").glob("*"))
     (record,) = (out / "quarantine").rglob("session-1.json")
     assert b"not kept: 30 interactions, streamed" in record.read_bytes()
+
+
+def test_a_stream_that_cannot_be_read_is_quarantined_not_read_again(tmp_path, monkeypatch):
+    """An input error on the streamed route is recorded on the input (no second read by another route);
+    an error writing under the output root stops the shard as any output failure does."""
+    import errno
+
+    from flows import spool
+
+    src = tmp_path / "in"
+    src.mkdir()
+    shutil.copy(WHATSAPP[0], src / WHATSAPP[0].name)
+    where = {"file": str(src / WHATSAPP[0].name)}
+
+    def unreadable(*args, **kwargs):
+        raise OSError(errno.EIO, "Input/output error", where["file"])
+
+    monkeypatch.setattr(spool, "stream_text_input", unreadable)
+    got = _run(src, tmp_path / "a", stream_text_bytes=1)
+    (row,) = got.files
+    assert row.status is FileStatus.QUARANTINED and row.reasons == ["unreadable"]
+    assert "reading it as a stream failed" in row.detail and "Input/output error" in row.detail
+    where["file"] = str(tmp_path / "b" / ".spool" / "piece")
+    with pytest.raises(OSError):
+        _run(src, tmp_path / "b", stream_text_bytes=1)

@@ -8,6 +8,7 @@ import shutil
 import pytest
 
 from flows import ranges
+from models.errors import NotStreamable
 from models.records import SourceText
 from parsers import registry
 from parsers.grammars.irc import Irc
@@ -65,7 +66,7 @@ def test_a_log_with_another_dialects_header_is_read_whole(tmp_path):
     lines[12] = "2012-10-18 09:30:30\tbob\tnot a supybot header"
     log.write_text("\n".join(lines) + "\n")
     data = log.read_bytes()
-    with pytest.raises(ValueError, match="another IRC dialect"):
+    with pytest.raises(NotStreamable, match="another IRC dialect"):
         blocks = ranges.decoded(ranges.raw_blocks(io.BytesIO(data), 64), 1)
         Irc().plan(SourceText("", "mixed.log", "0" * 64, len(data), "utf-8"), blocks)
     (tmp_path / "run").mkdir()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import orjson
@@ -14,13 +13,9 @@ from normalizers.assemble import RunContext
 from normalizers.encode import encode_document
 from normalizers.snapshots import Snapshot, merge, snapshot_of
 from parsers.text import decode
-from tests.helpers import CHECKER, ROOT
+from tests.helpers import ROOT, checker_module
 from validators import gate
 from validators.snapshots import check_merged
-
-_spec = importlib.util.spec_from_file_location("check_session_docs", CHECKER)
-checker = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(checker)
 
 SETTINGS = Settings()
 
@@ -46,8 +41,10 @@ def merged_ok(snapshots: list[Snapshot]):
     encoded = encode_document(out.document)
     counted = out.document["artifacts"]["ai_protocol_performance"]["sourceTurnCount"]
     assert gate.check(out.document, encoded, counted).failures == []
-    problems, _ = checker.check_document(Path(out.document["sessionId"] + ".json"), encoded)
-    assert problems == []
+    checker = checker_module()  # ../shared is optional: test_merges_pass_the_contract_checker skips without it
+    if checker is not None:
+        problems, _ = checker.check_document(Path(out.document["sessionId"] + ".json"), encoded)
+        assert problems == []
     return out
 
 
@@ -69,6 +66,16 @@ WA_2 = """[03/06/2024, 18:40:12] Grace Obi: Watering rota for June?
 [04/06/2024, 09:12:00] Grace Obi: Canes arrived
 [05/06/2024, 20:01:33] Tom Reyes: Staked them all
 """
+
+
+def test_merges_pass_the_contract_checker():
+    """The independent checker of ../shared over a merged document (merged_ok asks it too when present)."""
+    checker = checker_module()
+    if checker is None:
+        pytest.skip("../shared/tools/check_session_docs.py is absent: ../shared is not beside this checkout")
+    out = merge([snap(WA_1), snap(WA_2)], SETTINGS)
+    problems, _ = checker.check_document(Path(out.document["sessionId"] + ".json"), encode_document(out.document))
+    assert problems == []
 
 
 @pytest.mark.parametrize("order", [(0, 1), (1, 0)])
