@@ -51,10 +51,12 @@ def _version(value: bool) -> None:
         raise typer.Exit(ExitCode.OK)
 
 
+VersionOpt = Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the package and pipeline versions.")]
+
+
 @app.callback()
-def main(version: Annotated[bool, typer.Option(
-        "--version", callback=_version, is_eager=True, help="Print the package and pipeline versions.")] = False,
-         ) -> None:
+def main(version: VersionOpt = False) -> None:
     """Rebuild chat sessions from raw log archives."""
 
 
@@ -77,8 +79,8 @@ def load_settings(config: Path | None, **flags) -> Settings:
 @contextmanager
 def clear_failures(what: str):
     """Problems of the environment (the ledger, the disk, the output folder) end as one line and
-    their exit code instead of a traceback."""
-    with one_line(what):
+    their exit code (CANNOT_START for a pipeline error the table does not name) instead of a traceback."""
+    with one_line(what, otherwise=ExitCode.CANNOT_START):
         yield
 
 

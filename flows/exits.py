@@ -68,24 +68,25 @@ def fail(message: str, code: ExitCode) -> typer.Exit:
     raise typer.Exit(code)
 
 
-def exit_for(exc: ReconstructError) -> ExitCode:
-    """The exit code an error of the pipeline ends a command with (PROBLEM unless the table says)."""
+def exit_for(exc: ReconstructError, otherwise: ExitCode = ExitCode.PROBLEM) -> ExitCode:
+    """The exit code an error of the pipeline ends a command with (``otherwise`` unless the table says)."""
     if isinstance(exc, ConfigError):
         return ExitCode.USAGE
-    return REASON_EXIT.get(exc.reason, ExitCode.PROBLEM)
+    return REASON_EXIT.get(exc.reason, otherwise)
 
 
 @contextmanager
-def one_line(what: str = ""):
+def one_line(what: str = "", otherwise: ExitCode = ExitCode.PROBLEM):
     """Errors of the pipeline, the ledger and the file system inside the block end the command as one line
-    and their exit code (prefixed ``what: `` when given) instead of a traceback."""
+    and their exit code (prefixed ``what: `` when given; ``otherwise`` for a reason the table does not
+    name) instead of a traceback."""
     from audit.ledger import LedgerError
 
     prefix = f"{what}: " if what else ""
     try:
         yield
     except ReconstructError as exc:
-        fail(prefix + (f"{exc.path}: " if exc.path else "") + exc.detail, exit_for(exc))
+        fail(prefix + (f"{exc.path}: " if exc.path else "") + exc.detail, exit_for(exc, otherwise))
     except LedgerError as exc:
         fail(f"{prefix}{exc}", ExitCode.CANNOT_START)
     except OSError as exc:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+import typer
 from typer.testing import CliRunner
 
 from audit import convdiff
@@ -18,6 +19,7 @@ from flows import cli_views
 from flows.cli import app
 from flows.exits import MEANING, ExitCode
 from flows.pipeline import reconstruct
+from models.errors import Reason, ReconstructError
 from models.settings import PIPELINE_VERSION, Settings
 from tests.helpers import ROOT
 
@@ -123,6 +125,17 @@ def test_every_exit_code_has_a_case_and_a_row_in_the_docs():
     assert all(path.is_file() for path in COVERED_ELSEWHERE.values())
     rows = re.findall(r"^\| \*\*(\d+)\*\* \| `(\w+)` \| (.+) \|$", (ROOT / "docs" / "cli.md").read_text(), re.M)
     assert [(int(n), name, text) for n, name, text in rows] == [(c.value, c.name, MEANING[c]) for c in ExitCode]
+
+
+@pytest.mark.parametrize(("block", "code"), [("run", ExitCode.CANNOT_START), ("read", ExitCode.PROBLEM)])
+def test_a_pipeline_error_the_table_does_not_name(block, code):
+    from flows.cli import clear_failures
+    from flows.exits import one_line
+
+    guard = clear_failures("run failed") if block == "run" else one_line()
+    with pytest.raises(typer.Exit) as ended, guard:
+        raise ReconstructError(Reason.WRITE_ERROR, "no space left")
+    assert ended.value.exit_code == code
 
 
 # -- --json ---------------------------------------------------------------------------------------------
