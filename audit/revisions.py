@@ -18,6 +18,8 @@ from typing import Any
 
 import orjson
 
+from models.errors import Reason, ReconstructError
+
 from .files import atomic_write, resolve_inside, temporary_for
 from .ledger import Ledger
 
@@ -27,8 +29,20 @@ INDEXED = "index_revisions"  # ledger meta: how many revisions index.json holds
 EDITS = "edits"  # the dataset parts of revert and apply-diff, as a run's are under its run id
 
 
-class RevisionError(Exception):
-    """A history, revert or verify request that cannot be carried out (message says why)."""
+class RevisionError(ReconstructError):
+    """A history, revert or verify request that cannot be carried out (the reason code says why)."""
+
+
+class AmbiguousDocument(RevisionError):
+    """A session id that names several documents; ``matches`` are their paths under OUT."""
+
+    def __init__(self, session: str, matches: list[str]) -> None:
+        self.session, self.matches = session, matches
+        super().__init__(Reason.AMBIGUOUS_DOCUMENT, f"session id {session!r} names {len(matches)} documents, "
+                         "give one path: " + ", ".join(matches))
+
+    def __reduce__(self):
+        return (AmbiguousDocument, (self.session, self.matches))
 
 
 def now() -> str:
@@ -113,9 +127,9 @@ def get_blob(out_root: Path, sha256: str) -> bytes:
     try:
         data = path.read_bytes()
     except FileNotFoundError:
-        raise RevisionError(f"blob {sha256} is missing from {path.parent}") from None
+        raise RevisionError(Reason.STORE_CORRUPT, f"blob {sha256} is missing from {path.parent}") from None
     if hashlib.sha256(data).hexdigest() != sha256:
-        raise RevisionError(f"blob {sha256} does not match its name (corrupted store)")
+        raise RevisionError(Reason.STORE_CORRUPT, f"blob {sha256} does not match its name (corrupted store)")
     return data
 
 
@@ -142,33 +156,45 @@ def refresh_index(out_root: Path, ledger: Ledger) -> bool:
 
 
 def resolve(ledger: Ledger, out_root: Path, session: str) -> str:
-    """A document path relative to OUT, from that path or a session id naming one document."""
+    """A document path relative to OUT, from that path, the path as a shell completes it (relative to
+    the working folder, or absolute, inside OUT) or a session id naming one document."""
     indexed = set(ledger.latest_revisions())
-    rel = session.strip().removeprefix("./")
+    rel = _under(out_root, session.strip())
     if rel in indexed or (rel.startswith("sessions/") and (out_root / rel).is_file()):
         return rel
     by_id = set(ledger.paths_for_session_id(session)) | {p for p in indexed if Path(p).stem == session}
     if len(by_id) == 1:
         return by_id.pop()
     if not by_id:
-        raise RevisionError(f"no document {session!r}: give a path relative to the output root "
-                            "(sessions/...) or a session id")
-    raise RevisionError(f"session id {session!r} names {len(by_id)} documents, give one path: "
-                        + ", ".join(sorted(by_id)))
+        raise RevisionError(Reason.UNKNOWN_DOCUMENT, f"no document {session!r}: give a path relative to the "
+                            "output root (sessions/...), a path to the document, or a session id")
+    raise AmbiguousDocument(session, sorted(by_id))
+
+
+def _under(out_root: Path, given: str) -> str:
+    """``given`` relative to OUT when it names a file inside OUT from the working folder (or absolutely);
+    else as given, without a leading ``./``."""
+    path = Path(given)
+    if path.is_file():
+        try:
+            return path.resolve().relative_to(out_root.resolve()).as_posix()
+        except ValueError:
+            pass
+    return given.removeprefix("./")
 
 
 def history(ledger: Ledger, rel: str) -> list[dict[str, Any]]:
     """Revisions of a document, newest first."""
     rows = ledger.revisions(rel)
     if not rows:
-        raise RevisionError(f"{rel} has no revisions")
+        raise RevisionError(Reason.UNKNOWN_DOCUMENT, f"{rel} has no revisions")
     return list(reversed(rows))
 
 
 def parse_rev(rev: str) -> int:
     text = rev.strip().lower().removeprefix("v")
     if not text.isdigit():
-        raise RevisionError(f"{rev!r} is not a revision (v0, v1, ...)")
+        raise RevisionError(Reason.REVISION_SYNTAX, f"{rev!r} is not a revision (v0, v1, ...)")
     return int(text)
 
 
@@ -177,7 +203,7 @@ def revision(ledger: Ledger, rel: str, rev: str) -> dict[str, Any]:
     for row in ledger.revisions(rel):
         if row["rev"] == n:
             return row
-    raise RevisionError(f"{rel} has no revision v{n}")
+    raise RevisionError(Reason.UNKNOWN_REVISION, f"{rel} has no revision v{n}")
 
 
 def check_current(ledger: Ledger, out_root: Path, rel: str) -> dict[str, Any]:
@@ -185,15 +211,15 @@ def check_current(ledger: Ledger, out_root: Path, rel: str) -> dict[str, Any]:
     (changed outside the store: replacing it would lose bytes no blob holds)."""
     rows = ledger.revisions(rel)
     if not rows:
-        raise RevisionError(f"{rel} has no revisions")
+        raise RevisionError(Reason.UNKNOWN_DOCUMENT, f"{rel} has no revisions")
     latest = rows[-1]
     try:
         on_disk = hashlib.sha256(resolve_inside(out_root, rel).read_bytes()).hexdigest()
     except FileNotFoundError:
         on_disk = None
     if on_disk != latest["sha256"]:
-        raise RevisionError(f"{rel} on disk ({on_disk or 'missing'}) is not its latest revision "
-                            f"v{latest['rev']} ({latest['sha256']}); see `reconstruct verify`")
+        raise RevisionError(Reason.DOCUMENT_CHANGED, f"{rel} on disk ({on_disk or 'missing'}) is not its "
+                            f"latest revision v{latest['rev']} ({latest['sha256']}); see `reconstruct verify`")
     return latest
 
 

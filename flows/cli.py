@@ -1,10 +1,7 @@
 """The ``reconstruct`` command line.
 
-Exit codes: 0 every session was written (ok or partial) and no input was quarantined;
-3 the run finished but something was quarantined (see ``reconstruct quarantine``);
-4 the run could not start or the environment failed it (bad path or output, bad configuration, the
-ledger, the disk or Prefect unavailable), always as one line; 130 the run was interrupted (Ctrl-C,
-SIGTERM) and is marked so in the ledger; 2 the command line itself was wrong.
+Exit codes follow one table, ``flows.exits.ExitCode`` (docs/cli.md prints it); read commands take
+``--json`` and print their rows through ``flows.cli_views``.
 """
 
 from __future__ import annotations
@@ -18,12 +15,11 @@ from typing import Annotated
 import orjson
 import typer
 from rich.console import Console
-from rich.table import Table
 
-from models.errors import ReconstructError
+from flows import cli_views as views
+from flows.exits import ExitCode, one_line
+from flows.exits import fail as fail_with
 from models.settings import Settings
-
-EXIT_OK, EXIT_USAGE, EXIT_QUARANTINED, EXIT_CANNOT_START, EXIT_INTERRUPTED = 0, 2, 3, 4, 130
 
 app = typer.Typer(
     add_completion=False,
@@ -42,6 +38,26 @@ PREFECT_DEFAULTS = {
 
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="TOML config file (default ./reconstruct.toml).")]
 OutOpt = Annotated[Path, typer.Option("--out", "-o", help="Output root.")]
+JsonOpt = views.JsonOpt
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        from models.settings import PIPELINE_VERSION
+
+        typer.echo(f"reconstruct {version('reconstruct')} (pipeline {PIPELINE_VERSION})")
+        raise typer.Exit(ExitCode.OK)
+
+
+VersionOpt = Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the package and pipeline versions.")]
+
+
+@app.callback()
+def main(version: VersionOpt = False) -> None:
+    """Rebuild chat sessions from raw log archives."""
 
 
 def prefect_env() -> None:
@@ -50,45 +66,47 @@ def prefect_env() -> None:
         os.environ.setdefault(key, value)
 
 
-def fail(message: str, code: int = EXIT_CANNOT_START):
+def fail(message: str, code: ExitCode = ExitCode.CANNOT_START):
     """One line on stderr naming the problem, then exit (4 unless told)."""
-    console.print(message.replace("\n", " "), markup=False, highlight=False, soft_wrap=True)
-    raise typer.Exit(code)
+    fail_with(message, code)
 
 
 def load_settings(config: Path | None, **flags) -> Settings:
-    try:
+    with one_line("invalid configuration"):
         return Settings.load(config, **flags)
-    except ReconstructError as exc:
-        fail(f"invalid configuration: {exc}")
 
 
 @contextmanager
 def clear_failures(what: str):
-    """Problems of the environment (the ledger, the disk, the output folder, the Dask cluster) end as
-    one line and exit 4 instead of a traceback."""
-    from audit.ledger import LedgerError
-    from models.errors import ClusterError
-
-    try:
+    """Problems of the environment (the ledger, the disk, the output folder) end as one line and
+    their exit code (CANNOT_START for a pipeline error the table does not name) instead of a traceback."""
+    with one_line(what, otherwise=ExitCode.CANNOT_START):
         yield
-    except (LedgerError, ClusterError) as exc:
-        fail(f"{what}: {exc}")
-    except OSError as exc:
-        where = f" ({exc.filename})" if exc.filename else ""
-        fail(f"{what}: {exc.strerror or exc}{where}")
 
 
-def read_ledger(out: Path, config: Path | None):
-    """The ledger of OUT opened read-only (works on a read-only output); one line and exit 4
-    when there is none, it is corrupt or it is newer than this version."""
-    from audit.ledger import Ledger, LedgerError, ledger_path_for
+@contextmanager
+def read_ledger(out: Path, config: Path | None, *, write: bool = False):
+    """The ledger of OUT, read-only unless ``write`` (works on a read-only output), closed after the
+    block; a missing, corrupt or too new ledger, and errors inside the block, end as one line."""
+    from audit.ledger import Ledger, ledger_path_for
 
     path = ledger_path_for(out, load_settings(config))
+    with one_line("cannot read"):
+        ledger = Ledger(path, read_only=not write)
     try:
-        return Ledger(path, read_only=True)
-    except LedgerError as exc:
-        fail(f"cannot read: {exc}")
+        with one_line():
+            yield ledger
+    finally:
+        ledger.close()
+
+
+def known_run(ledger, run_id: str | None, out: Path) -> str:
+    """``run_id``, or the latest run when None; one line and NOT_FOUND when the ledger has no such run."""
+    found = run_id or ledger.latest_run_id()
+    if found is None or not ledger.has_run(found):
+        fail(f"no run {run_id!r} in the ledger of {out}" if run_id else f"no run yet in the ledger of {out}",
+             ExitCode.NOT_FOUND)
+    return found
 
 
 def _print_summary(summary: dict) -> None:
@@ -100,27 +118,8 @@ def _print_summary(summary: dict) -> None:
         f"{summary['seconds']:.2f} s"
     )
     if summary["quarantined"]:
-        _quarantine_table(summary["quarantined"])
-
-
-def show_rows(headers: list[str], rows: list[list[str]], title: str | None = None) -> None:
-    """A table on a terminal; tab-separated lines with a header otherwise (grep-able, log-friendly)."""
-    out = Console()
-    if not out.is_terminal:
-        for row in [headers, *rows]:
-            out.print("\t".join(str(c).replace("\n", " ") for c in row), soft_wrap=True, markup=False,
-                      highlight=False)
-        return
-    table = Table(*headers, title=title)
-    for row in rows:
-        table.add_row(*[str(c) for c in row])
-    out.print(table)
-
-
-def _quarantine_table(rows: list[dict]) -> None:
-    show_rows(["what", "source", "session", "reasons", "detail"],
-              [[q["what"], q["source_path"], q["session_id"] or "-", q["reasons"], (q["detail"] or "")[:300]]
-               for q in rows], title="Quarantined")
+        view = _quarantine_view(summary["run_id"], summary["quarantined"])
+        views.show(view, view.quarantined, views.QuarantineRow, as_json=False, title="Quarantined")
 
 
 def _check_out(out: Path) -> None:
@@ -164,7 +163,7 @@ def _run(paths: list[str], out: Path, settings: Settings, force: bool, allow_shr
     missing = [str(p) for p in roots if not is_url(p) and not p.exists() and not p.is_symlink()]
     if missing:
         console.print(f"[red]cannot start:[/red] no such path: {', '.join(missing)}")
-        return EXIT_CANNOT_START
+        return ExitCode.CANNOT_START
     out = Path(os.path.abspath(out))
     _check_out(out)
     check_cluster(settings, reach=True)
@@ -177,7 +176,7 @@ def _run(paths: list[str], out: Path, settings: Settings, force: bool, allow_shr
         from flows.pipeline import run_archive
     except Exception as exc:  # an environment problem, not an input problem
         console.print(f"[red]cannot start:[/red] Prefect is unavailable: {exc}")
-        return EXIT_CANNOT_START
+        return ExitCode.CANNOT_START
     try:
         from flows.pipeline import graceful_stop
 
@@ -189,14 +188,14 @@ def _run(paths: list[str], out: Path, settings: Settings, force: bool, allow_shr
     except BaseException as exc:  # Ctrl-C twice, or a signal Prefect turned into TerminationSignal
         if not isinstance(exc, KeyboardInterrupt) and type(exc).__name__ != "TerminationSignal":
             raise
-        fail("interrupted: the run is marked interrupted in the ledger; run again to finish", EXIT_INTERRUPTED)
+        fail("interrupted: the run is marked interrupted in the ledger; run again to finish", ExitCode.INTERRUPTED)
     if summary.get("status") == "interrupted":
         fail(f"interrupted: run {summary['run_id']} stopped after {summary['counts']['files']} files, all "
-             "recorded in the ledger; run again to finish", EXIT_INTERRUPTED)
+             "recorded in the ledger; run again to finish", ExitCode.INTERRUPTED)
     console.print(f"using {server}")
     _print_summary(summary)
     c = summary["counts"]
-    return EXIT_QUARANTINED if (c["files_quarantined"] or c["sessions_quarantined"]) else EXIT_OK
+    return ExitCode.QUARANTINED if (c["files_quarantined"] or c["sessions_quarantined"]) else ExitCode.OK
 
 
 def _ready(embedded, use_embedded) -> None:
@@ -234,8 +233,7 @@ def run(
         try:
             registry.get(settings.format)
         except RegistryError as exc:
-            console.print(f"[red]cannot start:[/red] {exc.detail}")
-            raise typer.Exit(EXIT_CANNOT_START) from None
+            fail(f"invalid --format: {exc.detail}", ExitCode.USAGE)
     raise typer.Exit(_run(paths, out, settings, force, allow_shrink))
 
 
@@ -249,18 +247,13 @@ def rerun(
     """Reprocess the inputs of a run that failed or were quarantined (nothing else), under the
     keys they had: the same roots are walked, only the failed inputs are processed."""
     settings = load_settings(config)
-    ledger = read_ledger(out, config)
-    try:
-        run_id = run_id or ledger.latest_run_id()
-        if run_id is None or not ledger.has_run(run_id):
-            fail(f"cannot rerun: no run {run_id!r} in the ledger of {out}")
+    with read_ledger(out, config) as ledger:
+        run_id = known_run(ledger, run_id, out)
         sources = ledger.failed_sources(run_id) if failed else []
         args = orjson.loads(ledger.run(run_id)["args"])
-    finally:
-        ledger.close()
     if not sources:
         console.print(f"nothing to rerun in run {run_id}")
-        raise typer.Exit(EXIT_OK)
+        raise typer.Exit(ExitCode.OK)
     console.print(f"rerunning {len(sources)} inputs of run {run_id}")
     raise typer.Exit(_run(list(args["paths"]), out, settings, force=True,
                           keys=[s["source_key"] for s in sources]))
@@ -268,22 +261,20 @@ def rerun(
 
 @app.command()
 def status(out: OutOpt = Path("output"), config: ConfigOpt = None,
-           limit: Annotated[int, typer.Option(help="How many runs.")] = 10) -> None:
+           limit: Annotated[int, typer.Option(help="How many runs.")] = 10, as_json: JsonOpt = False) -> None:
     """Recent runs and their counts."""
-    ledger = read_ledger(out, config)
-    try:
-        rows = ledger.runs(limit)
-        flags = _counts(ledger.flags().values())
-    finally:
-        ledger.close()
-    show_rows(["run", "started", "status", "files", "skipped", "files_quarantined", "ok", "partial",
-               "sessions_quarantined", "seconds"],
-              [[r["run_id"], r["started_at"], r["status"], r["files"], r["files_skipped"], r["files_quarantined"],
-                r["sessions_ok"], r["sessions_partial"], r["sessions_quarantined"], f"{r['seconds'] or 0:.2f}"]
-               for r in rows], title="Runs")
-    if flags:
+    with read_ledger(out, config) as ledger:
+        view = views.StatusView(runs=[_run_row(r) for r in ledger.runs(limit)],
+                                documents_without_source=_counts(ledger.flags().values()))
+    views.show(view, view.runs, views.RunRow, as_json, title="Runs")
+    if view.documents_without_source and not as_json:
         console.print("documents kept without their source: "
-                      + ", ".join(f"{mark} {n}" for mark, n in sorted(flags.items())))
+                      + ", ".join(f"{mark} {n}" for mark, n in sorted(view.documents_without_source.items())))
+
+
+def _run_row(r: dict) -> views.RunRow:
+    return views.RunRow(**{f: r[f] for f in views.RunRow.__dataclass_fields__ if f != "seconds"},
+                        seconds=round(r["seconds"] or 0.0, 3))
 
 
 def _counts(values) -> dict[str, int]:
@@ -295,32 +286,38 @@ def _counts(values) -> dict[str, int]:
 
 @app.command()
 def quarantine(out: OutOpt = Path("output"), config: ConfigOpt = None,
-               run_id: Annotated[str | None, typer.Option("--run")] = None) -> None:
+               run_id: Annotated[str | None, typer.Option("--run", help="Which run (default the latest).")] = None,
+               as_json: JsonOpt = False) -> None:
     """Quarantined inputs and sessions of a run (default the latest) with their reasons."""
-    ledger = read_ledger(out, config)
-    try:
-        if run_id is not None and not ledger.has_run(run_id):
-            fail(f"no run {run_id!r} in the ledger of {out}")
-        rows = ledger.quarantined(run_id)
-    finally:
-        ledger.close()
-    if not rows:
-        console.print("nothing quarantined")
+    with read_ledger(out, config) as ledger:
+        if run_id is not None:
+            known_run(ledger, run_id, out)
+        view = _quarantine_view(run_id or ledger.latest_run_id(), ledger.quarantined(run_id))
+    if view.quarantined or as_json:
+        views.show(view, view.quarantined, views.QuarantineRow, as_json, title="Quarantined")
     else:
-        _quarantine_table(rows)
+        console.print("nothing quarantined")
+
+
+def _quarantine_view(run_id: str | None, rows: list[dict]) -> views.QuarantineView:
+    return views.QuarantineView(run_id=run_id, quarantined=[views.QuarantineRow(
+        what=q["what"], source_key=q["source_key"], source_path=q["source_path"],
+        session_id=q["session_id"], reasons=tuple((q["reasons"] or "").split(",")), detail=q["detail"]) for q in rows])
 
 
 @app.command()
-def formats(markdown: Annotated[bool, typer.Option("--markdown", help="docs/formats.md, generated.")] = False) -> None:
+def formats(as_json: JsonOpt = False, markdown: Annotated[bool, typer.Option(
+        "--markdown", help="docs/formats.md, generated.")] = False) -> None:
     """The registered grammars, each with an example of its input."""
     from parsers import registry
 
     if markdown:
         sys.stdout.write(registry.formats_markdown())
         return
-    show_rows(["name", "version", "kind", "description", "example"],
-              [[g.name, g.version, "json" if g.structured else "text", g.description, g.example]
-               for g in registry.all_grammars()], title="Grammars")
+    view = views.FormatsView(grammars=[
+        views.GrammarRow(name=g.name, version=g.version, kind="json" if g.structured else "text",
+                         description=g.description, example=g.example) for g in registry.all_grammars()])
+    views.show(view, view.grammars, views.GrammarRow, as_json, title="Grammars")
 
 
 @app.command()

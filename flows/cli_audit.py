@@ -8,47 +8,47 @@ non-zero exit and no side effect.
 from __future__ import annotations
 
 import sys
-from contextlib import contextmanager
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from audit.revisions import RevisionError
+from flows import cli_views as views
+from flows.exits import ExitCode, fail
 
-EXIT_PROBLEM = 1
 OutOpt = Annotated[Path, typer.Option("--out", "-o", help="Output root of the runs.")]
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="TOML config file (default ./reconstruct.toml).")]
 ConfirmOpt = Annotated[str | None, typer.Option("--confirm", help="The exact confirmation string (else prompted).")]
+JsonOpt = views.JsonOpt
+SessionArg = Annotated[str, typer.Argument(help="The document: its path under OUT (sessions/...), its path as the "
+                                                "shell completes it (OUT/sessions/...), or its session id.")]
 
 
 def _err(message: str) -> None:
     typer.echo(message, err=True)
 
 
-@contextmanager
 def _ledger(out: Path, config: Path | None, *, write: bool = False):
-    """The run ledger of OUT (read-only unless ``write``); a RevisionError inside the block, or a
-    missing or unreadable ledger, becomes one line and exit 1."""
-    from audit.ledger import Ledger, LedgerError, ledger_path_for
-    from flows.cli import load_settings
+    """The run ledger of OUT (read-only unless ``write``); errors end as one line and their exit code."""
+    from flows.cli import read_ledger
 
-    path = ledger_path_for(out, load_settings(config))
-    if not path.is_file():
-        _err(f"no ledger at {path}: nothing has run into {out}")
-        raise typer.Exit(EXIT_PROBLEM)
+    return read_ledger(out, config, write=write)
+
+
+def _resolve(ledger, out: Path, session: str, as_json: bool = False) -> str:
+    """The document SESSION names; when a session id names several, they are listed (path, key, session
+    id) on stdout and the command exits AMBIGUOUS."""
+    from audit import revisions
+
     try:
-        ledger = Ledger(path, read_only=not write)
-    except LedgerError as exc:
-        _err(str(exc))
-        raise typer.Exit(EXIT_PROBLEM) from None
-    try:
-        yield ledger
-    except RevisionError as exc:  # every audit command reports a revision problem the same way
-        _err(str(exc))
-        raise typer.Exit(EXIT_PROBLEM) from None
-    finally:
-        ledger.close()
+        return revisions.resolve(ledger, out, session)
+    except revisions.AmbiguousDocument as exc:
+        keys = {r["output_path"]: r["session_key"] for r in ledger.keyed_sessions()}
+        view = views.MatchesView(session=session, matches=[
+            views.MatchRow(path=p, key=keys.get(p), session_id=Path(p).stem) for p in exc.matches])
+        views.show(view, view.matches, views.MatchRow, as_json, title=f"{session!r} names {len(exc.matches)} documents")
+        fail(f"{session!r} names {len(exc.matches)} documents: give one of their paths", ExitCode.AMBIGUOUS)
 
 
 def confirmed(expected: str, given: str | None) -> bool:
@@ -65,24 +65,21 @@ def confirmed(expected: str, given: str | None) -> bool:
     return True
 
 
-def history(
-    session: Annotated[str, typer.Argument(help="Document path under OUT (sessions/...) or a session id.")],
-    out: OutOpt = Path("output"),
-    config: ConfigOpt = None,
-) -> None:
+def history(session: SessionArg, out: OutOpt = Path("output"), config: ConfigOpt = None,
+            as_json: JsonOpt = False) -> None:
     """Revisions of a document, newest first: rev, ts, note, sha256."""
     from audit import revisions
-    from flows.cli import show_rows
 
     with _ledger(out, config) as ledger:
-        rel = revisions.resolve(ledger, out, session)
-        rows = revisions.history(ledger, rel)
-    show_rows(["rev", "ts", "note", "sha256"], [[f"v{r['rev']}", r["ts"], r["note"], r["sha256"]] for r in rows],
-              title=rel)
+        rel = _resolve(ledger, out, session, as_json)
+        view = views.HistoryView(document=rel, revisions=[
+            views.RevisionRow(rev=f"v{r['rev']}", ts=r["ts"], note=r["note"], sha256=r["sha256"])
+            for r in revisions.history(ledger, rel)])
+    views.show(view, view.revisions, views.RevisionRow, as_json, title=rel)
 
 
 def revert(
-    session: Annotated[str, typer.Argument(help="Document path under OUT (sessions/...) or a session id.")],
+    session: SessionArg,
     to: Annotated[str, typer.Option("--to", help="Revision to restore (v0, v1, ...).")],
     out: OutOpt = Path("output"),
     config: ConfigOpt = None,
@@ -92,47 +89,62 @@ def revert(
     from audit import revisions
 
     with _ledger(out, config, write=True) as ledger:
-        rel = revisions.resolve(ledger, out, session)
+        rel = _resolve(ledger, out, session)
         target = revisions.revision(ledger, rel, to)
         revisions.check_current(ledger, out, rel)
         rev = f"v{target['rev']}"
         if not confirmed(f"CONFIRM REVERT {session} {rev}", confirm):
-            raise typer.Exit(EXIT_PROBLEM)
+            raise typer.Exit(ExitCode.PROBLEM)
         new = revisions.revert(ledger, out, rel, rev)
     typer.echo(f"{rel}: v{new} = revert->{rev}")
 
 
-def verify(out: OutOpt = Path("output"), config: ConfigOpt = None) -> None:
+def verify(out: OutOpt = Path("output"), config: ConfigOpt = None, as_json: JsonOpt = False) -> None:
     """Check every document against the revision index and every blob against its name."""
     from audit import revisions
 
     with _ledger(out, config) as ledger:
-        problems = revisions.verify(ledger, out)
-        checked = len(ledger.latest_revisions())
-    for p in problems:
+        view = views.VerifyView(problems=revisions.verify(ledger, out), checked=len(ledger.latest_revisions()))
+    if as_json:
+        typer.echo(views.dumps(view), nl=False)
+    for p in [] if as_json else view.problems:
         typer.echo(p)
-    if problems:
-        _err(f"{len(problems)} mismatches")
-        raise typer.Exit(EXIT_PROBLEM)
-    _err(f"ok: {checked} documents and their blobs match the index")
+    if view.problems:
+        fail(f"{len(view.problems)} mismatches", ExitCode.PROBLEM)
+    _err(f"ok: {view.checked} documents and their blobs match the index")
+
+
+class DiffFormat(StrEnum):
+    UNIFIED = "unified"
+    DIFF_JSON_V1 = "diff_json_v1"
 
 
 def diff(
-    session: Annotated[str, typer.Argument(help="Document path under OUT (sessions/...) or a session id.")],
+    session: SessionArg,
     rev_a: Annotated[str, typer.Argument(help="Base revision (vA).")],
     rev_b: Annotated[str, typer.Argument(help="Result revision (vB).")],
     out: OutOpt = Path("output"),
     config: ConfigOpt = None,
+    format: Annotated[DiffFormat, typer.Option("--format", help="unified: the interactions, as diff -u shows "
+                                               "lines; diff_json_v1: the patch apply-diff takes.")
+                      ] = DiffFormat.UNIFIED,
+    as_json: JsonOpt = False,
 ) -> None:
-    """Print one clean diff_json_v1 object turning revision vA into vB (nothing else on stdout)."""
-    from audit import revisions
+    """Show how revision vA of a document became vB: its interactions as a unified diff (speaker, time,
+    content), or the diff_json_v1 patch (nothing else on stdout)."""
+    from audit import convdiff, revisions
     from validators.diffjson import dumps, make_diff
 
     with _ledger(out, config) as ledger:
-        rel = revisions.resolve(ledger, out, session)
+        rel = _resolve(ledger, out, session, as_json)
         a = revisions.get_blob(out, revisions.revision(ledger, rel, rev_a)["sha256"])
         b = revisions.get_blob(out, revisions.revision(ledger, rel, rev_b)["sha256"])
-    sys.stdout.write(dumps(make_diff(a.decode("utf-8"), b.decode("utf-8"), rel)) + "\n")
+        if format is DiffFormat.DIFF_JSON_V1:
+            sys.stdout.write(dumps(make_diff(a.decode("utf-8"), b.decode("utf-8"), rel)) + "\n")
+            return
+        result = convdiff.compare(rel, rev_a, convdiff.turns(a, f"{rel} {rev_a}"),
+                                  rev_b, convdiff.turns(b, f"{rel} {rev_b}"))
+    sys.stdout.write(views.dumps(result) if as_json else convdiff.unified(result))
 
 
 def apply_diff(
@@ -150,11 +162,10 @@ def apply_diff(
     try:
         raw = diff_file.read_bytes()
     except OSError as exc:
-        _err(f"cannot read {diff_file}: {exc}")
-        raise typer.Exit(EXIT_PROBLEM) from None
+        fail(f"cannot read {diff_file}: {exc.strerror or exc}", ExitCode.CANNOT_START)
     with _ledger(out, config, write=True) as ledger:
         try:
-            rel = revisions.resolve(ledger, out, to)
+            rel = _resolve(ledger, out, to)
             latest = revisions.check_current(ledger, out, rel)
             base = revisions.get_blob(out, latest["sha256"]).decode("utf-8")
             # checksum before ranges: a diff made for another base is reported as such
@@ -162,11 +173,10 @@ def apply_diff(
             _gate(result)
             rev = f"v{latest['rev']}"
             if not confirmed(f"CONFIRM APPLY-DIFF {to} {rev}", confirm):
-                raise typer.Exit(EXIT_PROBLEM)
+                raise typer.Exit(ExitCode.PROBLEM)
             new = revisions.commit(ledger, out, rel, result, f"apply-diff on {rev} ({diff_file.name})")
         except DiffError as exc:
-            _err(f"refused: {exc}")
-            raise typer.Exit(EXIT_PROBLEM) from None
+            fail(f"refused: {exc}", ExitCode.PROBLEM)
     typer.echo(f"{rel}: v{new} = apply-diff on {rev}")
 
 
@@ -186,18 +196,15 @@ def export(
     from flows.cli import load_settings
 
     if format not in FORMATS:
-        _err(f"unknown format {format!r}: parquet, csv or jsonl")
-        raise typer.Exit(2)
+        fail(f"unknown format {format!r}: parquet, csv or jsonl", ExitCode.USAGE)
     if table is not None and table not in EXPORT_TABLES:
-        _err(f"unknown table {table!r}: sessions, turns or reconciliation")
-        raise typer.Exit(2)
+        fail(f"unknown table {table!r}: sessions, turns or reconciliation", ExitCode.USAGE)
     if out_file is not None and table is None:
         table = "sessions" if "turn" not in out_file.name else "turns"
         _err(f"--out-file without --table: writing the {table} table")
     lpath = ledger_path_for(out, load_settings(config))
     if not (out / "sessions").is_dir():
-        _err(f"no documents under {out}/sessions: nothing to export")
-        raise typer.Exit(EXIT_PROBLEM)
+        fail(f"no documents under {out}/sessions: nothing to export", ExitCode.CANNOT_START)
     ledger = Ledger(lpath, read_only=True) if lpath.is_file() else None
     problems: list[str] = []
     try:
@@ -218,14 +225,11 @@ def report(
     out_file: Annotated[Path | None, typer.Option("--out-file", help="Default OUT/report.html.")] = None,
 ) -> None:
     """Write a self-contained HTML audit report (inline SVG charts) from the ledger and datasets."""
-    from audit.report import ReportError, write_report
+    from audit.report import write_report
+    from flows.cli import known_run
 
     with _ledger(out, config) as ledger:
-        try:
-            path = write_report(out, ledger, run_id, out_file)
-        except ReportError as exc:
-            _err(str(exc))
-            raise typer.Exit(EXIT_PROBLEM) from None
+        path = write_report(out, ledger, known_run(ledger, run_id, out), out_file)
     typer.echo(str(path))
 
 
@@ -233,28 +237,27 @@ def sessions(
     key: Annotated[str | None, typer.Option("--key", help="Only this session key (<platform>:<id>).")] = None,
     out: OutOpt = Path("output"),
     config: ConfigOpt = None,
-    as_json: Annotated[bool, typer.Option("--json", help="One JSON document instead of a table.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Sessions by key: each one's document, its snapshots (the exports it was read from) and counts."""
-    from flows.cli import show_rows
-
     with _ledger(out, config) as ledger:
-        rows = ledger.listing(key)
-    if key is not None and not rows:
-        _err(f"no session with key {key!r}")
-        raise typer.Exit(EXIT_PROBLEM)
-    if as_json:
-        import orjson
-
-        typer.echo(orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode())
-        return
-    show_rows(["key", "path", "snapshot", "sha256", "first", "last", "messages", "new/unchanged/absent/edited"],
-              [[r["key"], r["path"], s["source_path"], s["sha256"][:12], s["first"] or "-", s["last"] or "-",
-                str(s["messages"]), "/".join(str(r["counts"][c]) for c in ("new", "unchanged", "absent", "edited"))]
-               for r in rows for s in r["snapshots"] or [_NO_SNAPSHOT]], title="Sessions by key")
+        view = views.SessionsView(sessions=[_session_row(r) for r in ledger.listing(key)])
+    if key is not None and not view.sessions:
+        fail(f"no session with key {key!r}", ExitCode.NOT_FOUND)
+    views.show(view, [line for r in view.sessions for line in _snapshot_lines(r)], views.SnapshotLine, as_json,
+               title="Sessions by key")
 
 
-_NO_SNAPSHOT = {"source_path": "-", "sha256": "-", "first": None, "last": None, "messages": "-"}
+def _session_row(r: dict) -> views.SessionRow:
+    return views.SessionRow(key=r["key"], path=r["path"], session_id=r["session_id"], status=r["status"],
+                            snapshots=[views.Snapshot(**s) for s in r["snapshots"]], counts=views.Counts(**r["counts"]))
+
+
+def _snapshot_lines(r: views.SessionRow) -> list[views.SnapshotLine]:
+    counts = "/".join(str(getattr(r.counts, c)) for c in ("new", "unchanged", "absent", "edited"))
+    return [views.SnapshotLine(key=r.key, path=r.path, snapshot=s.source_path, sha256=s.sha256[:12],
+                               first=s.first or "-", last=s.last or "-", messages=str(s.messages), counts=counts)
+            for s in r.snapshots] or [views.SnapshotLine(r.key, r.path, "-", "-", "-", "-", "-", counts)]
 
 
 def register(app: typer.Typer) -> None:

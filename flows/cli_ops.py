@@ -40,16 +40,17 @@ def register(app: typer.Typer) -> None:
         a Prefect server at 127.0.0.1:PORT, else starts one (and stops it on exit). Each run is
         incremental: unchanged inputs are skipped. One run at a time: a run due while the last still
         runs is cancelled."""
-        from flows.cli import EXIT_CANNOT_START, EXIT_USAGE, check_cluster, console, load_settings, prefect_env
+        from flows.cli import check_cluster, console, load_settings, prefect_env
+        from flows.exits import ExitCode
         from flows.ingest import is_url
 
         if cron and interval:
             console.print("[red]give --cron or --interval, not both[/red]")
-            raise typer.Exit(EXIT_USAGE)
+            raise typer.Exit(ExitCode.USAGE)
         missing = [p for p in paths if not is_url(p) and not Path(p).exists()]
         if missing:
             console.print(f"[red]cannot start:[/red] no such path: {', '.join(missing)}")
-            raise typer.Exit(EXIT_CANNOT_START)
+            raise typer.Exit(ExitCode.CANNOT_START)
         settings = load_settings(config, dask_address=dask_address)
         check_cluster(settings)
         prefect_env()
@@ -63,7 +64,7 @@ def register(app: typer.Typer) -> None:
             serve_plan(plan, prefect_home or out / ".prefect", port, say=console.print)
         except RuntimeError as exc:
             console.print(f"[red]cannot start:[/red] {exc}")
-            raise typer.Exit(EXIT_CANNOT_START) from None
+            raise typer.Exit(ExitCode.CANNOT_START) from None
 
     @app.command()
     def alerts(
@@ -74,11 +75,12 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Install (or replace) the automation that notifies when a run quarantines anything, crashes or is
         interrupted, on the Prefect server PREFECT_API_URL (or 127.0.0.1:4200) names."""
-        from flows.cli import EXIT_CANNOT_START, EXIT_USAGE, console, prefect_env
+        from flows.cli import console, prefect_env
+        from flows.exits import ExitCode
 
         if bool(webhook) == bool(block):
             console.print("[red]give --webhook URL or --block TYPE/NAME[/red]")
-            raise typer.Exit(EXIT_USAGE)
+            raise typer.Exit(ExitCode.USAGE)
         prefect_env()
         from flows import alerts as alerting
         from flows.serve import use_running_server
@@ -89,5 +91,5 @@ def register(app: typer.Typer) -> None:
             automation_id = alerting.install(block_id)
         except Exception as exc:  # no server, no such block: the operator must know it is not installed
             console.print(f"[red]alerts not installed:[/red] {exc}")
-            raise typer.Exit(EXIT_CANNOT_START) from None
+            raise typer.Exit(ExitCode.CANNOT_START) from None
         console.print(f"automation {alerting.AUTOMATION_NAME!r} ({automation_id}) installed on {where}")

@@ -47,6 +47,12 @@ class Reason(StrEnum):
     CLUSTER_UNAVAILABLE = "cluster_unavailable"
     # audit trail
     DIFF_CHECKSUM = "diff_checksum"
+    UNKNOWN_DOCUMENT = "unknown_document"
+    AMBIGUOUS_DOCUMENT = "ambiguous_document"
+    UNKNOWN_REVISION = "unknown_revision"
+    REVISION_SYNTAX = "revision_syntax"
+    DOCUMENT_CHANGED = "document_changed"
+    STORE_CORRUPT = "store_corrupt"
 
 
 class ReconstructError(Exception):

@@ -6,7 +6,9 @@ the config file is TOML (``reconstruct.toml`` in the working folder, or ``--conf
 
 from __future__ import annotations
 
+import difflib
 import hashlib
+import os
 from pathlib import Path
 from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -27,6 +29,10 @@ PIPELINE_VERSION = "0.3.0"
 
 _IDENTITY = regex.compile(r"^(?P<provider>[^:]+):(?P<name>[^@]+)@(?P<version>.+)$")
 
+ENV_PREFIX = "RECONSTRUCT_"
+# RECONSTRUCT_* variables that are not settings: prefect.yaml's deployment paths, the golden-file switch of the tests.
+OTHER_VARIABLES = frozenset({"RECONSTRUCT_HOME", "RECONSTRUCT_ARCHIVE", "RECONSTRUCT_OUT", "RECONSTRUCT_UPDATE_GOLDEN"})
+
 # Settings that change what a document contains; their hash keys incremental skips.
 DOCUMENT_SETTINGS = (
     "source_tz",
@@ -43,7 +49,7 @@ DOCUMENT_SETTINGS = (
 class Settings(BaseSettings):
     """Every knob of a run. Documents depend only on the fields named in DOCUMENT_SETTINGS."""
 
-    model_config = SettingsConfigDict(env_prefix="RECONSTRUCT_", extra="forbid", frozen=True)
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="forbid", frozen=True)
 
     source_tz: str = Field("UTC", description="IANA zone assumed for timestamps without a zone.")
     runtime_identity: str | None = Field(
@@ -150,12 +156,10 @@ class Settings(BaseSettings):
         used = _CONFIG_FILE["path"] = path if path.is_file() else None
         where_file = str(used) if used else None
         try:
+            _check_environment(os.environ)
             return cls(**{k: v for k, v in overrides.items() if v is not None})
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(x) for x in first["loc"]) or "settings"
-            more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-            raise ConfigError(Reason.INVALID_CONFIG, f"{where}: {first['msg']}{more}", path=where_file) from None
+            raise ConfigError(Reason.INVALID_CONFIG, _first_problem(exc), path=where_file) from None
         except (ValueError, OSError) as exc:  # a malformed or unreadable TOML file
             raise ConfigError(Reason.INVALID_CONFIG, f"{type(exc).__name__}: {exc}", path=where_file) from None
         finally:
@@ -176,6 +180,31 @@ class Settings(BaseSettings):
 
     def latch_threshold(self, dataset: str) -> float:
         return self.mass_latch_overrides.get(dataset, self.mass_latch_threshold)
+
+
+def closest(name: str, known: list[str]) -> str:
+    """`` (did you mean 'X'?)`` with the known name closest to ``name``, or nothing when none is close."""
+    near = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    return f" (did you mean {near[0]!r}?)" if near else ""
+
+
+def _first_problem(exc: ValidationError) -> str:
+    """The first error of a validation, one line; an unknown setting is named with the closest valid name."""
+    first = exc.errors()[0]
+    where = ".".join(str(x) for x in first["loc"]) or "settings"
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    if first["type"] == "extra_forbidden":
+        return f"unknown setting {where!r}{closest(where, list(Settings.model_fields))}{more}"
+    return f"{where}: {first['msg']}{more}"
+
+
+def _check_environment(environ: Any) -> None:
+    """A RECONSTRUCT_* variable that names no setting is a misspelling (pydantic-settings ignores it)."""
+    known = [ENV_PREFIX + name.upper() for name in Settings.model_fields]
+    for name in sorted(environ):
+        if name.upper().startswith(ENV_PREFIX) and name.upper() not in {*known, *OTHER_VARIABLES}:
+            raise ConfigError(Reason.INVALID_CONFIG, f"unknown setting in the environment: {name}"
+                              + closest(name.upper(), known))
 
 
 # The config-file path for the settings being built (pydantic-settings reads it in the hook above).

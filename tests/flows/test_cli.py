@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from flows.cli import EXIT_CANNOT_START, EXIT_OK, EXIT_QUARANTINED, app
+from flows.cli import app
+from flows.exits import ExitCode
 from parsers import registry
 from tests.helpers import ROOT
 
@@ -22,7 +23,7 @@ def archive(tmp_path):
 
 def test_run_samples_exits_0(prefect_harness, tmp_path):
     result = runner.invoke(app, ["run", str(ROOT / "sample_logs"), "--out", str(tmp_path / "o"), "--workers", "1"])
-    assert result.exit_code == EXIT_OK, result.output
+    assert result.exit_code == ExitCode.OK, result.output
     assert "quarantined 0" in result.output
 
 
@@ -30,7 +31,7 @@ def test_quarantine_exits_3_and_is_listed(prefect_harness, archive, tmp_path):
     (archive / "broken.txt").write_bytes(b"User: caf\xe9 latin-1\n")
     out = tmp_path / "o"
     result = runner.invoke(app, ["run", str(archive), "--out", str(out), "--workers", "1"])
-    assert result.exit_code == EXIT_QUARANTINED, result.output
+    assert result.exit_code == ExitCode.QUARANTINED, result.output
     listing = runner.invoke(app, ["quarantine", "--out", str(out)])
     assert "broken.txt" in listing.output and "undecodable" in listing.output
     status = runner.invoke(app, ["status", "--out", str(out)])
@@ -43,15 +44,19 @@ def test_rerun_failed_only(prefect_harness, archive, tmp_path):
     assert runner.invoke(app, ["run", str(archive), "--out", str(out), "--workers", "1"]).exit_code == 3
     (archive / "later.txt").write_text("User: fixed\nAssistant: thanks\n")
     result = runner.invoke(app, ["rerun", "--failed", "--out", str(out)])
-    assert result.exit_code == EXIT_OK, result.output
+    assert result.exit_code == ExitCode.OK, result.output
     assert "rerunning 1 inputs" in result.output
 
 
-@pytest.mark.parametrize("args", [["run", "/no/such/path"], ["run", ".", "--format", "nope"],
-                                  ["run", ".", "--source-tz", "Mars/Olympus"]])
-def test_cannot_start_exits_4(args, tmp_path):
+def test_cannot_start_exits_4(tmp_path):
+    result = runner.invoke(app, ["run", "/no/such/path", "--out", str(tmp_path / "o")])
+    assert result.exit_code == ExitCode.CANNOT_START, result.output
+
+
+@pytest.mark.parametrize("args", [["run", ".", "--format", "nope"], ["run", ".", "--source-tz", "Mars/Olympus"]])
+def test_a_bad_flag_value_exits_2(args, tmp_path):
     result = runner.invoke(app, [*args, "--out", str(tmp_path / "o")])
-    assert result.exit_code == EXIT_CANNOT_START, result.output
+    assert result.exit_code == ExitCode.USAGE, result.output
 
 
 def test_formats_lists_the_registry():

@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 
 from audit.files import Batch
 from audit.ledger import Ledger
-from flows.cli import EXIT_CANNOT_START, EXIT_OK, EXIT_QUARANTINED, app
+from flows.cli import app
+from flows.exits import ExitCode
 from flows.pipeline import reconstruct
 from models.settings import Settings
 
@@ -22,7 +23,11 @@ GOOD = "Session: s-1\nUser: hello\nAssistant: hi there\n"
 
 
 def _one_line_exit_4(result):
-    assert result.exit_code == EXIT_CANNOT_START, result.output
+    _one_line(result, ExitCode.CANNOT_START)
+
+
+def _one_line(result, code: ExitCode):
+    assert result.exit_code == code, result.output
     assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1, result.output
 
 
@@ -42,12 +47,12 @@ def _documents(out):
 # -- 5. rerun --failed keeps the original keys ------------------------------------------------------
 def test_rerun_after_a_fix_writes_under_the_original_key_and_drops_the_stale_record(prefect_harness, tmp_path):
     src, out = _archive(tmp_path), tmp_path / "out"
-    assert runner.invoke(app, ["run", str(src), "--out", str(out), "--workers", "1"]).exit_code == EXIT_QUARANTINED
+    assert runner.invoke(app, ["run", str(src), "--out", str(out), "--workers", "1"]).exit_code == ExitCode.QUARANTINED
     assert (out / "quarantine" / "logs" / "sub" / "bad.txt" / "file.json").is_file()
     before = _documents(out)
     (src / "sub" / "bad.txt").write_text(GOOD.replace("s-1", "s-3"))
     result = runner.invoke(app, ["rerun", "--failed", "--out", str(out)])
-    assert result.exit_code == EXIT_OK, result.output
+    assert result.exit_code == ExitCode.OK, result.output
     assert _documents(out) == sorted([*before, "sessions/transcript/s-3/s-3.json"])
     assert not (out / "quarantine" / "logs" / "sub" / "bad.txt" / "file.json").exists()
 
@@ -113,15 +118,16 @@ def test_a_corrupt_ledger(tmp_path):
 def test_malformed_and_missing_config_files(command, tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text("source_tz = = 'x'\n")
-    _one_line_exit_4(runner.invoke(app, [*command, "--out", str(tmp_path), "--config", str(bad)]))
-    _one_line_exit_4(runner.invoke(app, [*command, "--out", str(tmp_path), "--config", str(tmp_path / "none.toml")]))
+    _one_line(runner.invoke(app, [*command, "--out", str(tmp_path), "--config", str(bad)]), ExitCode.USAGE)
+    _one_line(runner.invoke(app, [*command, "--out", str(tmp_path), "--config", str(tmp_path / "none.toml")]),
+              ExitCode.USAGE)
 
 
 def test_run_with_a_missing_config_file(tmp_path):
     (tmp_path / "in").mkdir()
     result = runner.invoke(app, ["run", str(tmp_path / "in"), "--out", str(tmp_path / "o"),
                                  "--config", str(tmp_path / "missing.toml")])
-    _one_line_exit_4(result)
+    _one_line(result, ExitCode.USAGE)
     assert "missing.toml" in result.output
 
 
@@ -141,7 +147,7 @@ def test_read_commands_on_a_mistyped_out_say_so_and_create_nothing(tmp_path):
 def test_quarantine_of_an_unknown_run(tmp_path):
     src, out = _archive(tmp_path), tmp_path / "out"
     reconstruct([src], out, Settings())
-    _one_line_exit_4(runner.invoke(app, ["quarantine", "--out", str(out), "--run", "nosuchrun"]))
+    _one_line(runner.invoke(app, ["quarantine", "--out", str(out), "--run", "nosuchrun"]), ExitCode.NOT_FOUND)
 
 
 def test_a_full_disk_stops_the_run_marked_failed_with_what_was_written(tmp_path, monkeypatch):

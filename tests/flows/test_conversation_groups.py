@@ -9,7 +9,8 @@ from typer.testing import CliRunner
 
 from audit.ledger import Ledger
 from flows import ingest
-from flows.cli import EXIT_OK, EXIT_QUARANTINED, app
+from flows.cli import app
+from flows.exits import ExitCode
 from flows.pipeline import reconstruct
 from models.settings import Settings
 from tests.helpers import ROOT, key_document, run_checker
@@ -208,11 +209,11 @@ def test_rerun_failed_of_a_slack_day_file_reruns_its_channel(prefect_harness, tm
     out = tmp_path / "out"
     monkeypatch.setenv("RECONSTRUCT_MAX_FILE_BYTES", "700")  # one day file is too large on the first run
     first = runner.invoke(app, ["run", str(src), "--out", str(out), "--workers", "1"])
-    assert first.exit_code == EXIT_QUARANTINED, first.output
+    assert first.exit_code == ExitCode.QUARANTINED, first.output
     assert _files(out)["acme-export/general/2024-04-01.json"] == "quarantined"
     monkeypatch.delenv("RECONSTRUCT_MAX_FILE_BYTES")
     again = runner.invoke(app, ["rerun", "--failed", "--out", str(out)])
-    assert again.exit_code == EXIT_OK, again.output
+    assert again.exit_code == ExitCode.OK, again.output
     assert _files(out) == {"acme-export/general/2024-04-01.json": "ok", "acme-export/general/2024-04-02.json": "ok"}
     assert len(_interactions(key_document(out, "slack", name="C01GENERAL.json"))) == 7
 
@@ -224,12 +225,12 @@ def test_rerun_failed_of_a_telegram_page_reruns_its_chat(prefect_harness, tmp_pa
     page.write_bytes(b"<html>" + b"\xc3(" * 400)
     out = tmp_path / "out"
     first = runner.invoke(app, ["run", str(root), "--out", str(out), "--workers", "1"])
-    assert first.exit_code == EXIT_QUARANTINED, first.output
+    assert first.exit_code == ExitCode.QUARANTINED, first.output
     assert _files(out) == {"tg/ChatExport_2021-03-14/messages.html": "partial",
                            "tg/ChatExport_2021-03-14/messages2.html": "quarantined"}
     page.write_bytes(good)
     again = runner.invoke(app, ["rerun", "--failed", "--out", str(out)])
-    assert again.exit_code == EXIT_OK, again.output
+    assert again.exit_code == ExitCode.OK, again.output
     assert _files(out) == {"tg/ChatExport_2021-03-14/messages.html": "ok",
                            "tg/ChatExport_2021-03-14/messages2.html": "ok"}
     doc = key_document(out, "telegram-html", name="999.json")

@@ -206,7 +206,7 @@ def test_parallel_shards_share_the_blob_store(tmp_path):
 
 def test_diff_prints_one_clean_object_and_apply_diff_writes_a_revision(two_revisions, tmp_path):
     out = two_revisions
-    result = cli("diff", DOC, "v1", "v0", "--out", str(out))
+    result = cli("diff", DOC, "v1", "v0", "--out", str(out), "--format", "diff_json_v1")
     assert result.exit_code == 0, result.output
     text = result.stdout
     assert text.startswith("{") and text.rstrip("\n").endswith("}") and text.count("\n") == 1

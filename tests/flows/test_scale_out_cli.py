@@ -9,7 +9,8 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from flows.cli import EXIT_CANNOT_START, app
+from flows.cli import app
+from flows.exits import ExitCode
 from models.settings import Settings
 from tests.helpers import ROOT
 
@@ -20,7 +21,7 @@ def test_dask_address_without_the_dask_extra_is_one_line_and_exit_4(monkeypatch,
     monkeypatch.setitem(sys.modules, "distributed", None)  # as if the extra were not installed
     result = runner.invoke(app, ["run", str(ROOT / "sample_logs"), "--out", str(tmp_path / "o"),
                                  "--dask-address", "tcp://127.0.0.1:8786"])
-    assert result.exit_code == EXIT_CANNOT_START
+    assert result.exit_code == ExitCode.CANNOT_START
     assert result.output.count("\n") == 1 and "Traceback" not in result.output
     assert "'dask' extra" in result.output and "reconstruct[dask]" in result.output
     assert not (tmp_path / "o").exists()  # refused before anything started
@@ -55,7 +56,7 @@ def test_a_scheduler_that_does_not_answer_is_one_line_and_exit_4(monkeypatch, tm
     monkeypatch.setattr("flows.cluster.CONNECT_SECONDS", 2)
     result = runner.invoke(app, ["run", str(ROOT / "sample_logs"), "--out", str(tmp_path / "o"),
                                  "--dask-address", f"tcp://127.0.0.1:{free_port()}"])
-    assert result.exit_code == EXIT_CANNOT_START, result.output
+    assert result.exit_code == ExitCode.CANNOT_START, result.output
     assert "no Dask scheduler answers at tcp://127.0.0.1:" in result.output
     assert result.output.count("\n") == 1 and "Traceback" not in result.output
     assert not (tmp_path / "o").exists()  # refused before the run started

@@ -165,6 +165,7 @@ def test_sessions_command_reconciliation_dataset_and_report(exports, tmp_path):
 
     from audit import report
     from flows.cli import app
+    from flows.exits import ExitCode
 
     out = tmp_path / "out"
     for export in exports:
@@ -172,13 +173,14 @@ def test_sessions_command_reconciliation_dataset_and_report(exports, tmp_path):
     rel, _ = _only_document(out)
     listed = CliRunner().invoke(app, ["sessions", "--out", str(out), "--json"])
     assert listed.exit_code == 0, listed.output
-    (row,) = orjson.loads(listed.stdout)
+    (row,) = orjson.loads(listed.stdout)["sessions"]
     assert row["path"] == rel and row["key"].startswith("whatsapp:fp-")
     assert [s["messages"] for s in row["snapshots"]] == [len(FIRST), len(SECOND)]
     assert row["counts"] == {"new": DISTINCT, "unchanged": len(FIRST) - 2, "absent": 1, "edited": 1}
     one = CliRunner().invoke(app, ["sessions", "--out", str(out), "--key", row["key"]])
     assert one.exit_code == 0 and row["key"] in one.stdout
-    assert CliRunner().invoke(app, ["sessions", "--out", str(out), "--key", "whatsapp:nope"]).exit_code == 1
+    nope = CliRunner().invoke(app, ["sessions", "--out", str(out), "--key", "whatsapp:nope"])
+    assert nope.exit_code == ExitCode.NOT_FOUND
     with _ledger(out) as ledger:
         table = datasets.reconciliation(ledger)
         assert table["new"].sum() == DISTINCT and table.height == 2
