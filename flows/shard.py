@@ -30,7 +30,7 @@ from normalizers.assemble import RunContext
 from normalizers.secrets import scrub_name
 from parsers.text import decode, input_sha256, sha256_text
 
-from . import emit, ingest, jsonstream, snapshots, spool
+from . import archives, emit, ingest, jsonstream, snapshots, spool
 from .process import DETECT_SAMPLE, FileOutcome, process_bytes, process_group, process_stream, quarantined_file
 
 
@@ -100,7 +100,7 @@ class ShardInputs:
 
     def __init__(self, companions: dict[str, ingest.InputRef]) -> None:
         self.companions = companion_index(companions)
-        self.zips = ingest.ZipCache()
+        self.zips = archives.ArchiveCache()
         self._context: dict[PurePosixPath, tuple[dict[str, str], str | None]] = {}
 
     def read(self, ref: ingest.InputRef) -> bytes:

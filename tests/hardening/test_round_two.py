@@ -1,0 +1,51 @@
+"""Reliability, round two (issue 25, items 2, 5 and 6): inputs that crashed the run, changed meaning
+silently or were refused now end in the ledger with a specific status and reason."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+
+from audit.ledger import Ledger
+from flows.pipeline import reconstruct
+from models.settings import Settings
+from tests.hardening import inputs
+
+
+def run(tmp_path: Path, *builders, settings: Settings | None = None) -> tuple[dict, dict, Path]:
+    """Build the inputs into one folder, run the pipeline over it; returns (expected, ledger, out):
+    the ledger as ``{source path below the folder: (status, reasons)}``."""
+    src = tmp_path / "in"
+    src.mkdir()
+    expected: inputs.Expected = {}
+    for build in builders:
+        expected |= build(src)
+    out = tmp_path / "out"
+    summary = reconstruct([src], out, settings or Settings())
+    return expected, ledger_rows(out, summary["run_id"]), out
+
+
+def ledger_rows(out: Path, run_id: str) -> dict[str, tuple[str, str | None]]:
+    ledger = Ledger(out / "ledger.sqlite")
+    try:
+        rows = ledger.db.execute("SELECT source_path, status, reasons FROM files WHERE run_id=?", (run_id,)).fetchall()
+    finally:
+        ledger.close()
+    return {path.removeprefix("in/"): (status, reasons or None) for path, status, reasons in rows}
+
+
+def documents(out: Path) -> list[dict]:
+    return [orjson.loads(p.read_bytes()) for p in sorted((out / "sessions").rglob("*.json"))]
+
+
+# -- item 2: inputs that crashed the whole run --------------------------------------------------------
+def test_a_corrupt_deflate_stream_quarantines_its_entry_and_the_others_land(tmp_path):
+    expected, ledger, out = run(tmp_path, inputs.corrupt_deflate_zip)
+    assert ledger == expected
+    assert len(documents(out)) == 11
+
+
+def test_a_symlink_loop_is_quarantined_and_the_rest_is_processed(tmp_path):
+    expected, ledger, _ = run(tmp_path, inputs.symlink_loops, inputs.good_input)
+    assert ledger == expected
