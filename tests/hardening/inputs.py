@@ -7,7 +7,10 @@ and all at once.
 
 from __future__ import annotations
 
+import gzip
+import io
 import os
+import tarfile
 import zipfile
 from pathlib import Path
 
@@ -59,3 +62,47 @@ def symlink_loops(folder: Path) -> Expected:
 def good_input(folder: Path) -> Expected:
     (folder / "good.txt").write_bytes(transcript(1))
     return {"good.txt": ("ok", None)}
+
+
+def _tar_member(tf: tarfile.TarFile, name: str, data: bytes = b"", kind: bytes = tarfile.REGTYPE,
+                link: str = "") -> None:
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname, info.size, info.mtime = kind, link, len(data), 1_700_000_000
+    tf.addfile(info, io.BytesIO(data) if data else None)
+
+
+def tar_archives(folder: Path) -> Expected:
+    """Google Takeout's default (.tgz), a .tar.gz holding everything a tar may hold, a plain .tar and a
+    .gz: the transcripts in them land, the unsafe entries are refused one by one."""
+    with tarfile.open(folder / "takeout.tgz", "w:gz") as tf:
+        _tar_member(tf, "Takeout/chat.txt", transcript(200))
+    with tarfile.open(folder / "plain.tar", "w") as tf:
+        _tar_member(tf, "chat.txt", transcript(201))
+    (folder / "single.txt.gz").write_bytes(gzip.compress(transcript(202), mtime=0))
+    inner = io.BytesIO()
+    with zipfile.ZipFile(inner, "w") as zf:
+        zf.writestr("chat.txt", transcript(203))
+    with tarfile.open(folder / "mixed.tar.gz", "w:gz") as tf:
+        _tar_member(tf, "a/chat.txt", transcript(204))
+        _tar_member(tf, "../escape.txt", transcript(205))
+        _tar_member(tf, "/abs.txt", transcript(206))
+        _tar_member(tf, "link.txt", kind=tarfile.SYMTYPE, link="/etc/passwd")
+        _tar_member(tf, "hard.txt", kind=tarfile.LNKTYPE, link="a/chat.txt")
+        _tar_member(tf, "tty", kind=tarfile.CHRTYPE)
+        _tar_member(tf, "pipe", kind=tarfile.FIFOTYPE)
+        _tar_member(tf, "inner.zip", inner.getvalue())
+        _tar_member(tf, "inner.txt.gz", gzip.compress(transcript(207)))
+    # an absolute name keeps its "/" in the key, as a zip entry's does
+    refused = ("../escape.txt", "//abs.txt", "link.txt", "hard.txt", "tty", "pipe", "inner.zip", "inner.txt.gz")
+    return {"takeout.tgz/Takeout/chat.txt": ("ok", None), "plain.tar/chat.txt": ("ok", None),
+            "single.txt.gz/single.txt": ("ok", None), "mixed.tar.gz/a/chat.txt": ("ok", None),
+            **{f"mixed.tar.gz/{name}": ("quarantined", "archive_unsafe") for name in refused}}
+
+
+def archive_bombs(folder: Path) -> Expected:
+    """A tar.gz and a .gz that unpack far past the compression ratio limit: refused whole."""
+    big = b"User: " + b"a" * (30 * 1024 * 1024)
+    with tarfile.open(folder / "bomb.tar.gz", "w:gz") as tf:
+        _tar_member(tf, "big.txt", big)
+    (folder / "bomb.txt.gz").write_bytes(gzip.compress(big))
+    return {"bomb.tar.gz": ("quarantined", "archive_unsafe"), "bomb.txt.gz": ("quarantined", "archive_unsafe")}

@@ -49,3 +49,13 @@ def test_a_corrupt_deflate_stream_quarantines_its_entry_and_the_others_land(tmp_
 def test_a_symlink_loop_is_quarantined_and_the_rest_is_processed(tmp_path):
     expected, ledger, _ = run(tmp_path, inputs.symlink_loops, inputs.good_input)
     assert ledger == expected
+
+
+# -- item 6: inputs refused today -------------------------------------------------------------------
+def test_tar_gz_tgz_tar_and_gz_are_read_with_the_zip_rules(tmp_path):
+    expected, ledger, out = run(tmp_path, inputs.tar_archives, inputs.archive_bombs)
+    assert ledger == expected
+    assert sorted(d["sessionId"] for d in documents(out)) == ["s-200", "s-201", "s-202", "s-204"]
+    paths = {s["path"] for d in documents(out) for s in [d["artifacts"]["ByggLogg"]["source"]]}
+    assert "in/mixed.tar.gz/a/chat.txt" in paths and "in/single.txt.gz/single.txt" in paths
+    assert not (tmp_path / "escape.txt").exists()
