@@ -106,3 +106,17 @@ def archive_bombs(folder: Path) -> Expected:
         _tar_member(tf, "big.txt", big)
     (folder / "bomb.txt.gz").write_bytes(gzip.compress(big))
     return {"bomb.tar.gz": ("quarantined", "archive_unsafe"), "bomb.txt.gz": ("quarantined", "archive_unsafe")}
+
+
+def outside_links(folder: Path) -> Expected:
+    """A planted link to /etc/passwd, a link to a transcript beside the input folder, and a link
+    to a file inside the folder (followed, as before)."""
+    outside = folder.parent / "outside-the-root.txt"
+    outside.write_bytes(transcript(300))
+    os.symlink("/etc/passwd", folder / "passwd.txt")
+    os.symlink(outside, folder / "outside.txt")
+    (folder / "sub").mkdir()
+    (folder / "sub" / "inside.txt").write_bytes(transcript(301))
+    os.symlink(folder / "sub" / "inside.txt", folder / "inside-link.txt")
+    return {"passwd.txt": ("quarantined", "outside_root"), "outside.txt": ("quarantined", "outside_root"),
+            "sub/inside.txt": ("ok", None), "inside-link.txt": ("ok", None)}

@@ -17,7 +17,7 @@ def run(tmp_path: Path, *builders, settings: Settings | None = None) -> tuple[di
     """Build the inputs into one folder, run the pipeline over it; returns (expected, ledger, out):
     the ledger as ``{source path below the folder: (status, reasons)}``."""
     src = tmp_path / "in"
-    src.mkdir()
+    src.mkdir(parents=True)
     expected: inputs.Expected = {}
     for build in builders:
         expected |= build(src)
@@ -59,3 +59,11 @@ def test_tar_gz_tgz_tar_and_gz_are_read_with_the_zip_rules(tmp_path):
     paths = {s["path"] for d in documents(out) for s in [d["artifacts"]["ByggLogg"]["source"]]}
     assert "in/mixed.tar.gz/a/chat.txt" in paths and "in/single.txt.gz/single.txt" in paths
     assert not (tmp_path / "escape.txt").exists()
+
+
+def test_a_link_out_of_the_input_root_is_refused_unless_allowed(tmp_path):
+    expected, ledger, out = run(tmp_path / "refused", inputs.outside_links)
+    assert ledger == expected
+    assert "root:x:0:0" not in "".join(p.read_text() for p in out.rglob("*") if p.is_file() and p.suffix == ".json")
+    _, allowed, _ = run(tmp_path / "allowed", inputs.outside_links, settings=Settings(follow_outside_links=True))
+    assert allowed["outside.txt"] == ("ok", None)
