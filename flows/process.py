@@ -395,6 +395,8 @@ def _process_bytes(data: bytes, name: str, ctx: RunContext, companions: dict[str
         source = replace(source, companions=companions or {}, siblings=siblings)
     outcome = process_text(source, ctx)
     outcome.seconds = time.perf_counter() - started
+    if source.encoding_guess:  # on the file's ledger row too, whatever became of its sessions
+        outcome.detail = "; ".join(x for x in (outcome.detail, source.encoding_guess) if x)
     return outcome
 
 

@@ -249,6 +249,8 @@ def envelope(session: ParsedSession, counted: int, summary: Summary, interaction
     """The document around the interactions (``interactions``: the list to put in it, empty when
     they are encoded apart), from the session and what its interactions add up to."""
     warnings, assumptions = _notes(session, summary, ctx)
+    if source.encoding_guess:  # the bytes were not UTF-8: the code page they were read in is an assumption
+        assumptions.insert(0, source.encoding_guess)
     redactions = list(summary.redactions)
     raw_id = session.session_id
     if raw_id is not None:  # an id becomes a file name: a secret in it is replaced before the mapping

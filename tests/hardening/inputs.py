@@ -120,3 +120,16 @@ def outside_links(folder: Path) -> Expected:
     os.symlink(folder / "sub" / "inside.txt", folder / "inside-link.txt")
     return {"passwd.txt": ("quarantined", "outside_root"), "outside.txt": ("quarantined", "outside_root"),
             "sub/inside.txt": ("ok", None), "inside-link.txt": ("ok", None)}
+
+
+IRC_LATIN1 = "--- Log opened Tue Mar 04 09:00:12 2003\n" + "".join(
+    f"09:{i:02d} <Amélie> Ça va très bien, merci ! Le café est prêt.\n09:{i:02d} <Jürgen> Schöne Grüße aus München.\n"
+    for i in range(10))
+WINDOWS_1252 = "User: “Quoted” – it costs 5 € … naïve façade\nAssistant: Zoë’s reply: très bien\n"
+
+
+def legacy_encodings(folder: Path) -> Expected:
+    """An IRC log in Latin-1 and a transcript in Windows-1252 (curly quotes, the euro sign)."""
+    (folder / "irc-latin1.log").write_bytes(IRC_LATIN1.encode("latin-1"))
+    (folder / "windows-1252.txt").write_bytes(WINDOWS_1252.encode("cp1252"))
+    return {"irc-latin1.log": ("ok", None), "windows-1252.txt": ("ok", None)}

@@ -35,6 +35,17 @@ def ledger_rows(out: Path, run_id: str) -> dict[str, tuple[str, str | None]]:
     return {path.removeprefix("in/"): (status, reasons or None) for path, status, reasons in rows}
 
 
+def ledger_details(out: Path) -> dict[str, str]:
+    """The latest run's file details, by source path below the input folder."""
+    ledger = Ledger(out / "ledger.sqlite")
+    try:
+        rows = ledger.db.execute("SELECT source_path, detail FROM files WHERE run_id=(SELECT max(run_id) FROM runs)"
+                                 ).fetchall()
+    finally:
+        ledger.close()
+    return {path.removeprefix("in/"): detail or "" for path, detail in rows}
+
+
 def documents(out: Path) -> list[dict]:
     return [orjson.loads(p.read_bytes()) for p in sorted((out / "sessions").rglob("*.json"))]
 
@@ -67,3 +78,21 @@ def test_a_link_out_of_the_input_root_is_refused_unless_allowed(tmp_path):
     assert "root:x:0:0" not in "".join(p.read_text() for p in out.rglob("*") if p.is_file() and p.suffix == ".json")
     _, allowed, _ = run(tmp_path / "allowed", inputs.outside_links, settings=Settings(follow_outside_links=True))
     assert allowed["outside.txt"] == ("ok", None)
+
+
+def test_windows_1252_and_latin_1_are_detected_decoded_and_the_guess_recorded(tmp_path):
+    expected, ledger, out = run(tmp_path, inputs.legacy_encodings)
+    assert ledger == expected
+    docs = {d["artifacts"]["ByggLogg"]["source"]["path"]: d for d in documents(out)}
+    irc, win = docs["in/irc-latin1.log"], docs["in/windows-1252.txt"]
+    turns = irc["artifacts"]["Chatthistorik"]["interactions"]
+    assert turns[0]["speaker"].startswith("Amélie ") and turns[1]["speaker"].startswith("Jürgen ")
+    assert turns[1]["content"] == "Schöne Grüße aus München."
+    assert "“Quoted” – it costs 5 € … naïve façade" in win["artifacts"]["Chatthistorik"]["interactions"][0]["content"]
+    for doc in (irc, win):
+        assert doc["artifacts"]["ByggLogg"]["source"]["encoding"] == "cp1252"
+        assumption = doc["artifacts"]["ByggLogg"]["assumptions"][0]
+        assert assumption.startswith("encoding cp1252 detected by charset-normalizer")
+        assert "confidence 1.00" in assumption
+    details = ledger_details(out)
+    assert all("encoding cp1252 detected" in details[name] for name in expected)
