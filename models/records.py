@@ -162,6 +162,11 @@ class SourceText:
     ``parsers.text.MAX_REPLACED_LISTED``); empty when the bytes were valid."""
     replaced_count: int = 0
     """How many invalid byte sequences decoding replaced in all."""
+    surrogates: tuple[int, ...] = ()
+    """Character offsets (in ``text``) of the first lone UTF-16 surrogate escapes of a JSON input that
+    decoding replaced with the escape of U+FFFD (at most ``parsers.text.MAX_REPLACED_LISTED``)."""
+    surrogates_count: int = 0
+    """How many lone surrogate escapes decoding replaced in all."""
     encoding_guess: str | None = None
     """The assumption made when the bytes were not UTF-8 and their legacy code page was detected
     (``encoding`` is then that code page): which, how sure, and what else was as likely."""

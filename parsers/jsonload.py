@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import orjson
@@ -9,6 +10,30 @@ import orjson
 from models.errors import ParseError, Reason
 
 from .memory import paused_gc
+
+# An escape \uD800-\uDFFF: a high surrogate with the low one that must follow it (a pair: one character),
+# or alone. The backslashes before it are counted in pairs, so an escaped backslash followed by "ud800"
+# (the text \ud800 itself) is left alone.
+_SURROGATE = re.compile(r"(?<!\\)((?:\\\\)*)\\u([dD][89abAB][0-9a-fA-F]{2}(?:\\u[dD][c-fC-F][0-9a-fA-F]{2})?"
+                        r"|[dD][c-fC-F][0-9a-fA-F]{2})")
+REPLACEMENT_ESCAPE = "\\ufffd"
+
+
+def replace_lone_surrogates(text: str) -> tuple[str, list[int]]:
+    """JSON text with every lone UTF-16 surrogate escape (``\\ud800`` without its pair, which no
+    JSON parser here accepts) replaced by the escape of U+FFFD, and the character offsets of those
+    escapes. Text that is not JSON is never passed here (the escape is then text, not a code unit)."""
+    if "\\u" not in text or not ("\\ud" in text or "\\uD" in text):
+        return text, []
+    found: list[int] = []
+
+    def one(match: re.Match) -> str:
+        if len(match.group(2)) == 10:  # a high and a low surrogate: one character, kept
+            return match.group(0)
+        found.append(match.start(2) - 2)
+        return match.group(1) + REPLACEMENT_ESCAPE
+
+    return _SURROGATE.sub(one, text), found
 
 
 def load_json(text: str, name: str, grammar: str) -> Any:

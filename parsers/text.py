@@ -6,7 +6,9 @@ the bytes) are each replaced by U+FFFD, and their count and first byte offsets t
 invalid bytes than that is not text in this encoding: without a BOM it is read in the legacy code
 page it fits (Windows-1252, Latin-1...: parsers/charset.py), the guess recorded on the source
 (``encoding_guess``); otherwise it is refused (``undecodable``), as is input full of control bytes
-(``binary``).
+(``binary``). In JSON text, a lone UTF-16 surrogate escape (``\\ud800`` without its pair, a bad code
+unit no JSON parser accepts) is replaced by the escape of U+FFFD, counted and noted the same way
+(``surrogates_count``, ``surrogates``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import threading
 from models.errors import IngestError, Reason
 from models.records import SourceText
 from parsers import charset, sqlite
+from parsers.jsonload import replace_lone_surrogates
 
 _BOMS = (
     (codecs.BOM_UTF32_LE, "utf-32-le"),
@@ -96,10 +99,14 @@ def decode(data: bytes, name: str) -> SourceText:
     if not text.strip():
         raise IngestError(Reason.EMPTY, "the text is empty after decoding", path=name)
     text = canonicalize(text)
+    surrogates: list[int] = []
+    if text[:4096].lstrip()[:1] in ("[", "{"):  # JSON or JSON Lines: a lone surrogate escape is a bad code unit
+        text, surrogates = replace_lone_surrogates(text)
     skip = len(data) - len(body)  # offsets count from the file's first byte, BOM included
     return SourceText(text=text, name=name, sha256=sha256_text(text), size=len(data), encoding=encoding,
                       replaced=tuple(skip + o for o in replaced[:MAX_REPLACED_LISTED]), replaced_count=len(replaced),
-                      encoding_guess=guessed.note() if guessed else None)
+                      encoding_guess=guessed.note() if guessed else None,
+                      surrogates=tuple(surrogates[:MAX_REPLACED_LISTED]), surrogates_count=len(surrogates))
 
 
 def _text_of(body: bytes, codec: str, name: str) -> tuple[str, list[int], charset.Guess | None]:
@@ -152,6 +159,15 @@ def _decode_noting(body: bytes, codec: str) -> tuple[str, list[int], UnicodeDeco
     finally:
         _NOTES.offsets = []
     return text, offsets, first
+
+
+def detection_sample(head: bytes) -> str:
+    """The first bytes of a streamed input as text for detection: UTF-8, a cut sequence dropped,
+    lone surrogate escapes of JSON read as U+FFFD (as ``decode`` reads them)."""
+    sample = head.decode("utf-8-sig", errors="ignore")
+    if sample.lstrip()[:1] in ("[", "{"):
+        sample = replace_lone_surrogates(sample)[0]
+    return sample
 
 
 def input_sha256(data: bytes) -> str:

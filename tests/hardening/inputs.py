@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
 import os
 import tarfile
 import zipfile
@@ -133,3 +134,25 @@ def legacy_encodings(folder: Path) -> Expected:
     (folder / "irc-latin1.log").write_bytes(IRC_LATIN1.encode("latin-1"))
     (folder / "windows-1252.txt").write_bytes(WINDOWS_1252.encode("cp1252"))
     return {"irc-latin1.log": ("ok", None), "windows-1252.txt": ("ok", None)}
+
+
+def chatgpt_conversation(n: int, text: str) -> dict:
+    return {"id": f"conv-{n}", "title": f"t{n}", "create_time": 1700000000.0, "current_node": "b", "mapping": {
+        "root": {"id": "root", "parent": None, "children": ["a"], "message": None},
+        "a": {"id": "a", "parent": "root", "children": ["b"], "message": {
+            "id": "a", "author": {"role": "user"}, "create_time": 1700000001.0,
+            "content": {"content_type": "text", "parts": [text]}}},
+        "b": {"id": "b", "parent": "a", "children": [], "message": {
+            "id": "b", "author": {"role": "assistant"}, "create_time": 1700000002.0,
+            "content": {"content_type": "text", "parts": ["hello"]}, "metadata": {"model_slug": "gpt-4o"}}},
+    }}
+
+
+def lone_surrogate_export(folder: Path) -> Expected:
+    """A ChatGPT export of three conversations, one message of which holds a lone surrogate escape
+    (and one a proper pair, and one the text \\ud800 written out, which must stay as they are)."""
+    convs = [chatgpt_conversation(1, "hi"), chatgpt_conversation(2, "SURROGATE"), chatgpt_conversation(3, "PAIR")]
+    text = json.dumps(convs).replace("SURROGATE", "broken \\ud800 here").replace("PAIR", "\\ud83d\\ude00 and \\\\ud800")
+    (folder / "gpt").mkdir()
+    (folder / "gpt" / "conversations.json").write_text(text)
+    return {"gpt/conversations.json": ("ok", None)}
