@@ -156,3 +156,13 @@ def lone_surrogate_export(folder: Path) -> Expected:
     (folder / "gpt").mkdir()
     (folder / "gpt" / "conversations.json").write_text(text)
     return {"gpt/conversations.json": ("ok", None)}
+
+
+LONG_AUTHOR = "María José Fernández-Castro (Universidad Politécnica de Madrid)"
+
+
+def whatsapp_long_author(folder: Path) -> Expected:
+    """A WhatsApp chat whose author's saved name (with an affiliation) runs past 60 characters."""
+    (folder / "WhatsApp Chat with María.txt").write_text(
+        f"12/24/19, 11:23 - {LONG_AUTHOR}: Hola, ¿cómo estás?\n12/24/19, 11:24 - Ann: Bien, gracias\n")
+    return {"WhatsApp Chat with María.txt": ("ok", None)}

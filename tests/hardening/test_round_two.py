@@ -121,3 +121,12 @@ def test_a_lone_surrogate_in_a_streamed_export_is_named_as_the_cause(tmp_path):
     assert ledger["gpt/conversations.json"][1] == "parse_error"
     assert "surrogate" in ledger_details(out)["gpt/conversations.json"]
     assert [d["sessionId"] for d in documents(out)] == ["conv-1"]
+
+
+def test_a_whatsapp_author_past_60_characters_stays_the_author(tmp_path):
+    expected, ledger, out = run(tmp_path, inputs.whatsapp_long_author)
+    assert ledger == expected
+    (doc,) = documents(out)
+    first = doc["artifacts"]["Chatthistorik"]["interactions"][0]
+    assert (first["role"], first["content"]) == ("user", "Hola, ¿cómo estás?")
+    assert first["speakerNameRaw"] == inputs.LONG_AUTHOR  # the display name has [] for () (the speaker format)
