@@ -166,3 +166,15 @@ def whatsapp_long_author(folder: Path) -> Expected:
     (folder / "WhatsApp Chat with María.txt").write_text(
         f"12/24/19, 11:23 - {LONG_AUTHOR}: Hola, ¿cómo estás?\n12/24/19, 11:24 - Ann: Bien, gracias\n")
     return {"WhatsApp Chat with María.txt": ("ok", None)}
+
+
+def extreme_years(folder: Path) -> Expected:
+    """Times in the first and the last year the contract's form can write, in a transcript and in JSON Lines."""
+    (folder / "year-0001.txt").write_text("Session: y1\n[0001-01-01 00:00:00] User: first\n"
+                                          "[0001-01-01 00:00:05] Assistant: second\n")
+    (folder / "year-9999.txt").write_text("Session: y9\n[9999-12-31 23:59:58] User: first\n"
+                                          "[9999-12-31 23:59:59] Assistant: second\n")
+    (folder / "years.jsonl").write_text(
+        '{"conversation_id": "years", "role": "user", "content": "a", "timestamp": "0001-01-01T00:00:00Z"}\n'
+        '{"conversation_id": "years", "role": "assistant", "content": "b", "timestamp": "9999-12-31T23:59:59Z"}\n')
+    return {"year-0001.txt": ("ok", None), "year-9999.txt": ("ok", None), "years.jsonl": ("ok", None)}

@@ -130,3 +130,22 @@ def test_a_whatsapp_author_past_60_characters_stays_the_author(tmp_path):
     first = doc["artifacts"]["Chatthistorik"]["interactions"][0]
     assert (first["role"], first["content"]) == ("user", "Hola, ¿cómo estás?")
     assert first["speakerNameRaw"] == inputs.LONG_AUTHOR  # the display name has [] for () (the speaker format)
+
+
+def test_years_0001_and_9999_are_parsed_normalised_and_gated(tmp_path):
+    expected, ledger, out = run(tmp_path, inputs.extreme_years)
+    assert ledger == expected
+    dates = {d["sessionId"]: ([i["date"] for i in d["artifacts"]["Chatthistorik"]["interactions"]], d["createdAt"])
+             for d in documents(out)}
+    assert dates == {"y1": (["0001-01-01T00:00:00Z", "0001-01-01T00:00:05Z"], "0001-01-01T00:00:00Z"),
+                     "y9": (["9999-12-31T23:59:58Z", "9999-12-31T23:59:59Z"], "9999-12-31T23:59:58Z"),
+                     "years": (["0001-01-01T00:00:00Z", "9999-12-31T23:59:59Z"], "0001-01-01T00:00:00Z")}
+    for doc in documents(out):
+        assert doc["artifacts"]["ai_protocol_performance"]["gate"]["timestamps"] == "pass"
+
+
+def test_a_year_pushed_past_9999_by_its_zone_has_no_date_and_says_so(tmp_path):
+    _, _, out = run(tmp_path, inputs.extreme_years, settings=Settings(source_tz="America/Los_Angeles"))
+    y9 = next(d for d in documents(out) if d["sessionId"] == "y9")
+    assert [i.get("date") for i in y9["artifacts"]["Chatthistorik"]["interactions"]] == [None, None]
+    assert any("out of range" in w for w in y9["artifacts"]["ByggLogg"]["warnings"])
