@@ -3,11 +3,16 @@ silently or were refused now end in the ledger with a specific status and reason
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import orjson
+import pytest
 
 from audit.ledger import Ledger
+from flows.cli import EXIT_QUARANTINED
 from flows.pipeline import reconstruct
 from models.settings import Settings
 from tests.hardening import inputs
@@ -149,3 +154,33 @@ def test_a_year_pushed_past_9999_by_its_zone_has_no_date_and_says_so(tmp_path):
     y9 = next(d for d in documents(out) if d["sessionId"] == "y9")
     assert [i.get("date") for i in y9["artifacts"]["Chatthistorik"]["interactions"]] == [None, None]
     assert any("out of range" in w for w in y9["artifacts"]["ByggLogg"]["warnings"])
+
+
+# -- all of them at once, through the command a person runs ------------------------------------------
+ALL = (inputs.good_input, inputs.corrupt_deflate_zip, inputs.symlink_loops, inputs.tar_archives,
+       inputs.archive_bombs, inputs.outside_links, inputs.legacy_encodings, inputs.lone_surrogate_export,
+       inputs.whatsapp_long_author, inputs.extreme_years)
+
+
+@pytest.mark.slow  # a real `reconstruct run` with its own Prefect: about a minute
+def test_a_run_over_every_hostile_input_at_once_finishes_and_records_each(tmp_path):
+    src, out = tmp_path / "in", tmp_path / "out"
+    src.mkdir()
+    expected: inputs.Expected = {}
+    for build in ALL:
+        expected |= build(src)
+    command = Path(sys.executable).with_name("reconstruct")
+    if not command.is_file():
+        pytest.skip(f"the reconstruct command is not installed beside {sys.executable}")
+    done = subprocess.run([str(command), "run", str(src), "--out", str(out), "--workers", "2"],
+                          capture_output=True, text=True, timeout=900, env={**os.environ, "COLUMNS": "200"})
+    printed = done.stdout + done.stderr
+    assert done.returncode == EXIT_QUARANTINED, printed
+    assert "Traceback" not in printed, printed
+    ledger = Ledger(out / "ledger.sqlite")
+    try:
+        (run_id, state), = ledger.db.execute("SELECT run_id, status FROM runs").fetchall()
+    finally:
+        ledger.close()
+    assert state == "completed"
+    assert ledger_rows(out, run_id) == expected
