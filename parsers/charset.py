@@ -40,8 +40,8 @@ def has_utf8_text(body: bytes, invalid: int) -> bool:
     """True when the bytes hold at least as many valid UTF-8 multi-byte characters as invalid
     sequences: UTF-8 with damage, not a legacy code page (whose accents are almost never valid UTF-8)."""
     text = body.decode("utf-8", errors="replace")
-    valid = sum(1 for c in text if c > "\x7f" and c != "\ufffd")
-    return valid >= invalid
+    non_ascii = len(text) - len(text.encode("ascii", errors="ignore"))
+    return non_ascii - text.count("\ufffd") >= invalid
 
 
 def guess(body: bytes) -> Guess | None:
