@@ -198,7 +198,8 @@ def open_member(path: str, kind: ArchiveKind, member: str, size: int, cache: Arc
         if own is not None:
             own.close()
         raise translate(exc, member) from None
-    return io.BufferedReader(_Guarded(inner, member, size, unsafe_reason(kind), own), buffer_size=1 << 20)
+    buffer = max(io.DEFAULT_BUFFER_SIZE, min(1 << 20, size + 1))  # small entries get small buffers
+    return io.BufferedReader(_Guarded(inner, member, size, unsafe_reason(kind), own), buffer_size=buffer)
 
 
 def _open_inner(handle, path: str, kind: ArchiveKind, member: str):
