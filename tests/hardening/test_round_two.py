@@ -117,15 +117,17 @@ def test_a_lone_surrogate_is_read_as_a_replacement_character_counted_and_recorde
     assert "1 lone UTF-16 surrogate escapes" in ledger_details(out)["gpt/conversations.json"]
 
 
-def test_a_lone_surrogate_in_a_streamed_export_is_named_as_the_cause(tmp_path):
-    """Streamed exports (stream_json_bytes) are read entry by entry: detection reads the escape as
-    U+FFFD and the conversation that holds it is the one reported, with the real cause (a limit: the
-    conversations after it are not read, docs/bad-input.md)."""
+def test_a_lone_surrogate_in_a_streamed_export_is_read_the_same_and_counted(tmp_path):
+    """Streamed exports (stream_json_bytes) are split entry by entry: the entry that holds the escape
+    is read with U+FFFD too, and the input's ledger row counts it (its documents carry no warning:
+    docs/bad-input.md)."""
     small = Settings(stream_json_bytes=500, stream_text_bytes=500, stream_bytes=500)
-    _, ledger, out = run(tmp_path, inputs.lone_surrogate_export, settings=small)
-    assert ledger["gpt/conversations.json"][1] == "parse_error"
-    assert "surrogate" in ledger_details(out)["gpt/conversations.json"]
-    assert [d["sessionId"] for d in documents(out)] == ["conv-1"]
+    expected, ledger, out = run(tmp_path, inputs.lone_surrogate_export, settings=small)
+    assert ledger == expected
+    docs = {d["sessionId"]: d for d in documents(out)}
+    assert sorted(docs) == ["conv-1", "conv-2", "conv-3"]
+    assert docs["conv-2"]["artifacts"]["Chatthistorik"]["interactions"][0]["content"] == "broken \ufffd here"
+    assert "1 lone UTF-16 surrogate escapes" in ledger_details(out)["gpt/conversations.json"]
 
 
 def test_a_whatsapp_author_past_60_characters_stays_the_author(tmp_path):
