@@ -1,9 +1,11 @@
-"""Find the inputs of a run (files, folders, zip exports) and read their bytes safely.
+"""Find the inputs of a run (files, folders, archives) and read their bytes safely.
 
 Every path found ends as an InputRef, including the ones that cannot be read: those carry the
 reason and are quarantined by the shard, so nothing found disappears. Folders are walked without
-following symlinks (no loops); zips are opened in place with limits on entry count, total size and
-compression ratio; unsafe entry names, encrypted and nested zips are refused with a reason.
+following symlinked folders (no loops); a symlinked file is followed only inside the input root
+(``follow_outside_links``); archives (zip, tar, tar.gz, gz: flows/archives.py) are opened in place
+with limits on entry count, total size and compression ratio; unsafe entry names, encrypted entries,
+links and devices inside tars, and nested archives are refused one by one with a reason.
 
 A root may also be a URL (``s3://bucket/archive``, ``gcs://``, ``file://``, ``memory://``): it is listed
 and read through fsspec, under the same rules (ignored names, zips and their limits, sizes), keyed as a
@@ -13,11 +15,10 @@ machines read an archive from object storage.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
-import re
 import stat
-import zipfile
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
@@ -27,6 +28,8 @@ from models.settings import Settings
 from normalizers.ids import safe_path_part
 from normalizers.secrets import scrub_name
 from parsers import registry
+
+from . import archives
 
 SKIP_NAMES = {".DS_Store", "Thumbs.db", "desktop.ini"}
 HIDDEN_INPUTS = {".aider.chat.history.md"}
@@ -108,12 +111,7 @@ class InputRef:
 
 Root = Path | str
 """A run's root: a local path, or a URL read through fsspec."""
-_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+://")
-
-
-def is_url(root: Root) -> bool:
-    """True for ``scheme://...`` (a one-letter scheme would be a Windows drive)."""
-    return isinstance(root, str) and _SCHEME.match(root) is not None
+is_url = archives.is_url
 
 
 def as_root(root: Root) -> Root:
@@ -137,33 +135,32 @@ def companion_names() -> set[str]:
     return {n for g in registry.all_grammars() for n in g.companion_names}
 
 
-def _zip_members(path: Root, parts: list[str], settings: Settings, companions: set[str]) -> list[InputRef]:
+def _archive_members(path: Root, parts: list[str], settings: Settings, companions: set[str],
+                     kind: archives.ArchiveKind) -> list[InputRef]:
+    """One ref per entry of an archive, or one refused ref for the archive when it is refused whole.
+    A tar whose stream breaks part way keeps the entries before the break, and the archive's own ref
+    says where it broke."""
     name = "/".join(parts)
     try:
-        zf = open_zip(str(path))
-    except (zipfile.BadZipFile, OSError) as exc:
-        return [InputRef(_key(parts), name, str(path), problem=Reason.ZIP_UNSAFE.value,
-                         detail=f"not a readable zip: {exc}")]
-    with zf:
-        infos = [i for i in zf.infolist() if not i.is_dir()]
-        if len(infos) > settings.zip_max_entries:
-            return [InputRef(_key(parts), name, str(path), problem=Reason.ZIP_UNSAFE.value,
-                             detail=f"{len(infos)} entries, more than the limit {settings.zip_max_entries}")]
-        total = sum(i.file_size for i in infos)
-        packed = max(1, sum(i.compress_size for i in infos))
-        if total > settings.zip_max_total_bytes or total / packed > settings.zip_max_ratio:
-            return [InputRef(_key(parts), name, str(path), problem=Reason.ZIP_UNSAFE.value,
-                             detail=f"zip bomb guard: {total} bytes unpacked from {packed} "
-                                    f"(limits {settings.zip_max_total_bytes} bytes, ratio {settings.zip_max_ratio})")]
-        return _members(path, parts, infos, companions)
+        listing = archives.entries(path, kind, settings)
+    except IngestError as exc:
+        return [InputRef(_key(parts), name, str(path), problem=exc.reason.value, detail=exc.detail)]
+    except OSError as exc:
+        return [InputRef(_key(parts), name, str(path), problem=Reason.UNREADABLE.value, detail=str(exc))]
+    refs = _members(path, parts, listing.entries, companions, kind)
+    if listing.broken:
+        refs.append(InputRef(_key(parts), name, str(path), problem=Reason.ARCHIVE_CORRUPT.value,
+                             detail=listing.broken))
+    return refs
 
 
-def _members(path: Root, parts: list[str], infos: list[zipfile.ZipInfo], companions: set[str]) -> list[InputRef]:
+def _members(path: Root, parts: list[str], entries: list[archives.Entry], companions: set[str],
+             kind: archives.ArchiveKind) -> list[InputRef]:
     """One ref per entry. Entries that map to one key (``a/x.txt`` and ``a\\x.txt``, or a name
     stored twice) are all quarantined ``name_collision``, each under its own key."""
     groups: dict[str, list[tuple[list[str], InputRef]]] = {}
-    for info in infos:
-        ref_parts, ref = _member(path, parts, info, companions)
+    for entry in entries:
+        ref_parts, ref = _member(path, parts, entry, companions, kind)
         groups.setdefault(ref.key, []).append((ref_parts, ref))
     out = []
     for group in groups.values():
@@ -175,25 +172,27 @@ def _members(path: Root, parts: list[str], infos: list[zipfile.ZipInfo], compani
             tagged = [*ref_parts[:-1], f"{ref_parts[-1]}~{n}"] if n > 1 else ref_parts
             out.append(InputRef(_key(tagged), "/".join(tagged), ref.path, ref.member, ref.size,
                                 Reason.NAME_COLLISION.value,
-                                f"entries {names} of one zip map to one name: none of them is read"))
+                                f"entries {names} of one {kind.value} map to one name: none of them is read"))
     return sorted(out, key=lambda r: r.key)
 
 
-def _member(path: Root, parts: list[str], info: zipfile.ZipInfo, companions: set[str]) -> tuple[list[str], InputRef]:
-    member = info.filename
+def _member(path: Root, parts: list[str], entry: archives.Entry, companions: set[str],
+            kind: archives.ArchiveKind) -> tuple[list[str], InputRef]:
+    member = entry.name
     mparts = list(PurePosixPath(member.replace("\\", "/")).parts)
     ref_parts = [*parts, *map(part, mparts)]
     rule = next((r for r in map(ignore_rule, mparts) if r), None)
     problem, detail = None, ""
+    unsafe = archives.unsafe_reason(kind).value
     if member.startswith(("/", "\\")) or ".." in mparts or (mparts and ":" in mparts[0]):
-        problem, detail, rule = Reason.ZIP_UNSAFE.value, f"unsafe entry name {member!r} (absolute or ../)", None
-    elif info.flag_bits & 0x1:
-        problem, detail = Reason.ZIP_UNSAFE.value, f"entry {member!r} is encrypted"
-    elif member.lower().endswith(".zip"):
-        problem, detail = Reason.ZIP_UNSAFE.value, f"nested zip {member!r} is not opened"
-    return ref_parts, InputRef(_key(ref_parts), "/".join(ref_parts), str(path), member, info.file_size, problem,
+        problem, detail, rule = unsafe, f"unsafe entry name {member!r} (absolute or ../)", None
+    elif entry.refusal:
+        problem, detail = unsafe, entry.refusal
+    elif member.lower().endswith(archives.NESTED_SUFFIXES):
+        problem, detail = unsafe, f"nested archive {member!r} is not opened"
+    return ref_parts, InputRef(_key(ref_parts), "/".join(ref_parts), str(path), member, entry.size, problem,
                                detail, companion=bool(mparts) and mparts[-1] in companions, ignored=rule,
-                               url=f"zip://{member}::{path}" if is_url(str(path)) else None)
+                               url=f"{kind.value}://{member}::{path}" if is_url(str(path)) else None)
 
 
 def discover(paths: list[Root], settings: Settings, exclude: tuple[Path, ...] = ()) -> list[InputRef]:
@@ -203,7 +202,7 @@ def discover(paths: list[Root], settings: Settings, exclude: tuple[Path, ...] = 
     """
     companions = companion_names()
     refs: list[InputRef] = []
-    skip = {p.resolve() for p in exclude}
+    skip = {_resolved(p) for p in exclude} - {None}
     for root, base in zip(paths, root_names(paths), strict=True):
         if is_url(root):
             refs.extend(_walk_url(root, base, settings, companions))
@@ -314,45 +313,31 @@ def _conversation(ref: InputRef) -> tuple[str, str, int] | None:
 
 
 def _walk(root: Path, parts: list[str], settings: Settings, companions: set[str],
-          skip: set[Path] = frozenset()) -> list[InputRef]:
+          skip: set[Path] = frozenset(), top: Path | None = None) -> list[InputRef]:
+    """The inputs at ``root``: itself, or what a folder holds. ``top`` is the resolved input root
+    the walk started from (None for the root itself): a link found below it may not leave it."""
     name = "/".join(parts)
     try:
         st = os.lstat(root)
     except OSError as exc:
-        st = exc
+        return [InputRef(_key(parts), name, str(root), problem=Reason.UNREADABLE.value, detail=str(exc))]
     # only a folder (or a link to one) can be the output root: a plain file is not resolved
-    if skip and not (isinstance(st, os.stat_result) and stat.S_ISREG(st.st_mode)) and root.resolve() in skip:
+    if skip and not stat.S_ISREG(st.st_mode) and _resolved(root) in skip:
         return [InputRef(_key(parts), name, str(root), ignored="the output root of this run is not read as input")]
-    if isinstance(st, OSError):
-        return [InputRef(_key(parts), name, str(root), problem=Reason.UNREADABLE.value, detail=str(st))]
     if stat.S_ISLNK(st.st_mode):
-        try:
-            target = root.resolve(strict=True)
-        except (OSError, RuntimeError) as exc:
-            return [InputRef(_key(parts), name, str(root), problem=Reason.UNREADABLE.value,
-                             detail=f"broken or looping symlink: {exc}")]
-        if target.is_dir():
-            return [InputRef(_key(parts), name, str(root), problem=Reason.UNREADABLE.value,
-                             detail="symlink to a folder is not followed (loops)")]
-        st = os.stat(target)
+        followed = _follow(root, top, settings)
+        if not isinstance(followed, os.stat_result):  # (a stat result is a tuple too)
+            reason, detail = followed
+            return [InputRef(_key(parts), name, str(root), problem=reason.value, detail=detail)]
+        st = followed
     if stat.S_ISDIR(st.st_mode):
-        out: list[InputRef] = []
-        try:
-            entries = sorted(os.scandir(root), key=lambda e: e.name)
-        except OSError as exc:
-            return [InputRef(_key(parts), name, str(root), problem=Reason.UNREADABLE.value, detail=str(exc))]
-        for entry in entries:
-            here = [*parts, part(entry.name)]
-            if rule := ignore_rule(entry.name):
-                out.append(InputRef(_key(here), "/".join(here), entry.path, ignored=rule))
-                continue
-            out.extend(_walk(Path(entry.path), here, settings, companions, skip))
-        return out
+        return _folder(root, parts, settings, companions, skip, top)
     if not stat.S_ISREG(st.st_mode):
         return [InputRef(_key(parts), name, str(root), problem=Reason.UNREADABLE.value,
                          detail="not a regular file")]
-    if root.suffix.lower() == ".zip":
-        return _zip_members(root, parts, settings, companions)
+    kind = archives.kind_of(root.name)
+    if kind is not None:
+        return _archive_members(root, parts, settings, companions, kind)
     if st.st_size > settings.max_file_bytes:
         return [InputRef(_key(parts), name, str(root), size=st.st_size, problem=Reason.TOO_LARGE.value,
                          detail=f"{st.st_size} bytes, more than max_file_bytes {settings.max_file_bytes}")]
@@ -397,8 +382,9 @@ def _walk_entry(fs, info: dict, url: str, parts: list[str], settings: Settings, 
     if info["type"] != "file":
         return [InputRef(_key(parts), name, url, problem=Reason.UNREADABLE.value, detail="not a regular file",
                          url=url)]
-    if url.lower().endswith(".zip"):
-        return _zip_members(url, parts, settings, companions)
+    kind = archives.kind_of(url)
+    if kind is not None:
+        return _archive_members(url, parts, settings, companions, kind)
     size = int(info.get("size") or 0)
     if size > settings.max_file_bytes:
         return [InputRef(_key(parts), name, url, size=size, problem=Reason.TOO_LARGE.value,
@@ -406,72 +392,65 @@ def _walk_entry(fs, info: dict, url: str, parts: list[str], settings: Settings, 
     return [InputRef(_key(parts), name, url, size=size, companion=parts[-1] in companions, url=url)]
 
 
-class _UrlZip(zipfile.ZipFile):
-    """A zip read from a URL's file object, closed with it."""
-
-    def __init__(self, url: str) -> None:
-        import fsspec
-
-        self._source = fsspec.open(url, "rb").open()
-        try:
-            super().__init__(self._source)
-        except BaseException:
-            self._source.close()
-            raise
-
-    def close(self) -> None:
-        try:
-            super().close()
-        finally:
-            self._source.close()
+def _folder(root: Path, parts: list[str], settings: Settings, companions: set[str], skip: set[Path],
+            top: Path | None) -> list[InputRef]:
+    try:
+        entries = sorted(os.scandir(root), key=lambda e: e.name)
+    except OSError as exc:
+        return [InputRef(_key(parts), "/".join(parts), str(root), problem=Reason.UNREADABLE.value, detail=str(exc))]
+    if top is None:
+        top = _resolved(root)
+    out: list[InputRef] = []
+    for entry in entries:
+        here = [*parts, part(entry.name)]
+        if rule := ignore_rule(entry.name):
+            out.append(InputRef(_key(here), "/".join(here), entry.path, ignored=rule))
+            continue
+        out.extend(_walk(Path(entry.path), here, settings, companions, skip, top))
+    return out
 
 
-def open_zip(path: str) -> zipfile.ZipFile:
-    """A zip on disk or at a URL."""
-    return _UrlZip(path) if is_url(path) else zipfile.ZipFile(path)
+def _resolved(path: Path) -> Path | None:
+    """The path with every link resolved, or None when that fails (a loop, a path too long):
+    the caller then meets the link itself and records why."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):
+        return None
 
 
-def _open_file(path: str):
-    if is_url(path):
-        import fsspec
-
-        return fsspec.open(path, "rb").open()
-    return open(path, "rb")
-
-
-class ZipCache:
-    """Zips opened once and kept open for a shard's reads (closed with ``close``)."""
-
-    def __init__(self) -> None:
-        self._open: dict[str, zipfile.ZipFile] = {}
-
-    def get(self, path: str) -> zipfile.ZipFile:
-        zf = self._open.get(path)
-        if zf is None:
-            zf = self._open[path] = open_zip(path)
-        return zf
-
-    def close(self) -> None:
-        for zf in self._open.values():
-            zf.close()
-        self._open.clear()
+def _follow(link: Path, top: Path | None, settings: Settings) -> os.stat_result | tuple[Reason, str]:
+    """The stat of the file a symbolic link points to, or (reason, detail) when it is not followed:
+    broken, a loop, a folder (never followed: loops), or a file outside the input root ``top``."""
+    try:
+        target = link.resolve(strict=True)
+        st = os.stat(target)
+    except RuntimeError as exc:  # pathlib's own loop check (Python < 3.13)
+        return Reason.SYMLINK_LOOP, f"symbolic link loop, not followed: {exc}"
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return Reason.SYMLINK_LOOP, f"symbolic link loop, not followed: {exc}"
+        return Reason.UNREADABLE, f"broken symlink: {exc}"
+    if stat.S_ISDIR(st.st_mode):
+        return Reason.UNREADABLE, "symlink to a folder is not followed (loops)"
+    if top is not None and not settings.follow_outside_links and not target.is_relative_to(top):
+        return Reason.OUTSIDE_ROOT, (f"symbolic link to a file outside the input root ({shown(str(target))}): "
+                                     "not followed (setting follow_outside_links)")
+    return st
 
 
-def read(ref: InputRef, zips: ZipCache | None = None) -> bytes:
-    """The bytes of one input. Permission and missing-file errors are terminal; others transient
-    (for a URL, any other error of its file system: a dropped connection, a throttled request)."""
+def read(ref: InputRef, archive_cache: archives.ArchiveCache | None = None) -> bytes:
+    """The bytes of one input. Permission and missing-file errors are terminal, and so are an archive
+    entry's decompression failures (its reason says which); other I/O errors are transient."""
     try:
         if ref.member is None:
-            with _open_file(ref.path) as fh:
+            with archives.open_source(ref.path) as fh:
                 return fh.read()
-        if zips is None:
-            with open_zip(ref.path) as zf:
-                return _member_bytes(zf, ref)
-        return _member_bytes(zips.get(ref.path), ref)
+        return archives.read_member(ref.path, _kind(ref), ref.member, ref.size, archive_cache)
+    except IngestError as exc:
+        raise IngestError(exc.reason, exc.detail, path=ref.name) from None
     except (PermissionError, FileNotFoundError, IsADirectoryError) as exc:
         raise IngestError(Reason.UNREADABLE, str(exc), path=ref.name) from None
-    except (zipfile.BadZipFile, RuntimeError, NotImplementedError) as exc:
-        raise IngestError(Reason.ZIP_UNSAFE, str(exc), path=ref.name) from None
     except OSError as exc:
         raise TransientIngestError(Reason.UNREADABLE, str(exc), path=ref.name) from None
     except Exception as exc:
@@ -480,21 +459,18 @@ def read(ref: InputRef, zips: ZipCache | None = None) -> bytes:
         raise TransientIngestError(Reason.UNREADABLE, f"{type(exc).__name__}: {exc}", path=ref.name) from None
 
 
-def _member_bytes(zf: zipfile.ZipFile, ref: InputRef) -> bytes:
-    with zf.open(ref.member) as fh:
-        data = fh.read(ref.size + 1)
-    if len(data) > ref.size:
-        raise IngestError(Reason.ZIP_UNSAFE, "entry is larger than its header says", path=ref.name)
-    return data
+def _kind(ref: InputRef) -> archives.ArchiveKind:
+    kind = archives.kind_of(ref.path)
+    if kind is None:  # a member's path is always its archive's
+        raise IngestError(Reason.INTERNAL, f"{ref.path!r} is not an archive", path=ref.name)
+    return kind
 
 
-def open_binary(ref: InputRef, zips: ZipCache | None = None):
-    """A binary file object over one input (a zip member is streamed from the zip)."""
+def open_binary(ref: InputRef, archive_cache: archives.ArchiveCache | None = None):
+    """A binary file object over one input (an archive entry is streamed from its archive)."""
     if ref.member is None:
-        return _open_file(ref.path)
-    if zips is not None:
-        return zips.get(ref.path).open(ref.member)
-    zf = open_zip(ref.path)
-    member = zf.open(ref.member)
-    member._reconstruct_zip = zf  # keep the archive open as long as the member
-    return member
+        return archives.open_source(ref.path)
+    try:
+        return archives.open_member(ref.path, _kind(ref), ref.member, ref.size, archive_cache)
+    except IngestError as exc:
+        raise IngestError(exc.reason, exc.detail, path=ref.name) from None

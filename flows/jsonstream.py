@@ -136,11 +136,12 @@ def stream_entries(open_input: Callable[[], BinaryIO], source: SourceText, detec
     merger = _Merger(emit)
     broken: jsonsplit.SplitError | None = None
     stems: list[str] = []
+    repaired = _Surrogates()
     try:
         with open_input() as fp, _workers(ctx.settings) as workers:
             inflight: deque[_Sent | Done] = deque()
             limit = INFLIGHT_PER_WORKER * ctx.settings.workers
-            for batch, error in _batches(jsonsplit.entries(fp), ctx.settings.stream_chunk_bytes):
+            for batch, error in _batches(repaired.counted(jsonsplit.entries(fp)), ctx.settings.stream_chunk_bytes):
                 broken = error or broken
                 if batch:
                     job = Job(detection.grammar, detection, source, ctx.settings, spool, tag, batch, True, key)
@@ -156,7 +157,30 @@ def stream_entries(open_input: Callable[[], BinaryIO], source: SourceText, detec
             for path in datasets.batch_paths(out_root, stem):
                 path.unlink(missing_ok=True)
         raise
-    return merger.outcome(source, detection, broken, time.perf_counter() - started)
+    outcome = merger.outcome(source, detection, broken, time.perf_counter() - started)
+    outcome.detail = "; ".join(x for x in (outcome.detail, repaired.note()) if x)
+    return outcome
+
+
+class _Surrogates:
+    """The lone surrogate escapes the split read as U+FFFD, counted for the input's ledger row."""
+
+    def __init__(self) -> None:
+        self.count, self.entries = 0, []
+
+    def counted(self, entries: Iterator[jsonsplit.Entry]) -> Iterator[jsonsplit.Entry]:
+        for entry in entries:
+            if entry.surrogates:
+                self.count += entry.surrogates
+                self.entries.append(entry.index)
+            yield entry
+
+    def note(self) -> str:
+        if not self.count:
+            return ""
+        where = ", ".join(f"/{i}" for i in self.entries[:5]) + (" ..." if len(self.entries) > 5 else "")
+        return (f"{self.count} lone UTF-16 surrogate escapes (a \\ud800-\\udfff without its pair) read as "
+                f"U+FFFD, in conversations {where}")
 
 
 @dataclass(slots=True)

@@ -19,7 +19,7 @@ from audit.datasets import DocumentRows
 from models.errors import ParseError, Reason, ReconstructError
 from models.records import Detection, SourceText
 from models.status import FileStatus, SessionStatus
-from normalizers.assemble import RunContext, assemble, envelope
+from normalizers.assemble import RunContext, assemble, envelope, surrogates_note
 from normalizers.columns import ColumnAssembler, lines_bytes
 from normalizers.encode import encode_interaction, head_and_tail, join_lines
 from normalizers.ids import safe_id
@@ -421,6 +421,9 @@ def _process_bytes(data: bytes, name: str, ctx: RunContext, companions: dict[str
         source = replace(source, companions=companions or {}, siblings=siblings)
     outcome = process_text(source, ctx)
     outcome.seconds = time.perf_counter() - started
+    # what decoding assumed or replaced goes on the file's ledger row too, whatever became of its sessions
+    notes = (source.encoding_guess, surrogates_note(source) if source.surrogates_count else None)
+    outcome.detail = "; ".join(x for x in (outcome.detail, *notes) if x)
     return outcome
 
 

@@ -28,9 +28,9 @@ from models.settings import Settings
 from models.status import FileStatus, SessionStatus
 from normalizers.assemble import RunContext
 from normalizers.secrets import scrub_name
-from parsers.text import decode, input_sha256, sha256_text
+from parsers.text import decode, detection_sample, input_sha256, sha256_text
 
-from . import emit, ingest, jsonstream, snapshots, spool
+from . import archives, emit, ingest, jsonstream, snapshots, spool
 from .process import DETECT_SAMPLE, FileOutcome, process_bytes, process_group, process_stream, quarantined_file
 
 
@@ -100,7 +100,7 @@ class ShardInputs:
 
     def __init__(self, companions: dict[str, ingest.InputRef]) -> None:
         self.companions = companion_index(companions)
-        self.zips = ingest.ZipCache()
+        self.zips = archives.ArchiveCache()
         self._context: dict[PurePosixPath, tuple[dict[str, str], str | None]] = {}
 
     def read(self, ref: ingest.InputRef) -> bytes:
@@ -360,7 +360,7 @@ def _streamed(ref, ctx, prior, inputs: ShardInputs, context_sha, result: ShardRe
             head = fp.read(DETECT_SAMPLE)
             if sqlite.is_sqlite(head):  # a database is read whole: its text is its tables, rendered
                 return None
-            sample = head.decode("utf-8-sig", errors="ignore")
+            sample = detection_sample(head)
             fp.seek(0)
             source = SourceText("", ref.name, sha, size, encoding, siblings=ref.siblings)
             text = None

@@ -162,6 +162,14 @@ class SourceText:
     ``parsers.text.MAX_REPLACED_LISTED``); empty when the bytes were valid."""
     replaced_count: int = 0
     """How many invalid byte sequences decoding replaced in all."""
+    surrogates: tuple[int, ...] = ()
+    """Character offsets (in ``text``) of the first lone UTF-16 surrogate escapes of a JSON input that
+    decoding replaced with the escape of U+FFFD (at most ``parsers.text.MAX_REPLACED_LISTED``)."""
+    surrogates_count: int = 0
+    """How many lone surrogate escapes decoding replaced in all."""
+    encoding_guess: str | None = None
+    """The assumption made when the bytes were not UTF-8 and their legacy code page was detected
+    (``encoding`` is then that code page): which, how sure, and what else was as likely."""
     parts: tuple[SourceText, ...] = ()
     """The files of one conversation that spans several (a Slack channel's day files), in part order,
     when the ingest grouped them for a grammar with ``group_files``; ``text`` is then empty, ``name``

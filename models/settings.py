@@ -102,6 +102,10 @@ class Settings(BaseSettings):
     zip_max_total_bytes: int = Field(8 * 1024**3, ge=1)
     zip_max_ratio: float = Field(200.0, gt=1)
     zip_max_entries: int = Field(100_000, ge=1)
+    follow_outside_links: bool = Field(
+        False, description="Read a symbolic link found in an input folder whose file lies outside the input root "
+        "(off: such a link is quarantined outside_root and never read)."
+    )
 
     ledger_path: Path | None = Field(None, description="SQLite run ledger (default OUT/ledger.sqlite).")
     mass_latch_threshold: float = Field(0.75, ge=0.0, le=1.0)

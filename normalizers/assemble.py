@@ -249,6 +249,8 @@ def envelope(session: ParsedSession, counted: int, summary: Summary, interaction
     """The document around the interactions (``interactions``: the list to put in it, empty when
     they are encoded apart), from the session and what its interactions add up to."""
     warnings, assumptions = _notes(session, summary, ctx)
+    if source.encoding_guess:  # the bytes were not UTF-8: the code page they were read in is an assumption
+        assumptions.insert(0, source.encoding_guess)
     redactions = list(summary.redactions)
     raw_id = session.session_id
     if raw_id is not None:  # an id becomes a file name: a secret in it is replaced before the mapping
@@ -283,6 +285,8 @@ def envelope(session: ParsedSession, counted: int, summary: Summary, interaction
     if source.replaced_count:
         warnings.append(f"{source.replaced_count} invalid byte sequences decoded as U+FFFD (first at byte "
                         f"{source.replaced[0]})")
+    if source.surrogates_count:
+        warnings.append(surrogates_note(source))
     if raw_id is not None and session_id != raw_id:
         bygglogg["sessionIdRaw"] = raw_id
     if session_id == NO_ID and session.session_id is None:
@@ -371,6 +375,12 @@ def _source_meta(session: ParsedSession, ctx: RunContext, redactions: list[dict[
     meta = raw_time_keys(ctx.redactor.scrub_tree(meta, found))
     redactions.extend({"turn": 0, "type": k, "field": "sourceMeta"} for k in found)
     return meta
+
+
+def surrogates_note(source: SourceText) -> str:
+    """What the build log and the ledger say of the lone surrogate escapes decoding replaced."""
+    return (f"{source.surrogates_count} lone UTF-16 surrogate escapes (a \\ud800-\\udfff without its pair) read "
+            f"as U+FFFD (first at character {source.surrogates[0]} of the text)")
 
 
 def _source_block(source: SourceText, session: ParsedSession) -> dict[str, Any]:

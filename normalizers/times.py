@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, tzinfo
 
-MIN_YEAR, MAX_YEAR = 1970, 2100
+MIN_YEAR, MAX_YEAR = 1, 9999
+"""Every year the contract's four-digit form can write: a time in year 0001 or 9999 is a time like any
+other (a placeholder date in a source is still what the source says, and ``dateRaw`` keeps it)."""
 
 
 def to_utc_z(value: datetime, zone: tzinfo) -> str | None:
-    """UTC text of a datetime, fractional seconds dropped; None when outside 1970..2100 (implausible)."""
+    """UTC text of a datetime, fractional seconds dropped; None when its UTC time falls outside the
+    years 0001..9999 (9999-12-31 23:00 in a zone west of UTC is in year 10000)."""
     if value.tzinfo is None:
         value = value.replace(tzinfo=zone)
     try:

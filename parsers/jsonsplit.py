@@ -29,6 +29,8 @@ from typing import Any, BinaryIO
 import orjson
 import regex
 
+from parsers.jsonload import replace_lone_surrogates
+
 BLOCK = 8 * 1024 * 1024
 """Bytes read at a time; an entry larger than this grows the buffer."""
 MAX_GUESSES = 8
@@ -47,6 +49,8 @@ class Entry:
     end: int
     value: Any
     raw: memoryview | bytes
+    surrogates: int = 0
+    """Lone UTF-16 surrogate escapes in the entry, read as the escape of U+FFFD (``raw`` holds them so)."""
 
 
 class SplitError(ValueError):
@@ -80,6 +84,15 @@ class _Buffer:
         self.data = data[keep_from - self.base:]
         self.base = keep_from
         return True
+
+    def replace_surrogates(self, pos: int) -> int:
+        """Replace the lone surrogate escapes from file offset ``pos`` on (same length: no offset moves);
+        how many there were."""
+        at = pos - self.base
+        fixed, found = replace_lone_surrogates(self.data[at:])
+        if found:
+            self.data = self.data[:at] + fixed
+        return len(found)
 
     def skip_space(self, pos: int) -> int:
         """The file offset of the first byte at or after ``pos`` that is not whitespace (reading on)."""
@@ -183,7 +196,9 @@ def _guessed(buf: _Buffer, pos: int, index: int) -> Entry | None:
 
 
 def _exact(buf: _Buffer, pos: int, index: int) -> Entry:
-    """The entry found by parsing on from its start: orjson says where the value ends."""
+    """The entry found by parsing on from its start: orjson says where the value ends. A lone
+    surrogate escape (``\\ud800`` without its pair) is read as U+FFFD, as a whole read reads it."""
+    surrogates = 0
     while True:
         window = memoryview(buf.data)[pos - buf.base:]
         try:
@@ -191,13 +206,16 @@ def _exact(buf: _Buffer, pos: int, index: int) -> Entry:
         except orjson.JSONDecodeError as exc:
             if exc.msg == "unexpected content after document":
                 cut = bytes(window[:_byte_offset(window, exc.pos)]).rstrip(_SPACE)
-                return Entry(index, pos, pos + len(cut), orjson.loads(cut), cut)
+                return Entry(index, pos, pos + len(cut), orjson.loads(cut), cut, surrogates)
+            if "surrogate" in exc.msg and (found := buf.replace_surrogates(pos)):
+                surrogates += found
+                continue
             if buf.more(pos):
                 continue
             raise SplitError(f"entry {index} (from byte {pos}) is not valid JSON: {exc.msg} "
                              f"(at character {exc.pos} of the entry)", index, pos) from None
         if not buf.more(pos):  # the value ends the file (a number may go on in the next block)
-            return Entry(index, pos, buf.base + len(buf.data), value, window)
+            return Entry(index, pos, buf.base + len(buf.data), value, window, surrogates)
 
 
 def _byte_offset(window: memoryview, chars: int) -> int:

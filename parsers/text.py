@@ -3,8 +3,12 @@
 Damaged text is read, not refused: a few invalid byte sequences (at most ``MAX_REPLACED_SHARE`` of
 the bytes) are each replaced by U+FFFD, and their count and first byte offsets travel on the
 ``SourceText`` (``replaced_count``, ``replaced``) so the build log can show them. Input with more
-invalid bytes than that is not text in this encoding and is refused (``undecodable``), as is input
-full of control bytes (``binary``).
+invalid bytes than that is not text in this encoding: without a BOM it is read in the legacy code
+page it fits (Windows-1252, Latin-1...: parsers/charset.py), the guess recorded on the source
+(``encoding_guess``); otherwise it is refused (``undecodable``), as is input full of control bytes
+(``binary``). In JSON text, a lone UTF-16 surrogate escape (``\\ud800`` without its pair, a bad code
+unit no JSON parser accepts) is replaced by the escape of U+FFFD, counted and noted the same way
+(``surrogates_count``, ``surrogates``).
 """
 
 from __future__ import annotations
@@ -15,7 +19,8 @@ import threading
 
 from models.errors import IngestError, Reason
 from models.records import SourceText
-from parsers import sqlite
+from parsers import charset, sqlite
+from parsers.jsonload import replace_lone_surrogates
 
 _BOMS = (
     (codecs.BOM_UTF32_LE, "utf-32-le"),
@@ -85,19 +90,51 @@ def decode(data: bytes, name: str) -> SourceText:
         if guessed:
             encoding = guessed
     codec = encoding.removesuffix("-bom")
-    text, replaced = _decode_noting(body, codec, name)
-    if codec == "utf-8" and body.translate(None, _CONTROL) != body:
+    text, replaced, guessed = _text_of(body, codec, name)
+    if guessed is not None:
+        encoding = guessed.encoding
+    elif codec == "utf-8" and _is_binary(body):
         controls = len(body) - len(body.translate(None, _CONTROL))
-        if controls > max(1, len(body) * _BINARY_SHARE):
-            raise IngestError(
-                Reason.BINARY, f"{controls} control bytes in {len(body)}: not a text export", path=name
-            )
+        raise IngestError(Reason.BINARY, f"{controls} control bytes in {len(body)}: not a text export", path=name)
     if not text.strip():
         raise IngestError(Reason.EMPTY, "the text is empty after decoding", path=name)
     text = canonicalize(text)
+    surrogates: list[int] = []
+    if text[:4096].lstrip()[:1] in ("[", "{"):  # JSON or JSON Lines: a lone surrogate escape is a bad code unit
+        text, surrogates = replace_lone_surrogates(text)
     skip = len(data) - len(body)  # offsets count from the file's first byte, BOM included
     return SourceText(text=text, name=name, sha256=sha256_text(text), size=len(data), encoding=encoding,
-                      replaced=tuple(skip + o for o in replaced[:MAX_REPLACED_LISTED]), replaced_count=len(replaced))
+                      replaced=tuple(skip + o for o in replaced[:MAX_REPLACED_LISTED]), replaced_count=len(replaced),
+                      encoding_guess=guessed.note() if guessed else None,
+                      surrogates=tuple(surrogates[:MAX_REPLACED_LISTED]), surrogates_count=len(surrogates))
+
+
+def _text_of(body: bytes, codec: str, name: str) -> tuple[str, list[int], charset.Guess | None]:
+    """(text, offsets of the invalid sequences replaced, the legacy code page detected or None).
+
+    Bytes with more invalid sequences than ``MAX_REPLACED_SHARE`` are not text in ``codec``: when
+    that codec is UTF-8 (no BOM said otherwise), they are read in the legacy code page they fit
+    (parsers/charset.py), else refused."""
+    text, offsets, first = _decode_noting(body, codec)
+    if len(offsets) <= len(body) * MAX_REPLACED_SHARE:
+        return text, offsets, None
+    detail = (f"not valid {codec}: {len(offsets)} invalid byte sequences in {len(body)} bytes, the first 0x"
+              f"{body[first.start]:02x} at offset {first.start} ({first.reason})")
+    if codec != "utf-8" or _is_binary(body):
+        raise IngestError(Reason.UNDECODABLE, detail, path=name)
+    if charset.has_utf8_text(body, len(offsets)):
+        detail += "; it holds UTF-8 text, so no other encoding is assumed"
+    elif (guessed := charset.guess(body)) is not None:
+        return body.decode(guessed.encoding), [], guessed
+    else:
+        detail += "; no legacy code page fits either (charset-normalizer)"
+    raise IngestError(Reason.UNDECODABLE, detail, path=name)
+
+
+def _is_binary(body: bytes) -> bool:
+    """Full of control bytes: not a text export in any encoding."""
+    stripped = body.translate(None, _CONTROL)
+    return stripped != body and len(body) - len(stripped) > max(1, len(body) * _BINARY_SHARE)
 
 
 def _database(data: bytes, name: str) -> SourceText:
@@ -109,10 +146,10 @@ def _database(data: bytes, name: str) -> SourceText:
     return SourceText(text=text, name=name, sha256=sha256_text(text), size=len(data), encoding=sqlite.ENCODING)
 
 
-def _decode_noting(body: bytes, codec: str, name: str) -> tuple[str, list[int]]:
-    """Decode, replacing a few invalid sequences (their offsets returned); refuse when too many."""
+def _decode_noting(body: bytes, codec: str) -> tuple[str, list[int], UnicodeDecodeError | None]:
+    """Decode, replacing invalid sequences: (text, their offsets, the first one's error)."""
     try:
-        return body.decode(codec), []
+        return body.decode(codec), [], None
     except UnicodeDecodeError as exc:
         first = exc
     _NOTES.offsets = []
@@ -121,14 +158,16 @@ def _decode_noting(body: bytes, codec: str, name: str) -> tuple[str, list[int]]:
         offsets = _NOTES.offsets
     finally:
         _NOTES.offsets = []
-    if len(offsets) > len(body) * MAX_REPLACED_SHARE:
-        raise IngestError(
-            Reason.UNDECODABLE,
-            f"not valid {codec}: {len(offsets)} invalid byte sequences in {len(body)} bytes, the first 0x"
-            f"{body[first.start]:02x} at offset {first.start} ({first.reason})",
-            path=name,
-        ) from None
-    return text, offsets
+    return text, offsets, first
+
+
+def detection_sample(head: bytes) -> str:
+    """The first bytes of a streamed input as text for detection: UTF-8, a cut sequence dropped,
+    lone surrogate escapes of JSON read as U+FFFD (as ``decode`` reads them)."""
+    sample = head.decode("utf-8-sig", errors="ignore")
+    if sample.lstrip()[:1] in ("[", "{"):
+        sample = replace_lone_surrogates(sample)[0]
+    return sample
 
 
 def input_sha256(data: bytes) -> str:

@@ -106,6 +106,13 @@ def _close_piece(templates: tuple[Template, ...]) -> str:
     return rf"{dot}(?(open)[{MARKS}]*\]|{SP}+[{''.join(map(re.escape, sorted(dashes)))}]){SP}[{MARKS}]*"
 
 
+AUTHOR_MAX = 128
+"""The longest author a header is read with: everything before the first ': ' within this many
+characters is the author. A contact's name as saved in the phone has no length limit of its own, and
+names with an affiliation in parentheses run past 60 (``María José Fernández-Castro (Universidad
+Politécnica de Madrid)`` is 63); an author-less notice that holds ': ' is still a notice, by its
+event phrase (``Ann changed the subject to "Plans: v2"``)."""
+
 DATE = _date_piece(PARSED)
 CONNECTOR = _connector_piece(PARSED)
 CLOCK = _clock_piece(PARSED)

@@ -68,13 +68,12 @@ from parsers.sessions import file_name_id
 from . import _whatsapp_columns as columns
 from ._lines import DateOrder, date_order, day_of, drop_final_newline, line_count, unreadable_times
 from ._whatsapp_data import NOTICES
-from ._whatsapp_headers import HEADER_BODY, MARKS, SP, STAMP_ONLY, clock_delta
+from ._whatsapp_headers import AUTHOR_MAX, HEADER_BODY, MARKS, SP, STAMP_ONLY, clock_delta
 
 _MARKS = MARKS
 _SP = SP
-# The author is everything before the first ': ' within 60 characters; the rest of the line is text.
-_AUTHOR_MAX = 60
-_REST = rf"(?:(?P<author>[^\n]{{1,{_AUTHOR_MAX}}}?):(?: (?P<lrm>\u200e)?|(?=\n)|\Z))?(?P<text>[^\n]*)"
+# The author is everything before the first ': ' within AUTHOR_MAX characters; the rest of the line is text.
+_REST = rf"(?:(?P<author>[^\n]{{1,{AUTHOR_MAX}}}?):(?: (?P<lrm>\u200e)?|(?=\n)|\Z))?(?P<text>[^\n]*)"
 FIRST, HEADER = line_patterns(HEADER_BODY + _REST)
 # The independent counter's own, looser idea of a message start: a line that starts with a date
 # and, within a few non-digit characters (a comma, 'klo', a meridiem word), a clock time.
@@ -116,7 +115,7 @@ def actor_of(line: str) -> str | None:
     if line.startswith(_LEADING) or line.startswith(_E2E):
         return None
     m = _EVENT.search(line)
-    if m is None or m.start() == 0 or m.start() > _AUTHOR_MAX:
+    if m is None or m.start() == 0 or m.start() > AUTHOR_MAX:
         return None
     return line[: m.start()].strip() or None
 

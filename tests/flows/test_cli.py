@@ -28,7 +28,7 @@ def test_run_samples_exits_0(prefect_harness, tmp_path):
 
 
 def test_quarantine_exits_3_and_is_listed(prefect_harness, archive, tmp_path):
-    (archive / "broken.txt").write_bytes(b"User: caf\xe9 latin-1\n")
+    (archive / "broken.txt").write_bytes(b"User: caf\xc3\xa9 cr\xe8me\n")  # UTF-8 and Latin-1 in one file
     out = tmp_path / "o"
     result = runner.invoke(app, ["run", str(archive), "--out", str(out), "--workers", "1"])
     assert result.exit_code == ExitCode.QUARANTINED, result.output

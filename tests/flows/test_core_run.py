@@ -63,13 +63,13 @@ def test_bad_inputs_are_quarantined_with_reasons_and_the_run_goes_on(tmp_path):
     src.mkdir()
     (src / "empty.txt").write_bytes(b"")
     (src / "binary.dat").write_bytes(bytes(range(32)) * 50)
-    (src / "latin1.txt").write_bytes(b"User: caf\xe9\n")
+    (src / "mixed.txt").write_bytes(b"User: caf\xc3\xa9 cr\xe8me\n")  # UTF-8 and Latin-1 in one file
     (src / "prose.txt").write_text("Just a paragraph of prose with no speakers at all.\n")
     (src / "good.txt").write_text("User: hi\nAssistant: hello\n")
     out = tmp_path / "out"
     summary = reconstruct([src], out, Settings())
     by_source = {q["source_path"].split("/")[-1]: q["reasons"] for q in summary["quarantined"]}
-    assert by_source == {"empty.txt": "empty", "binary.dat": "binary", "latin1.txt": "undecodable",
+    assert by_source == {"empty.txt": "empty", "binary.dat": "binary", "mixed.txt": "undecodable",
                          "prose.txt": "no_grammar"}
     assert summary["counts"]["sessions_ok"] == 1
     for name in by_source:

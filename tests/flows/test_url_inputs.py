@@ -3,6 +3,7 @@ copy of it gives, under the same rules (ignored names, zips, sizes, sha256), wit
 
 from __future__ import annotations
 
+import gzip
 import io
 import sqlite3
 import zipfile
@@ -35,13 +36,26 @@ def _zip() -> bytes:
     return buf.getvalue()
 
 
+def _tgz() -> bytes:
+    import tarfile
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+        data = b"Session: s5\nUser: question 5\nAssistant: answer 5\n"
+        info = tarfile.TarInfo("takeout/chat-5.txt")
+        info.size = len(data)
+        tf.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
 @pytest.fixture
 def archive(tmp_path):
     """The same archive on a local disk and in fsspec's in-memory file system."""
     local = tmp_path / "archive"
     fs = fsspec.filesystem("memory")
     slack = ROOT / "sample_logs" / "slack-export"  # a conversation over several files, with companions
-    files = {**CHATS, "export.zip": _zip(),
+    files = {**CHATS, "export.zip": _zip(), "takeout.tgz": _tgz(),
+             "chat-6.txt.gz": gzip.compress(b"Session: s6\nUser: question 6\nAssistant: answer 6\n", mtime=0),
              **{f"slack/{p.relative_to(slack)}": p.read_bytes() for p in slack.rglob("*") if p.is_file()}}
     for rel, data in files.items():
         (local / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -74,7 +88,7 @@ def test_a_memory_url_archive_gives_the_local_documents_and_records(archive, tmp
     for key, (_path, sha, size, status, reasons) in url_rows.items():
         assert (sha, size, status, reasons) == tuple(local_rows[key][1:]), key  # same rules, same bytes
     by_source = {path: (status, reasons) for path, _, _, status, reasons in url_rows.values()}
-    assert all(path.startswith(("memory://bucket/archive/", "zip://")) for path in by_source)
+    assert all(path.startswith(("memory://bucket/archive/", "zip://", "tar://", "gzip://")) for path in by_source)
     assert by_source["memory://bucket/archive/slack/general/2024-04-01.json"][0] == "ok"
     base = "memory://bucket/archive"
     assert by_source[f"{base}/a/chat-1.txt"] == ("ok", "")
@@ -82,6 +96,8 @@ def test_a_memory_url_archive_gives_the_local_documents_and_records(archive, tmp
     assert by_source[f"{base}/huge.txt"] == ("quarantined", "too_large")
     assert by_source[f"zip://export/chat-4.txt::{base}/export.zip"] == ("ok", "")
     assert by_source[f"zip://../evil.txt::{base}/export.zip"] == ("quarantined", "zip_unsafe")
+    assert by_source[f"tar://takeout/chat-5.txt::{base}/takeout.tgz"] == ("ok", "")  # a tar at a URL
+    assert by_source[f"gzip://chat-6.txt::{base}/chat-6.txt.gz"] == ("ok", "")
 
 
 def test_a_missing_url_root_is_recorded_unreadable(tmp_path):

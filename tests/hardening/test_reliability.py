@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from audit.ledger import Ledger
-from flows import ingest, pool
+from flows import archives, ingest, pool
 from flows.pipeline import only_transient, reconstruct, shard_task
 from models import errors
 from models.settings import Settings
@@ -289,7 +289,7 @@ def test_a_zip_is_opened_once_per_shard_not_per_entry(tmp_path, monkeypatch):
             zf.writestr(f"c/{i:03d}.txt", GOOD_TRANSCRIPT.replace("s-1", f"s-{i}"))
     opened = []
     real = zipfile.ZipFile
-    monkeypatch.setattr(ingest.zipfile, "ZipFile", lambda *a, **k: opened.append(a[0]) or real(*a, **k))
+    monkeypatch.setattr(archives.zipfile, "ZipFile", lambda *a, **k: opened.append(a[0]) or real(*a, **k))
     summary = reconstruct([src], tmp_path / "out", Settings(workers=1))
     assert summary["counts"]["sessions_ok"] == 200
     assert len(opened) <= 1 + summary["shards"], len(opened)

@@ -55,11 +55,12 @@ def test_created_at_fallback_order():
 
 
 def test_an_unreadable_session_time_is_not_named_as_the_source_of_created_at():
-    """A session time outside the plausible years falls through to the next rule, and the document
-    names the rule that gave its createdAt, down to the epoch sentinel."""
+    """A session time outside the years the contract can write (here year 10000 once in UTC) falls
+    through to the next rule, and the document names the rule that gave its createdAt, down to the
+    epoch sentinel."""
     other = SourceText("x", "root/notes.txt", "0" * 64, 1, "utf-8")
-    ctx = RunContext.from_settings(Settings())
-    beyond = ParsedSession(None, "none", [Turn("A", "user", "x")], created=datetime(2150, 1, 1))
+    ctx = RunContext.from_settings(Settings(source_tz="America/New_York"))
+    beyond = ParsedSession(None, "none", [Turn("A", "user", "x")], created=datetime(9999, 12, 31, 23, 0))
     doc = assemble(beyond, 1, source=other, detection=DETECTION, grammar_version="1", ctx=ctx)
     assert doc["createdAt"] == EPOCH
     assert doc["artifacts"]["ByggLogg"]["createdAtSource"].startswith("none: epoch sentinel")

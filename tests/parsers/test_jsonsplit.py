@@ -63,3 +63,14 @@ def test_only_lists_are_split(data):
 def test_invalid_json_is_a_split_error(data):
     with pytest.raises(SplitError):
         list(entries(io.BytesIO(data), 3))
+
+
+@pytest.mark.parametrize("block", [7, 64, 1 << 20])
+def test_a_lone_surrogate_escape_is_read_as_a_replacement_character_and_counted(block):
+    data = (b'[{"id": 1, "t": "a"}, {"id": 2, "t": "x \\ud800 y", "u": "\\udc00"}, '
+            b'{"id": 3, "t": "\\ud83d\\ude00 \\\\ud800"}]')
+    found = list(entries(io.BytesIO(data), block))
+    assert [e.value for e in found] == [{"id": 1, "t": "a"}, {"id": 2, "t": "x \ufffd y", "u": "\ufffd"},
+                                        {"id": 3, "t": "\U0001f600 \\ud800"}]
+    assert [e.surrogates for e in found] == [0, 2, 0]
+    assert orjson.loads(bytes(found[1].raw)) == found[1].value  # the bytes a worker parses again

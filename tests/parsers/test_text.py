@@ -37,7 +37,7 @@ def test_same_text_same_checksum_whatever_the_line_ends():
     [
         (b"", Reason.EMPTY),
         (b"   \n\n", Reason.EMPTY),
-        (b"User: caf\xe9 latin-1\n", Reason.UNDECODABLE),
+        (b"User: caf\xc3\xa9 in UTF-8, cr\xe8me in Latin-1\n", Reason.UNDECODABLE),  # damaged UTF-8
         (bytes(range(256)) * 20, Reason.UNDECODABLE),
         (b"\x00\x01\x02\x03\x04\x05" * 100 + b"text", Reason.BINARY),
     ],
@@ -83,3 +83,24 @@ def test_mostly_invalid_bytes_are_refused():
     with pytest.raises(IngestError) as info:
         decode(b"ok line\n" + b"\xff\xfe\x80" * 50, "junk.txt")
     assert info.value.reason == Reason.UNDECODABLE and "invalid byte sequences" in str(info.value)
+
+
+def test_a_legacy_code_page_is_detected_and_recorded_and_utf8_utf16_are_untouched():
+    latin = decode("User: café crème\nAssistant: très bien\n".encode("latin-1"), "old.txt")
+    assert latin.text == "User: café crème\nAssistant: très bien\n" and latin.encoding == "cp1252"
+    assert latin.encoding_guess.startswith("encoding cp1252 detected by charset-normalizer")
+    windows = decode("User: “quoted” – 5 €\n".encode("cp1252"), "old.txt")
+    assert windows.text == "User: “quoted” – 5 €\n"
+    for data, encoding in ((b"User: caf\xc3\xa9\n", "utf-8"), ("User: café\n".encode("utf-16"), "utf-16-le"),
+                           ("User: café\n".encode("utf-16-le"), "utf-16-le")):
+        source = decode(data, "new.txt")
+        assert (source.text, source.encoding, source.encoding_guess) == ("User: café\n", encoding, None)
+
+
+def test_junk_and_damaged_utf8_still_are_undecodable_and_say_why():
+    with pytest.raises(IngestError) as damaged:
+        decode(b"User: caf\xc3\xa9 cr\xe8me\n", "mixed.txt")
+    assert "holds UTF-8 text" in damaged.value.detail
+    with pytest.raises(IngestError) as junk:
+        decode(b"<html>" + b"\xc3(" * 400, "junk.html")
+    assert junk.value.reason is Reason.UNDECODABLE and "no legacy code page fits" in junk.value.detail

@@ -223,3 +223,40 @@ def test_bracketed_year_first_headers_win_over_the_generic_transcript():
     s = parse(text, name="chat.txt")
     assert [(t.speaker, t.kind) for t in s.turns][2] == ("System", "system")
     assert s.turns[0].time == datetime(2016, 8, 6, 13, 23)
+
+
+LONG_NAMES = (
+    "María José Fernández-Castro (Universidad Politécnica de Madrid)",  # 63 characters, a real shape
+    "Dr. Oluwaseun Adebayo-Williams (Lagos State University Teaching Hospital)",
+    "Jean-Baptiste de la Rochefoucauld-Montmorency (Ministère de l'Europe et des Affaires étrangères)",
+)
+SYSTEM_LINES = (
+    "Messages and calls are end-to-end encrypted. No one outside of this chat, not even WhatsApp, can read or "
+    "listen to them. Tap to learn more.",
+    'Ann created group "Planning: the long weekend away with everyone from the old office"',
+    "Ann changed the subject from \"Old\" to \"Reunion planning for the class of 2004, all welcome: RSVP\"",
+    "Ann added María José Fernández-Castro (Universidad Politécnica de Madrid)",
+    "Disappearing messages were turned on. New messages will disappear from this chat 7 days after they're "
+    "sent, except when kept. Tap to change.",
+    "You changed this group's settings to allow only admins to send messages to this group",
+    "Your security code with María José Fernández-Castro (Universidad Politécnica de Madrid) changed. Tap "
+    "to learn more.",
+)
+
+
+@pytest.mark.parametrize("columnar", [False, True])
+def test_long_author_names_are_authors_and_system_lines_stay_system(columnar):
+    assert len(LONG_NAMES[0]) == 63
+    lines = [f"12/24/19, 11:{i:02d} - {line}" for i, line in enumerate(SYSTEM_LINES)]
+    lines += [f"12/24/19, 12:{i:02d} - {name}: Hola, this is {i}: ok" for i, name in enumerate(LONG_NAMES)]
+    text = "\n".join(lines) + "\n"
+    if columnar:
+        (session,) = WA.parse_columns(decode(text.encode(), "WhatsApp Chat with Test.txt"), Settings())
+        frame = session.frame
+        turns = list(zip(frame["speaker"], frame["role"], frame["content"], strict=True))
+    else:
+        turns = [(t.speaker, t.role, t.content) for t in parse(text).turns]
+    system, authored = turns[:len(SYSTEM_LINES)], turns[len(SYSTEM_LINES):]
+    assert [(s, r) for s, r, _ in system] == [("System", "system")] * len(SYSTEM_LINES)
+    assert [c for *_, c in system] == list(SYSTEM_LINES)
+    assert authored == [(name, "user", f"Hola, this is {i}: ok") for i, name in enumerate(LONG_NAMES)]
