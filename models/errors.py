@@ -43,6 +43,9 @@ class Reason(StrEnum):
     INVALID_CONFIG = "invalid_config"
     # audit trail
     DIFF_CHECKSUM = "diff_checksum"
+    # the auditor's view (audit/query.py, audit/browse)
+    QUERY = "query_error"
+    NOT_FOUND = "not_found"
 
 
 class ReconstructError(Exception):
@@ -103,6 +106,10 @@ class ConfigError(ReconstructError):
 
 class RegistryError(ReconstructError):
     """A grammar was registered twice or asked for by an unknown name."""
+
+
+class AuditError(ReconstructError):
+    """A question asked of the output root cannot be answered (bad SQL, no such session or run)."""
 
 
 def _rebuild(cls: type[ReconstructError], reason: Reason, detail: str, path: str | None, line: int | None,

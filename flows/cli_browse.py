@@ -1,0 +1,78 @@
+"""The auditor's view: ``query`` (SQL over the current tables) and ``browse`` (a local web application).
+
+Both only read the output root: the ledger is opened read-only and nothing is written under OUT.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from models.errors import AuditError
+
+ConfigOpt = Annotated[Path | None, typer.Option("--config", help="TOML config file (default ./reconstruct.toml).")]
+OutArg = Annotated[Path, typer.Argument(help="Output root of the runs.")]
+EXIT_PROBLEM = 1
+
+
+def query(
+    out: OutArg,
+    sql: Annotated[str | None, typer.Argument(help="One SQL statement; without it, how to open a shell.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON rows.")] = False,
+    as_csv: Annotated[bool, typer.Option("--csv", help="CSV with a header.")] = False,
+    config: ConfigOpt = None,
+) -> None:
+    """SQL (DuckDB) over sessions, turns, quarantine, runs, reconciliation and revisions."""
+    from audit import query as sqlq
+    from flows.cli import read_ledger, show_rows
+
+    ledger = read_ledger(out, config)
+    try:
+        if sql is None:
+            _shell(out, ledger)
+            return
+        catalog = sqlq.Catalog(out, ledger)
+        try:
+            frame = catalog.run(sql)
+        except AuditError as exc:
+            typer.echo(str(exc), err=True)
+            raise typer.Exit(EXIT_PROBLEM) from None
+        finally:
+            catalog.close()
+    finally:
+        ledger.close()
+    if as_json:
+        sys.stdout.write(frame.write_json() + "\n")
+    elif as_csv:
+        sys.stdout.write(frame.write_csv())
+    else:
+        show_rows(frame.columns, [["" if v is None else v for v in row] for row in frame.rows()])
+
+
+def _shell(out: Path, ledger) -> None:
+    """Open the duckdb shell on the views when it is installed, else print how to."""
+    import os
+
+    from audit import current
+    from audit import query as sqlq
+
+    files = current.published(out, ledger)
+    if files is None:
+        typer.echo(f"the published tables under {out / current.CURRENT} are older than the ledger (or absent): "
+                   "run `reconstruct run` again, or ask here with `reconstruct query OUT \"SELECT ...\"`", err=True)
+        raise typer.Exit(EXIT_PROBLEM)
+    init = "\n".join(sqlq.view_statements(files))
+    duckdb_cli = shutil.which("duckdb")
+    if duckdb_cli is None:
+        typer.echo("No duckdb shell on PATH (pip install duckdb-cli, or the duckdb binary). In one, run:\n\n" + init)
+        return
+    typer.echo(f"opening {duckdb_cli} with the views: {', '.join(files)}", err=True)
+    os.execvp(duckdb_cli, [duckdb_cli, "-cmd", init])
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(query)
