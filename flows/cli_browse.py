@@ -74,5 +74,21 @@ def _shell(out: Path, ledger) -> None:
     os.execvp(duckdb_cli, [duckdb_cli, "-cmd", init])
 
 
+def browse(
+    out: OutArg,
+    port: Annotated[int, typer.Option("--port", help="Port on 127.0.0.1.")] = 8765,
+    config: ConfigOpt = None,
+) -> None:
+    """A local web application over the output root (read-only, loopback only)."""
+    import uvicorn
+
+    from audit.browse.app import create_app
+    from flows.cli import load_settings
+
+    typer.echo(f"browsing {out} at http://127.0.0.1:{port}/ (Ctrl-C to stop)", err=True)
+    uvicorn.run(create_app(out, load_settings(config)), host="127.0.0.1", port=port, log_level="warning")
+
+
 def register(app: typer.Typer) -> None:
     app.command()(query)
+    app.command()(browse)
