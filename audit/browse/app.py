@@ -6,7 +6,7 @@ Stable URLs, shareable in an audit finding:
 - ``/session/<output path>?page=``: a document as people read it, with its provenance
 - ``/diff/<output path>?a=<rev>&b=<rev>``: two revisions of a document, as a unified diff
 - ``/source/<sha256>?lines=a-b`` or ``?pointer=/json/pointer``: the source span an interaction came from
-- ``/runs``, ``/runs/<run id>``, ``/quarantine/<run id>/<source key>``
+- ``/runs``, ``/runs/<run id>``, ``/runs/<run id>/report``, ``/quarantine/<run id>/<source key>``
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from urllib.parse import quote, urlencode
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 
@@ -46,6 +46,7 @@ def create_app(out_root: Path, settings: Settings | None = None, *, prefect_ui: 
         Route("/source/{sha}", pages.source),
         Route("/runs", pages.runs),
         Route("/runs/{run_id}", pages.run),
+        Route("/runs/{run_id}/report", pages.report),
         Route("/quarantine/{run_id}/{key:path}", pages.quarantined),
     ]
     return Starlette(routes=routes, exception_handlers={AuditError: _refused})
@@ -143,6 +144,19 @@ class Pages:
     def run(self, request: Request) -> Response:
         run = self.archive.run(request.path_params["run_id"])
         return self._answer(request, "run.html", {**run, "prefect": self._flow_link(run)})
+
+    def report(self, request: Request) -> Response:
+        """The run's one-page report (``reconstruct report``), linking into these pages."""
+        from ..report import ReportError, figures, render
+
+        with self.archive.ledger() as ledger:
+            try:
+                fig = figures(self.archive.out_root, ledger, request.path_params["run_id"])
+            except ReportError as exc:
+                raise AuditError(Reason.NOT_FOUND, str(exc)) from exc
+        if request.query_params.get("format") == "json":
+            return JSONResponse(jsonable(fig))
+        return HTMLResponse(render(fig, browse=""))
 
     def quarantined(self, request: Request) -> Response:
         return self._answer(request, "quarantined.html",
