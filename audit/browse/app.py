@@ -124,8 +124,9 @@ class Pages:
             raise AuditError(Reason.NOT_FOUND, f"{rel} has no revisions")
         b = _int(request.query_params.get("b"), revs[-1]["rev"])
         a = _int(request.query_params.get("a"), revs[-2]["rev"] if len(revs) > 1 else b)
-        lines = self.archive.diff(rel, a, b)
+        messages, lines = self.archive.diff(rel, a, b)
         return self._answer(request, "diff.html", {"output_path": rel, "a": a, "b": b, "revisions": revs,
+                                                    "messages": messages,
                                                     "diff": [{"kind": k, "line": t} for k, t in lines]})
 
     def source(self, request: Request) -> Response:

@@ -110,6 +110,7 @@ class Archive:
         self.ledger_path = ledger_path
         self._lock = threading.Lock()
         self._catalog: tuple[bytes, Catalog] | None = None
+        self._facets: tuple[bytes, dict[str, list[str]]] = (b"", {})
 
     @contextmanager
     def ledger(self):
@@ -134,20 +135,31 @@ class Archive:
 
     # -- sessions ---------------------------------------------------------------------------------
     def sessions(self, filters: Filters) -> Listing:
+        """One page of the list, and how many match (one scan: the total rides along as a window)."""
         where, args = filters.where()
-        total = self.sql(f"SELECT count(*) AS n FROM sessions WHERE {where}", args)[0]["n"]
-        rows = self.sql(f"SELECT {', '.join(LIST_COLUMNS)} FROM sessions WHERE {where} "
+        rows = self.sql(f"SELECT {', '.join(LIST_COLUMNS)}, count(*) OVER () AS _total FROM sessions WHERE {where} "
                         f"ORDER BY {filters.sort} {filters.order} NULLS LAST, output_path LIMIT {PAGE} "
                         f"OFFSET {(filters.page - 1) * PAGE}", args)
-        return Listing(rows, total, filters, self.facets())
+        if rows:
+            total = rows[0]["_total"]
+        else:  # past the last page: count alone
+            total = self.sql(f"SELECT count(*) AS n FROM sessions WHERE {where}", args)[0]["n"]
+        return Listing([{k: v for k, v in r.items() if k != "_total"} for r in rows], total, filters, self.facets())
 
     def facets(self) -> dict[str, list[str]]:
-        """The values each filter offers."""
+        """The values each filter offers (computed once per state of the tables)."""
+        with self._lock:
+            known = self._facets if self._catalog is not None and self._facets[0] == self._catalog[0] else None
+        if known is not None:
+            return known[1]
         found = self.sql("SELECT list(DISTINCT platform ORDER BY platform) AS platform, "
                          "list(DISTINCT grammar ORDER BY grammar) AS grammar, "
                          "list(DISTINCT status ORDER BY status) AS status FROM sessions")[0]
         found["run"] = [r["run_id"] for r in self.sql("SELECT run_id FROM runs ORDER BY started_at DESC")]
-        return {k: [v for v in (vs or []) if v is not None] for k, vs in found.items()}
+        facets = {k: [v for v in (vs or []) if v is not None] for k, vs in found.items()}
+        with self._lock:
+            self._facets = (self._catalog[0], facets)
+        return facets
 
     def document(self, rel: str) -> dict[str, Any]:
         """A current session document, parsed (``rel``: its path under OUT, ``sessions/...``)."""
@@ -173,23 +185,24 @@ class Archive:
         with self.ledger() as ledger:
             return ledger.revisions(rel)
 
-    def revision_text(self, rel: str, rev: int) -> str:
-        """A revision of a document as indented JSON (what a reader diffs)."""
+    def revision(self, rel: str, rev: int) -> dict[str, Any]:
+        """A revision of a document, parsed from the revision store."""
         found = [r for r in self.revisions(rel) if r["rev"] == rev]
         if not found:
             raise AuditError(Reason.NOT_FOUND, f"{rel} has no revision {rev}")
         try:
-            data = revisions.get_blob(self.out_root, found[0]["sha256"])
+            return orjson.loads(revisions.get_blob(self.out_root, found[0]["sha256"]))
         except (OSError, ValueError, revisions.RevisionError) as exc:
             raise AuditError(Reason.NOT_FOUND, f"{rel} revision {rev}: its blob is not readable ({exc})") from exc
-        return orjson.dumps(orjson.loads(data), option=orjson.OPT_INDENT_2).decode()
 
-    def diff(self, rel: str, a: int, b: int) -> list[tuple[str, str]]:
-        """The unified diff between two revisions as (kind, line): kind is add, del, hunk or same."""
-        lines = difflib.unified_diff(self.revision_text(rel, a).splitlines(), self.revision_text(rel, b).splitlines(),
-                                     f"{rel} rev {a}", f"{rel} rev {b}", n=3, lineterm="")
+    def diff(self, rel: str, a: int, b: int) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
+        """Two revisions compared: the messages added, removed or changed (by ordinal), and the unified
+        diff of the documents as indented JSON, as (kind, line) with kind add, del, hunk or same."""
+        old, new = self.revision(rel, a), self.revision(rel, b)
+        text = [orjson.dumps(d, option=orjson.OPT_INDENT_2).decode().splitlines() for d in (old, new)]
+        lines = difflib.unified_diff(*text, f"{rel} rev {a}", f"{rel} rev {b}", n=3, lineterm="")
         kinds = {"+": "add", "-": "del", "@": "hunk"}
-        return [(kinds.get(line[:1], "same"), line) for line in lines]
+        return message_changes(old, new), [(kinds.get(line[:1], "same"), line) for line in lines]
 
     # -- runs and quarantine ----------------------------------------------------------------------
     def runs(self) -> list[dict[str, Any]]:
@@ -249,6 +262,28 @@ class Archive:
         if pointer is not None:
             view["value"] = _pointed(raw, pointer)
         return view
+
+
+MESSAGE_FIELDS = ("speakerName", "role", "date", "content", "absent")
+
+
+def message_changes(old: dict[str, Any], new: dict[str, Any]) -> list[dict[str, Any]]:
+    """The interactions that differ between two documents, by ordinal: added, removed or changed
+    (with the fields that changed, before and after)."""
+    before, after = ({it["ordinal"]: it for it in d["artifacts"]["Chatthistorik"]["interactions"]} for d in (old, new))
+    out = []
+    for ordinal in sorted(before.keys() | after.keys()):
+        was, now = before.get(ordinal), after.get(ordinal)
+        if was is None or now is None:
+            it = now or was
+            out.append({"ordinal": ordinal, "change": "added" if was is None else "removed",
+                        "speakerName": it["speakerName"], "fields": {"content": (None, it["content"]) if was is None
+                                                                     else (it["content"], None)}})
+            continue
+        fields = {k: (was.get(k), now.get(k)) for k in MESSAGE_FIELDS if was.get(k) != now.get(k)}
+        if fields:
+            out.append({"ordinal": ordinal, "change": "changed", "speakerName": now["speakerName"], "fields": fields})
+    return out
 
 
 def _locate(seen: list[dict[str, Any]], sha256: str) -> Path | str:

@@ -74,7 +74,10 @@ def test_session_page_is_paged(client, monkeypatch):
 
 
 def test_revision_diff(client):
-    diff = client.get(f"/diff/{CHAT}", params={"a": 0, "b": 1, "format": "json"}).json()["diff"]
+    answer = client.get(f"/diff/{CHAT}", params={"a": 0, "b": 1, "format": "json"}).json()
+    assert [(m["ordinal"], m["change"], m["fields"]["content"]) for m in answer["messages"]] == [
+        (3, "added", [None, "how is the deploy going"]), (4, "added", [None, "the deploy finished at noon"])]
+    diff = answer["diff"]
     added = [d["line"] for d in diff if d["kind"] == "add"]
     assert any("the deploy finished at noon" in line for line in added)
     assert not [d for d in diff if d["kind"] == "del" and "mail me" in d["line"]]
@@ -109,3 +112,17 @@ def test_nothing_outside_sessions_and_nothing_written(client, audited):
     assert client.get("/session/ledger.sqlite", params={"format": "json"}).json()["error"] == "not_found"
     assert client.get("/quarantine/nope/x").status_code == 404
     assert _tree(audited) == before
+
+
+def test_browse_command_serves_on_loopback_only(audited, monkeypatch):
+    import uvicorn
+    from typer.testing import CliRunner
+
+    from flows.cli import app
+
+    served = {}
+    monkeypatch.setattr(uvicorn, "run", lambda application, **kw: served.update(kw, app=application))
+    result = CliRunner().invoke(app, ["browse", str(audited), "--port", "8799"])
+    assert result.exit_code == 0, result.output
+    assert (served["host"], served["port"]) == ("127.0.0.1", 8799)
+    assert TestClient(served["app"]).get("/sessions", params={"format": "json"}).json()["total"] == 2
