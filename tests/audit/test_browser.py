@@ -5,7 +5,6 @@ to .test-artifacts/browse/ for a reviewer. Skips with a reason where Chromium or
 from __future__ import annotations
 
 import shutil
-import socket
 import threading
 import time
 from pathlib import Path
@@ -14,6 +13,7 @@ import pytest
 
 from audit.browse.app import create_app
 from tests.audit.conftest import CHAT
+from tests.flows.conftest import free_port
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 ARTIFACTS = Path(__file__).resolve().parents[2] / ".test-artifacts" / "browse"
@@ -24,17 +24,11 @@ sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH (apt-get install -y chromium)")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def served(audited):
     import uvicorn
 
-    port = _free_port()
+    port = free_port()
     server = uvicorn.Server(uvicorn.Config(create_app(audited), host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
