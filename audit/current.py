@@ -1,6 +1,6 @@
 """The current tables an auditor queries as they are, published by each run under OUT/datasets/current.
 
-Six tables, one Parquet file each, written at the end of every run (``publish``) so that no manual
+Seven tables, one Parquet file each, written at the end of every run (``publish``) so that no manual
 ``export`` precedes a query:
 
 - ``sessions``: the current documents (``audit.datasets``), with ``platform`` (the folder of the
@@ -12,7 +12,8 @@ Six tables, one Parquet file each, written at the end of every run (``publish``)
   command that reruns it;
 - ``runs``: every run with its counts, duration and Prefect flow-run id when the flow recorded one;
 - ``reconciliation``: what each snapshot of a session key brought (``audit.datasets.reconciliation``);
-- ``revisions``: the revision index of every document path.
+- ``revisions``: the revision index of every document path;
+- ``terms``: the search index, each word of the contents and speaker names with its documents.
 
 ``stamp.json`` beside them says which state of the ledger they hold (the latest run, its end, the
 revision count): a reader whose ledger has moved on (a revert, a run that died before publishing)
@@ -34,8 +35,10 @@ from .ledger import Ledger
 
 CURRENT = Path("datasets") / "current"
 STAMP = "stamp.json"
-TABLES = ("sessions", "turns", "quarantine", "runs", "reconciliation", "revisions")
+TABLES = ("sessions", "turns", "quarantine", "runs", "reconciliation", "revisions", "terms")
+WORD = r"\w+"  # a search term: a run of word characters, lowercased (audit/browse/data.py tokenizes alike)
 UTC = pl.Datetime("us", "UTC")
+ROW_GROUP = 100_000  # rows per Parquet row group: small enough for a sorted column's lookups to skip most
 ISO_Z = "%Y-%m-%dT%H:%M:%SZ"
 
 
@@ -135,11 +138,20 @@ def reconciliation(ledger: Ledger) -> pl.DataFrame:
     return table.with_columns(platform=pl.col("session_key").str.split(":").list.first())
 
 
+def terms(turns: pl.LazyFrame) -> pl.LazyFrame:
+    """The search index: each lowercased word of the contents and speaker names with the documents
+    that hold it, sorted by word (so a lookup reads the few row groups whose range holds the word)."""
+    text = pl.concat_str([pl.col("content"), pl.col("speaker_name")], separator=" ", ignore_nulls=True)
+    return (turns.select("output_path", term=text.str.to_lowercase().str.extract_all(WORD))
+            .explode("term").drop_nulls("term").unique().sort("term", "output_path"))
+
+
 def build(out_root: Path, ledger: Ledger, problems: list[str] | None = None) -> dict[str, pl.DataFrame]:
-    """All six tables, from the ledger and the parts."""
+    """All the tables, from the ledger and the parts."""
     sessions, turns = sessions_and_turns(out_root, ledger, problems)
     return {"sessions": sessions, "turns": turns, "quarantine": quarantine(ledger, out_root), "runs": runs(ledger),
-            "reconciliation": reconciliation(ledger), "revisions": revisions(ledger)}
+            "reconciliation": reconciliation(ledger), "revisions": revisions(ledger),
+            "terms": terms(turns.lazy()).collect()}
 
 
 def publish(out_root: Path, ledger: Ledger) -> list[Path]:
@@ -153,7 +165,7 @@ def publish(out_root: Path, ledger: Ledger) -> list[Path]:
     for name, frame in build(out_root, ledger).items():
         target = folder / f"{name}.parquet"
         tmp = target.with_name(f".{target.name}.tmp")
-        frame.write_parquet(tmp)
+        frame.write_parquet(tmp, row_group_size=ROW_GROUP)
         tmp.replace(target)
         written.append(target)
     atomic_write(folder / STAMP, stamp.dumps())

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import re
 import threading
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -35,6 +36,7 @@ class Filters:
     """A sessions list request: search text, filters, order and page (all optional)."""
 
     q: str = ""
+    match: str = "words"  # words: every word of q, whole (the index); substring: q anywhere (a scan)
     platform: str = ""
     status: str = ""
     coverage: str = ""
@@ -53,6 +55,8 @@ class Filters:
             known.pop("sort", None)
         if known.get("order") not in ("asc", "desc"):
             known.pop("order", None)
+        if known.get("match") not in ("words", "substring"):
+            known.pop("match", None)
         try:
             page = max(1, int(params.get("page", "1")))
         except ValueError:
@@ -79,15 +83,20 @@ class Filters:
         if self.until:
             terms.append("first_at < CAST(? AS TIMESTAMPTZ) + INTERVAL 1 DAY")
             args.append(self.until)
-        if self.q:  # contents and speakers: the turns of the documents, one scan
+        if self.q and self.match == "substring":  # any part of a word: a scan of every turn
             terms.append("output_path IN (SELECT output_path FROM turns WHERE content ILIKE ? OR speaker_name ILIKE ?)")
             args += [f"%{self.q}%"] * 2
+        elif self.q:  # whole words, each looked up in the sorted index
+            for word in dict.fromkeys(re.findall(current.WORD, self.q.lower())):
+                terms.append("output_path IN (SELECT output_path FROM terms WHERE term = ?)")
+                args.append(word)
         return " AND ".join(terms), args
 
     def params(self, **change: Any) -> dict[str, Any]:
         """The query parameters of this request with some changed (for links), without empty ones."""
         values = {**asdict(self), **change}
-        return {k: v for k, v in values.items() if v not in ("", None) and not (k == "page" and v == 1)}
+        return {k: v for k, v in values.items()
+                if v not in ("", None) and (k, v) not in (("page", 1), ("match", "words"))}
 
 
 @dataclass(slots=True)

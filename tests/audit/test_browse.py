@@ -32,6 +32,10 @@ def test_sessions_list_search_and_filters(client):
     assert sorted(_sessions(client)) == ["irc:homelab_2024-03-05", "transcript:chat"]
     assert _sessions(client, q="DEPLOY") == ["transcript:chat"]  # contents, any case
     assert _sessions(client, q="Assistant") == ["transcript:chat"]  # speakers
+    assert _sessions(client, q="deploy noon") == ["transcript:chat"]  # every word
+    assert _sessions(client, q="deploy homelab") == []
+    assert _sessions(client, q="deplo") == []  # whole words from the index...
+    assert _sessions(client, q="deplo", match="substring") == ["transcript:chat"]  # ...or any part, by a scan
     assert _sessions(client, platform="irc") == ["irc:homelab_2024-03-05"]
     assert _sessions(client, grammar="transcript", status="ok", coverage="full") == ["transcript:chat"]
     assert _sessions(client, coverage="partial") == []

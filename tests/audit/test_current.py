@@ -27,6 +27,9 @@ def test_each_run_publishes_the_six_tables(audited):
     assert chat["revisions"] == 2 and chat["interactions"] == 4
     assert set(turns["platform"]) == {"irc", "transcript"} and turns["run_id"].null_count() == 0
     assert turns.filter(pl.col("output_path") == CHAT)["session_key"].unique().to_list() == ["transcript:chat"]
+    words = tables["terms"]
+    assert words.filter(pl.col("term") == "deploy")["output_path"].to_list() == [CHAT]  # once per document
+    assert words["term"].to_list() == sorted(words["term"].to_list()) and "assistant" in words["term"].to_list()
 
 
 def test_quarantine_and_runs_are_tables(audited):

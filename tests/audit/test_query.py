@@ -112,4 +112,4 @@ def test_query_without_sql_tells_how_to_open_a_shell(audited, monkeypatch):
     monkeypatch.setattr(shutil, "which", lambda _name: None)
     result = runner.invoke(app, ["query", str(audited)])
     assert result.exit_code == 0
-    assert result.stdout.count("CREATE OR REPLACE VIEW") == 6 and "quarantine.parquet" in result.stdout
+    assert result.stdout.count("CREATE OR REPLACE VIEW") == 7 and "quarantine.parquet" in result.stdout
