@@ -29,6 +29,7 @@ SORTS = ("last_at", "first_at", "interactions", "platform", "session_key", "stat
 LIST_COLUMNS = ("output_path", "platform", "session_key", "session_id", "source_path", "interactions", "first_at",
                 "last_at", "status", "coverage_reason", "redactions", "revisions", "grammar", "run_id", "flag")
 SOURCE_CONTEXT = 3  # lines shown around a span
+KEPT_DOCUMENTS = 4  # parsed documents kept for the next page of the same session
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +121,7 @@ class Archive:
         self._lock = threading.Lock()
         self._catalog: tuple[bytes, Catalog] | None = None
         self._facets: tuple[bytes, dict[str, list[str]]] = (b"", {})
+        self._documents: dict[tuple[str, int, int], dict[str, Any]] = {}  # oldest first
 
     @contextmanager
     def ledger(self):
@@ -144,16 +146,13 @@ class Archive:
 
     # -- sessions ---------------------------------------------------------------------------------
     def sessions(self, filters: Filters) -> Listing:
-        """One page of the list, and how many match (one scan: the total rides along as a window)."""
+        """One page of the list (a top-N sort: only the page's rows are kept), and how many match."""
         where, args = filters.where()
-        rows = self.sql(f"SELECT {', '.join(LIST_COLUMNS)}, count(*) OVER () AS _total FROM sessions WHERE {where} "
+        total = self.sql(f"SELECT count(*) AS n FROM sessions WHERE {where}", args)[0]["n"]
+        rows = self.sql(f"SELECT {', '.join(LIST_COLUMNS)} FROM sessions WHERE {where} "
                         f"ORDER BY {filters.sort} {filters.order} NULLS LAST, output_path LIMIT {PAGE} "
                         f"OFFSET {(filters.page - 1) * PAGE}", args)
-        if rows:
-            total = rows[0]["_total"]
-        else:  # past the last page: count alone
-            total = self.sql(f"SELECT count(*) AS n FROM sessions WHERE {where}", args)[0]["n"]
-        return Listing([{k: v for k, v in r.items() if k != "_total"} for r in rows], total, filters, self.facets())
+        return Listing(rows, total, filters, self.facets())
 
     def facets(self) -> dict[str, list[str]]:
         """The values each filter offers (computed once per state of the tables)."""
@@ -171,12 +170,23 @@ class Archive:
         return facets
 
     def document(self, rel: str) -> dict[str, Any]:
-        """A current session document, parsed (``rel``: its path under OUT, ``sessions/...``)."""
+        """A current session document, parsed (``rel``: its path under OUT, ``sessions/...``); the last
+        few are kept while their file is unchanged, so paging through a long session parses it once."""
         path = self._inside(rel, "sessions")
         try:
-            return orjson.loads(path.read_bytes())
+            stat = path.stat()
+            key = (rel, stat.st_mtime_ns, stat.st_size)
+            with self._lock:
+                if key in self._documents:
+                    return self._documents[key]
+            doc = orjson.loads(path.read_bytes())
         except (OSError, orjson.JSONDecodeError) as exc:
             raise AuditError(Reason.NOT_FOUND, f"{rel}: no readable session document ({exc})") from exc
+        with self._lock:
+            self._documents[key] = doc
+            while len(self._documents) > KEPT_DOCUMENTS:
+                self._documents.pop(next(iter(self._documents)))
+        return doc
 
     def session_row(self, rel: str) -> dict[str, Any] | None:
         rows = self.sql("SELECT * FROM sessions WHERE output_path = ?", [rel])

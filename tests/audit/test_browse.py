@@ -130,3 +130,18 @@ def test_browse_command_serves_on_loopback_only(audited, monkeypatch):
     assert result.exit_code == 0, result.output
     assert (served["host"], served["port"]) == ("127.0.0.1", 8799)
     assert TestClient(served["app"]).get("/sessions", params={"format": "json"}).json()["total"] == 2
+
+
+def test_a_document_is_read_again_once_its_file_changes(audited, tmp_path):
+    import os
+    import shutil
+
+    out = tmp_path / "out"
+    shutil.copytree(audited, out)
+    archive = data.Archive(out, out / "ledger.sqlite")
+    assert archive.document(CHAT) is archive.document(CHAT)  # parsed once while unchanged
+    path = out / CHAT
+    path.write_bytes(path.read_bytes().replace(b"the deploy finished at noon", b"the deploy finished at one"))
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
+    last = archive.document(CHAT)["artifacts"]["Chatthistorik"]["interactions"][3]
+    assert last["content"] == "the deploy finished at one"
