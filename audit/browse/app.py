@@ -49,7 +49,9 @@ def create_app(out_root: Path, settings: Settings | None = None, *, prefect_ui: 
         Route("/runs/{run_id}/report", pages.report),
         Route("/quarantine/{run_id}/{key:path}", pages.quarantined),
     ]
-    return Starlette(routes=routes, exception_handlers={AuditError: _refused})
+    app = Starlette(routes=routes, exception_handlers={AuditError: _refused})
+    app.state.archive = archive
+    return app
 
 
 def _prefect_ui() -> str | None:
