@@ -36,6 +36,8 @@ def query(
             _shell(out, ledger)
             return
         catalog = sqlq.Catalog(out, ledger)
+        if not catalog.fresh:
+            typer.echo("the published tables are older than the ledger: answered from tables built from it", err=True)
         try:
             frame = catalog.run(sql)
         except AuditError as exc:

@@ -94,6 +94,8 @@ def test_stale_tables_are_built_from_the_ledger_outside_out(audited, tmp_path):
     finally:
         cat.close()
         ledger.close()
+    said = runner.invoke(app, ["query", str(out), "SELECT count(*) AS n FROM turns", "--csv"])
+    assert said.exit_code == 0 and "older than the ledger" in said.output and "n\n14\n" in said.output
     assert sorted(p.relative_to(out) for p in out.rglob("*")) == before
 
 
