@@ -111,14 +111,16 @@ def quarantine(ledger: Ledger, out_root: Path) -> pl.DataFrame:
 
 
 def runs(ledger: Ledger) -> pl.DataFrame:
-    """Every run, newest first: status, counts, duration, its inputs and its Prefect flow-run id."""
+    """Every run, newest first: its order (``seq``, 1 the first: two runs may start in the same second),
+    status, counts, duration, its inputs and its Prefect flow-run id."""
     rows = []
-    for run in ledger.runs(limit=-1):
+    found = ledger.runs(limit=-1)
+    for i, run in enumerate(found):
         args = orjson.loads(run["args"] or "{}")
-        rows.append({**{k: v for k, v in run.items() if k != "args"},
+        rows.append({"seq": len(found) - i, **{k: v for k, v in run.items() if k != "args"},
                      "paths": [str(p) for p in args.get("paths", [])],
                      "prefect_flow_run_id": args.get("prefect_flow_run_id")})
-    schema = {"run_id": pl.Utf8, "started_at": pl.Utf8, "finished_at": pl.Utf8, "status": pl.Utf8,
+    schema = {"seq": pl.Int64, "run_id": pl.Utf8, "started_at": pl.Utf8, "finished_at": pl.Utf8, "status": pl.Utf8,
               "config_fingerprint": pl.Utf8, "pipeline_version": pl.Utf8, "files": pl.Int64,
               "files_skipped": pl.Int64, "files_quarantined": pl.Int64, "sessions_ok": pl.Int64,
               "sessions_partial": pl.Int64, "sessions_quarantined": pl.Int64, "seconds": pl.Float64,

@@ -525,7 +525,7 @@ class Ledger:
     def sources_with_sha(self, sha256: str) -> list[dict[str, Any]]:
         """Where inputs with these bytes were read: source path and the run that read it, newest first."""
         return self._dicts("SELECT DISTINCT f.source_path, f.run_id, r.args FROM files f JOIN runs r USING (run_id) "
-                           "WHERE f.sha256=? ORDER BY r.started_at DESC", (sha256,))
+                           "WHERE f.sha256=? ORDER BY r.started_at DESC, r.rowid DESC", (sha256,))
 
     def listing(self, key: str | None = None) -> list[dict[str, Any]]:
         """Sessions by key (``reconstruct sessions``): each key's document, its snapshots and its counts

@@ -88,7 +88,15 @@ def browse(
     from flows.cli import load_settings
 
     typer.echo(f"browsing {out} at http://127.0.0.1:{port}/ (Ctrl-C to stop)", err=True)
-    uvicorn.run(create_app(out, load_settings(config)), host="127.0.0.1", port=port, log_level="warning")
+    uvicorn.run(create_app(out, load_settings(config), prefect_ui=_prefect_ui()), host="127.0.0.1", port=port,
+                log_level="warning")
+
+
+def _prefect_ui() -> str | None:
+    """The Prefect UI's base URL when one is configured (PREFECT_UI_URL or PREFECT_API_URL), for flow-run links."""
+    from prefect.settings import get_current_settings
+
+    return get_current_settings().ui_url
 
 
 def register(app: typer.Typer) -> None:

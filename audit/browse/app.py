@@ -34,10 +34,9 @@ TEMPLATES.env.filters["ts"] = lambda v: v.strftime("%Y-%m-%d %H:%M:%SZ") if hasa
 
 def create_app(out_root: Path, settings: Settings | None = None, *, prefect_ui: str | None = None) -> Starlette:
     """The application over ``out_root`` (read-only). ``prefect_ui``: the Prefect UI's base URL for
-    flow-run links (default: Prefect's own setting, when one is configured)."""
+    flow-run links (none without it: the runs show the flow run's id)."""
     archive = Archive(out_root, ledger_path_for(out_root, settings or Settings()))
-    ui = prefect_ui if prefect_ui is not None else _prefect_ui()
-    pages = Pages(archive, ui)
+    pages = Pages(archive, prefect_ui or None)
     routes = [
         Route("/", lambda _r: RedirectResponse("/sessions")),
         Route("/sessions", pages.sessions),
@@ -52,12 +51,6 @@ def create_app(out_root: Path, settings: Settings | None = None, *, prefect_ui: 
     app = Starlette(routes=routes, exception_handlers={AuditError: _refused})
     app.state.archive = archive
     return app
-
-
-def _prefect_ui() -> str | None:
-    from prefect.settings import get_current_settings
-
-    return get_current_settings().ui_url
 
 
 def _refused(request: Request, exc: AuditError) -> Response:

@@ -163,7 +163,7 @@ class Archive:
         found = self.sql("SELECT list(DISTINCT platform ORDER BY platform) AS platform, "
                          "list(DISTINCT grammar ORDER BY grammar) AS grammar, "
                          "list(DISTINCT status ORDER BY status) AS status FROM sessions")[0]
-        found["run"] = [r["run_id"] for r in self.sql("SELECT run_id FROM runs ORDER BY started_at DESC")]
+        found["run"] = [r["run_id"] for r in self.sql("SELECT run_id FROM runs ORDER BY seq DESC")]
         facets = {k: [v for v in (vs or []) if v is not None] for k, vs in found.items()}
         with self._lock:
             self._facets = (self._catalog[0], facets)
@@ -225,7 +225,7 @@ class Archive:
 
     # -- runs and quarantine ----------------------------------------------------------------------
     def runs(self) -> list[dict[str, Any]]:
-        return self.sql("SELECT * FROM runs ORDER BY started_at DESC, run_id DESC")
+        return self.sql("SELECT * FROM runs ORDER BY seq DESC")
 
     def run(self, run_id: str) -> dict[str, Any]:
         rows = self.sql("SELECT * FROM runs WHERE run_id = ?", [run_id])
