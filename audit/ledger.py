@@ -516,6 +516,17 @@ class Ledger:
             f"AND output_path LIKE 'sessions/%' GROUP BY session_key) {where} ORDER BY s.session_key",
             (key,) if key is not None else ())
 
+    def document_keys(self) -> list[tuple[str, str, str]]:
+        """(output path, output sha256, session key) of every document bytes a run wrote with a key."""
+        return self.db.execute(
+            "SELECT output_path, output_sha256, MAX(session_key) FROM sessions WHERE output_sha256 IS NOT NULL "
+            "AND session_key IS NOT NULL GROUP BY output_path, output_sha256").fetchall()
+
+    def sources_with_sha(self, sha256: str) -> list[dict[str, Any]]:
+        """Where inputs with these bytes were read: source path and the run that read it, newest first."""
+        return self._dicts("SELECT DISTINCT f.source_path, f.run_id, r.args FROM files f JOIN runs r USING (run_id) "
+                           "WHERE f.sha256=? ORDER BY r.started_at DESC, r.rowid DESC", (sha256,))
+
     def listing(self, key: str | None = None) -> list[dict[str, Any]]:
         """Sessions by key (``reconstruct sessions``): each key's document, its snapshots and its counts
         (new and unchanged summed over its snapshots, edited likewise, absent: from the latest), in key order."""

@@ -1,9 +1,11 @@
 """The audit report: one self-contained HTML page (inline SVG, no scripts, no external assets).
 
-Figures of the chosen run come from the ledger (sessions by status, coverage, quarantine reasons);
-figures of the archive as it stands come from the datasets of OUT/sessions (formats, turns per
-session, unknown models, redactions). Every chart prints its numbers, and every number sits in a
-table cell marked ``data-figure``/``data-key`` so a test (or an auditor's script) can read them.
+Every figure is of the chosen run: from the ledger (sessions by status, coverage, the quarantined
+inputs with their reasons and detail), and from the datasets of the documents the run wrote that are
+still current (formats, turns per session, unknown models, redactions); the whole root's totals are
+named beside them, and the marks of documents without their source stand for the whole root.
+Every chart prints its numbers, and every number sits in a table cell marked
+``data-figure``/``data-key`` so a test (or an auditor's script) can read them.
 """
 
 from __future__ import annotations
@@ -12,8 +14,11 @@ import json
 from html import escape
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import polars as pl
+
+from models.errors import Reason, ReconstructError
 
 from . import datasets
 from .files import atomic_write
@@ -23,7 +28,7 @@ PALETTE = ["#2b6cb0", "#38a169", "#d69e2e", "#c53030", "#805ad5", "#319795", "#d
 HIST_BINS = [(1, 1), (2, 2), (3, 5), (6, 10), (11, 20), (21, 50), (51, 100), (101, 1000), (1001, None)]
 
 
-class ReportError(Exception):
+class ReportError(ReconstructError):
     """The report cannot be made (no such run, nothing ran)."""
 
 
@@ -32,7 +37,8 @@ def figures(out_root: Path, ledger: Ledger, run_id: str | None = None) -> dict[s
     run_id = run_id or ledger.latest_run_id()
     run = ledger.run(run_id) if run_id else None
     if run is None:
-        raise ReportError(f"no run {run_id!r} in the ledger" if run_id else "the ledger has no run yet")
+        raise ReportError(Reason.NOT_FOUND,
+                          f"no run {run_id!r} in the ledger" if run_id else "the ledger has no run yet")
     counts = ledger.run_counts(run_id)
     sess = ledger.session_rows(run_id)
     by_status = {s: 0 for s in ("ok", "partial", "quarantined", "failed")}
@@ -43,7 +49,10 @@ def figures(out_root: Path, ledger: Ledger, run_id: str | None = None) -> dict[s
         for r in filter(None, (q["reasons"] or "").split(",")):
             reasons[r] = reasons.get(r, 0) + 1
     left_out: list[str] = []  # stray or hand-edited files under OUT/sessions, as `verify` reports them
-    sessions, turns = datasets.tables(out_root, ledger, left_out)
+    everything, all_turns = datasets.tables(out_root, ledger, left_out)
+    # the documents this run wrote that are still current: the figures of the run, not of the whole root
+    sessions = everything.filter(pl.col("run_id") == run_id)
+    turns = all_turns.join(sessions.select("output_path"), on="output_path", how="semi")
     formats = _counts(sessions["grammar"].to_list())
     hist = {_bin_label(lo, hi): 0 for lo, hi in HIST_BINS}
     hist["0"] = 0
@@ -62,13 +71,16 @@ def figures(out_root: Path, ledger: Ledger, run_id: str | None = None) -> dict[s
         "status": by_status,
         "coverage": {"ok": by_status["ok"], "partial": by_status["partial"]},
         "quarantine_reasons": dict(sorted(reasons.items())),
-        "archive": {"documents": sessions.height, "turns": turns.height, "left_out": len(left_out)},
+        "archive": {"documents": everything.height, "turns": all_turns.height, "left_out": len(left_out)},
+        "written": {"documents": sessions.height, "turns": turns.height},
+        "quarantined": [{k: q[k] for k in ("what", "source_key", "source_path", "session_id", "reasons", "detail")}
+                        for q in ledger.quarantined(run_id)],
         "formats": formats,
         "turns_histogram": hist,
         "models": {"assistant_turns": ai.height, "unknown": unknown,
                    "unknown_share": round(unknown / ai.height, 4) if ai.height else 0.0},
         "redactions": dict(sorted(redactions.items())),
-        "flags": _counts([f for f in sessions["flag"].to_list() if f]),
+        "flags": _counts([f for f in everything["flag"].to_list() if f]),  # marks stand for the root
         "accounting": {"sessions with unaccounted source": counts["sessions_unaccounted"],
                        "unaccounted lines or records": counts["unaccounted_source"]},
         "drift": {d["item"]: d["count"] for d in ledger.drift(run_id)},
@@ -115,7 +127,8 @@ def _bars(values: dict[str, int | float], *, color_by_key: bool = True) -> str:
     """Horizontal bars, label left, value printed right of each bar."""
     if not values:
         return '<p class="none">none</p>'
-    row, label_w, bar_w = 26, 200, 520
+    row, bar_w = 26, 520
+    label_w = max(200, 8 * max(len(str(k)) for k in values) + 16)  # 13px text: the longest label whole
     top = max(values.values()) or 1
     height = row * len(values) + 10
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{label_w + bar_w + 90}" height="{height}" '
@@ -160,7 +173,7 @@ h1{font-size:24px;margin:0 0 4px}h2{font-size:18px;margin:24px 0 4px;border-bott
 .note{color:#4a5568;font-size:13px;margin:2px 0 8px}.none{color:#718096}
 table{border-collapse:collapse;font-size:13px;margin:6px 0}
 th,td{border:1px solid #e2e8f0;padding:3px 8px;text-align:left}
-td{text-align:right;font-variant-numeric:tabular-nums}.fig{display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start}
+td{text-align:right;font-variant-numeric:tabular-nums}td.text{text-align:left}.fig{display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start}
 """
 
 
@@ -169,9 +182,41 @@ def _left_out(archive: dict[str, int]) -> str:
     return f"; {n} files there are not session documents and are left out, see `reconstruct verify`" if n else ""
 
 
-def render(fig: dict[str, Any]) -> str:
+def _quarantined(rows: list[dict[str, Any]], run_id: str, browse: str | None) -> str:
+    """The run's quarantined inputs by name, with their reason codes and detail (and a link into browse)."""
+    if not rows:
+        return '<section><h2>Quarantined inputs</h2><p class="none">none</p></section>'
+    cells = []
+    for q in rows:
+        name = escape(q["source_path"] or q["source_key"])
+        if browse is not None:
+            name = f'<a href="{escape(browse)}/quarantine/{quote(run_id)}/{quote(q["source_key"])}">{name}</a>'
+        cells.append(f'<tr><th scope="row" data-figure="quarantined" data-key="{escape(q["source_key"])}">{name}</th>'
+                     f'<td class="text">{escape(q["what"])}</td><td class="text">{escape(q["session_id"] or "")}</td>'
+                     f'<td class="text">{escape(q["reasons"] or "")}</td><td class="text">{escape(q["detail"] or "")}'
+                     "</td></tr>")
+    return ('<section><h2>Quarantined inputs</h2><p class="note">Each file or session the run refused, with its '
+            "reason codes and detail (ledger); <code>reconstruct rerun --run " + escape(run_id) + "</code> "
+            "reprocesses them.</p><table><thead><tr><th>input</th><th>what</th><th>session</th><th>reasons</th>"
+            f"<th>detail</th></tr></thead><tbody>{''.join(cells)}</tbody></table></section>")
+
+
+def _links(run_id: str, browse: str | None) -> str:
+    if browse is None:
+        return ""
+    base = escape(browse)
+    return (f'<p class="note">Browse: <a href="{base}/runs/{quote(run_id)}">this run</a> · '
+            f'<a href="{base}/sessions?run={quote(run_id)}">the documents it wrote</a> · '
+            f'<a href="{base}/sessions">every session</a></p>')
+
+
+def render(fig: dict[str, Any], browse: str | None = None) -> str:
+    """The report's HTML; ``browse``: the base URL of a running ``reconstruct browse`` to link into
+    ("" for links relative to the page's own server)."""
     run, models = fig["run"], fig["models"]
-    archive = fig["archive"]
+    archive, written = fig["archive"], fig["written"]
+    whole = (f"{written['documents']} documents this run wrote and that are still current, of "
+             f"{archive['documents']} under OUT/sessions{_left_out(archive)}")
     sections = [
         _section("Sessions by status", f"Run {run['run_id']}: every session the run produced (ledger).",
                  _bars(fig["status"]), _table("status", fig["status"], ("status", "sessions"))),
@@ -180,17 +225,18 @@ def render(fig: dict[str, Any]) -> str:
         _section("Quarantine reasons", "Quarantined files and sessions of the run, by reason code (ledger).",
                  _bars(fig["quarantine_reasons"]),
                  _table("quarantine", fig["quarantine_reasons"], ("reason", "count"))),
-        _section("Formats", f"Documents now under OUT/sessions by grammar ({archive['documents']} documents"
-                 f"{_left_out(archive)}).",
+        _section("Formats", f"Documents of the run by grammar ({whole}).",
                  _bars(fig["formats"]), _table("formats", fig["formats"], ("grammar", "documents"))),
-        _section("Turns per session", f"Interactions per document ({archive['turns']} in all), histogram.",
+        _section("Turns per session", f"Interactions per document of the run ({written['turns']} in all), "
+                 "histogram.",
                  _bars(fig["turns_histogram"], color_by_key=False),
                  _table("turns", fig["turns_histogram"], ("interactions", "documents"))),
-        _section("Unknown models", "Assistant turns whose model name is unknown (no evidence in the source).",
+        _section("Unknown models", "Assistant turns of the run's documents whose model name is unknown "
+                 "(no evidence in the source).",
                  _share(models["unknown"], models["assistant_turns"], "unknown model"),
                  _table("models", {"assistant_turns": models["assistant_turns"], "unknown": models["unknown"],
                                    "unknown_share": models["unknown_share"]}, ("", "value"))),
-        _section("Documents without their source", "Documents kept under OUT whose input is gone "
+        _section("Documents without their source", "Documents kept under OUT (the whole root) whose input is gone "
                  "(source_missing) or no longer holds the session (superseded); nothing is deleted.",
                  _bars(fig["flags"]), _table("flags", fig["flags"], ("mark", "documents"))),
         _section("Source accounting", "Sessions of the run with lines or records of their source in no "
@@ -205,20 +251,24 @@ def render(fig: dict[str, Any]) -> str:
                  _bars({k: v for k, v in fig["reconciliation"].items() if k in ("new", "unchanged", "edited",
                                                                                 "absent")}),
                  _table("reconciliation", fig["reconciliation"], ("", "count"))),
-        _section("Redactions by type", "Secrets (and PII when enabled) found in the documents now under OUT.",
+        _section("Redactions by type", "Secrets (and PII when enabled) found in the documents the run wrote.",
                  _bars(fig["redactions"]), _table("redactions", fig["redactions"], ("type", "findings"))),
     ]
+    sections.insert(3, _quarantined(fig["quarantined"], run["run_id"], browse))
     meta = _table("run", {k: v if v is not None else "" for k, v in run.items()}, ("run", ""))
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f"<title>reconstruct audit report {escape(run['run_id'])}</title><style>{CSS}</style></head><body>"
-        f"<h1>reconstruct audit report</h1><p class=\"note\">Run figures from the ledger; archive figures "
-        f"from the datasets of the output root as it stands.</p>{meta}{''.join(sections)}</body></html>\n"
+        f"<h1>reconstruct audit report</h1><p class=\"note\">Figures of run {escape(run['run_id'])}: from the "
+        f"ledger, and from the datasets of the documents it wrote.</p>{_links(run['run_id'], browse)}{meta}"
+        f"{''.join(sections)}</body></html>\n"
     )
 
 
-def write_report(out_root: Path, ledger: Ledger, run_id: str | None = None, out_file: Path | None = None) -> Path:
-    """Render the report of a run (default the latest) to ``out_file`` (default OUT/report.html)."""
+def write_report(out_root: Path, ledger: Ledger, run_id: str | None = None, out_file: Path | None = None,
+                 browse: str | None = None) -> Path:
+    """Render the report of a run (default the latest) to ``out_file`` (default OUT/report.html),
+    linking into ``reconstruct browse`` at ``browse`` when given."""
     target = out_file or out_root / "report.html"
-    atomic_write(target.resolve(), render(figures(out_root, ledger, run_id)).encode("utf-8"))
+    atomic_write(target.resolve(), render(figures(out_root, ledger, run_id), browse).encode("utf-8"))
     return target

@@ -223,13 +223,16 @@ def report(
     config: ConfigOpt = None,
     run_id: Annotated[str | None, typer.Option("--run", help="Which run (default the latest).")] = None,
     out_file: Annotated[Path | None, typer.Option("--out-file", help="Default OUT/report.html.")] = None,
+    browse: Annotated[str | None, typer.Option("--browse", help="URL of a running `reconstruct browse` to link "
+                                               "into (e.g. http://127.0.0.1:8765).")] = None,
 ) -> None:
     """Write a self-contained HTML audit report (inline SVG charts) from the ledger and datasets."""
     from audit.report import write_report
     from flows.cli import known_run
 
     with _ledger(out, config) as ledger:
-        path = write_report(out, ledger, known_run(ledger, run_id, out), out_file)
+        path = write_report(out, ledger, known_run(ledger, run_id, out), out_file,
+                            browse.rstrip("/") if browse else None)
     typer.echo(str(path))
 
 

@@ -59,6 +59,8 @@ REASON_EXIT: dict[Reason, ExitCode] = {
     Reason.DOCUMENT_CHANGED: ExitCode.PROBLEM,
     Reason.STORE_CORRUPT: ExitCode.PROBLEM,
     Reason.DIFF_CHECKSUM: ExitCode.PROBLEM,
+    Reason.QUERY: ExitCode.USAGE,
+    Reason.NOT_FOUND: ExitCode.NOT_FOUND,
 }
 
 

@@ -24,12 +24,14 @@ from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
+import polars as pl
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.futures import as_completed
+from prefect.runtime import flow_run
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from audit import datasets, revisions
+from audit import current, datasets, revisions
 from audit.ledger import FileRow, Ledger, ledger_path_for
 from models.settings import PIPELINE_VERSION, Settings
 from models.status import DocumentMark, FileStatus, RunStatus
@@ -157,6 +159,7 @@ def reconstruct(paths: list[ingest.Root], out_root: Path, settings: Settings, *,
         ledger.start_run(run_id, _now(),
                          {"paths": [str(p) for p in paths], "out": str(out_root), "force": force,
                           "allow_shrink": allow_shrink, "pid": os.getpid(), "host": socket.gethostname(),
+                          "prefect_flow_run_id": flow_run.get_id(),
                           **({"keys": keys} if keys is not None else {})},
                          settings.fingerprint(), PIPELINE_VERSION)
     except BaseException:
@@ -197,6 +200,7 @@ def reconstruct(paths: list[ingest.Root], out_root: Path, settings: Settings, *,
         ending = RunStatus.INTERRUPTED if interrupted else RunStatus.COMPLETED
         counts = ledger.finish_run(run_id, _now(), ending, seconds)
         quarantined = ledger.quarantined(run_id)
+        unpublished = _publish(out_root, run_id, ledger)
     except BaseException as exc:
         ledger.finish_run(run_id, _now(), ending_status(exc), time.perf_counter() - started)
         raise
@@ -204,7 +208,21 @@ def reconstruct(paths: list[ingest.Root], out_root: Path, settings: Settings, *,
         emit.clear_stop(out_root)
         ledger.close()
     return {"run_id": run_id, "status": ending, "counts": counts, "quarantined": quarantined, "seconds": seconds,
-            "shards": len(shards), "written": written, "temporaries_removed": cleaned, "ledger": str(lpath)}
+            "shards": len(shards), "written": written, "temporaries_removed": cleaned, "ledger": str(lpath),
+            **({"datasets_unpublished": unpublished} if unpublished else {})}
+
+
+def _publish(out_root: Path, run_id: str, ledger: Ledger) -> str | None:
+    """Publish the current tables an auditor queries (audit/current.py); when they cannot be written,
+    the reason is recorded in the ledger (meta ``datasets_unpublished:<run>``) and returned: the run's
+    documents stand, and readers build the tables from the ledger (the published stamp is stale)."""
+    try:
+        current.publish(out_root, ledger)
+    except (OSError, pl.exceptions.PolarsError) as exc:
+        reason = f"{type(exc).__name__}: {exc}"
+        ledger.set_meta(f"datasets_unpublished:{run_id}", reason)
+        return reason
+    return None
 
 
 def _record(result: ShardResult, out_root: Path, run_id: str, settings: Settings, ledger: Ledger) -> None:

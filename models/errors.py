@@ -62,6 +62,9 @@ class Reason(StrEnum):
     REVISION_SYNTAX = "revision_syntax"
     DOCUMENT_CHANGED = "document_changed"
     STORE_CORRUPT = "store_corrupt"
+    # the auditor's view (audit/query.py, audit/browse)
+    QUERY = "query_error"
+    NOT_FOUND = "not_found"
 
 
 class ReconstructError(Exception):
@@ -132,6 +135,10 @@ class ClusterError(ReconstructError):
 
 class RegistryError(ReconstructError):
     """A grammar was registered twice or asked for by an unknown name."""
+
+
+class AuditError(ReconstructError):
+    """A question asked of the output root cannot be answered (bad SQL, no such session or run)."""
 
 
 def _rebuild(cls: type[ReconstructError], reason: Reason, detail: str, path: str | None, line: int | None,

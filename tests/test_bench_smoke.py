@@ -93,3 +93,13 @@ def test_the_irc_and_transcript_sets_parse_whole_and_streamed(tmp_path):
             assert _interactions(run) == count
             docs.append([p.read_bytes() for p in sorted((out / "sessions").rglob("*.json"))])
         assert docs[0] == docs[1] and docs[0]
+
+
+def test_browse_bench_builds_and_measures_every_page(tmp_path):
+    from bench import browse
+
+    size = browse.build(tmp_path / "browse", sessions=30, turns=4, big=40)
+    assert size["sessions"] == 31 and size["turns"] == 30 * 4 + 40
+    figures = browse.measure(tmp_path / "browse" / "out", repeat=1)
+    assert any(name.startswith("full-text search") for name in figures)
+    assert "session page of 40 interactions, page 1" in figures and all(f for f in figures.values())

@@ -100,7 +100,7 @@ def _artifacts(out: Path) -> dict[str, bytes]:
         found[rel] = path.read_bytes()
         found[f"path:{rel}"] = rel.encode()
         if path.suffix == ".parquet":
-            found[f"rows:{rel}"] = pl.read_parquet(path).write_csv().encode()
+            found[f"rows:{rel}"] = pl.read_parquet(path).write_ndjson().encode()  # nested columns too
         elif path.name == "ledger.sqlite":
             db = sqlite3.connect(path)
             found[f"sql:{rel}"] = "\n".join(db.iterdump()).encode()

@@ -70,7 +70,7 @@ def _texts(out: Path) -> dict[str, str]:
     for path in sorted(p for p in out.rglob("*") if p.is_file()):
         rel = str(path.relative_to(out))
         if path.suffix == ".parquet":
-            texts[rel] = pl.read_parquet(path).write_csv()
+            texts[rel] = pl.read_parquet(path).write_ndjson()  # nested columns too (lists of reasons)
         elif path.name.startswith("ledger.sqlite"):
             if path.name == "ledger.sqlite":
                 db = sqlite3.connect(path)

@@ -1,0 +1,196 @@
+"""Bench of the auditor's browser: the session list, a full-text search and a large session page.
+
+Builds an output root (``--folder``, default bench/data/browse): one real 10,000-interaction session
+run through the pipeline (its document, ledger and published tables), then the current tables grown
+to ``--sessions`` sessions of ``--turns`` interactions each (synthetic rows, streamed to Parquet by
+polars), kept fresh against the ledger's stamp. Then, through the application in-process (Starlette's
+TestClient: routing, DuckDB, rendering), each page is timed ``--repeat`` times (median and best),
+beside floors measured in the same run: a bare DuckDB count over the same Parquet, and the same scan
+the search does without the page around it. Figures go to stdout and ``bench/results-browse.json``.
+Never asserted by tests (no timed assertions).
+
+    python -m bench.browse                                   # 100,000 sessions x 100 turns = 10 M turns
+    python -m bench.browse --sessions 10000 --turns 20       # a quick one
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import time
+from pathlib import Path
+
+import duckdb
+import orjson
+import polars as pl
+
+from audit import current
+from bench.generate import transcript
+
+VOCAB = ("deploy", "build", "cache", "kernel", "router", "backup", "ticket", "invoice", "schedule", "meeting",
+         "review", "merge", "branch", "docker", "python", "server", "client", "window", "garden", "coffee", "train",
+         "ticket", "music", "paper", "report", "budget", "travel", "photo", "weather", "dinner", "market", "lesson",
+         "doctor", "family", "friend", "network", "printer", "laptop", "phone", "camera")
+NEEDLE = "zanzibar"  # one interaction in 10,000 holds it: what the full-text search looks for
+BIG = 10_000
+
+
+def _grow(out: Path, sessions: int, turns: int) -> dict[str, int]:
+    """Replace the published sessions and turns with the real rows plus synthetic ones."""
+    folder = out / current.CURRENT
+    real_s = pl.read_parquet(folder / "sessions.parquet")
+    real_t = pl.read_parquet(folder / "turns.parquet")
+    n = sessions * turns
+    idx = pl.int_range(0, sessions, dtype=pl.Int64, eager=False)
+
+    def path(e: pl.Expr) -> pl.Expr:
+        return pl.format("sessions/{}/k{}/s{}.json", pl.lit("p") + (e % 7).cast(pl.Utf8), e, e)
+
+    start = pl.lit(1_600_000_000_000_000, dtype=pl.Int64)
+    synth_s = (pl.LazyFrame().select(i=idx).select(
+        output_path=path(pl.col("i")), platform=pl.lit("p") + (pl.col("i") % 7).cast(pl.Utf8),
+        session_key=pl.format("p{}:k{}", pl.col("i") % 7, pl.col("i")), session_id=pl.format("s{}", pl.col("i")),
+        created_at=(start + pl.col("i") * 600_000_000).cast(current.UTC),
+        first_at=(start + pl.col("i") * 600_000_000).cast(current.UTC),
+        last_at=(start + pl.col("i") * 600_000_000 + turns * 60_000_000).cast(current.UTC),
+        status=pl.when(pl.col("i") % 50 == 0).then(pl.lit("partial")).otherwise(pl.lit("ok")),
+        source_path=pl.format("in/p{}/chat{}.txt", pl.col("i") % 7, pl.col("i")),
+        grammar=pl.lit("p") + (pl.col("i") % 7).cast(pl.Utf8), interactions=pl.lit(turns, pl.Int64),
+        redactions=(pl.col("i") % 3).cast(pl.Int64), revisions=(1 + pl.col("i") % 2).cast(pl.Int64),
+        run_id=pl.lit(real_s["run_id"][0])))
+    j = pl.int_range(0, n, dtype=pl.Int64, eager=False)
+    content = pl.concat_str([pl.col("j").hash(seed=k).mod(len(VOCAB)).cast(pl.Int64)
+                             .replace_strict(dict(enumerate(VOCAB)), return_dtype=pl.Utf8) for k in range(8)],
+                            separator=" ")
+    content = pl.when(pl.col("j").hash(seed=99) % 10_000 == 0).then(content + f" {NEEDLE}").otherwise(content)
+    session = pl.col("j") // turns
+    synth_t = pl.LazyFrame().select(j=j).select(
+        output_path=path(session), platform=pl.lit("p") + (session % 7).cast(pl.Utf8),
+        session_key=pl.format("p{}:k{}", session % 7, session), ordinal=pl.col("j") % turns + 1,
+        role=pl.when(pl.col("j") % 2 == 0).then(pl.lit("user")).otherwise(pl.lit("assistant")),
+        speaker_name=pl.when(pl.col("j") % 2 == 0).then(pl.lit("User")).otherwise(pl.format("Agent {}", session % 13)),
+        date=(start + session * 600_000_000 + (pl.col("j") % turns) * 60_000_000).cast(current.UTC),
+        content=content)
+    pl.concat([real_s.lazy(), synth_s], how="diagonal_relaxed").sink_parquet(folder / ".sessions.parquet.tmp")
+    pl.concat([real_t.lazy(), synth_t], how="diagonal_relaxed").sink_parquet(folder / ".turns.parquet.tmp",
+                                                                            row_group_size=256_000)
+    for name in ("sessions", "turns"):
+        (folder / f".{name}.parquet.tmp").replace(folder / f"{name}.parquet")
+    t0 = time.perf_counter()
+    current.terms(pl.scan_parquet(folder / "turns.parquet")).sink_parquet(folder / ".terms.parquet.tmp",
+                                                                          row_group_size=current.ROW_GROUP)
+    (folder / ".terms.parquet.tmp").replace(folder / "terms.parquet")
+    print(f"search index of {n + real_t.height:,} turns: {time.perf_counter() - t0:.1f} s")
+    return {"sessions": sessions + real_s.height, "turns": n + real_t.height}
+
+
+def build(folder: Path, sessions: int, turns: int, big: int = BIG) -> dict[str, int]:
+    """The bench's output root (rebuilt from scratch)."""
+    from flows.pipeline import reconstruct
+    from models.settings import Settings
+
+    shutil.rmtree(folder, ignore_errors=True)
+    (folder / "in").mkdir(parents=True)
+    transcript(folder / "in" / "big.txt", big)
+    reconstruct([folder / "in"], folder / "out", Settings(workers=1))
+    return _grow(folder / "out", sessions, turns)
+
+
+def _time(fn, repeat: int) -> dict[str, float]:
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1000)
+    return {"median_ms": round(statistics.median(times), 1), "best_ms": round(min(times), 1)}
+
+
+def measure(out: Path, repeat: int) -> dict[str, dict]:
+    from starlette.testclient import TestClient
+
+    from audit.browse.app import create_app
+    from audit.browse.data import TURNS_PAGE
+
+    client = TestClient(create_app(out, prefect_ui=""))
+    big = client.get("/sessions", params={"platform": "transcript", "format": "json"}).json()["sessions"][0]
+    n, last = big["interactions"], -(-big["interactions"] // TURNS_PAGE)
+    t0 = time.perf_counter()
+    first = client.get("/sessions")
+    opened = round((time.perf_counter() - t0) * 1000, 1)
+    assert first.status_code == 200
+
+    def ok(url: str, **params):
+        def go():
+            r = client.get(url, params=params)
+            assert r.status_code == 200, r.text[:500]
+        return go
+
+    def cold(url: str):
+        def go():
+            client.app.state.archive._documents.clear()  # as on the first view of the session
+            ok(url)()
+        return go
+
+    turns = str(out / current.CURRENT / "turns.parquet")
+    index = str(out / current.CURRENT / "terms.parquet")
+    part = NEEDLE[:5]
+    con = duckdb.connect()
+    figures = {
+        "first request (views opened)": {"ms": opened},
+        "session list, page 1 (latest first)": _time(ok("/sessions"), repeat),
+        "session list, page 200 sorted by interactions": _time(ok("/sessions", sort="interactions", page=200),
+                                                               repeat),
+        "session list filtered (platform, status, dates)": _time(
+            ok("/sessions", platform="p3", status="ok", since="2021-01-01", until="2021-06-30"), repeat),
+        f"full-text search '{NEEDLE}' (contents and speakers)": _time(ok("/sessions", q=NEEDLE), repeat),
+        "full-text search 'agent 7' (a speaker's words)": _time(ok("/sessions", q="agent 7"), repeat),
+        f"substring search '{part}' (a scan of every turn)": _time(ok("/sessions", q=part, match="substring"),
+                                                                   repeat),
+        f"session page of {n:,} interactions, page 1, document parsed": _time(
+            cold(f"/session/{big['output_path']}"), repeat),
+        f"session page of {n:,} interactions, page 1": _time(ok(f"/session/{big['output_path']}"), repeat),
+        f"session page of {n:,} interactions, page {last}": _time(ok(f"/session/{big['output_path']}", page=last),
+                                                                  repeat),
+        "floor: DuckDB count(*) over turns.parquet": _time(
+            lambda: con.execute(f"SELECT count(*) FROM read_parquet('{turns}')").fetchall(), repeat),
+        f"floor: DuckDB scan content ILIKE '%{part}%'": _time(
+            lambda: con.execute(f"SELECT count(DISTINCT output_path) FROM read_parquet('{turns}') "
+                                f"WHERE content ILIKE '%{part}%' OR speaker_name ILIKE '%{part}%'").fetchall(),
+            repeat),
+        f"floor: DuckDB lookup of '{NEEDLE}' in terms.parquet": _time(
+            lambda: con.execute(f"SELECT count(DISTINCT output_path) FROM read_parquet('{index}') "
+                                "WHERE term = ?", [NEEDLE]).fetchall(), repeat),
+        f"floor: read and parse the {n:,}-interaction document": _time(
+            lambda: orjson.loads((out / big["output_path"]).read_bytes()), repeat),
+    }
+    return figures
+
+
+def _size(out: Path) -> dict[str, int]:
+    folder = out / current.CURRENT
+    return {t: pl.scan_parquet(folder / f"{t}.parquet").select(pl.len()).collect().item()
+            for t in ("sessions", "turns")}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=100_000)
+    parser.add_argument("--turns", type=int, default=100, help="interactions per synthetic session")
+    parser.add_argument("--folder", type=Path, default=Path("bench/data/browse"))
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--reuse", action="store_true", help="measure the folder as it is (no rebuild)")
+    parser.add_argument("--results", type=Path, default=Path("bench/results-browse.json"))
+    args = parser.parse_args()
+    t0 = time.perf_counter()
+    size = _size(args.folder / "out") if args.reuse else build(args.folder, args.sessions, args.turns)
+    built = round(time.perf_counter() - t0, 1)
+    figures = measure(args.folder / "out", args.repeat)
+    for name, fig in figures.items():
+        print(f"{name:60s} " + "  ".join(f"{k} {v}" for k, v in fig.items()))
+    args.results.write_bytes(orjson.dumps({"size": size, "build_seconds": built, "repeat": args.repeat,
+                                           "figures": figures}, option=orjson.OPT_INDENT_2))
+
+
+if __name__ == "__main__":
+    main()
