@@ -23,7 +23,7 @@ identity print, an author print and its UTC time) with ``evidence``:
 - the messages both hold: same author and content (``identity_content``: NFC, whitespace, typography
   folded), paired one to one at one time offset that is a whole number of quarter hours up to 26 h
   (a phone in another zone, Kolkata's half hour included) within ``tolerance`` seconds;
-- **proof** (``Evidence.proof``): the same participant set over the span they share, and at least
+- **proof** (``Evidence.proof``): the same participant set (authors of non-system messages), and at least
   ``PROOF_MESSAGES`` paired messages that are not among the opening ``KEY_MESSAGES`` lines of *both*
   (an auto-greeting every customer of a business gets is no evidence);
 - **suggestive** (``Evidence.possible``): any paired message short of proof: the two stay two
@@ -292,6 +292,8 @@ def _pairs(a, b, tolerance: int) -> tuple[list[tuple[int, int]], int | None]:
     for j, (ident, _, tb) in enumerate(b):
         b_by.setdefault(ident, []).append((j, tb))
     offset = _offset(a, b_by, tolerance)
+    if offset is None and any(t is not None for *_, t in a) and any(t is not None for *_, t in b):
+        return [], None  # both timed and no zone shift lines them up: the same words said at other times
     taken: set[int] = set()
     pairs, last = [], -1
     for i, (ident, _, ta) in enumerate(a):
@@ -314,7 +316,5 @@ def evidence(a_prints: Sequence[str], b_prints: Sequence[str], tolerance: int = 
     if not pairs:
         return NO_EVIDENCE
     beyond = sum(not (i < KEY_MESSAGES and j < KEY_MESSAGES) for i, j in pairs)
-    ia, ib = [i for i, _ in pairs], [j for _, j in pairs]
-    people_a = {a[i][1] for i in range(min(ia), max(ia) + 1)}
-    people_b = {b[j][1] for j in range(min(ib), max(ib) + 1)}
-    return Evidence(len(pairs), beyond, people_a == people_b, offset)
+    same_people = {author for _, author, _ in a} == {author for _, author, _ in b}
+    return Evidence(len(pairs), beyond, same_people, offset)

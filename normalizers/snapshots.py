@@ -265,7 +265,12 @@ def _match(rows: list[_Row], state: _State, rank: int) -> list[_Cluster | None]:
 
 
 def _both_ids(a: _Row, c: _Cluster) -> bool:
-    return a.msg_id is not None and c.msg_id is not None
+    """Both have ids of one id space (then the ids already said whether they are one message)."""
+    return a.msg_id is not None and c.msg_id is not None and _space(a.msg_id) == _space(c.msg_id)
+
+
+def _space(msg_id: str) -> str:
+    return msg_id.partition("|")[0]
 
 
 def _any_id(a: _Row, c: _Cluster) -> bool:
