@@ -129,6 +129,7 @@ MIGRATIONS: list[str] = [
         key_a TEXT NOT NULL, key_b TEXT NOT NULL, decision TEXT NOT NULL, who TEXT NOT NULL, at TEXT NOT NULL,
         why TEXT NOT NULL
     );
+    CREATE TABLE link_pending (session_key TEXT PRIMARY KEY);
     """,
 ]
 

@@ -55,11 +55,34 @@ def decisions(ledger: Ledger) -> Decisions:
     return out
 
 
-def decide(ledger: Ledger, a: str, b: str, decision: Decision, who: str, at: str, why: str) -> None:
-    """Record a person's decision on a pair (the latest wins; nothing is overwritten)."""
-    ka, kb = pair(a, b)
+@dataclass(frozen=True, slots=True)
+class Say:
+    """A person's decision on a pair of keys: who, when and why."""
+
+    a: str
+    b: str
+    decision: Decision
+    who: str
+    at: str
+    why: str
+
+
+def decide(ledger: Ledger, say: Say) -> None:
+    """Record a person's decision on a pair (the latest wins; nothing is overwritten); both keys are
+    merged again by the next run (``pending``)."""
+    ka, kb = pair(say.a, say.b)
     with ledger.db:
-        ledger.db.execute("INSERT INTO link_decisions VALUES (?,?,?,?,?,?)", (ka, kb, decision.value, who, at, why))
+        ledger.db.execute("INSERT INTO link_decisions VALUES (?,?,?,?,?,?)",
+                          (ka, kb, say.decision.value, say.who, say.at, say.why))
+        ledger.db.executemany("INSERT OR IGNORE INTO link_pending VALUES (?)", [(ka,), (kb,)])
+
+
+def pending(ledger: Ledger) -> list[str]:
+    """The keys a person's decision touched since the last run, cleared (the run merges them again)."""
+    with ledger.db:
+        keys = [k for (k,) in ledger.db.execute("SELECT session_key FROM link_pending ORDER BY 1")]
+        ledger.db.execute("DELETE FROM link_pending")
+    return keys
 
 
 def record_possible(ledger: Ledger, found: Iterable[tuple[str, str, str]], said: Decisions,

@@ -238,8 +238,12 @@ def sessions(
     """Sessions by key: each one's document, its snapshots (the exports it was read from) and counts."""
     from flows.cli import show_rows
 
+    from audit import links
+
     with _ledger(out, config) as ledger:
         rows = ledger.listing(key)
+        for r in rows:  # "possibly the same conversation": evidence short of proof (reconstruct link / unlink)
+            r["possiblySame"] = links.possibly_same(ledger, r["key"])
     if key is not None and not rows:
         _err(f"no session with key {key!r}")
         raise typer.Exit(EXIT_PROBLEM)
@@ -252,6 +256,9 @@ def sessions(
               [[r["key"], r["path"], s["source_path"], s["sha256"][:12], s["first"] or "-", s["last"] or "-",
                 str(s["messages"]), "/".join(str(r["counts"][c]) for c in ("new", "unchanged", "absent", "edited"))]
                for r in rows for s in r["snapshots"] or [_NO_SNAPSHOT]], title="Sessions by key")
+    linked = [[r["key"], x["key"], x["evidence"]] for r in rows for x in r["possiblySame"] if r["key"] < x["key"]]
+    if linked:
+        show_rows(["key", "possibly the same as", "evidence"], linked, title="Possibly the same conversation")
 
 
 _NO_SNAPSHOT = {"source_path": "-", "sha256": "-", "first": None, "last": None, "messages": "-"}

@@ -212,16 +212,19 @@ def resolve(found: list[Prints], ledger: Ledger, tolerance: int = 60) -> Resolve
         _link(mine, ledger.prints([chat]).get(chat, []), ledger, said, unions, possible, tolerance)
     for a, b in said.same:
         unions.union(a, b)
-    linked = links.record_possible(ledger, possible, said)
+    linked = sorted({*links.record_possible(ledger, possible, said), *links.pending(ledger)})
+    met = {p.key for p in found}
     merged = []
     for members in unions.groups():
         starts = ledger.snapshots_of(members)
         canonical = min(members, key=lambda k: (min((r["first_at"] or "" for r in starts.get(k, [])),
                                                     default="\uffff"), k))
-        for k in sorted(members - {canonical}):
-            if ledger.aliases_of([k]).get(k) != canonical:
-                ledger.add_alias(k, canonical)
-        merged.append(canonical)
+        known = ledger.aliases_of(members)
+        new = [k for k in sorted(members - {canonical}) if known.get(k) != canonical]
+        for k in new:
+            ledger.add_alias(k, canonical)
+        if new or members & met:  # a person's earlier say needs no merge again until its keys are met
+            merged.append(canonical)
     return Resolved(sorted(merged), linked)
 
 

@@ -9,7 +9,6 @@ from pathlib import Path
 import orjson
 import pytest
 
-from audit import links
 from audit.ledger import Ledger
 from flows.pipeline import reconstruct
 from models.settings import Settings
@@ -37,6 +36,8 @@ def _write(root: Path, rel: str, data: bytes) -> Path:
 
 
 def _possible(out: Path) -> list[dict]:
+    from audit import links
+
     ledger = Ledger(out / "ledger.sqlite", read_only=True)
     try:
         return links.possible(ledger)
@@ -237,3 +238,51 @@ def test_jsonl_conversation_1_from_two_systems_stays_two_documents(tmp_path):
     assert len(docs) == 2
     assert sorted(tuple(t for _, t in _said(d)) for d in docs) == [("Printer jammed", "Open tray 2"),
                                                                     ("Reset my password", "Link sent")]
+
+
+# --- Evidence short of proof: a possible link, and a person's say ----------------------------------
+
+def _keys(out: Path) -> list[str]:
+    return sorted(d["artifacts"]["ByggLogg"]["sessionKey"] for d in _documents(out))
+
+
+def _cli(*args: str):
+    from typer.testing import CliRunner
+
+    from flows.cli import app
+
+    done = CliRunner().invoke(app, list(args))
+    assert done.exit_code == 0, done.output
+    return done
+
+
+def test_a_short_chat_that_grew_is_a_possible_link_a_person_merges_and_splits(tmp_path):
+    """Two messages, then the same two and four more with a third person: suggestive, not proof."""
+    short = _write(tmp_path, f"may/{NAME}", _android(GROUP[:2]))
+    grown = _write(tmp_path, f"june/{NAME}", _android(GROUP))
+    out = tmp_path / "out"
+    _run_each([short, grown], out)
+    a, b = _keys(out)
+    for doc in _documents(out):  # both documents name the other
+        (link,) = doc["artifacts"]["ByggLogg"]["possiblySame"]
+        assert link["key"] in (a, b) and link["key"] != doc["artifacts"]["ByggLogg"]["sessionKey"]
+        assert "2 messages alike" in link["evidence"]
+    listed = orjson.loads(_cli("sessions", "--out", str(out), "--json").stdout)
+    assert sorted(x["key"] for r in listed for x in r["possiblySame"]) == [a, b]
+
+    _cli("link", a, b, "--why", "same hiking group", "--who", "ana", "--out", str(out))
+    _run_each([grown], out)  # the next run, its input unchanged
+    doc = _one_document_each_message_once(out)
+    assert len(doc["artifacts"]["ByggLogg"]["snapshots"]) == 2
+
+    _cli("unlink", a, b, "--why", "two groups after all", "--who", "ben", "--out", str(out))
+    _run_each([grown], out)
+    assert _keys(out) == [a, b]
+    _run_each([short, grown], out)  # honoured by later runs: the evidence does not merge them again
+    assert _keys(out) == [a, b]
+    ledger = Ledger(out / "ledger.sqlite", read_only=True)
+    try:
+        said = ledger.db.execute("SELECT decision, who, why FROM link_decisions ORDER BY rowid").fetchall()
+    finally:
+        ledger.close()
+    assert said == [("same", "ana", "same hiking group"), ("different", "ben", "two groups after all")]
