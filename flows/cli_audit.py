@@ -236,9 +236,8 @@ def sessions(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON document instead of a table.")] = False,
 ) -> None:
     """Sessions by key: each one's document, its snapshots (the exports it was read from) and counts."""
-    from flows.cli import show_rows
-
     from audit import links
+    from flows.cli import show_rows
 
     with _ledger(out, config) as ledger:
         rows = ledger.listing(key)

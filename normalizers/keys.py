@@ -285,6 +285,13 @@ def _offset(a, b_by, tolerance: int) -> int | None:
     return min(votes, key=lambda s: (-votes[s], abs(s), s))
 
 
+def _at(ta: int | None, tb: int | None, offset: int, tolerance: int) -> bool:
+    """Whether two times agree at the offset (two messages without a time agree by their order)."""
+    if ta is None or tb is None:
+        return ta is None and tb is None
+    return abs(ta - tb - offset) <= tolerance
+
+
 def _pairs(a, b, tolerance: int) -> tuple[list[tuple[int, int]], int | None]:
     """One-to-one pairs (index in a, index in b) of messages with the same identity, in order, at the
     agreed offset when both have times."""
@@ -300,7 +307,7 @@ def _pairs(a, b, tolerance: int) -> tuple[list[tuple[int, int]], int | None]:
         for j, tb in b_by.get(ident, ()):
             if j in taken or (offset is None and j <= last):
                 continue
-            if offset is not None and (ta is None or tb is None or abs(ta - tb - offset) > tolerance):
+            if offset is not None and not _at(ta, tb, offset, tolerance):
                 continue
             pairs.append((i, j))
             taken.add(j)
