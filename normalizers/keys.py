@@ -6,7 +6,8 @@ file or folder name the platform chose) the id is in the key, and the key is **g
 platform guarantees the id is unique across accounts and exports (``id_scope``): ChatGPT's and Claude's
 conversation ids, Discord snowflakes, Telegram supergroup and channel ids, any id that is a UUID, and
 Slack channel ids *with their workspace* (``@<team id>``). Any other id is scoped: by the exporting
-account where the export says who it is (Telegram's ``personal_information.user_id``: ``@acct-<id>``),
+account where the export says who it is (Telegram's ``personal_information.user_id``: ``@acct-<id>``,
+``@dm-<id>`` for a one-to-one chat, whose id is the peer's and is never another account's conversation),
 else by the export itself (``@src-<first 16 hex of its sha256>``), so a bot's or a contact's id, a
 basic group's id, a Slack folder's name or a log's ``conversation_id: 1`` never makes two people's
 exports one document.
@@ -57,6 +58,9 @@ SNOWFLAKE_SOURCE = "channel id in the exporter's file name"
 """The id source of DiscordChatExporter's file names (a Discord snowflake, whichever grammar reads it)."""
 TELEGRAM_GLOBAL_TYPES = frozenset({"public_supergroup", "private_supergroup", "public_channel", "private_channel"})
 """Telegram chat types whose id (and message ids) are the same for every member."""
+TELEGRAM_DIRECT_TYPES = frozenset({"personal_chat", "bot_chat", "saved_messages"})
+"""Telegram chats of one account with one peer: their id is the peer's, so the same id in two accounts'
+exports is two conversations (``@dm-<account>``: never resolved with another account's)."""
 SCOPED_KINDS = ("acct-", "src-")
 """Scopes a person's export is keyed within: their exports may be one conversation on proof."""
 MESSAGE_ID_FIELDS: dict[str, tuple[str, ...]] = {
@@ -189,6 +193,8 @@ def id_scope(grammar: str, session_id: str, id_source: str, scope: Scope) -> tup
         return "", ""
     if grammar in ("slack", "slack-api") and id_source.startswith("source:") and scope.team:
         return scope.team, "its Slack workspace"
+    if scope.account and grammar.startswith("telegram") and scope.chat_type in TELEGRAM_DIRECT_TYPES:
+        return f"dm-{scope.account}", "the exporting account's direct chats (the id is the peer's)"
     if scope.account:
         return f"acct-{scope.account}", "the exporting account"
     return scope.export, "this export (its source sha256): the id is not global"

@@ -53,7 +53,8 @@ def test_rerun_after_a_fix_writes_under_the_original_key_and_drops_the_stale_rec
     (src / "sub" / "bad.txt").write_text(_good(3))
     result = runner.invoke(app, ["rerun", "--failed", "--out", str(out)])
     assert result.exit_code == EXIT_OK, result.output
-    assert _documents(out) == sorted([*before, "sessions/transcript/{0}/{0}.json".format("00000000-0000-4000-8000-000000000003")])
+    third = "00000000-0000-4000-8000-000000000003"
+    assert _documents(out) == sorted([*before, f"sessions/transcript/{third}/{third}.json"])
     assert not (out / "quarantine" / "logs" / "sub" / "bad.txt" / "file.json").exists()
 
 

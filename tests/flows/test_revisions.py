@@ -21,8 +21,9 @@ from models.settings import Settings
 from tests.helpers import ROOT
 from validators.diffjson import make_diff
 
-DOC = "sessions/transcript/3f2a1b4c-5d6e-4f70-8a9b-0c1d2e3f4a5b/3f2a1b4c-5d6e-4f70-8a9b-0c1d2e3f4a5b.json"  # the document of the session key transcript:3f2a1b4c-5d6e-4f70-8a9b-0c1d2e3f4a5b
-TWO = "Session: 3f2a1b4c-5d6e-4f70-8a9b-0c1d2e3f4a5b\nUser: hi\nAssistant: hello\n"
+SID = "3f2a1b4c-5d6e-4f70-8a9b-0c1d2e3f4a5b"  # a global session id (a UUID): every rerun of the file is the same key
+DOC = f"sessions/transcript/{SID}/{SID}.json"  # the document of the session key transcript:SID
+TWO = f"Session: {SID}\nUser: hi\nAssistant: hello\n"
 FOUR = TWO + "User: how are you\nAssistant: fine thanks\n"
 MERGED = "merged 2 snapshots"  # the later export of the session is a snapshot merged with the first (#15)
 
@@ -193,7 +194,7 @@ def test_parallel_shards_share_the_blob_store(tmp_path):
     src.mkdir()
     for i in range(12):
         # two texts, six files each: each text is one snapshot of one session (whichever shard claims it)
-        (src / f"chat{i:02}.txt").write_text((FOUR if i % 2 else TWO).replace("Session: 3f2a1b4c-5d6e-4f70-8a9b-0c1d2e3f4a5b\n", ""))
+        (src / f"chat{i:02}.txt").write_text((FOUR if i % 2 else TWO).replace(f"Session: {SID}\n", ""))
     settings = Settings(shard_files=1, workers=3)
     out = tmp_path / "out"
     summary = reconstruct([src], out, settings, runner=_pool_runner(out, settings))

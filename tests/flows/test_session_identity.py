@@ -8,6 +8,8 @@ from pathlib import Path
 
 import orjson
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from audit.ledger import Ledger
 from flows.pipeline import reconstruct
@@ -80,9 +82,11 @@ def test_two_people_chatting_with_the_same_bot_keep_their_own_documents(tmp_path
     docs = _documents(out)
     assert len(docs) == 2
     said = sorted(_said(d) for d in docs)
-    assert said == sorted([[(("Ana" if n % 2 == 0 else "ShopBot"), t) for n, t in enumerate(
-        ["/start", "Welcome!", "Order 1", "Noted", "Thanks"])],
-        [(("Ben" if n % 2 == 0 else "ShopBot"), t) for n, t in enumerate(["/start", "Welcome!", "Cancel order", "Done"])]])
+    def chat(who: str, texts: list[str]) -> list[tuple[str, str]]:
+        return [(who if n % 2 == 0 else "ShopBot", t) for n, t in enumerate(texts)]
+
+    assert said == sorted([chat("Ana", ["/start", "Welcome!", "Order 1", "Noted", "Thanks"]),
+                           chat("Ben", ["/start", "Welcome!", "Cancel order", "Done"])])
     assert not any(i.get("editHistory") for d in docs for i in d["artifacts"]["Chatthistorik"]["interactions"])
 
 
@@ -286,3 +290,48 @@ def test_a_short_chat_that_grew_is_a_possible_link_a_person_merges_and_splits(tm
     finally:
         ledger.close()
     assert said == [("same", "ana", "same hiking group"), ("different", "ben", "two groups after all")]
+
+
+# --- The property: different people's exports never share a document without a global id ---------
+
+TEXTS = st.sampled_from(["hi", "ok", "/start", "Welcome!", "thanks", "yes"])
+
+
+def _tg_export(owner: str, uid: int, texts: list[str], kind: str, full: bool) -> bytes:
+    chat = {"name": "Peer", "type": kind, "id": 4040,
+            "messages": [_tg_message(n + 1, 1709283600 + 60 * n, owner if n % 2 == 0 else "Peer",
+                                     uid if n % 2 == 0 else 4040, t) for n, t in enumerate(texts)]}
+    return _tg_full(uid, owner, chat) if full else orjson.dumps(chat)
+
+
+def _wa_export(customer: str, texts: list[str]) -> bytes:
+    lines = [(f"01/03/2024, 10:{n:02d}", "Tienda Sol" if n % 2 else customer, t) for n, t in enumerate(texts)]
+    return _android(lines)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(texts=st.tuples(st.lists(TEXTS, min_size=1, max_size=8), st.lists(TEXTS, min_size=1, max_size=8)),
+       platform=st.sampled_from(["telegram-full", "telegram-single", "whatsapp"]),
+       kind=st.sampled_from(["personal_chat", "bot_chat", "private_supergroup"]))
+def test_exports_by_different_accounts_never_share_a_document_without_a_global_id(tmp_path_factory, texts, platform,
+                                                                                    kind):
+    """Ana's and Ben's exports of their own chats with one peer (the same peer id, texts drawn from a few
+    words so that they often say the same things at the same times): one document each unless the id
+    is global, and never a message of one under the other."""
+    root = tmp_path_factory.mktemp("accounts")
+    exports = []
+    for (owner, uid), said in zip((("Ana", 111), ("Ben", 222)), texts, strict=True):
+        data = (_wa_export(owner, said) if platform == "whatsapp"
+                else _tg_export(owner, uid, said, kind, platform == "telegram-full"))
+        name = "WhatsApp Chat with Tienda Sol.txt" if platform == "whatsapp" else "result.json"
+        exports.append(_write(root, f"{owner.lower()}/{name}", data))
+    out = root / "out"
+    _run_each(exports, out)
+    docs = _documents(out)
+    global_id = platform != "whatsapp" and kind == "private_supergroup"
+    if not global_id:
+        assert len(docs) == 2
+    for doc in docs:
+        owners = {who for who, _ in _said(doc)} & {"Ana", "Ben"}
+        if not global_id:
+            assert len(owners) == 1  # no message under the other person's document
