@@ -471,6 +471,7 @@ def _session_row(ref: ingest.InputRef, s, rel: str | None, sha: str | None, key:
 def _emit_session(ref: ingest.InputRef, s, trail: ShardTrail, result: ShardResult, settings: Settings | None,
                   allow_shrink: bool, key: str | None = None) -> None:
     """Stage one session's document or record, and its ledger row (and its snapshot, when written)."""
+    found = snapshots.prints_of(key, s) if key is not None else None  # before a streamed document moves
     rel, sha = _session(ref, s, trail, result, settings, allow_shrink, key)
     result.landed[id(s)] = (rel, sha) if rel is not None and sha is not None else None
     if key is not None and sha is not None:
@@ -479,7 +480,8 @@ def _emit_session(ref: ingest.InputRef, s, trail: ShardTrail, result: ShardResul
         # one snapshot: every message is new (the source's own count is its independent turn count)
         result.reconciliation.append(ReconciliationRow(key, snapshot.source_sha256, s.source_turns, s.interactions,
                                                        s.interactions, 0, 0, 0))
-        _add_prints(key, s, result)
+        if found is not None:
+            result.prints.append(found)
     result.sessions.append(_session_row(ref, s, rel, sha, key))
 
 

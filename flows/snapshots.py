@@ -172,18 +172,36 @@ class Prints:
 
 
 def prints_of(key: str, s) -> Prints | None:
-    """The index prints of a staged scoped session from its dataset rows (None without them: a
-    streamed document is not read back for this)."""
-    rows = getattr(s, "rows", None)
-    if not is_idless(key) or rows is None:
+    """The index prints of a staged scoped session: from its dataset rows, else from its streamed
+    document's interaction lines (read one at a time); None when it has neither."""
+    if not is_idless(key):
         return None
-    turns = rows.turns
-    cols = [turns[c] if isinstance(turns, dict) else turns.get_column(c).to_list()
-            for c in ("speaker_name", "date", "content", "kind")]
+    rows = getattr(s, "rows", None)
+    if rows is not None:
+        turns = rows.turns
+        cols = [turns[c] if isinstance(turns, dict) else turns.get_column(c).to_list()
+                for c in ("speaker_name", "date", "content", "kind")]
+    elif s.spool is not None and Path(s.spool).is_file():
+        cols = _spooled(Path(s.spool))
+    else:
+        return None
     prints = [index_print(a, d, content_hash(c, k)) for a, d, c, k in zip(*cols, strict=True) if not is_system(k)]
     doc = s.document
     return Prints(key, doc["artifacts"]["ByggLogg"]["grammar"]["id"],
                   chat_of(key, doc["artifacts"]["Chatthistorik"].get("title")), prints)
+
+
+def _spooled(path: Path) -> list[list]:
+    """(speakers, dates, contents, kinds) of a streamed document's interactions (one per line)."""
+    cols: list[list] = [[], [], [], []]
+    with open(path, "rb") as fh:
+        for line in fh:
+            if line.startswith(b'{"ordinal":'):
+                item = orjson.loads(line.rstrip(b",\n"))
+                for col, value in zip(cols, (item["speakerName"], item.get("date"), item["content"], item["kind"]),
+                                      strict=True):
+                    col.append(value)
+    return cols
 
 
 @dataclass(frozen=True, slots=True)

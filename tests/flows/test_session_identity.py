@@ -335,3 +335,16 @@ def test_exports_by_different_accounts_never_share_a_document_without_a_global_i
         owners = {who for who, _ in _said(doc)} & {"Ana", "Ben"}
         if not global_id:
             assert len(owners) == 1  # no message under the other person's document
+
+
+def test_a_streamed_chat_exported_twice_is_proved_the_same_from_its_document(tmp_path):
+    """A chat above ``stream_text_bytes`` is written by the streamed route: its prints come from its
+    document's lines, so a later export of it still joins it."""
+    lines = [(f"0{1 + n // 60}/05/2024, 09:{n % 60:02d}", ("Lucía Romero", "Iker")[n % 2], f"mensaje {n}")
+             for n in range(30)]
+    exports = [_write(tmp_path, f"{m}/{NAME}", _android(part)) for m, part in (("may", lines[:20]), ("june", lines))]
+    out = tmp_path / "out"
+    streamed = Settings(stream_text_bytes=1, stream_chunk_bytes=256)
+    for export in exports:
+        assert reconstruct([export], out, streamed, runner=None)["status"] == "completed"
+    _one_document_each_message_once(out, lines)
