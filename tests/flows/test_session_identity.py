@@ -284,12 +284,17 @@ def test_a_short_chat_that_grew_is_a_possible_link_a_person_merges_and_splits(tm
     assert _keys(out) == [a, b]
     _run_each([short, grown], out)  # honoured by later runs: the evidence does not merge them again
     assert _keys(out) == [a, b]
+    assert not any(d["artifacts"]["ByggLogg"].get("possiblySame") for d in _documents(out))
+    _cli("forget", a, b, "--why", "not sure", "--who", "cy", "--out", str(out))
+    _run_each([grown], out)  # back to the evidence: two documents, each naming the other again
+    assert [len(d["artifacts"]["ByggLogg"]["possiblySame"]) for d in _documents(out)] == [1, 1]
     ledger = Ledger(out / "ledger.sqlite", read_only=True)
     try:
         said = ledger.db.execute("SELECT decision, who, why FROM link_decisions ORDER BY rowid").fetchall()
     finally:
         ledger.close()
-    assert said == [("same", "ana", "same hiking group"), ("different", "ben", "two groups after all")]
+    assert said == [("same", "ana", "same hiking group"), ("different", "ben", "two groups after all"),
+                    ("undecided", "cy", "not sure")]
 
 
 # --- The property: different people's exports never share a document without a global id ---------
