@@ -115,3 +115,12 @@ def possibly_same(ledger: Ledger, key: str) -> list[dict[str, str]]:
     """A key's undecided possible links, as its document records them (``ByggLogg.possiblySame``)."""
     return [{"key": r["b"] if r["a"] == key else r["a"], "evidence": r["evidence"]}
             for r in possible(ledger, [key]) if r["decision"] == Decision.UNDECIDED]
+
+
+def linked_keys(ledger: Ledger, keys: Iterable[str]) -> set[str]:
+    """Which of these keys have a possible link (their documents carry it: the merge writes them)."""
+    wanted = set(keys)
+    if not wanted:
+        return set()
+    rows = ledger.db.execute("SELECT key_a, key_b FROM links").fetchall()
+    return {k for pair_ in rows for k in pair_ if k in wanted}

@@ -89,18 +89,24 @@ def plan(keyed: dict[str, list[tuple[Any, Any]]], ledger_path: Path | None, run_
     it is known."""
     owners: dict[str, str] = {}
     known: dict[str, set[str]] = {}
+    linked: set[str]
     if ledger_path is not None and ledger_path.is_file() and keyed:
         ledger = Ledger(ledger_path)
         try:
             run_id = run_id or ledger.running_run()  # a runner that does not pass it: the run in progress
             owners = ledger.claim(run_id, shard, keyed) if run_id else {}
             known = ledger.snapshot_shas(keyed)
+            linked = links.linked_keys(ledger, [k for k in keyed if is_idless(k)])
         finally:
             ledger.close()
+    else:
+        linked = set()
     write, defer = set(), set()
     for key, sessions in keyed.items():
         mine = owners.get(key, shard) == shard
-        alone = len(sessions) == 1 and known.get(key, set()) <= {source_sha(sessions[0][1])}
+        # a key with a possible link is written by the merge, which records the link in its document
+        alone = (len(sessions) == 1 and known.get(key, set()) <= {source_sha(sessions[0][1])}
+                 and key not in linked)
         (write if mine and alone else defer).add(key)
     return Plan(write, defer)
 

@@ -273,6 +273,9 @@ def test_a_short_chat_that_grew_is_a_possible_link_a_person_merges_and_splits(tm
         assert "2 messages alike" in link["evidence"]
     listed = orjson.loads(_cli("sessions", "--out", str(out), "--json").stdout)
     assert sorted(x["key"] for r in listed for x in r["possiblySame"]) == [a, b]
+    before = {p: p.read_bytes() for p in (out / "sessions").rglob("*.json")}
+    reconstruct([short], out, Settings(), runner=None, force=True)  # a rerun keeps the link, writes nothing new
+    assert {p: p.read_bytes() for p in (out / "sessions").rglob("*.json")} == before
 
     _cli("link", a, b, "--why", "same hiking group", "--who", "ana", "--out", str(out))
     _run_each([grown], out)  # the next run, its input unchanged
