@@ -428,7 +428,7 @@ def _settle(trail: ShardTrail, result: ShardResult, settings: Settings, allow_sh
     """Write or defer the shard's staged sessions, their keys claimed all at once (flows/snapshots.py)."""
     pending, result.pending = result.pending, []
     keys = [snapshots.key_of(s) for _, s in pending]
-    resolved = snapshots.aliases(ledger_path, {k for k in keys if snapshots.is_idless(k)})
+    resolved = snapshots.aliases(ledger_path, {k for k in keys if snapshots.is_scoped(k)})
     keys = [resolved.get(k, k) for k in keys]
     keyed: dict[str, list] = {}
     for key, item in zip(keys, pending, strict=True):

@@ -96,7 +96,7 @@ def plan(keyed: dict[str, list[tuple[Any, Any]]], ledger_path: Path | None, run_
             run_id = run_id or ledger.running_run()  # a runner that does not pass it: the run in progress
             owners = ledger.claim(run_id, shard, keyed) if run_id else {}
             known = ledger.snapshot_shas(keyed)
-            linked = links.linked_keys(ledger, [k for k in keyed if is_idless(k)])
+            linked = links.linked_keys(ledger, [k for k in keyed if is_scoped(k)])
         finally:
             ledger.close()
     else:
@@ -149,7 +149,7 @@ def others_in_folder(out_root: Path, rel: str) -> list[str]:
                   and not p.name.startswith("."))
 
 
-def is_idless(key: str | None) -> bool:
+def is_scoped(key: str | None) -> bool:
     """Whether a key is scoped by its export or account (normalizers/keys.py), which the index of
     message prints resolves on proof."""
     return resolvable(key)
@@ -180,7 +180,7 @@ class Prints:
 def prints_of(key: str, s) -> Prints | None:
     """The index prints of a staged scoped session: from its dataset rows, else from its streamed
     document's interaction lines (read one at a time); None when it has neither."""
-    if not is_idless(key):
+    if not is_scoped(key):
         return None
     rows = getattr(s, "rows", None)
     if rows is not None:
