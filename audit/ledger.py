@@ -120,6 +120,17 @@ MIGRATIONS: list[str] = [
     CREATE INDEX prints_by_chat ON prints (grammar, title);
     CREATE TABLE aliases (session_key TEXT PRIMARY KEY, canonical TEXT NOT NULL);
     """,
+    # 1 -> 2: "possibly the same conversation" links and a person's decisions on them (audit/links.py)
+    """
+    CREATE TABLE links (
+        key_a TEXT NOT NULL, key_b TEXT NOT NULL, evidence TEXT NOT NULL, run_id TEXT, PRIMARY KEY (key_a, key_b)
+    );
+    CREATE TABLE link_decisions (
+        key_a TEXT NOT NULL, key_b TEXT NOT NULL, decision TEXT NOT NULL, who TEXT NOT NULL, at TEXT NOT NULL,
+        why TEXT NOT NULL
+    );
+    CREATE TABLE link_pending (session_key TEXT PRIMARY KEY);
+    """,
 ]
 
 # The one predicate every "did this input fail?" query derives from: a file failed in a run when
@@ -455,7 +466,8 @@ class Ledger:
         snapshot in the order the merge ranked them (oldest first), keys in order."""
         if run_id is not None:
             return self._dicts("SELECT * FROM reconciliation WHERE run_id=? ORDER BY session_key, rowid", (run_id,))
-        where = "WHERE r.session_key=?" if key is not None else ""
+        where = ("WHERE r.session_key=?" if key is not None
+                 else "WHERE r.session_key NOT IN (SELECT session_key FROM aliases)")  # an alias counts in its key
         return self._dicts(
             "SELECT r.* FROM reconciliation r JOIN (SELECT session_key, MAX(rowid) AS last FROM reconciliation "
             "GROUP BY session_key) l ON l.session_key=r.session_key JOIN reconciliation x ON x.rowid=l.last "
@@ -486,6 +498,17 @@ class Ledger:
                 f"SELECT session_key, canonical FROM aliases WHERE session_key IN ({_marks(chunk)})", chunk).fetchall())
         return found
 
+    def remove_alias(self, key: str, sources: Iterable[str]) -> None:
+        """Undo ``add_alias`` for ``key``: the snapshots of these sources (sha256) go back to it."""
+        with self.db:
+            canonical = self.db.execute("SELECT canonical FROM aliases WHERE session_key=?", (key,)).fetchone()
+            if canonical is None:
+                return
+            for sha in sources:
+                self.db.execute("UPDATE OR IGNORE snapshots SET session_key=? WHERE session_key=? AND source_sha256=?",
+                                (key, canonical[0], sha))
+            self.db.execute("DELETE FROM aliases WHERE session_key=?", (key,))
+
     def add_alias(self, key: str, canonical: str) -> None:
         """Resolve ``key`` to ``canonical``: its snapshots become the canonical key's (one per source
         sha256), and keys resolved to it before follow."""
@@ -513,7 +536,8 @@ class Ledger:
         return self._dicts(
             "SELECT s.session_key, s.output_path, s.session_id, s.status FROM sessions s WHERE s.rowid IN "
             "(SELECT MAX(rowid) FROM sessions WHERE session_key IS NOT NULL AND output_sha256 IS NOT NULL "
-            f"AND output_path LIKE 'sessions/%' GROUP BY session_key) {where} ORDER BY s.session_key",
+            "AND output_path LIKE 'sessions/%' AND session_key NOT IN (SELECT session_key FROM aliases) "
+            f"GROUP BY session_key) {where} ORDER BY s.session_key",
             (key,) if key is not None else ())
 
     def document_keys(self) -> list[tuple[str, str, str]]:
@@ -589,9 +613,11 @@ class Ledger:
         sess = dict(q("SELECT status, COUNT(*) FROM sessions WHERE run_id=? AND NOT (ordinal = 0 AND output_sha256 "
                       "IS NOT NULL) GROUP BY status", (run_id,)).fetchall())
         # each document once, as the run left it: a snapshot left to its key's merge has no document of
-        # its own, and a key's document written by a shard and then merged counts as merged (#15)
+        # its own, and a key's document written by a shard and then merged counts as merged (#15); a key
+        # resolved to another (its document moved there) counts in that one's
         turns = q("SELECT COALESCE(SUM(interactions), 0) FROM sessions WHERE rowid IN (SELECT MAX(rowid) FROM "
-                  "sessions WHERE run_id=? AND status IN (?, ?) AND output_sha256 IS NOT NULL GROUP BY output_path)",
+                  "sessions WHERE run_id=? AND status IN (?, ?) AND output_sha256 IS NOT NULL AND (session_key IS "
+                  "NULL OR session_key NOT IN (SELECT session_key FROM aliases)) GROUP BY output_path)",
                   (run_id, SessionStatus.OK, SessionStatus.PARTIAL)).fetchone()[0]
         unaccounted = q("SELECT COUNT(*), COALESCE(SUM(unaccounted), 0) FROM sessions WHERE run_id=? "
                         "AND unaccounted > 0", (run_id,)).fetchone()

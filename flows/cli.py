@@ -335,11 +335,12 @@ def schema(out: Annotated[Path | None, typer.Option("--out")] = None) -> None:
 
 def _register_command_groups() -> None:
     """Commands kept in their own modules (audit trail, operations) add themselves to ``app``."""
-    from flows import cli_audit, cli_browse, cli_ops
+    from flows import cli_audit, cli_browse, cli_links, cli_ops
 
     cli_audit.register(app)
     cli_ops.register(app)
     cli_browse.register(app)
+    cli_links.register(app)
 
 
 _register_command_groups()

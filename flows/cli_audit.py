@@ -243,17 +243,25 @@ def sessions(
     as_json: JsonOpt = False,
 ) -> None:
     """Sessions by key: each one's document, its snapshots (the exports it was read from) and counts."""
+    from audit import links
+
     with _ledger(out, config) as ledger:
-        view = views.SessionsView(sessions=[_session_row(r) for r in ledger.listing(key)])
+        view = views.SessionsView(sessions=[_session_row(r, links.possibly_same(ledger, r["key"]))
+                                            for r in ledger.listing(key)])
     if key is not None and not view.sessions:
         fail(f"no session with key {key!r}", ExitCode.NOT_FOUND)
     views.show(view, [line for r in view.sessions for line in _snapshot_lines(r)], views.SnapshotLine, as_json,
                title="Sessions by key")
+    linked = [views.LinkLine(r.key, x.key, x.evidence) for r in view.sessions for x in r.possibly_same
+              if r.key < x.key]
+    if linked and not as_json:  # evidence short of proof: reconstruct link / unlink decide
+        views.show(view, linked, views.LinkLine, False, title="Possibly the same conversation")
 
 
-def _session_row(r: dict) -> views.SessionRow:
+def _session_row(r: dict, possibly_same: list[dict[str, str]]) -> views.SessionRow:
     return views.SessionRow(key=r["key"], path=r["path"], session_id=r["session_id"], status=r["status"],
-                            snapshots=[views.Snapshot(**s) for s in r["snapshots"]], counts=views.Counts(**r["counts"]))
+                            snapshots=[views.Snapshot(**s) for s in r["snapshots"]], counts=views.Counts(**r["counts"]),
+                            possibly_same=[views.PossibleLink(**x) for x in possibly_same])
 
 
 def _snapshot_lines(r: views.SessionRow) -> list[views.SnapshotLine]:

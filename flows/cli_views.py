@@ -130,6 +130,14 @@ class Counts:
 
 
 @dataclass(frozen=True, slots=True)
+class PossibleLink:
+    """Another key that is possibly the same conversation (evidence short of proof; ``reconstruct link``)."""
+
+    key: str
+    evidence: str
+
+
+@dataclass(frozen=True, slots=True)
 class SessionRow:
     key: str
     path: str
@@ -137,6 +145,16 @@ class SessionRow:
     status: str
     snapshots: list[Snapshot]
     counts: Counts
+    possibly_same: list[PossibleLink]
+
+
+@dataclass(frozen=True, slots=True)
+class LinkLine:
+    """One table line of ``sessions``' possible links."""
+
+    key: str = column("key", key=True)
+    other: str = column("possibly the same as", key=True)
+    evidence: str = column("evidence")
 
 
 @dataclass(frozen=True, slots=True)

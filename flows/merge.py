@@ -16,7 +16,7 @@ from pathlib import Path
 
 import polars as pl
 
-from audit import revisions
+from audit import links, revisions
 from audit.datasets import DocumentRows, part_name
 from audit.files import resolve_inside
 from audit.ledger import Ledger, ReconciliationRow, SessionRow
@@ -40,13 +40,15 @@ def merge_keys(keys: list[str], out_root: Path, settings: Settings, *, ledger_pa
     try:
         known = ledger.snapshots_of(keys)
         aliased = ledger.aliased_documents(keys)
+        linked = {key: links.possibly_same(ledger, key) for key in keys}
     finally:
         ledger.close()
     trail = ShardTrail(out_root)
     result = ShardResult(part=part_name("\0merge\0" + (keys[0] if keys else "")))
     try:
         for key in keys:
-            _merge_key(key, known.get(key, []), trail, result, settings, allow_shrink, aliased.get(key, []))
+            _merge_key(key, known.get(key, []), trail, result, settings, allow_shrink, aliased.get(key, []),
+                       linked[key])
     except BaseException:
         trail.abandon()
         raise
@@ -54,10 +56,10 @@ def merge_keys(keys: list[str], out_root: Path, settings: Settings, *, ledger_pa
 
 
 def _merge_key(key: str, rows: list[dict], trail: ShardTrail, result: ShardResult, settings: Settings,
-               allow_shrink: bool, aliased: list[str]) -> None:
+               allow_shrink: bool, aliased: list[str], linked: list[dict[str, str]]) -> None:
     started = time.perf_counter()
     try:
-        doc, encoded, table = _merged(key, trail.out_root, rows, settings)
+        doc, encoded, table = _merged(key, trail.out_root, rows, settings, linked)
     except Exception as exc:  # any failure of one key's merge: that key is quarantined, the run goes on
         _failed(key, rows, f"{type(exc).__name__}: {exc}", trail, result, started)
         return
@@ -99,10 +101,11 @@ class _Mass:
         self.interactions, self.characters = interactions, characters
 
 
-def _merged(key: str, out_root: Path, rows: list[dict], settings: Settings) -> tuple[dict, bytes, pl.DataFrame]:
+def _merged(key: str, out_root: Path, rows: list[dict], settings: Settings,
+            linked: list[dict[str, str]]) -> tuple[dict, bytes, pl.DataFrame]:
     """The merged document of a key's snapshots, gated, with its reconciliation table. A snapshot
-    resolved to the key by its earliest messages (an id-less chat that grew or lost its oldest
-    messages) carries its own fingerprint: the document says the key it is kept under."""
+    resolved to the key on proof (another export of the conversation) carries its own key: the
+    document says the key it is kept under, and the keys that are possibly the same conversation."""
     if not rows:
         raise ValueError("no snapshot of this key is indexed")
     snaps = [snapshot_of(revisions.get_blob(out_root, r["blob_sha256"])) for r in rows]
@@ -110,9 +113,11 @@ def _merged(key: str, out_root: Path, rows: list[dict], settings: Settings) -> t
     doc = merged.document
     log = doc["artifacts"]["ByggLogg"]
     if log.get("sessionKey") != key:
-        log["sessionKeySource"] = (f"{log.get('sessionKeySource')}; its earliest messages continue the session "
-                                   f"{key} (the message-print index)")
+        log["sessionKeySource"] = (f"{log.get('sessionKeySource')}; another export of the session "
+                                   f"{key}, proved by the message-print index")
         log["sessionKey"] = key
+    if linked:
+        log["possiblySame"] = linked
     encoded = encode_document(doc)
     turns = doc["artifacts"]["ai_protocol_performance"]["sourceTurnCount"]
     failures = [*gate.check(doc, encoded, turns).failures, *check_merged(merged, snaps)]

@@ -192,7 +192,8 @@ def reconstruct(paths: list[ingest.Root], out_root: Path, settings: Settings, *,
             written += result.written
             if progress:
                 progress(done, files)
-        deferred.extend(snapshots.resolve(prints, ledger))  # id-less continuations, whatever the order met
+        found = snapshots.resolve(prints, ledger, settings.snapshot_time_tolerance_seconds)  # on proof only
+        deferred.extend([*found.merge, *found.linked])  # a possible link is written into both documents
         written += _merge_phase(deferred, out_root, run_id, settings, ledger, lpath, merger, allow_shrink)
         revisions.refresh_index(out_root, ledger)
         interrupted = emit.stop_requested(out_root)

@@ -435,7 +435,7 @@ def _settle(trail: ShardTrail, result: ShardResult, settings: Settings, allow_sh
     """Write or defer the shard's staged sessions, their keys claimed all at once (flows/snapshots.py)."""
     pending, result.pending = result.pending, []
     keys = [snapshots.key_of(s) for _, s in pending]
-    resolved = snapshots.aliases(ledger_path, {k for k in keys if snapshots.is_idless(k)})
+    resolved = snapshots.aliases(ledger_path, {k for k in keys if snapshots.is_scoped(k)})
     keys = [resolved.get(k, k) for k in keys]
     keyed: dict[str, list] = {}
     for key, item in zip(keys, pending, strict=True):
@@ -478,6 +478,7 @@ def _session_row(ref: ingest.InputRef, s, rel: str | None, sha: str | None, key:
 def _emit_session(ref: ingest.InputRef, s, trail: ShardTrail, result: ShardResult, settings: Settings | None,
                   allow_shrink: bool, key: str | None = None) -> None:
     """Stage one session's document or record, and its ledger row (and its snapshot, when written)."""
+    found = snapshots.prints_of(key, s) if key is not None else None  # before a streamed document moves
     rel, sha = _session(ref, s, trail, result, settings, allow_shrink, key)
     result.landed[id(s)] = (rel, sha) if rel is not None and sha is not None else None
     if key is not None and sha is not None:
@@ -486,7 +487,8 @@ def _emit_session(ref: ingest.InputRef, s, trail: ShardTrail, result: ShardResul
         # one snapshot: every message is new (the source's own count is its independent turn count)
         result.reconciliation.append(ReconciliationRow(key, snapshot.source_sha256, s.source_turns, s.interactions,
                                                        s.interactions, 0, 0, 0))
-        _add_prints(key, s, result)
+        if found is not None:
+            result.prints.append(found)
     result.sessions.append(_session_row(ref, s, rel, sha, key))
 
 

@@ -19,10 +19,10 @@ from typing import Any
 
 import orjson
 
-from audit import revisions
+from audit import links, revisions
 from audit.files import resolve_inside
 from audit.ledger import MOVED_TO, Ledger, RevisionRow, SnapshotRow
-from normalizers.keys import KEY_MESSAGES, content_hash, continues, key_title, print_of
+from normalizers.keys import chat_of, content_hash, evidence, index_print, is_system, resolvable
 
 _LIST = b'"interactions": ['
 _CLOSE = b"\n      ]"  # the interactions' closing bracket (normalizers/encode.py's layout)
@@ -89,18 +89,24 @@ def plan(keyed: dict[str, list[tuple[Any, Any]]], ledger_path: Path | None, run_
     it is known."""
     owners: dict[str, str] = {}
     known: dict[str, set[str]] = {}
+    linked: set[str]
     if ledger_path is not None and ledger_path.is_file() and keyed:
         ledger = Ledger(ledger_path)
         try:
             run_id = run_id or ledger.running_run()  # a runner that does not pass it: the run in progress
             owners = ledger.claim(run_id, shard, keyed) if run_id else {}
             known = ledger.snapshot_shas(keyed)
+            linked = links.linked_keys(ledger, [k for k in keyed if is_scoped(k)])
         finally:
             ledger.close()
+    else:
+        linked = set()
     write, defer = set(), set()
     for key, sessions in keyed.items():
         mine = owners.get(key, shard) == shard
-        alone = len(sessions) == 1 and known.get(key, set()) <= {source_sha(sessions[0][1])}
+        # a key with a possible link is written by the merge, which records the link in its document
+        alone = (len(sessions) == 1 and known.get(key, set()) <= {source_sha(sessions[0][1])}
+                 and key not in linked)
         (write if mine and alone else defer).add(key)
     return Plan(write, defer)
 
@@ -143,9 +149,10 @@ def others_in_folder(out_root: Path, rel: str) -> list[str]:
                   and not p.name.startswith("."))
 
 
-def is_idless(key: str | None) -> bool:
-    """Whether a key is a fingerprint (normalizers/keys.py), which the message-print index resolves."""
-    return key is not None and ":fp-" in key
+def is_scoped(key: str | None) -> bool:
+    """Whether a key is scoped by its export or account (normalizers/keys.py), which the index of
+    message prints resolves on proof."""
+    return resolvable(key)
 
 
 def aliases(ledger_path: Path | None, keys: set[str]) -> dict[str, str]:
@@ -161,7 +168,8 @@ def aliases(ledger_path: Path | None, keys: set[str]) -> dict[str, str]:
 
 @dataclass(frozen=True, slots=True)
 class Prints:
-    """An id-less session's message prints, for the ledger's index (``resolve``)."""
+    """A scoped session's index prints, for the ledger's index (``resolve``); ``title`` is the chat it
+    may be one of (``keys.chat_of``: its id, or its title)."""
 
     key: str
     grammar: str
@@ -170,62 +178,95 @@ class Prints:
 
 
 def prints_of(key: str, s) -> Prints | None:
-    """The prints of a staged id-less session from its dataset rows (None without them: a streamed
-    document is not read back for this)."""
-    rows = getattr(s, "rows", None)
-    if not is_idless(key) or rows is None:
+    """The index prints of a staged scoped session: from its dataset rows, else from its streamed
+    document's interaction lines (read one at a time); None when it has neither."""
+    if not is_scoped(key):
         return None
-    turns = rows.turns
-    cols = [turns[c] if isinstance(turns, dict) else turns.get_column(c).to_list()
-            for c in ("speaker_name", "date", "content", "kind")]
-    prints = [print_of(a, d, content_hash(c, k)) for a, d, c, k in zip(*cols, strict=True)]
+    rows = getattr(s, "rows", None)
+    if rows is not None:
+        turns = rows.turns
+        cols = [turns[c] if isinstance(turns, dict) else turns.get_column(c).to_list()
+                for c in ("speaker_name", "date", "content", "kind")]
+    elif s.spool is not None and Path(s.spool).is_file():
+        cols = _spooled(Path(s.spool))
+    else:
+        return None
+    prints = [index_print(a, d, content_hash(c, k)) for a, d, c, k in zip(*cols, strict=True) if not is_system(k)]
     doc = s.document
     return Prints(key, doc["artifacts"]["ByggLogg"]["grammar"]["id"],
-                  key_title(doc["artifacts"]["Chatthistorik"].get("title")), prints)
+                  chat_of(key, doc["artifacts"]["Chatthistorik"].get("title")), prints)
 
 
-def resolve(found: list[Prints], ledger: Ledger) -> list[str]:
-    """Index the run's id-less prints and resolve continuations (the main process, after the shards):
-    a key whose earliest prints lie in another of the same grammar and title (or the other's in it)
-    is the same chat, and all such keys become the one whose snapshots start earliest (then the
-    smallest key), whatever the order they were met in. Returns the keys to merge."""
+def _spooled(path: Path) -> list[list]:
+    """(speakers, dates, contents, kinds) of a streamed document's interactions (one per line)."""
+    cols: list[list] = [[], [], [], []]
+    with open(path, "rb") as fh:
+        for line in fh:
+            if line.startswith(b'{"ordinal":'):
+                item = orjson.loads(line.rstrip(b",\n"))
+                for col, value in zip(cols, (item["speakerName"], item.get("date"), item["content"], item["kind"]),
+                                      strict=True):
+                    col.append(value)
+    return cols
+
+
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    """What the index decided after the shards: the keys to merge, and the keys whose documents gain
+    or lose a "possibly the same conversation" link."""
+
+    merge: list[str]
+    linked: list[str]
+
+
+def resolve(found: list[Prints], ledger: Ledger, tolerance: int = 60) -> Resolved:
+    """Index the run's scoped prints and decide which keys are one conversation (the main process,
+    after the shards): two keys of the same chat (grammar and id or title) are one on proof
+    (``keys.evidence``) or on a person's say (``audit.links``), never when a person split them; all
+    such keys become the one whose snapshots start earliest (then the smallest key), whatever the
+    order they were met in. Evidence short of proof is recorded as a possible link."""
     ledger.add_prints([(p.key, p.grammar, p.title, p.prints) for p in found])
-    links = UnionFind()
+    said = links.decisions(ledger)
+    unions = UnionFind()
+    possible: list[tuple[str, str, str]] = []
     chats: dict[tuple[str, str], list[Prints]] = {}
     for p in found:
         chats.setdefault((p.grammar, p.title), []).append(p)
     for chat, mine in sorted(chats.items()):
-        _link(mine, ledger.prints([chat]).get(chat, []), ledger, links)
+        _link(mine, ledger.prints([chat]).get(chat, []), ledger, said, unions, possible, tolerance)
+    for a, b in said.same:
+        unions.union(a, b)
+    linked = sorted({*links.record_possible(ledger, possible, said), *links.pending(ledger)})
+    met = {p.key for p in found}
     merged = []
-    for members in links.groups():
+    for members in unions.groups():
         starts = ledger.snapshots_of(members)
         canonical = min(members, key=lambda k: (min((r["first_at"] or "" for r in starts.get(k, [])),
                                                     default="\uffff"), k))
-        for k in sorted(members - {canonical}):
+        known = ledger.aliases_of(members)
+        new = [k for k in sorted(members - {canonical}) if known.get(k) != canonical]
+        for k in new:
             ledger.add_alias(k, canonical)
-        merged.append(canonical)
-    return sorted(merged)
+        if new or members & met:  # a person's earlier say needs no merge again until its keys are met
+            merged.append(canonical)
+    return Resolved(sorted(merged), linked)
 
 
-def _link(mine: list[Prints], known: list[tuple[str, list[str]]], ledger: Ledger, links: UnionFind) -> None:
-    """Link the run's sessions of one chat (grammar and title) to the known ones they continue or that
-    continue them; only keys sharing a print are compared (one query per chat, not per session)."""
+def _link(mine: list[Prints], known: list[tuple[str, list[str]]], ledger: Ledger, said: links.Decisions,
+          unions: UnionFind, possible: list[tuple[str, str, str]], tolerance: int) -> None:
+    """Weigh the run's sessions of one chat against the known ones: proof unites them, suggestive
+    evidence is a possible link; a pair a person split stays apart."""
     resolved = ledger.aliases_of(k for k, _ in known)
-    holders: dict[str, set[int]] = {}  # print -> the known sessions holding it
-    firsts: dict[str, set[int]] = {}  # print -> the known sessions starting with it
-    for i, (_, prints) in enumerate(known):
-        for x in prints:
-            holders.setdefault(x, set()).add(i)
-        if prints:
-            firsts.setdefault(prints[0], set()).add(i)
     for p in sorted(mine, key=lambda p: p.key):
-        # it continues one holding its earliest prints; one starting inside it continues it
-        near = set().union(*(holders.get(x, set()) for x in p.prints[:KEY_MESSAGES]),
-                           *(firsts.get(x, set()) for x in p.prints))
-        for i in sorted(near):
-            other, prints = resolved.get(known[i][0], known[i][0]), known[i][1]
-            if other != p.key and (continues(p.prints, prints) or continues(prints, p.prints)):
-                links.union(p.key, other)
+        for key, prints in known:
+            other = resolved.get(key, key)
+            if other == p.key or key == p.key or said.split(p.key, other):
+                continue
+            found = evidence(p.prints, prints, tolerance)
+            if found.proof:
+                unions.union(p.key, other)
+            elif found.possible:
+                possible.append((p.key, other, found.describe()))
 
 
 class UnionFind:

@@ -118,9 +118,15 @@ class SnapshotRecord(_Strict):
     first: str | None = Field(None, pattern=ISO_Z_PATTERN, description="Its earliest message time.")
     last: str | None = Field(None, pattern=ISO_Z_PATTERN, description="Its latest message time.")
     interactions: int = Field(ge=0)
-    timeShiftHours: int = Field(0, description="Whole hours its times were moved by to match the latest's.")
+    timeShiftHours: int | float = Field(0, description=(
+        "Hours its times were moved by to match the latest's (whole quarter hours: 5.5 for India)."))
     latest: bool
     coverageReason: str | None = None
+
+
+class PossiblySame(_Strict):
+    key: str
+    evidence: str
 
 
 class ByggLogg(_Strict):
@@ -131,8 +137,12 @@ class ByggLogg(_Strict):
     sessionIdSource: str
     sessionIdRaw: str | None = None
     sessionKey: str | None = Field(None, description=(
-        "Which conversation this is across exports: <grammar>:<id>, or <grammar>:fp-<hex> (normalizers/keys.py)."))
+        "Which conversation this is across exports: <grammar>:<id> for a global id, <grammar>:<id>@<scope> for "
+        "an id unique within a workspace, account or export, or <grammar>:fp-<hex> (normalizers/keys.py)."))
     sessionKeySource: str | None = Field(None, description="What the key was made from.")
+    possiblySame: list[PossiblySame] | None = Field(None, description=(
+        "Other keys that may be this conversation: the evidence falls short of proof, so they stay apart "
+        "until a person merges or splits them (reconstruct sessions link / unlink)."))
     snapshots: list[SnapshotRecord] | None = Field(None, description=(
         "A merged document's snapshots (the same conversation from several sources), oldest first."))
     createdAtSource: str

@@ -22,7 +22,7 @@ from models.settings import PIPELINE_VERSION, Settings
 
 from .facts import Facts
 from .ids import NO_ID, safe_id
-from .keys import KEY_MESSAGES, Message, session_key
+from .keys import KEY_MESSAGES, Message, Scope, is_system, session_key
 from .secrets import Redactor, scrub_name
 from .speaker import normalize_speaker, safe_fields
 from .times import to_utc_z
@@ -126,7 +126,7 @@ class Summary:
     truncated: int = 0
     earliest: str | None = None
     opening: list[Message] = field(default_factory=list)
-    """The session's first ``keys.KEY_MESSAGES`` interactions, for its key (known before the
+    """The session's first ``keys.KEY_MESSAGES`` interactions that are not system lines, for its key (known before the
     interactions are written, so a streamed session's head can carry it)."""
 
     def open_with(self, items) -> None:
@@ -134,7 +134,8 @@ class Summary:
         for item in items:
             if len(self.opening) >= KEY_MESSAGES:
                 return
-            self.opening.append(Message(item["speakerName"], item.get("date"), item["content"], item["kind"]))
+            if not is_system(item["kind"]):  # a system line says nothing of which chat it is
+                self.opening.append(Message(item["speakerName"], item.get("date"), item["content"], item["kind"]))
 
     def saw_date(self, date: str | None) -> None:
         if date is not None and (self.earliest is None or date < self.earliest):
@@ -263,7 +264,7 @@ def envelope(session: ParsedSession, counted: int, summary: Summary, interaction
     source_meta = _source_meta(session, ctx, redactions)
     declared = _declared_regions(session, ctx.redactor.scrub, redactions)
     key, key_source = session_key(detection.grammar or "unknown", raw_id, session.id_source, history["title"],
-                                  summary.opening)
+                                  summary.opening, Scope.of(source.sha256, session.meta))
     bygglogg: dict[str, Any] = {
         "source": _source_block(source, session),
         "grammar": _grammar_block(detection, grammar_version),

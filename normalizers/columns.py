@@ -142,7 +142,8 @@ class ColumnAssembler:
                             "extra": extra})
         out = out.with_columns(line=_line(), speaker_key=key).drop("spk", "raw", "extra")
         if len(self.summary.opening) < KEY_MESSAGES:  # the session's key reads its first interactions
-            self.summary.open_with(orjson.loads(line) for line in out["line"].head(KEY_MESSAGES))
+            said = out.filter(pl.col("kind") != "system")["line"].head(KEY_MESSAGES)  # system lines are not identity
+            self.summary.open_with(orjson.loads(line) for line in said)
         return out
 
     def rows(self, interactions: pl.DataFrame) -> TurnRows:

@@ -110,10 +110,10 @@ def _encode(frame: pl.DataFrame, speakers: dict[str, _Speaker], out: list[Sessio
     keys = list(speakers)
     frame = frame.with_columns(spk=pl.col("key").replace_strict(keys, [speakers[k].piece for k in keys]),
                                raw=pl.col("key").replace_strict(keys, [speakers[k].raw for k in keys]))
-    per = (frame.select("session", _line(), pl.col("content").str.len_chars().alias("chars"))
+    per = (frame.select("session", "kind", _line(), pl.col("content").str.len_chars().alias("chars"))
            .group_by("session", maintain_order=True)
            .agg(pl.col("line").str.join(",\n"), pl.col("chars").sum(),
-                pl.col("line").head(KEY_MESSAGES).alias("first")))
+                pl.col("line").filter(pl.col("kind") != "system").head(KEY_MESSAGES).alias("first")))
     for s, body, chars, first in per.iter_rows():
         out[s].body = ("\n" + body).encode()
         out[s].characters = int(chars)

@@ -12,7 +12,7 @@ they are given in (two with the same source sha256 are one):
   grammar keeps one (``keys.MESSAGE_ID_FIELDS``) and both messages have it; then by author, normalised
   content (``keys.normal_content``: NFC, line ends, whitespace; media placeholders alike) and time within
   ``Settings.snapshot_time_tolerance_seconds`` (default 60 s) after the snapshot's zone shift: the
-  whole number of hours (up to 26) that most author-and-content pairs agree on (a phone in another
+  whole number of quarter hours (up to 26 h) that most author-and-content pairs agree on (a phone in another
   zone; at least ``SHIFT_EVIDENCE`` of them); finally, where neither has a message id, an unmatched
   message of the same author at the same time (within the tolerance) is the earlier one edited.
 - **Union in time order.** Messages unmatched become new merged messages, placed after the message
@@ -47,10 +47,20 @@ import polars as pl
 from models.settings import Settings
 from parsers.memory import paused_gc
 
-from .keys import KEY_MESSAGES, MESSAGE_ID_FIELDS, Message, content_hash, print_of, session_key
+from .keys import (
+    KEY_MESSAGES,
+    MAX_SHIFT_SECONDS,
+    MESSAGE_ID_FIELDS,
+    SHIFT_STEP_SECONDS,
+    Message,
+    Scope,
+    content_hash,
+    id_space,
+    index_print,
+    is_system,
+    session_key,
+)
 
-MAX_SHIFT_HOURS = 26
-"""Zone offsets run from -12 to +14 hours: two exports differ by at most 26."""
 SHIFT_EVIDENCE = 3
 """How many messages must agree on a zone shift other than none (all of a snapshot with fewer)."""
 TABLE_SCHEMA = {"ordinal": pl.Int64, "msg_id": pl.String, "author": pl.String, "kind": pl.String,
@@ -85,12 +95,14 @@ class Merged:
     mapping: pl.DataFrame
 
 
-def _message_id(item: dict[str, Any], fields: tuple[str, ...]) -> str | None:
+def _message_id(item: dict[str, Any], fields: tuple[str, ...], space: str) -> str | None:
+    """The platform's message id, within its id space (``<space>|<id>``: Telegram's private chats and
+    basic groups number messages per account, so an id means nothing in another account's export)."""
     extra = item.get("sourceFields") or {}
     for name in fields:
         value = extra.get(name)
         if value not in (None, ""):
-            return str(value)
+            return f"{space}|{value}"
     return None
 
 
@@ -112,33 +124,37 @@ def snapshot_of(document: bytes) -> Snapshot:
         head = {**doc, "artifacts": {**doc["artifacts"], "Chatthistorik": {**history, "interactions": []}}}
         log = doc["artifacts"]["ByggLogg"]
         fields = MESSAGE_ID_FIELDS.get(log["grammar"]["id"], ())
+        key = log.get("sessionKey") or _key_of(doc, interactions)
+        space = id_space(key)
         table = pl.DataFrame({
             "ordinal": [item["ordinal"] for item in interactions],
-            "msg_id": [_message_id(item, fields) for item in interactions],
+            "msg_id": [_message_id(item, fields, space) for item in interactions],
             "author": [item["speakerName"] for item in interactions],
             "kind": [item["kind"] for item in interactions],
             "date": [item.get("date") for item in interactions],
             "hash": [content_hash(item["content"], item["kind"]) for item in interactions],
             "line": _lines(document, interactions),
         }, schema=TABLE_SCHEMA)
-    key = log.get("sessionKey") or _key_of(doc, interactions)
     return Snapshot(key, log["source"]["sha256"], head, table)
 
 
 def _key_of(doc: dict[str, Any], interactions: list[dict[str, Any]]) -> str:
     """The key of a document written before keys were recorded."""
     log = doc["artifacts"]["ByggLogg"]
-    earliest = [Message(i["speakerName"], i.get("date"), i["content"], i["kind"]) for i in interactions[:KEY_MESSAGES]]
+    earliest = [Message(i["speakerName"], i.get("date"), i["content"], i["kind"]) for i in interactions
+                if not is_system(i["kind"])][:KEY_MESSAGES]
+    scope = Scope.of(log["source"]["sha256"], log.get("sourceMeta") or {})
     raw = log.get("sessionIdRaw") or (None if log["sessionIdSource"].startswith("none") else doc["sessionId"])
     return session_key(log["grammar"]["id"], raw, log["sessionIdSource"],
-                       doc["artifacts"]["Chatthistorik"].get("title"), earliest)[0]
+                       doc["artifacts"]["Chatthistorik"].get("title"), earliest, scope)[0]
 
 
 def snapshot_prints(snapshot: Snapshot) -> list[str]:
-    """The message prints of a snapshot's interactions, in order (``keys.message_print``; what the
-    ledger's index keeps of an id-less session, for ``keys.continues``)."""
+    """The index prints of a snapshot's messages that are not system lines, in order (``keys.index_print``;
+    what the ledger's index keeps of a scoped session, for ``keys.evidence``)."""
     t = snapshot.table
-    return [print_of(a, d, h) for a, d, h in zip(t["author"], t["date"], t["hash"], strict=True)]
+    return [index_print(a, d, h) for a, d, h, k in zip(t["author"], t["date"], t["hash"], t["kind"], strict=True)
+            if not is_system(k)]
 
 
 # --- ranking -------------------------------------------------------------------------------------
@@ -188,7 +204,7 @@ class _Cluster:
 @dataclass(slots=True)
 class _State:
     clusters: list[_Cluster] = field(default_factory=list)
-    shifts: list[int] = field(default_factory=list)
+    shifts: list[int] = field(default_factory=list)  # seconds, whole quarter hours
     tolerance: int = 60
 
 
@@ -201,8 +217,8 @@ def _rows(snapshot: Snapshot, rank: int) -> list[_Row]:
 
 
 def _shift(rows: list[_Row], state: _State) -> int:
-    """The whole hours that most author-and-content pairs between a snapshot and the merged messages
-    agree on (0 when none do; ties: the smallest shift)."""
+    """The whole quarter hours (in seconds) that most author-and-content pairs between a snapshot and
+    the merged messages agree on (0 when none do; ties: the smallest shift)."""
     known: dict[tuple[str, str], list[int]] = {}
     for c in state.clusters:
         if c.seconds is not None:
@@ -214,9 +230,9 @@ def _shift(rows: list[_Row], state: _State) -> int:
             continue
         for seconds in known.get((row.author, row.hash), ()):
             delta = row.seconds - seconds
-            hours = round(delta / 3600)
-            if abs(hours) <= MAX_SHIFT_HOURS and abs(delta - hours * 3600) <= state.tolerance:
-                votes[hours] = votes.get(hours, 0) + 1
+            step = round(delta / SHIFT_STEP_SECONDS) * SHIFT_STEP_SECONDS
+            if abs(step) <= MAX_SHIFT_SECONDS and abs(delta - step) <= state.tolerance:
+                votes[step] = votes.get(step, 0) + 1
     if not votes:
         return 0
     best = min(votes, key=lambda h: (-votes[h], abs(h), h))
@@ -236,7 +252,7 @@ def _match(rows: list[_Row], state: _State, rank: int) -> list[_Cluster | None]:
     shift = state.shifts[rank]
     matched: list[_Cluster | None] = [None] * len(rows)
     taken: set[int] = set()
-    times = [None if r.seconds is None else r.seconds - shift * 3600 for r in rows]
+    times = [None if r.seconds is None else r.seconds - shift for r in rows]
     by_id = {c.msg_id: c for c in state.clusters if c.msg_id is not None}
     for i, row in enumerate(rows):
         c = by_id.get(row.msg_id) if row.msg_id is not None else None
@@ -249,7 +265,12 @@ def _match(rows: list[_Row], state: _State, rank: int) -> list[_Cluster | None]:
 
 
 def _both_ids(a: _Row, c: _Cluster) -> bool:
-    return a.msg_id is not None and c.msg_id is not None
+    """Both have ids of one id space (then the ids already said whether they are one message)."""
+    return a.msg_id is not None and c.msg_id is not None and _space(a.msg_id) == _space(c.msg_id)
+
+
+def _space(msg_id: str) -> str:
+    return msg_id.partition("|")[0]
 
 
 def _any_id(a: _Row, c: _Cluster) -> bool:
@@ -287,7 +308,7 @@ def _absorb(snapshot: Snapshot, rank: int, state: _State) -> None:
     shift = state.shifts[rank]
     for row, cluster in zip(rows, matched, strict=True):
         if cluster is None:
-            seconds = None if row.seconds is None else row.seconds - shift * 3600
+            seconds = None if row.seconds is None else row.seconds - shift
             cluster = _Cluster({}, (*anchor, (rank, row.index)), seconds, row.msg_id)
             state.clusters.append(cluster)
         else:
@@ -324,8 +345,8 @@ def _single(snapshot: Snapshot) -> dict[str, Any]:
     return doc
 
 
-def _moved(date: str, hours: int) -> str:
-    moved = datetime.fromisoformat(date.replace("Z", "+00:00")) - timedelta(hours=hours)
+def _moved(date: str, seconds: int) -> str:
+    moved = datetime.fromisoformat(date.replace("Z", "+00:00")) - timedelta(seconds=seconds)
     return moved.strftime(_ISO)
 
 
@@ -390,11 +411,17 @@ def _document(ranked: list[Snapshot], clusters: list[_Cluster], state: _State) -
     return doc
 
 
+def _hours(seconds: int) -> int | float:
+    """A shift in hours: whole where it is (5), else in quarters (5.5 for India)."""
+    return seconds // 3600 if seconds % 3600 == 0 else seconds / 3600
+
+
 def _snapshot_record(snapshot: Snapshot, rank: int, state: _State, latest: int) -> dict[str, Any]:
     first, last = _range(snapshot)
     log = snapshot.head["artifacts"]["ByggLogg"]
     record = {"sha256": snapshot.source_sha256, "path": log["source"]["path"], "first": first, "last": last,
-              "interactions": snapshot.table.height, "timeShiftHours": state.shifts[rank] - state.shifts[latest],
+              "interactions": snapshot.table.height,
+              "timeShiftHours": _hours(state.shifts[rank] - state.shifts[latest]),
               "latest": rank == latest}
     reason = snapshot.head["artifacts"]["Chatthistorik"].get("coverageReason")
     if reason:

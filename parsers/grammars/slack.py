@@ -101,6 +101,16 @@ def user_directory(users_json: str | None) -> tuple[dict[str, str], frozenset[st
     return names, frozenset(bots)
 
 
+def _team(entries: list[tuple[str, Any]]) -> str | None:
+    """The workspace (team id) the channel's messages name (``team``, else ``user_team``)."""
+    for _, m in entries:
+        if isinstance(m, dict):
+            team = m.get("team") or m.get("user_team")
+            if isinstance(team, str) and team:
+                return team
+    return None
+
+
 @lru_cache(maxsize=4)
 def channel_directory(channels_json: str | None) -> dict[str, dict[str, Any]]:
     """Channel name -> {id, topic, purpose} from channels.json (or groups/mpims/dms.json)."""
@@ -326,6 +336,9 @@ class Slack(Grammar):
                 raw = data
             entries.extend((f"{prefix}/{i}", m) for i, m in enumerate(data))
         session = ParsedSession(sid, how, [], raw=raw, pointer="", title=f"#{channel}")
+        team = _team(entries)
+        if team:  # the workspace: a channel id is unique within it (normalizers/keys.py)
+            session.meta["teamId"] = team
         session.meta.update({"channel": channel, **facts,
                              "days": [PurePosixPath(n).stem for n, _ in files if PurePosixPath(n).name not in gaps]})
         if grouped:  # the provenance of each day file; the source's own checksum covers them all

@@ -2,7 +2,9 @@
 
 Dialects: a single chat (``{"name", "type", "id", "messages": [...]}``) is one session; a full
 account export (``{"about", "personal_information", ..., "chats": {"list": [...]}, "left_chats":
-{"list": [...]}}``) gives one session per chat, in file order. session_id = the chat id.
+{"list": [...]}}``) gives one session per chat, in file order. session_id = the chat id; a full
+export's ``personal_information.user_id`` is each session's ``accountId`` (a private chat's or basic
+group's id and message ids are the exporting account's, normalizers/keys.py).
 
 Decisions:
 - ``text`` is a string, or a list of strings and entity objects (``{"type": "bold", "text"}``).
@@ -153,6 +155,13 @@ def _telegram_record(record: Record) -> bool:
             and _FOREIGN.isdisjoint(keys))
 
 
+def _account(data: dict[str, Any]) -> str | None:
+    """The exporting account's user id (a full export's ``personal_information.user_id``)."""
+    info = data.get("personal_information")
+    user = info.get("user_id") if isinstance(info, dict) else None
+    return str(user) if isinstance(user, int | str) and str(user) else None
+
+
 @register
 class Telegram(Grammar):
     name = "telegram"
@@ -175,12 +184,16 @@ class Telegram(Grammar):
         if not isinstance(data, dict):
             raise ParseError(Reason.PARSE_ERROR, "expected a JSON object", path=source.name, grammar=self.name)
         if "messages" not in data and (isinstance(data.get("chats"), dict) or isinstance(data.get("left_chats"), dict)):
+            account = _account(data)
             for key in ("chats", "left_chats"):
                 group = data.get(key)
                 listing = group.get("list") if isinstance(group, dict) else None
                 for i, chat in enumerate(listing if isinstance(listing, list) else []):
                     if isinstance(chat, dict):
-                        yield self._chat(chat, f"/{key}/list/{i}", source.name)
+                        session = self._chat(chat, f"/{key}/list/{i}", source.name)
+                        if account is not None:  # whose export it is: a private chat's id is the peer's
+                            session.meta["accountId"] = account
+                        yield session
         else:
             yield self._chat(data, "", source.name)
 

@@ -17,15 +17,20 @@ from models.settings import Settings
 
 TWO = "User: hi\nAssistant: hello\n"
 FOUR = TWO + "User: how are you\nAssistant: fine thanks\n"
-DOC = "sessions/transcript/a/a.json"  # the session key transcript:a (a.txt's session line)
-DOC_B = "sessions/transcript/b/b.json"
+def _sid(stem: str) -> str:
+    """A file's session id: a UUID made of its name (global: a rerun of the file is the same key)."""
+    return f"00000000-0000-4000-8000-{stem.encode().hex():0>12}"
+
+
+DOC = f"sessions/transcript/{_sid('a')}/{_sid('a')}.json"  # the session key of a.txt's session line
+DOC_B = f"sessions/transcript/{_sid('b')}/{_sid('b')}.json"
 
 
 def _write(src: Path, name: str, text: str) -> None:
     """An input whose session is named after the file (``Session: a`` in a.txt), so its later
     contents are snapshots of the same session."""
     src.mkdir(exist_ok=True)
-    (src / name).write_text(f"Session: {Path(name).stem}\n{text}")
+    (src / name).write_text(f"Session: {_sid(Path(name).stem)}\n{text}")
 
 
 def _reads_under(monkeypatch, folder: Path) -> list[Path]:

@@ -23,8 +23,9 @@ from flows.cli import app
 from flows.pipeline import reconstruct
 from models.settings import Settings as RunSettings
 
-DOC = "sessions/transcript/chat/chat.json"  # the document of the session key transcript:chat
-TWO = "Session: chat\nUser: hi\nAssistant: hello\n"
+SID = "9c8b7a6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d"  # a global session id (a UUID): every rerun of the file is the same key
+DOC = f"sessions/transcript/{SID}/{SID}.json"
+TWO = f"Session: {SID}\nUser: hi\nAssistant: hello\n"
 FOUR = TWO + "User: how are you\nAssistant: fine thanks\n"
 
 

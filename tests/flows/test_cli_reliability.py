@@ -19,7 +19,12 @@ from flows.pipeline import reconstruct
 from models.settings import Settings
 
 runner = CliRunner()
-GOOD = "Session: s-1\nUser: hello\nAssistant: hi there\n"
+def _good(n: int) -> str:
+    """A transcript whose session id is a UUID (global: a rerun of it is the same key)."""
+    return f"Session: 00000000-0000-4000-8000-{n:012d}\nUser: hello\nAssistant: hi there\n"
+
+
+GOOD = _good(1)
 
 
 def _one_line_exit_4(result):
@@ -36,7 +41,7 @@ def _archive(tmp_path):
     (src / "sub").mkdir(parents=True)
     (src / "sub" / "bad.txt").write_text("just prose, no speakers\n")
     (src / "sub" / "good.txt").write_text(GOOD)
-    (src / "other.txt").write_text(GOOD.replace("s-1", "s-2"))
+    (src / "other.txt").write_text(_good(2))
     return src
 
 
@@ -50,10 +55,11 @@ def test_rerun_after_a_fix_writes_under_the_original_key_and_drops_the_stale_rec
     assert runner.invoke(app, ["run", str(src), "--out", str(out), "--workers", "1"]).exit_code == ExitCode.QUARANTINED
     assert (out / "quarantine" / "logs" / "sub" / "bad.txt" / "file.json").is_file()
     before = _documents(out)
-    (src / "sub" / "bad.txt").write_text(GOOD.replace("s-1", "s-3"))
+    (src / "sub" / "bad.txt").write_text(_good(3))
     result = runner.invoke(app, ["rerun", "--failed", "--out", str(out)])
     assert result.exit_code == ExitCode.OK, result.output
-    assert _documents(out) == sorted([*before, "sessions/transcript/s-3/s-3.json"])
+    third = "00000000-0000-4000-8000-000000000003"
+    assert _documents(out) == sorted([*before, f"sessions/transcript/{third}/{third}.json"])
     assert not (out / "quarantine" / "logs" / "sub" / "bad.txt" / "file.json").exists()
 
 
@@ -154,7 +160,7 @@ def test_a_full_disk_stops_the_run_marked_failed_with_what_was_written(tmp_path,
     src = tmp_path / "in"
     src.mkdir()
     for i in range(6):
-        (src / f"c{i}.txt").write_text(GOOD.replace("s-1", f"s-{i}"))
+        (src / f"c{i}.txt").write_text(_good(i))
     real, calls = Batch.stage, []
 
     def filling(self, path, data, mode=0o644):

@@ -24,10 +24,13 @@ from models.settings import PIPELINE_VERSION, Settings
 from tests.helpers import ROOT
 
 runner = CliRunner()
-TWO = "Session: 999\nUser: hi\nAssistant: hello\n"
+UUID = "3f1c6f0e-5c1b-4e39-9a43-2d5b8f0c0999"  # a global id: the edited transcript stays one session (v0, v1)
+TWO = f"Session: {UUID}\nUser: hi\nAssistant: hello\n"
+OTHER_999 = "Session: 999\nUser: a question\nAssistant: an answer\n"
 FOUR = TWO + "User: how are you\nAssistant: fine thanks\n"
 JSONL = '{"id": "999", "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}\n'
-DOC = "sessions/transcript/999/999.json"  # the transcript's document; a jsonl document has session id 999 too
+DOC = f"sessions/transcript/{UUID}/{UUID}.json"  # the edited transcript's document
+# c.txt and the jsonl chat both have session id 999: `history 999` names two documents
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 RUN_ID = re.compile(r"\b\d{8}T\d{6}Z-[0-9a-f]{6}\b")
 
@@ -50,6 +53,7 @@ def world(tmp_path_factory) -> World:
     src.mkdir()
     (src / "a.txt").write_text(TWO)
     (src / "b.jsonl").write_text(JSONL)
+    (src / "c.txt").write_text(OTHER_999)
     (src / "bad.txt").write_text("just prose, no speakers\n")
     reconstruct([src], root / "out", Settings())
     (src / "a.txt").write_text(FOUR)
@@ -156,7 +160,8 @@ def test_json_is_one_sorted_document_with_the_rows_of_the_table(args, rows, fiel
 
 
 def test_every_json_field_is_documented():
-    kinds = [k for k in vars(cli_views).values() if dataclasses.is_dataclass(k) and k is not cli_views.SnapshotLine]
+    table_lines = (cli_views.SnapshotLine, cli_views.LinkLine)  # table-only rows, not in any JSON
+    kinds = [k for k in vars(cli_views).values() if dataclasses.is_dataclass(k) and k not in table_lines]
     kinds += [convdiff.ConversationDiff, convdiff.Hunk, convdiff.Line, convdiff.Turn]
     text = (ROOT / "docs" / "cli.md").read_text()
     named = set(re.findall(r"`(\w+)`", text)) | set(re.findall(r'"(\w+)":', text))

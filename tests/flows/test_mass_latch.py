@@ -18,10 +18,10 @@ from flows.cli import app
 from flows.pipeline import reconstruct
 from models.settings import Settings
 
-DOC = "sessions/transcript/s-1/s-1.json"
+DOC = "sessions/transcript/3f2a1b4c-5d6e-4f70-8a9b-0c1d2e3f4a5b/3f2a1b4c-5d6e-4f70-8a9b-0c1d2e3f4a5b.json"
 QUARANTINE = "quarantine/in/chat.txt/session-1.json"
 # Four turns of four characters: a reparse keeping ``n`` of each keeps n/4 of the content.
-TEXT = "Session: s-1\nUser: aaaa\nAssistant: bbbb\nUser: cccc\nAssistant: dddd\n"
+TEXT = "Session: 3f2a1b4c-5d6e-4f70-8a9b-0c1d2e3f4a5b\nUser: aaaa\nAssistant: bbbb\nUser: cccc\nAssistant: dddd\n"
 
 
 def _settings(n: int, settings: Settings | None = None) -> Settings:

@@ -21,8 +21,9 @@ from models.settings import Settings
 from tests.helpers import ROOT
 from validators.diffjson import make_diff
 
-DOC = "sessions/transcript/s-1/s-1.json"  # the document of the session key transcript:s-1
-TWO = "Session: s-1\nUser: hi\nAssistant: hello\n"
+SID = "3f2a1b4c-5d6e-4f70-8a9b-0c1d2e3f4a5b"  # a global session id (a UUID): every rerun of the file is the same key
+DOC = f"sessions/transcript/{SID}/{SID}.json"  # the document of the session key transcript:SID
+TWO = f"Session: {SID}\nUser: hi\nAssistant: hello\n"
 FOUR = TWO + "User: how are you\nAssistant: fine thanks\n"
 MERGED = "merged 2 snapshots"  # the later export of the session is a snapshot merged with the first (#15)
 
@@ -164,8 +165,8 @@ def test_ledger_migrates_from_schema_1(tmp_path):
     db.close()
     ledger = Ledger(path)
     try:
-        assert SCHEMA_VERSION == 5
-        assert ledger.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "5"
+        assert SCHEMA_VERSION == 6
+        assert ledger.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "6"
         assert ledger.revisions() == []
         # comma-joined reasons of an old ledger become rows
         rows = ledger.db.execute("SELECT source_key, ordinal, reason FROM reasons ORDER BY 2, 3").fetchall()
@@ -193,7 +194,7 @@ def test_parallel_shards_share_the_blob_store(tmp_path):
     src.mkdir()
     for i in range(12):
         # two texts, six files each: each text is one snapshot of one session (whichever shard claims it)
-        (src / f"chat{i:02}.txt").write_text((FOUR if i % 2 else TWO).replace("Session: s-1\n", ""))
+        (src / f"chat{i:02}.txt").write_text((FOUR if i % 2 else TWO).replace(f"Session: {SID}\n", ""))
     settings = Settings(shard_files=1, workers=3)
     out = tmp_path / "out"
     summary = reconstruct([src], out, settings, runner=_pool_runner(out, settings))

@@ -77,11 +77,17 @@ def _chat(n: int) -> str:
     return "".join(f"1/{1 + i // 100}/24, 10:{i % 60:02d} - Ann: message number {i}\n" for i in range(n))
 
 
+def _log(n: int) -> str:
+    """A transcript with a global session id (a UUID): a rerun of the changed file is the same key."""
+    return "Session: 6d1e2f3a-4b5c-4d6e-8f70-8192a3b4c5d6\n" + "".join(
+        f"User: message number {i}\n" for i in range(n))
+
+
 def test_a_streamed_rerun_keeps_revisions_and_the_mass_latch(tmp_path):
     src, out = tmp_path / "in", tmp_path / "out"
     src.mkdir()
-    chat = src / "WhatsApp Chat with Ann.txt"
-    chat.write_text(_chat(40))
+    chat = src / "chat.txt"
+    chat.write_text(_log(40))
     streamed = {"stream_text_bytes": 1, "stream_chunk_bytes": 256}
     first = _run(src, out, **streamed)
     (doc,) = (out / "sessions").rglob("*.json")
@@ -91,7 +97,7 @@ def test_a_streamed_rerun_keeps_revisions_and_the_mass_latch(tmp_path):
     assert revisions.blob_path(out, first.revisions[0].sha256).read_bytes() == accepted
     again = _run(src, out, **streamed)
     assert again.unchanged == 1 and doc.read_bytes() == accepted
-    chat.write_text(_chat(10))  # a quarter of the chat: the accepted document stays
+    chat.write_text(_log(10))  # a quarter of the log: the accepted document stays
     shrunk = _run(src, out, **streamed)
     assert [r.reasons for r in shrunk.sessions] == [["mass_latch"]] and doc.read_bytes() == accepted
     assert not list((out / ".spool").glob("*"))

@@ -1,5 +1,5 @@
-"""Session keys (normalizers/keys.py): every grammar's sessions get one, the same across re-exports of a
-conversation, different for different conversations."""
+"""Session keys (normalizers/keys.py): every grammar's sessions get one; a global id is the same across
+exports, anything else is scoped by its account or export, and the index prints prove a re-export."""
 
 from __future__ import annotations
 
@@ -15,7 +15,16 @@ from hypothesis import strategies as st
 from flows.process import process_text
 from models.settings import Settings
 from normalizers.assemble import RunContext
-from normalizers.keys import KEY_MESSAGES, Message, continues, fingerprint, message_prints, session_key
+from normalizers.keys import (
+    KEY_MESSAGES,
+    PROOF_MESSAGES,
+    Message,
+    Scope,
+    evidence,
+    fingerprint,
+    index_prints,
+    session_key,
+)
 from normalizers.snapshots import _key_of, snapshot_of, snapshot_prints
 from parsers import registry
 from parsers.text import decode
@@ -50,7 +59,8 @@ def test_every_golden_session_has_its_key(grammar):
             assert key.startswith(f"{grammar}:") and log["sessionKeySource"]
             assert key == _key_of(doc, doc["artifacts"]["Chatthistorik"]["interactions"])
             if log["sessionIdSource"].startswith("source:"):
-                assert key == f"{grammar}:{log.get('sessionIdRaw') or doc['sessionId']}"
+                sid = log.get("sessionIdRaw") or doc["sessionId"]
+                assert key == f"{grammar}:{sid}" or key.startswith(f"{grammar}:{sid}@")
             seen += 1
     assert seen
 
@@ -72,15 +82,19 @@ def _extended(first, more):
     return strategies.GenSession(first.turns + tuple(tail))
 
 
-def _session_key(module, session, grammar: str) -> str:
+def _session_doc(module, session, grammar: str) -> dict:
     name, data = module.render(session)
     docs = _documents(data, name, grammar)
     assert len(docs) == 1
-    return _key(docs[0])
+    return docs[0]
+
+
+def _prints(doc: dict) -> list[str]:
+    return snapshot_prints(snapshot_of(orjson.dumps(doc)))
 
 
 @pytest.mark.parametrize("grammar", GRAMMARS)
-def test_a_later_export_with_more_messages_keeps_the_key(grammar):
+def test_a_later_export_with_more_messages_keeps_a_global_key_or_is_proved_the_same(grammar):
     module = _renderer(grammar)
     strategy = getattr(module, "STRATEGY", strategies.sessions())
 
@@ -90,11 +104,15 @@ def test_a_later_export_with_more_messages_keeps_the_key(grammar):
         assume(len(first.turns) >= KEY_MESSAGES)
         longer = _extended(first, more)
         assume(longer.turns[-1].time.year <= 2035)
-        key = _session_key(module, first, grammar)
-        assert key == _session_key(module, longer, grammar)
-        opening = [(t.speaker, t.content.split()) for t in more.turns[:KEY_MESSAGES]]
-        if ":fp-" in key and opening != [(t.speaker, t.content.split()) for t in first.turns[:KEY_MESSAGES]]:
-            assert _session_key(module, more, grammar) != key  # another conversation
+        doc, later = _session_doc(module, first, grammar), _session_doc(module, longer, grammar)
+        key = _key(doc)
+        if "@" not in key and ":fp-" not in key:  # a global id
+            assert key == _key(later)
+            return
+        assert _key(later) != key  # scoped by its export: the index prints decide
+        found = evidence(_prints(later), _prints(doc))
+        assert found.paired == len(_prints(doc))  # every message of the first export is in the later one
+        assert found.proof is (found.same_participants and found.beyond_opening >= PROOF_MESSAGES)
 
     check()
 
@@ -109,51 +127,69 @@ HIKE = ["[03/06/2024, 18:40:12] Grace Obi: Hi all!", "[03/06/2024, 18:41:05] Tom
 
 
 def test_chats_that_open_alike_have_other_keys():
-    """The same greeting from another person, in another chat, or followed by other messages."""
+    """The same greeting from another person, in another chat, followed by other messages, or the same
+    chat in another export: every export is its own key."""
     keys = {
         _whatsapp(HIKE),
         _whatsapp([HIKE[0].replace("Grace Obi", "Ana Lind"), *HIKE[1:]]),
         _whatsapp(HIKE, "WhatsApp Chat with Climbers.txt"),
         _whatsapp([*HIKE[:2], "[03/06/2024, 18:42:30] Grace Obi: Sunday's route?"]),
         _whatsapp(HIKE[:2]),
+        _whatsapp([*HIKE, "[04/06/2024, 08:00:00] Tom Reyes: Ok"]),
     }
-    assert len(keys) == 5
+    assert len(keys) == 6
 
 
-def test_a_key_survives_a_zone_shift_and_reencoding():
-    shifted = [line.replace("18:4", "21:4") for line in HIKE]
-    shifted[2] = shifted[2].replace("route?", "route?  ")
-    assert _whatsapp(HIKE) == _whatsapp(shifted) == _whatsapp([*HIKE, "[04/06/2024, 08:00:00] Tom Reyes: Ok"])
+def test_a_key_is_the_same_for_the_same_export_and_ignores_system_lines_zone_and_typography():
     assert _whatsapp(HIKE, "WhatsApp Chat with Hikers (1).txt") == _whatsapp(HIKE)  # downloaded twice
+    scope = Scope("ab" * 32)
+    plain = [Message("Ana", "2024-01-01T10:00:00Z", 'say "hi"'), Message("Bo", "2024-01-01T10:01:00Z", "ok - fine")]
+    fancy = [Message("System", None, "Ana created group", "system"),
+             Message("Ana", "2024-01-01T15:30:00Z", "say \u201chi\u201d"),
+             Message("Bo", "2024-01-01T15:31:00Z", "ok \u2013 fine")]
+    assert session_key("whatsapp", None, "none", "T", plain, scope) == session_key("whatsapp", None, "none", "T",
+                                                                                  fancy, scope)
 
 
-MESSAGES = [Message("Ana", f"2024-01-01T10:{i:02d}:00Z", f"message {i}") for i in range(10)]
+MESSAGES = [Message("Ana" if i % 2 else "Bo", f"2024-01-01T10:{i:02d}:00Z", f"message {i}") for i in range(10)]
 
 
-def test_continues_finds_a_snapshot_that_lost_its_oldest_messages():
-    known = message_prints(MESSAGES)
-    assert continues(message_prints(MESSAGES[4:]), known)
-    assert not continues(message_prints(MESSAGES[4:5] + MESSAGES[6:]), known)
-    assert continues(message_prints(MESSAGES), message_prints(MESSAGES[:2]))  # a short chat that grew
-    assert not continues(message_prints(MESSAGES[1:]), message_prints(MESSAGES[:2]))
-    assert not continues([], known) and not continues(message_prints(MESSAGES), [])
+def test_evidence_proves_a_snapshot_that_lost_its_oldest_messages_or_moved_zone():
+    known = index_prints(MESSAGES)
+    assert evidence(index_prints(MESSAGES[4:]), known).proof
+    kolkata = [Message(m.author, f"2024-01-01T14:{30 + i:02d}:00Z", m.content) for i, m in enumerate(MESSAGES)]
+    found = evidence(index_prints(kolkata), known)
+    assert found.proof and found.offset_seconds == 4 * 3600 + 30 * 60
+
+
+def test_an_opening_greeting_is_no_proof():
+    shop = [Message("Shop", f"2024-01-01T10:0{i}:00Z", g) for i, g in enumerate("abc")]
+    first = index_prints([*shop, Message("Ana", "2024-01-01T10:05:00Z", "my order")])
+    second = index_prints([*shop, Message("Bo", "2024-01-01T10:05:00Z", "a refund")])
+    found = evidence(first, second)
+    assert found.paired == 3 and found.beyond_opening == 0 and not found.proof and found.possible
+    week = index_prints([Message("Shop", f"2024-01-08T10:0{i}:00Z", g) for i, g in enumerate("abc")])
+    assert evidence(first, week).paired == 0  # the same words a week later pair nothing
 
 
 @given(st.lists(st.sampled_from(["hi", "ok", "yes", "Hi", "hi "]), min_size=1, max_size=6),
        st.sampled_from(["Ana", "Bo"]), st.sampled_from(["A", "B", None]))
-def test_the_fingerprint_is_the_earliest_messages(texts, author, title):
+def test_the_fingerprint_is_the_export_and_its_earliest_messages(texts, author, title):
     messages = [Message(author, None, t) for t in texts]
-    fp = fingerprint("transcript", title, messages)
-    grown = fingerprint("transcript", title, [*messages, Message("Zed", None, "later")])
+    scope = Scope("cd" * 32)
+    fp = fingerprint("transcript", title, messages, scope.export)
+    grown = fingerprint("transcript", title, [*messages, Message("Zed", None, "later")], scope.export)
     assert (fp == grown) is (len(messages) >= KEY_MESSAGES)
-    assert session_key("transcript", None, "none", title, messages)[0] == f"transcript:fp-{fp}"
-    assert session_key("chatgpt", "c1", "source:id", title, messages)[0] == "chatgpt:c1"
+    assert fingerprint("transcript", title, messages, Scope("ef" * 32).export) != fp
+    assert session_key("transcript", None, "none", title, messages, scope)[0] == f"transcript:fp-{fp}"
+    assert session_key("chatgpt", "c1", "source:id", title, messages, scope)[0] == "chatgpt:c1"
+    assert session_key("jsonl", "1", "source:conversation_id", title, messages, scope)[0] == f"jsonl:1@{scope.export}"
 
 
 def test_a_snapshots_prints_are_its_messages_prints():
     doc = _documents("\n".join(HIKE).encode() + b"\n", "WhatsApp Chat with Hikers.txt", "whatsapp")[0]
     items = doc["artifacts"]["Chatthistorik"]["interactions"]
-    want = message_prints(Message(i["speakerName"], i.get("date"), i["content"], i["kind"]) for i in items)
+    want = index_prints(Message(i["speakerName"], i.get("date"), i["content"], i["kind"]) for i in items)
     assert snapshot_prints(snapshot_of(orjson.dumps(doc))) == want
 
 
