@@ -64,6 +64,8 @@ def session_snapshot(session: ParsedSession, counted: int) -> dict[str, Any]:
             for r in session.regions
         ],
         "turns": [turn_snapshot(t) for t in session.turns],
+        **({"shaped": [{"line": x.line, "reason": x.reason, **({"part": x.part} if x.part else {})}
+                       for x in session.shaped]} if session.shaped else {}),
     }
 
 

@@ -30,7 +30,7 @@ from typing import Any
 
 import regex
 
-from models.records import ModelRef, ParsedSession, Region, RegionKind, SourceText, Turn
+from models.records import ModelRef, ParsedSession, Region, RegionKind, ShapedLine, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
 from parsers.grammars._agentlog import family_model
@@ -97,6 +97,7 @@ class Aider(Grammar):
     detect_needs = ("# aider chat started at ",)  # its session heading
     version = "1"
     description = "Aider chat history (.aider.chat.history.md)"
+    turn_shape = r"^#### "  # a user input line
     example = "# aider chat started at 2025-05-04 17:02:36\n\n#### fix the failing test  \n"
 
     def detect(self, sample: str, name: str) -> float:
@@ -150,6 +151,8 @@ class Aider(Grammar):
                 if found:
                     model, edit_format = found
             elif kind == USER:
+                session.shaped += [ShapedLine(offset + i + 1, "a line of a multi-line prompt (a run of '#### ' lines)")
+                                   for i in range(a + 1, b + 1)]
                 m = _COMMAND.match(text)
                 if m:
                     extra = {"userCommand": "!" if m["bang"] else m["cmd"]}

@@ -45,7 +45,7 @@ from typing import Any
 import polars as pl
 import regex
 
-from models.records import ParsedSession, Region, RegionKind, SourceText, Turn
+from models.records import ParsedSession, Region, RegionKind, ShapedLine, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
 from parsers.columns import TURN_SCHEMA, rust_pattern, split_lines
@@ -126,12 +126,17 @@ def explained_share(sample: str) -> float:
     return (len(lines) - heads[0]) / len(lines)
 
 
+def _under_reply(line: int) -> str:
+    return f"the author line of a message whose reply context at line {line} opens it"
+
+
 @register
 class DiscordText(Grammar):
     name = "discord-text"
     detect_needs = ("—", "–")  # an author line's dash
     version = "1"
     description = "Discord messages copied from the client as text (author lines, [time] continuations)"
+    turn_shape = rf"^(?:{_NOT_MARKDOWN}{_AUTHOR_LINE}|{_CSTAMP})"  # an author line or a clock-stamped message
     example = "Maya Chen — 08/11/2023 1:30 PM"
 
     def detect(self, sample: str, name: str) -> float:
@@ -159,6 +164,7 @@ class DiscordText(Grammar):
                 turn = _turn(author, h, block.body, span)
                 if reply is not None:
                     turn.extra = {**(turn.extra or {}), "reply": reply[0]}
+                    session.shaped.append(ShapedLine(turn.lines[0], _under_reply(reply[1])))
                     turn.lines = (reply[1], turn.lines[1])
                     reply = None
                 session.turns.append(turn)
@@ -190,6 +196,8 @@ class DiscordText(Grammar):
         _time_notes(session, relative, unreadable, found.continued)
         names = sorted(set(frame["speaker"].to_list()), key=len, reverse=True)
         extra, starts = columns.extras(frame, columns.replies(heads, lines, frame), names)
+        session.shaped = [ShapedLine(own, _under_reply(start))
+                          for own, start in zip(frame["line_start"].to_list(), starts, strict=True) if own != start]
         session.frame = frame.with_columns(
             time=time, extra=extra, line_start=pl.Series(starts, dtype=pl.Int64),
             kind=pl.lit("message", pl.Utf8)).select(list(TURN_SCHEMA))

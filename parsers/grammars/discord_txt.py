@@ -164,6 +164,7 @@ class DiscordTxt(Grammar):
     version = "1"
     description = ("DiscordChatExporter plain-text export (Guild/Channel preamble, [date] author lines, "
                    "{Attachments}/{Embed}/{Reactions} blocks, Exported N message(s))")
+    turn_shape = HEADER.pattern
     example = "[01-Jan-20 01:33 AM] Tyrrrz#5447\nHello world"
     group_files = r".+(?P<part> \[part \d+\])\.txt"
 

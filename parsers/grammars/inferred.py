@@ -135,6 +135,7 @@ class Inferred(Grammar):
     specificity = 0
     version = "2"
     description = "Unknown line format with a repeated header prefix: pattern inferred, coverage partial"
+    no_turn_shape = "its header pattern is inferred per file (an H- heuristic): there is no shape before it"
     example = "<<2024/03/01 10:00>> alice | the header shape is learned from the file"
 
     def detect(self, sample: str, name: str) -> float:

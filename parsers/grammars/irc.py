@@ -121,6 +121,7 @@ class Irc(Grammar):
     version = "2"
     description = "IRC log (supybot/limnoria, irssi, weechat)"
     example = "2012-10-18T09:30:30+0000  <jamespage> the new ones do things quite differently"
+    turn_shape = "|".join(f"(?:{p.pattern})" for p in DIALECTS.values())  # any dialect's stamp
 
     def detect(self, sample: str, name: str) -> float:
         """The share of non-blank lines that are log lines of the sample's dialect (every IRC line is

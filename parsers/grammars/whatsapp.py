@@ -187,6 +187,7 @@ class WhatsApp(Grammar):
     version = "3"
     description = "WhatsApp chat export (.txt, or a zip with its media), Android and iOS, every header dialect"
     example = "12/24/19, 11:23 - John Doe: Lorem ipsum dolor sit amet."
+    turn_shape = "^" + HEADER_BODY  # every template's stamp: each such line starts a message
 
     def detect(self, sample: str, name: str) -> float:
         return explained_share(sample, name)
