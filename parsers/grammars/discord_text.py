@@ -241,7 +241,7 @@ def _turn(author: regex.Match, h: regex.Match, body: str, span: tuple[int, int])
 def _date_order(session: ParsedSession, runs: list[tuple[str, int]]) -> DateOrder:
     """The day/month order of the whole file, from the runs of its author lines' dates."""
     order = date_order(runs)
-    if order.basis in ("none", "changes") and runs and all("." in d for d, _ in runs):
+    if order.basis in ("none", "changes", "forward") and runs and all("." in d for d, _ in runs):
         order = order._replace(order="dmy", evidence="dotted dates, written day first in every locale that uses"
                                f" them ({runs[0][0]})", basis="dots")
     if runs:
