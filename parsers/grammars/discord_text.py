@@ -21,8 +21,12 @@ Decisions:
 - Today/Yesterday have no absolute date (the day of copying is unknown): such a turn keeps
   ``time_raw`` (``Today at 5:03 AM``) and gets no time (a clock alone is not a date), with
   ``extra.relativeDay``; one warning counts them. Nothing is invented.
-- A continuation stamp takes the date of its author line; a clock earlier than the previous
-  message's means midnight passed (next day). Its ``time_raw`` is the stamp as written.
+- A continuation stamp takes the date of its author line; a clock more than 12 hours earlier than
+  the previous message's means midnight passed (23:50 then 00:10: next day); a smaller step back
+  (13:30 then 13:00) stays on the author line's day, as nothing supports another date. Its
+  ``time_raw`` is the stamp as written.
+- A stamp line with no text under it (the message it stamps was an attachment or an embed the copy
+  left out) is no turn: a declared boilerplate region.
 - Day/month order of numeric dates is decided from the whole file (``_lines.date_order``); dotted
   dates without other evidence are day first (no locale writes month.day.year).
 - ``BOT``/``APP`` tags: role ``other`` with ``extra.bot``; everyone else is a ``user``.
@@ -159,9 +163,11 @@ class DiscordText(Grammar):
                 session.regions.append(Region(RegionKind.BOILERPLATE, "the client's date divider", lines=span))
             elif h["reply"]:
                 reply = (h["reply"].strip(), block.line_start)
+            elif not h["name"] and author is not None and not block.body.strip():
+                session.regions.append(Region(RegionKind.BOILERPLATE, columns.EMPTY_STAMP, lines=span))
             elif h["name"] or author is not None:
                 author = h if h["name"] else author
-                turn = _turn(author, h, block.body, span)
+                turn = _turn(author, h, block.text, span)
                 if reply is not None:
                     turn.extra = {**(turn.extra or {}), "reply": reply[0]}
                     session.shaped.append(ShapedLine(turn.lines[0], _under_reply(reply[1])))
@@ -204,7 +210,19 @@ class DiscordText(Grammar):
         return iter([session])
 
     def count_turns(self, raw: Any) -> int:
-        return sum(1 for line in raw.split("\n") if _COUNT_AUTHOR.match(line) or _COUNT_STAMP.match(line))
+        """Author lines, and stamp lines with text of their own (on the line, or the next non-blank line
+        when that is no author or stamp line)."""
+        lines = raw.split("\n")
+        count = 0
+        for i, line in enumerate(lines):
+            if _COUNT_AUTHOR.match(line):
+                count += 1
+            elif _COUNT_STAMP.match(line):
+                after = line.partition("]")[2]
+                following = next((ln for ln in lines[i + 1:] if ln.strip()), "")
+                count += bool(after.strip() or (following and not _COUNT_AUTHOR.match(following)
+                                                and not _COUNT_STAMP.match(following)))
+        return count
 
 
 def _replies(turns: list[Turn]) -> None:
@@ -281,7 +299,7 @@ def _times(session: ParsedSession, groups: list[tuple[Turn, regex.Match]]) -> No
             unreadable += 1
             continue
         when = day + delta
-        if previous is not None and previous[0] is author and when < previous[1]:
+        if previous is not None and previous[0] is author and columns.midnight_passed(previous[1], when):
             when += timedelta(days=1)  # midnight passed within one author's run of messages
         turn.time, previous = when, (author, when)
     _time_notes(session, relative, unreadable, any(t.time_raw != a["stamp"] for t, a in groups if not a["rel"]))

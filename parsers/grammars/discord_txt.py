@@ -203,7 +203,7 @@ class DiscordTxt(Grammar):
             if block.header is None:
                 self._preamble(session, block.body, span, part)
                 continue
-            turn = _turn(block.header, block.body, span, clock)
+            turn = _turn(block.header, block.text, span, clock)
             turn.part = part
             unread += turn.time is None
             session.turns.append(turn)

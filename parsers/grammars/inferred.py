@@ -171,7 +171,7 @@ class Inferred(Grammar):
             unreadable += bad
             clock_only += clock
             extra = {"header": h.group(0).strip()} if raw is None and prefix.strip() else None
-            session.turns.append(Turn(speaker, role_of(speaker), block.body, when, raw, None, "message",
+            session.turns.append(Turn(speaker, role_of(speaker), block.text, when, raw, None, "message",
                                       (block.line_start, block.line_end), extra=extra))
         _conclude(session, found, source.name, len(session.turns), clock_only, unreadable)
         yield session

@@ -182,7 +182,7 @@ class Irc(Grammar):
                 raw = h["ts"]
                 when = parse_iso(raw)
                 unreadable += when is None
-            turns.append(_turn(block.body, dialect, when, raw, (block.line_start, block.line_end)))
+            turns.append(_turn(block.text, dialect, when, raw, (block.line_start, block.line_end)))
         channels = {c for t in turns if t.role == "system" for c in _CHANNEL.findall(t.content)}
         first_day = next((t.time.date() for t in turns if t.time is not None), None)
         _conclude(session, source.name, Facts(markers, undated, unreadable, channels, first_day))

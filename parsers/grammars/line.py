@@ -140,7 +140,7 @@ class Line(Grammar):
             else:
                 when = _time(day, h)
                 undated += when is None
-                session.turns.append(_turn(h, block.body, span, when))
+                session.turns.append(_turn(h, block.text, span, when))
         if undated:
             session.warnings.append(unreadable_times(undated, "no date line before the message, or not a clock"))
         yield session

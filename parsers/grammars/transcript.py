@@ -51,7 +51,7 @@ from models.records import ParsedSession, Region, RegionKind, ShapedLine, Source
 from models.settings import Settings
 from parsers.base import Grammar
 from parsers.columns import line_test, rust_pattern, split_lines, unnamed
-from parsers.engine import Block, split_blocks
+from parsers.engine import Block, split_blocks, trim_blank_tail
 from parsers.grammars.markdown import candidate as md_candidate
 from parsers.grammars.markdown import without_said
 from parsers.registry import register
@@ -206,6 +206,8 @@ class Transcript(Grammar):
                                               content=((h.group(0) if h else "") + block.body).strip("\n")))
         if clock_only:
             session.warnings.append(_clock_only(clock_only))
+        for turn in session.turns:  # a turn's text ends at its last non-blank line (parsers.engine)
+            turn.content = trim_blank_tail(turn.content)
         return session
 
     @staticmethod

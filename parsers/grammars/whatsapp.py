@@ -60,7 +60,7 @@ from models.records import ParsedSession, Region, RegionKind, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
 from parsers.columns import split_lines
-from parsers.engine import line_patterns, scan
+from parsers.engine import line_patterns, scan, trim_blank_tail
 from parsers.memory import paused_gc
 from parsers.registry import register
 from parsers.sessions import file_name_id
@@ -467,6 +467,7 @@ def _read_turns(session: ParsedSession, text: str, guess: str) -> tuple[list[tup
         cont = text[m.end():nxt.start()] if nxt is not None else drop_final_newline(text[m.end():])
         if cont:
             end = line + cont.count("\n")
+            cont = trim_blank_tail(cont)
             content = first + cont
         else:
             end, content = line, first
