@@ -246,6 +246,10 @@ class Facts:
         if args.get("command") == "create" and isinstance(args.get("file_text"), str):  # str_replace_editor
             self._whole(ordinal, via, path, args["file_text"], "create", True)
             return
+        if args.get("command") == "insert" and isinstance(args.get("new_str"), str):  # str_replace_editor insert
+            self._change(ordinal, via, path, "insert", None, None, _unified(path, "", args["new_str"]))
+            self._known(path, None, ordinal)
+            return
         edits = args.get("edits") if isinstance(args.get("edits"), list) else [args]
         pairs = [pair for e in edits if isinstance(e, dict) for pair in [_old_new(e)] if pair]
         if pairs:
