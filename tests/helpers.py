@@ -69,6 +69,17 @@ def session_snapshot(session: ParsedSession, counted: int) -> dict[str, Any]:
     }
 
 
+def text_source(text: str, name: str) -> SourceText:
+    """A canonical text as the source of one file (tests that write their input inline)."""
+    return SourceText(text, name, "0" * 64, len(text.encode()), "utf-8")
+
+
+def parse_text(grammar: str, text: str, name: str) -> tuple[SourceText, list[ParsedSession]]:
+    """The source of an inline text and the sessions one grammar makes of it."""
+    source = text_source(text, name)
+    return source, list(registry.get(grammar).parse(source, Settings()))
+
+
 def load_source(path: Path, name: str | None = None) -> SourceText:
     return decode(path.read_bytes(), name or path.name)
 

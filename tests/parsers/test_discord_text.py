@@ -66,12 +66,11 @@ STAMPS = ("Maya Chen — 08/11/2023 1:30 PM\nfirst message\n[1:31 PM]\nsecond me
 
 
 def test_a_time_stamp_line_is_never_an_empty_turn_and_never_invents_a_date():
-    from models.records import SourceText
     from models.settings import Settings
     from parsers import registry
+    from tests.helpers import parse_text
     g = registry.get("discord-text")
-    source = SourceText(STAMPS, "paste.txt", "0" * 64, len(STAMPS), "utf-8")
-    (s,) = g.parse(source, Settings())
+    source, (s,) = parse_text("discord-text", STAMPS, "paste.txt")
     got = [(t.speaker, t.content, t.time.strftime("%d %H:%M")) for t in s.turns]
     assert got == [("Maya Chen", "first message", "08 13:30"), ("Maya Chen", "second message", "08 13:31"),
                    ("Rafael Souza", "reply here", "08 13:35"), ("Rafael Souza", "late stamp", "08 13:00"),

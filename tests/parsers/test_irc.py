@@ -96,13 +96,12 @@ BRACKETED = ("--- Log opened Thu Oct 18 09:00:00 2012\n[09:00] <alice> morning a
 
 
 def test_bracketed_clock_logs_are_irc_on_both_routes():
-    from models.records import SourceText
     from models.settings import Settings
     from parsers import registry
+    from tests.helpers import parse_text
     g = registry.get("irc")
-    source = SourceText(BRACKETED, "proj.log", "0" * 64, len(BRACKETED), "utf-8")
     assert registry.detect(BRACKETED, "proj.log", threshold=0.5).grammar == "irc"
-    (s,) = g.parse(source, Settings())
+    source, (s,) = parse_text("irc", BRACKETED, "proj.log")
     assert s.meta["dialect"] == "bracketed"
     assert [(t.speaker, t.kind) for t in s.turns] == [
         ("alice", "message"), ("bob", "action"), ("carol", "action"), ("System", "join"), ("System", "quit"),
