@@ -98,3 +98,17 @@ def test_a_function_calling_trajectory_is_read_with_its_file_changes_and_model()
     items = doc["artifacts"]["Chatthistorik"]["interactions"]
     replies = [i for i in items if i["role"] == "assistant"]
     assert {(i["model"]["provider"], i["model"]["name"]) for i in replies} == {("anthropic", "claude-3-5-sonnet")}
+
+
+def test_edit_commands_of_the_action_layout_are_file_changes():
+    steps = ["open calc.py", "edit 3:3\n    return a + b\nend_of_edit", "str_replace_editor create /repo/new.py "
+             "--file_text 'x = 1'", "pytest -q"]
+    history = [{"role": "system", "content": "You are an agent."}]
+    for i, command in enumerate(steps):
+        history += [{"role": "assistant", "content": f"Step {i}.\n\n```\n{command}\n```\n", "action": command + "\n"},
+                    {"role": "user", "content": "ok", "message_type": "observation"}]
+    data = {"history": history, "info": {"exit_status": "submitted", "model_stats": {"api_calls": 4}}}
+    (doc,) = documents("swe-agent", decode(orjson.dumps(data), "calc__calc-2.traj"))
+    changes = doc["artifacts"]["ByggLogg"]["sessionRecord"]["fileChanges"]
+    assert [(c["path"], c["operation"], c["via"]) for c in changes] == [
+        ("calc.py", "edit", "command:edit"), ("/repo/new.py", "create", "command:str_replace_editor")]
