@@ -440,7 +440,7 @@ def _entry(grammar, index: int, value: Any, job: Job, ctx: RunContext) -> list[S
     started = time.perf_counter()
     try:
         sessions = list(grammar.parse_entry(f"/{index}", value, job.source, ctx.settings))
-        accountant = Accountant.of(job.source, lines=not grammar.structured)
+        accountant = Accountant.of(job.source, lines=not grammar.structured, shape=grammar.turn_shape)
         out = [judge(0, parsed, grammar, job.source, job.detection, ctx, {}, accountant.account(parsed, True))
                for parsed in sessions]
     except ReconstructError as exc:

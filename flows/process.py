@@ -176,7 +176,7 @@ def collect(parsed_sessions, grammar, source: SourceText, detection: Detection, 
     """Count, assemble and gate every session a grammar yields; a grammar failure keeps what came before."""
     sessions: list[SessionOutcome] = []
     seen_ids: dict[str, int] = {}
-    accountant = Accountant.of(source, lines=not grammar.structured)
+    accountant = Accountant.of(source, lines=not grammar.structured, shape=grammar.turn_shape)
     batch = _Batch(grammar, source, detection, ctx, seen_ids, sessions)
     try:
         for ordinal, (parsed, last) in enumerate(_with_last(parsed_sessions), 1):

@@ -106,6 +106,13 @@ class DeclaredRegion(_Strict):
     content: str | None = Field(None, description="The region's text when a reader may want it (an alternative).")
 
 
+class ShapedText(_Strict):
+    lines: list[int] = Field(description="The first of these lines (1-based), at most 20.")
+    count: int = Field(ge=1)
+    reason: str
+    part: str | None = Field(None, description=PART)
+
+
 class Redaction(_Strict):
     turn: int
     type: str
@@ -154,6 +161,10 @@ class ByggLogg(_Strict):
         default_factory=list,
         description="Every part of the source deliberately not turned into an interaction, and why "
         "(source accounting, gate check 3).",
+    )
+    shapedText: list[ShapedText] | None = Field(
+        None, description="Lines shaped like a turn start that are text of a turn, grouped by why (the "
+        "census of source accounting); absent when there are none.",
     )
     sourceMeta: dict[str, Any] | None = Field(
         None, description="What the grammar noted about the session (dialect, left-out branch nodes...)."

@@ -40,6 +40,7 @@ class Reason(StrEnum):
     MODEL_FIELD = "model_field"
     TURN_COUNT = "turn_count"
     UNACCOUNTED_SOURCE = "unaccounted_source"
+    POSSIBLE_MERGED_TURNS = "possible_merged_turns"
     TIMESTAMP_FORMAT = "timestamp_format"
     SCHEMA = "schema"
     SNAPSHOT_MERGE = "snapshot_merge"

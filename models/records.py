@@ -108,6 +108,19 @@ class Region:
     """The part's file name that ``lines`` counts in, as for ``Turn.part``."""
 
 
+@dataclass(frozen=True, slots=True)
+class ShapedLine:
+    """A line shaped like a turn start that the grammar read as text inside a turn, and why (the fenced
+    block it sits in, a quote, a heading style the session's turns do not use...). Source accounting
+    matches every line against the grammar's ``turn_shape``; each match is a turn start, lies in a
+    declared region, or is one of these, else the session is partial (``possible_merged_turns``)."""
+
+    line: int
+    reason: str
+    part: str | None = None
+    """The part's file name that ``line`` counts in, as for ``Turn.part``."""
+
+
 @dataclass(slots=True)
 class ParsedSession:
     """One session found in a source, with what the grammar knows about how it found it.
@@ -138,6 +151,8 @@ class ParsedSession:
     regions: list[Region] = field(default_factory=list)
     """Every part of the session's source that is not in a turn, declared with its reason. The gate's
     source accounting checks that turns and regions together cover the source (DESIGN section 2)."""
+    shaped: list[ShapedLine] = field(default_factory=list)
+    """Lines shaped like a turn start that are text of a turn, each with why (source accounting)."""
     frame: Any = None
     """The turns as columns (a polars frame, ``parsers.columns.TURN_SCHEMA``) when the grammar parsed
     them column-wise (``Grammar.parse_columns``); ``turns`` is then empty."""

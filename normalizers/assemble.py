@@ -103,6 +103,20 @@ def _declared_regions(session: ParsedSession, scrub, redactions: list[dict[str, 
     return out
 
 
+def _shaped_text(session: ParsedSession) -> list[dict[str, Any]]:
+    """ByggLogg.shapedText: the lines shaped like a turn start that the grammar read as text, by reason."""
+    groups: dict[tuple[str, str | None], list[int]] = {}
+    for shaped in session.shaped:
+        groups.setdefault((shaped.reason, shaped.part), []).append(shaped.line)
+    out = []
+    for (reason, part), lines in groups.items():
+        entry: dict[str, Any] = {"lines": sorted(lines)[:20], "count": len(lines), "reason": reason}
+        if part:
+            entry["part"] = part
+        out.append(entry)
+    return out
+
+
 def _created_from_name(name: str) -> str | None:
     m = _NAME_DATE.search(name.rsplit("/", 1)[-1])
     if not m:
@@ -281,6 +295,8 @@ def envelope(session: ParsedSession, counted: int, summary: Summary, interaction
         "declaredRegions": declared,
         "sessionRecord": summary.facts.record,
     }
+    if session.shaped:
+        bygglogg["shapedText"] = _shaped_text(session)
     if source_meta:
         bygglogg["sourceMeta"] = source_meta
     if source.replaced_count:

@@ -17,7 +17,8 @@ copied to the document as it is). From these:
 - ``commands``: shell commands (Bash, shell, local_shell, exec_command..., a ``/run`` line) with
   exit code and duration where logged;
 - ``fileChanges``: Write/Edit/MultiEdit inputs (and their kin in other agents), ``apply_patch``
-  envelopes, SEARCH/REPLACE blocks, and Aider's whole-file and udiff replies. The build log
+  envelopes, SEARCH/REPLACE blocks, Aider's whole-file and udiff replies, and SWE-agent's edit
+  commands (``str_replace_editor create|str_replace|insert <path>``, ``edit N:M`` on the open file). The build log
   follows each file's text through the session (a file created, written whole or read whole, then
   edited); an edit whose base text is known gets a ``diff_json_v1`` patch (seed 004: checksums
   over the LF text, one op against the original base, ``result_sha256``) that applies to that
@@ -90,6 +91,7 @@ class Facts:
         self._reads: dict[str, tuple[str, str]] = {}
         self._origin: dict[str, int] = {}
         self._original_base: set[str] = set()
+        self._open: str | None = None  # the file a SWE-agent ``open``/``create`` command made current
 
     def observe(self, ordinal: int, role: str, kind: str, speaker: str, content: str,
                 extra: dict[str, Any] | None = None, base: str | None = None) -> None:
@@ -186,6 +188,7 @@ class Facts:
             self.record["commands"].append({"turn": ordinal, "command": command[:INPUT_CHARS], "callId": call})
             if isinstance(call, str):
                 self._commands[call] = self.record["commands"][-1]
+            self._editor_command(ordinal, command)
         if base is not None and isinstance(args, dict):
             self._original(args, base)
         self._tool_edits(ordinal, name, args, content, extra)
@@ -193,6 +196,26 @@ class Facts:
             path = next((args[k] for k in PATH_KEYS if isinstance(args.get(k), str)), None)
             if path and not any(args.get(k) not in (None, "", 0) for k in PARTIAL_READ_KEYS):
                 self._reads[call] = (path, READ_TOOLS[name])
+
+    def _editor_command(self, ordinal: int, command: str) -> None:
+        """SWE-agent's file edits written as commands: ``str_replace_editor create|str_replace|insert
+        <path> ...``, and ``edit N:M`` on the file the last ``open``/``create <path>`` made current. Listed
+        without a patch (the command holds the edit, not the file's text), the file's text then unknown."""
+        first = command.lstrip().split("\n", 1)[0]
+        if m := _EDITOR_COMMAND.match(first):
+            path, operation = m["path"], {"str_replace": "edit"}.get(m["op"], m["op"])
+        elif m := _OPEN_COMMAND.match(first):
+            self._open = m["path"]
+            if m["verb"] != "create":
+                return
+            path, operation = m["path"], "create"
+        elif _EDIT_COMMAND.match(first) and self._open is not None:
+            path, operation = self._open, "edit"
+        else:
+            return
+        self._change(ordinal, "command:" + first.split(None, 1)[0], path, operation, None, None,
+                     command[:SUMMARY_CHARS])
+        self._known(path, None, ordinal)
 
     def _read_result(self, ordinal: int, read: tuple[str, str], content: str) -> None:
         """A whole-file read gives the file's text: the base of the edits after it."""
@@ -245,6 +268,10 @@ class Facts:
             return
         if args.get("command") == "create" and isinstance(args.get("file_text"), str):  # str_replace_editor
             self._whole(ordinal, via, path, args["file_text"], "create", True)
+            return
+        if args.get("command") == "insert" and isinstance(args.get("new_str"), str):  # str_replace_editor insert
+            self._change(ordinal, via, path, "insert", None, None, _unified(path, "", args["new_str"]))
+            self._known(path, None, ordinal)
             return
         edits = args.get("edits") if isinstance(args.get("edits"), list) else [args]
         pairs = [pair for e in edits if isinstance(e, dict) for pair in [_old_new(e)] if pair]
@@ -375,6 +402,11 @@ def _json(content: str) -> Any:
         return orjson.loads(content)
     except orjson.JSONDecodeError:
         return None
+
+
+_EDITOR_COMMAND = regex.compile(r"^str_replace_editor[ \t]+(?P<op>create|str_replace|insert)[ \t]+(?P<path>[^\s'\"]+)")
+_OPEN_COMMAND = regex.compile(r"^(?P<verb>open|create)[ \t]+[\"']?(?P<path>[^\s'\"]+)")
+_EDIT_COMMAND = regex.compile(r"^edit[ \t]+\d+(?::\d+)?[ \t]*$")
 
 
 def _shell_command(name: str, args: Any) -> str | None:

@@ -38,6 +38,13 @@ class Grammar(ABC):
     1 a generic transcript convention (``Name: text``, Markdown role headings), 0 the inferred
     fallback. Among candidates whose explained shares are within ``registry.MARGIN`` of the best,
     the most specific wins: WhatsApp beats the generic transcript on WhatsApp headers."""
+    turn_shape: ClassVar[str | None] = None
+    """A line grammar's header shape as a regular expression matched at the start of every line, with no
+    fence, quote or other state (the independent census of validators.accounting): a line it matches
+    must be a turn start, lie in a declared region, or be declared text (``ParsedSession.shaped``)."""
+    no_turn_shape: ClassVar[str | None] = None
+    """Why a line grammar has no ``turn_shape`` (its header is learnt per file, or its records are
+    not lines); the census test requires one of the two of every line grammar."""
     detect_needs: ClassVar[tuple[str, ...]] = ()
     """Strings of which a sample must hold at least one for ``detect`` to score above 0 (empty: no
     such condition). Data read off the grammar's own detector (its markers, the keys its records

@@ -32,6 +32,7 @@ import orjson
 import polars as pl
 
 from models.records import ModelRef, Turn
+from parsers.engine import TRAILING_BLANK
 
 TURN_SCHEMA = {
     "speaker": pl.Utf8, "role": pl.Utf8, "kind": pl.Utf8, "content": pl.Utf8, "time": pl.Datetime("us"),
@@ -80,7 +81,8 @@ def group_turns(pieces: pl.Series, is_header: pl.Series, first_line: int = 1) ->
     long = ((turns["last"] - turns["at"]) > 0).arg_true()
     if len(long):
         more = frame.filter(~pl.col("head")).group_by("turn", maintain_order=True).agg(pl.col("piece").str.join("\n"))
-        bodies = pl.select(pl.concat_str(turns["piece"].gather(long), pl.lit("\n"), more["piece"])).to_series()
+        bodies = pl.select(pl.concat_str(turns["piece"].gather(long), pl.lit("\n"), more["piece"])
+                           .str.replace(TRAILING_BLANK, "")).to_series()
         turns = turns.with_columns(turns["piece"].scatter(long, bodies))
     return turns.select(pl.col("at"), (pl.col("at") + first_line).alias("line_start"),
                         (pl.col("last") + first_line).alias("line_end"), pl.col("piece").alias("body"))

@@ -38,6 +38,11 @@ class Block:
     line_start: int
     line_end: int
 
+    @property
+    def text(self) -> str:
+        """The body as a turn's text: without the blank lines that end it (``trim_blank_tail``)."""
+        return trim_blank_tail(self.body)
+
 
 def line_patterns(body: str, flags: int = 0) -> tuple[re.Pattern, re.Pattern]:
     """(pattern for a header on line 1, pattern for a header after a line end) of one header body."""
@@ -100,6 +105,17 @@ def fenced_regions(text: str, start: int = 0, end: int | None = None) -> list[tu
     if len(marks) % 2:
         marks.append(end)
     return [(marks[i], marks[i + 1]) for i in range(0, len(marks), 2)]
+
+
+TRAILING_BLANK = r"(?:\n[ \t]*)+$"
+"""Blank lines at the end of a turn's text: separators between turns, never its content (one rule for
+every line grammar: ``split_blocks``, ``parsers.columns.group_turns``, WhatsApp's scan)."""
+_TRAILING_BLANK = re.compile(TRAILING_BLANK.replace("$", r"\Z"))
+
+
+def trim_blank_tail(body: str) -> str:
+    """``body`` without the blank lines that end it."""
+    return _TRAILING_BLANK.sub("", body) if body.endswith(("\n", " ", "\t")) else body
 
 
 def split_blocks(

@@ -92,7 +92,20 @@ def session_snapshot(session: ParsedSession, counted: int) -> dict[str, Any]:
             for r in session.regions
         ],
         "turns": [turn_snapshot(t) for t in session.turns],
+        **({"shaped": [{"line": x.line, "reason": x.reason, **({"part": x.part} if x.part else {})}
+                       for x in session.shaped]} if session.shaped else {}),
     }
+
+
+def text_source(text: str, name: str) -> SourceText:
+    """A canonical text as the source of one file (tests that write their input inline)."""
+    return SourceText(text, name, "0" * 64, len(text.encode()), "utf-8")
+
+
+def parse_text(grammar: str, text: str, name: str) -> tuple[SourceText, list[ParsedSession]]:
+    """The source of an inline text and the sessions one grammar makes of it."""
+    source = text_source(text, name)
+    return source, list(registry.get(grammar).parse(source, Settings()))
 
 
 def load_source(path: Path, name: str | None = None) -> SourceText:

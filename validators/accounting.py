@@ -11,17 +11,25 @@ knows nothing of any format:
 
 Anything else is listed (first ranges or pointers) and makes the session partial with
 ``unaccounted_source``.
+
+Beside it, for a line grammar with a ``turn_shape``, an independent census of turn-start-shaped lines
+(the shape matched on every line of the session, with no fence, quote or state logic): every such line
+is a turn start, lies in a declared region, or is declared text of its turn with a reason
+(``ParsedSession.shaped``). Any other makes the session partial with ``possible_merged_turns``: a
+grammar that swallowed a header into the turn before it cannot say the session is complete.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
+import regex
 
+from models.errors import Reason
 from models.messages import CONTENT_KEYS, TURN_TEXT_KEYS, is_message_like
 from models.records import ParsedSession, SourceText
 from parsers.columns import nonblank, split_lines
@@ -91,10 +99,24 @@ class Accounting:
     overlapping: int = 0
     listed: list[str] = field(default_factory=list)
     unlisted: int = 0
+    merged: int = 0
+    """Lines shaped like a turn start inside a turn and not declared (the census)."""
+    merged_listed: list[str] = field(default_factory=list)
 
     @property
     def clean(self) -> bool:
-        return not (self.unaccounted or self.overlapping)
+        return not (self.unaccounted or self.overlapping or self.merged)
+
+    def codes(self) -> list[Reason]:
+        """The reason codes of what was found."""
+        return ([Reason.UNACCOUNTED_SOURCE] if self.unaccounted or self.overlapping else []) + (
+            [Reason.POSSIBLE_MERGED_TURNS] if self.merged else [])
+
+    def note_merged(self, lines: Iterable[str]) -> None:
+        for where in lines:
+            self.merged += 1
+            if len(self.merged_listed) < MAX_LISTED:
+                self.merged_listed.append(where)
 
     def note(self, where: str) -> None:
         if len(self.listed) < MAX_LISTED:
@@ -112,10 +134,26 @@ class Accounting:
         for where in other.listed:
             self.note(f"{part} {where}" if part else where)
         self.unlisted += other.unlisted
+        self.merged += other.merged
+        self.merged_listed.extend(f"{part} {w}" if part else w for w in other.merged_listed)
+        del self.merged_listed[MAX_LISTED:]
 
     def reason(self) -> str | None:
         """The coverage reason when the source is not fully accounted for, else None."""
         if self.clean:
+            return None
+        reasons = [r for r in (self._unaccounted_reason(), self._merged_reason()) if r]
+        return "; ".join(reasons)
+
+    def _merged_reason(self) -> str | None:
+        if not self.merged:
+            return None
+        more = f" and {self.merged - len(self.merged_listed)} more" if self.merged > len(self.merged_listed) else ""
+        return (f"{Reason.POSSIBLE_MERGED_TURNS.value}: {self.merged} lines shaped like a turn start inside a "
+                f"turn, neither read as one nor declared: {', '.join(self.merged_listed)}{more}")
+
+    def _unaccounted_reason(self) -> str | None:
+        if not (self.unaccounted or self.overlapping):
             return None
         parts = []
         if self.unaccounted:
@@ -126,11 +164,15 @@ class Accounting:
         return f"unaccounted_source: {'; '.join(parts)}: {', '.join(self.listed)}{more}"
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "unit": self.unit, "checked": self.checked, "inInteractions": self.in_turns,
             "inDeclaredRegions": self.declared, "unaccounted": self.unaccounted,
             "overlapping": self.overlapping, "first": list(self.listed),
         }
+        if self.merged:  # only then: the documents of every other session keep their bytes
+            out["possibleMergedTurns"] = self.merged
+            out["firstMerged"] = list(self.merged_listed)
+        return out
 
 
 class LineIndex:
@@ -214,6 +256,33 @@ def account_lines(index: LineIndex, extent: tuple[int, int], turns: Iterable[tup
         out.note(where)
     for where in _ranges(sorted(set(doubled))):
         out.note(f"{where} (twice)")
+    return out
+
+
+def shaped_lines(index: LineIndex, extent: tuple[int, int], shape: regex.Pattern) -> list[int]:
+    """The census: the 1-based numbers of the lines in ``extent`` that ``shape`` matches at their start,
+    each line on its own (no fence, quote or state logic)."""
+    first, last = max(extent[0], 1), min(extent[1], index.count)
+    if first > last:
+        return []
+    text = index.span_text(first, last)
+    if not shape.search(text):  # the usual case: one scan of the span settles it
+        return []
+    return [first + i for i, line in enumerate(text.split("\n")[: last - first + 1]) if shape.match(line)]
+
+
+def undeclared_shapes(found: Iterable[int], starts: set[int], regions: Iterable[tuple[int, int]],
+                      declared: set[int]) -> list[int]:
+    """The census lines that are no turn start, in no declared region and not declared as text."""
+    spans = sorted(regions)
+    out = []
+    for n in found:
+        if n in starts or n in declared:
+            continue
+        at = bisect_left(spans, (n + 1,)) - 1
+        if any(a <= n <= b for a, b in spans[max(at - 8, 0):at + 1]):
+            continue
+        out.append(n)
     return out
 
 
@@ -413,18 +482,20 @@ class Accountant:
     same way: each turn and region counts in the part it names, and every non-blank line of every
     readable part must be in one of them. JSON sessions are walked from their raw value."""
 
-    def __init__(self, texts: Sequence[tuple[str | None, str]], lines: bool = False) -> None:
+    def __init__(self, texts: Sequence[tuple[str | None, str]], lines: bool = False,
+                 shape: str | None = None) -> None:
         self.texts = list(texts)  # (part name, or None for a single file; canonical text)
         self.lines = lines  # a line-oriented format: every session is checked line by line, even one with no spans
+        self.shape = regex.compile(shape, regex.MULTILINE) if shape else None  # the grammar's turn_shape
         self.indexes: dict[str | None, LineIndex] = {}
         self.blanks: BlankIndex | None = None  # a single text's non-blank prefix sums, for turns as columns
         self.done: dict[str | None, int] = {}  # per part, the last line an earlier session accounted for
 
     @classmethod
-    def of(cls, source: SourceText, lines: bool = False) -> Accountant:
+    def of(cls, source: SourceText, lines: bool = False, shape: str | None = None) -> Accountant:
         if source.parts:
-            return cls([(part_name(p.name), p.text) for p in source.parts if p.text], lines)
-        return cls([(None, source.text)], lines)
+            return cls([(part_name(p.name), p.text) for p in source.parts if p.text], lines, shape)
+        return cls([(None, source.text)], lines, shape)
 
     def account(self, parsed: ParsedSession, last: bool) -> Accounting:
         if not (self.lines or is_text_session(parsed)):
@@ -436,10 +507,23 @@ class Accountant:
             extent = self._extent(parsed, part, text, last)
             if extent is None:
                 continue
-            turns = (t.lines for t in parsed.turns if t.lines and t.part == part)
-            regions = (r.lines for r in parsed.regions if r.lines and r.part == part)
-            out.absorb(account_lines(self.indexes[part], extent, turns, regions), part)
+            turns = [t.lines for t in parsed.turns if t.lines and t.part == part]
+            regions = [r.lines for r in parsed.regions if r.lines and r.part == part]
+            found = account_lines(self.indexes[part], extent, turns, regions)
+            self._census(found, parsed, part, extent, lambda turns=turns: {a for a, _ in turns}, regions)
+            out.absorb(found, part)
         return out
+
+    def _census(self, out: Accounting, parsed: ParsedSession, part: str | None, extent: tuple[int, int],
+                starts: Callable[[], set[int]], regions: list[tuple[int, int]]) -> None:
+        """Reconcile the census of turn-start-shaped lines with the turns and declarations."""
+        if self.shape is None:
+            return
+        found = shaped_lines(self._index(part, dict(self.texts)[part]), extent, self.shape)
+        if not found:
+            return
+        declared = {s.line for s in parsed.shaped if s.part == part}
+        out.note_merged(f"line {n}" for n in undeclared_shapes(found, starts(), regions, declared))
 
     def _frame(self, parsed: ParsedSession, last: bool) -> Accounting:
         """A session whose turns are columns: counted with prefix sums over the spans; only when
@@ -454,6 +538,8 @@ class Accountant:
         if found is None:
             found = account_lines(self._index(part, text), extent,
                                   zip(starts.to_list(), ends.to_list(), strict=True), regions)
+        if self.shape is not None:
+            self._census(found, parsed, part, extent, lambda: set(starts.to_list()), regions)
         return found
 
     def _index(self, part: str | None, text: str) -> LineIndex:

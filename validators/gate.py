@@ -359,11 +359,13 @@ class ByteCheck:
 
 def _check_accounting(history: dict[str, Any], accounting: Accounting | None, out: _Collector) -> bool:
     """Gate check 3, second half: what the source accounting found unaccounted must be declared
-    in the document (partial, with an ``unaccounted_source`` reason). Returns whether it was clean."""
+    in the document (partial, with an ``unaccounted_source`` or ``possible_merged_turns`` reason, each
+    code of what was found). Returns whether it was clean."""
     if accounting is None or accounting.clean:
         return True
     reason = history.get("coverageReason")
-    if history.get("coverage") != "partial" or not (isinstance(reason, str) and "unaccounted_source" in reason):
+    said = isinstance(reason, str) and all(code.value in reason for code in accounting.codes())
+    if history.get("coverage") != "partial" or not said:
         out.add(Reason.UNACCOUNTED_SOURCE, "$.artifacts.Chatthistorik.coverage",
                 f"the source is not fully accounted for and the document does not say so: {accounting.reason()}")
     return False

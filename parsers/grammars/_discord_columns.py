@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import orjson
@@ -49,15 +49,20 @@ def headers(lines: pl.Series, rust: str, markdown: str, author_like: str):
     return heads
 
 
+EMPTY_STAMP = ("a time stamp with no text under it: the message it stamps (an attachment, an embed) was not"
+               " copied as text, so it is no turn")
+
+
 def paste(lines: pl.Series, heads, edited: tuple[str, ...]) -> Paste:
     """The turn frame before times and extra fields, and the declared regions (see the module docstring)."""
     blocks = group_turns(heads.pieces(lines), heads.ok)
     g = heads.groups.filter(heads.ok).with_row_index("block").with_columns(at=blocks["at"])
     author = pl.when(pl.col("name").is_not_null()).then(pl.col("block")).forward_fill()
-    g = g.with_columns(author=author)
+    g = g.with_columns(author=author, blank=blocks["body"].str.strip_chars(PY_SPACE) == "")
     out = Paste(pl.DataFrame(schema=TURN_SCHEMA))
     _regions(out, lines, heads, g, blocks)
-    turn = (pl.col("name").is_not_null() | pl.col("cstamp").is_not_null()) & pl.col("author").is_not_null()
+    turn = ((pl.col("name").is_not_null() | (pl.col("cstamp").is_not_null() & ~pl.col("blank")))
+            & pl.col("author").is_not_null())
     rows = g.with_columns(body=blocks["body"], line_start=blocks["line_start"],
                           line_end=blocks["line_end"]).filter(turn)
     a = g.select("name", "tag", "stamp", "date", "clock", "rel")
@@ -118,6 +123,10 @@ def _regions(out: Paste, lines: pl.Series, heads, g: pl.DataFrame, blocks: pl.Da
     for i in early:
         out.regions.append((i, Region(RegionKind.PREAMBLE, "a continuation stamp before the first author line",
                                       lines=(spans["line_start"][i], spans["line_end"][i]))))
+    empty = g.filter(pl.col("cstamp").is_not_null() & pl.col("author").is_not_null() & pl.col("blank"))
+    for i in empty["block"].to_list():
+        out.regions.append((i, Region(RegionKind.BOILERPLATE, EMPTY_STAMP,
+                                      lines=(spans["line_start"][i], spans["line_end"][i]))))
     out.regions.sort(key=lambda r: r[0])
 
 
@@ -136,15 +145,26 @@ def times(frame: pl.DataFrame, day_of, clock) -> tuple[pl.Series, int, int]:
     return _midnight(base, frame["author"]), relative, unreadable
 
 
+WRAP = timedelta(hours=12)
+"""A continuation stamp more than this much earlier than the message before it (23:50, then 00:10)
+wrapped past midnight; a smaller step back (13:30, then 13:00) stays on its author line's day: no
+date is invented for it."""
+
+
+def midnight_passed(previous: datetime, when: datetime) -> bool:
+    """True when a continuation's clock, read on its author line's day, wrapped past midnight."""
+    return previous - when > WRAP
+
+
 def _midnight(base: pl.Series, author: pl.Series) -> pl.Series:
-    """A continuation's time one day on when it is earlier than the readable turn before it, of
-    the same author line (``discord_text._times``)."""
+    """A continuation's time one day on when its clock wrapped past midnight after the readable turn
+    before it, of the same author line (``discord_text._times``)."""
     values, authors = base.to_list(), author.to_list()
     previous = None
     for i, (when, by) in enumerate(zip(values, authors, strict=True)):
         if when is None:
             continue
-        if previous is not None and previous[0] == by and when < previous[1]:
+        if previous is not None and previous[0] == by and midnight_passed(previous[1], when):
             when = values[i] = when + timedelta(days=1)
         previous = (by, when)
     return pl.Series("time", values, dtype=pl.Datetime("us"))

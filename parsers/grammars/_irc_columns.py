@@ -37,7 +37,7 @@ _WS = "".join(f"\\x{{{ord(c):x}}}" for c in PY_SPACE)
 SHAPES = {
     "message": rf"(?s)^<[ ]?[@+%~&!]?(?P<nick>[^{_WS}>]+)>[ \t]?(?P<text>.*)$",
     "event": r"(?s)^(?:\*\*\*|-!-|-->|<--|--)[ \t]+(?P<text>.*)$",
-    "action": rf"(?s)^\*[ \t]+(?P<nick>[^{_WS}*]+)[ \t]?(?P<text>.*)$",
+    "action": rf"(?s)^\*[ \t]*(?P<nick>[^{_WS}*]+)[ \t]?(?P<text>.*)$",
     "notice": rf"(?s)^-(?P<nick>[^{_WS}\-][^{_WS}]*?)(?:\([^)]*\))?-[ \t]?(?P<text>.*)$",
 }
 # irc._CHANNEL without its lookbehind: the character before a channel is consumed, then dropped.
@@ -85,7 +85,7 @@ def turn_frame(lines: pl.Series, dialect: str, rust: str, day: datetime | None, 
     chunk = Chunk(pl.DataFrame(schema=TURN_SCHEMA), day=day)
     _preamble(chunk, lines, heads, first_line)
     g = heads.groups.filter(heads.ok)
-    if dialect == "irssi":
+    if dialect in ("irssi", "bracketed"):  # irc.CLOCK_ONLY
         marker = g["marker"].is_not_null()
         _markers(chunk, blocks.filter(marker))
         times = _irssi_times(chunk, g, marker, blocks["body"])

@@ -52,7 +52,8 @@ class DateOrder(NamedTuple):
     at: int | None
     """Index of the message the evidence is at, if one."""
     basis: str
-    """"year", "over12" (a field above 12), "changes" (which field changes more), "contradiction" or "none"."""
+    """"year", "over12" (a field above 12), "forward" (the order under which the dates run forward),
+    "changes" (which field changes more), "contradiction" or "none"."""
 
 
 def date_order(runs: list[tuple[str, int]]) -> DateOrder:
@@ -88,6 +89,9 @@ def _day_or_month(fields: list[tuple[tuple[int, int, int], int]]) -> DateOrder:
         return DateOrder("dmy", f"first field reaches {top1}", at1, "over12")
     if top2 > 12:
         return DateOrder("mdy", f"second field reaches {top2}", at2, "over12")
+    forward = _forward(fields)
+    if forward is not None:
+        return forward
     changes1 = sum(1 for x, y in pairwise(fields) if x[0][0] != y[0][0])
     changes2 = sum(1 for x, y in pairwise(fields) if x[0][1] != y[0][1])
     if changes1 != changes2:
@@ -98,6 +102,29 @@ def _day_or_month(fields: list[tuple[tuple[int, int, int], int]]) -> DateOrder:
                          " so it is the day", None, "changes")
     return DateOrder("dmy", f"no field exceeds 12 and neither changes more often ({changes1} times each):"
                      " day first", None, "none")
+
+
+def _backwards(fields: list[tuple[tuple[int, int, int], int]], first: bool) -> list[tuple[tuple, tuple]]:
+    """The consecutive dates that go back in time when the first field is the day (``first``) or the month."""
+    def key(f: tuple[int, int, int]) -> tuple[int, int, int]:
+        return (f[2], f[1], f[0]) if first else (f[2], f[0], f[1])
+    return [(x[0], y[0]) for x, y in pairwise(fields) if key(y[0]) < key(x[0])]
+
+
+def _forward(fields: list[tuple[tuple[int, int, int], int]]) -> DateOrder | None:
+    """With no field above 12: the order under which the chat's dates run forward, when one of the two
+    makes them go back in time fewer times (a chat is written in time order); None on a tie."""
+    back1, back2 = _backwards(fields, True), _backwards(fields, False)
+    if len(back1) == len(back2):
+        return None
+    first = len(back1) < len(back2)
+    (x, y) = (back2 if first else back1)[0]
+    rejected = "month" if first else "day"
+    return DateOrder("dmy" if first else "mdy",
+                     f"no field exceeds 12; read {'day' if first else 'month'} first the dates run forward"
+                     f" ({min(len(back1), len(back2))} steps back, against {max(len(back1), len(back2))} read"
+                     f" {rejected} first, the first {'/'.join(map(str, x))} then {'/'.join(map(str, y))});"
+                     " an assumption", None, "forward")
 
 
 def _ymd(y: int, m: int, d: int) -> datetime | None:

@@ -18,10 +18,11 @@ from datetime import datetime
 
 import polars as pl
 
-from models.records import Region, RegionKind
+from models.records import Region, RegionKind, ShapedLine
 from parsers.columns import TURN_SCHEMA, LineHeaders, group_turns, iso_times, line_headers, per_distinct
 
 _SHAPE = {"shape": pl.Utf8}
+KEPT_AS_TEXT = "a 'Name:' label seen once in the session, no role word and no time: text of its turn"
 
 
 @dataclass(slots=True)
@@ -97,6 +98,7 @@ class Chunk:
     regions: list[Region] = field(default_factory=list)
     extras: list = field(default_factory=list)
     turns: int = 0
+    shaped: list[ShapedLine] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -192,5 +194,6 @@ def _kept_as_text(chunk: Chunk, heads: LineHeaders, rows: pl.DataFrame, start: p
             continue
         chunk.warnings.append(f"line {first_line + i}: {label!r}: looks like a header but the name appears once; "
                               f"kept as text of turn {turn_no[i]}")
+        chunk.shaped.append(ShapedLine(first_line + i, KEPT_AS_TEXT))
 
 

@@ -155,11 +155,12 @@ def turn_frame(lines: pl.Series, heads: Headers, order: str, special: Callable, 
 def flagged(h: pl.DataFrame, notice: Callable[[str], bool], last_chars: frozenset[str], media: frozenset[str],
             starts: tuple[str, ...], ends: tuple[str, ...]) -> pl.Series:
     """The rows that may not be a plain message: no author, an author holding an event phrase, an
-    invisible mark after the colon, or a first line that may be a placeholder, attachment or notice."""
+    invisible mark after the colon, or a first line that may be a placeholder (``media``: casefolded, as
+    a placeholder matches in any case), attachment or notice."""
     text = pl.col("text")
     notices = _mapped(h["author"], notice, pl.Boolean).fill_null(False)
     test = (pl.col("author").is_null() | pl.col("lrm").is_not_null() | notices
-            | text.str.slice(-1).is_in(sorted(last_chars)) | text.is_in(sorted(media))
+            | text.str.slice(-1).is_in(sorted(last_chars)) | text.str.to_lowercase().is_in(sorted(media))
             | pl.any_horizontal([text.str.starts_with(p) for p in starts] or [pl.lit(False)])
             | pl.any_horizontal([text.str.ends_with(p) for p in ends] or [pl.lit(False)]))
     return h.select(test.fill_null(False)).to_series()

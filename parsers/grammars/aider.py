@@ -16,10 +16,16 @@ in the configured source zone). Inside a session, lines are read as aider writes
   by the edit format aider names (``extra.editFormat``), whole files (``whole``) and unified
   diffs (``udiff``).
 
-The model comes from aider's own ``Main model:`` / ``Model:`` / ``Models:`` line and holds for the
-replies after it (a session-level statement, so not explicit per turn); ``provider/`` prefixes
+The model comes from aider's own ``Main model:`` / ``Model:`` / ``Models:`` line (``with`` or the older
+``using ... edit format``), from the ``aider --model <name>`` command line it logs, and from a ``/model
+<name>`` switch typed mid-session, and holds for the replies after it (a session-level statement, so
+not explicit per turn); ``provider/`` prefixes
 (LiteLLM style) name the provider, else the model family does where it is unambiguous.
 Text before the first heading is a declared preamble of the first session.
+
+``/ask <question>`` followed by an input line that repeats the question is one user turn: aider logs the
+question again after the command. The ``/ask`` line is kept (it says how the question was asked: no edit
+is wanted) and the repetition is a declared ``duplicate`` region, listed with its reason in ByggLogg.
 """
 
 from __future__ import annotations
@@ -30,14 +36,23 @@ from typing import Any
 
 import regex
 
-from models.records import ModelRef, ParsedSession, Region, RegionKind, SourceText, Turn
+from models.records import ModelRef, ParsedSession, Region, RegionKind, ShapedLine, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
 from parsers.grammars._agentlog import family_model
 from parsers.registry import register
 
 HEADING = regex.compile(r"^# aider chat started at (?P<when>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})[ \t]*$")
-_MODEL = regex.compile(r"^(?:Main model|Model|Models): (?P<model>\S+?)(?: with (?P<format>[\w-]+) edit format|,|$)")
+_MODEL = regex.compile(r"^(?:Main model|Model|Models): (?P<model>\S+?)"
+                       r"(?: (?:with|using) (?P<format>[\w-]+) edit format|,| |$)")
+_LAUNCH = regex.compile(r"^(?:\S*/)?aider\b.*?(?:--model[ =]|(?<=\s)-m[ =]?)(?P<model>[^\s'\"]+)")
+"""aider's command line as it logs it (``> aider --model ollama/qwen:4b``): the model of the replies after it,
+until aider's own ``Model:`` line says otherwise."""
+_SWITCH = regex.compile(r"^/model[ \t]+(?P<model>\S+)")
+"""A ``/model <name>`` switch typed mid-session: the model of the replies after it."""
+_ASK = regex.compile(r"^/ask[ \t]+(?P<question>\S.*)$", regex.DOTALL)
+ECHO = ("aider logs the question of a /ask command again as the next input line: one user turn, the /ask "
+        "line kept (it says how the question was asked), its repetition declared")
 _VERSION = regex.compile(r"^Aider v(?P<v>\d[\w.+-]*)")
 _COMMAND = regex.compile(r"^(?:/(?P<cmd>[a-z][\w-]*)\b|(?P<bang>!))")
 SHELL_COMMANDS = frozenset({"run", "test", "!"})
@@ -97,6 +112,7 @@ class Aider(Grammar):
     detect_needs = ("# aider chat started at ",)  # its session heading
     version = "1"
     description = "Aider chat history (.aider.chat.history.md)"
+    turn_shape = r"^#### "  # a user input line
     example = "# aider chat started at 2025-05-04 17:02:36\n\n#### fix the failing test  \n"
 
     def detect(self, sample: str, name: str) -> float:
@@ -141,15 +157,26 @@ class Aider(Grammar):
     def _turns(self, session: ParsedSession, body: list[str], offset: int) -> None:
         model: ModelRef | None = None
         edit_format: str | None = None
+        asked: str | None = None  # the question of a /ask just before
         for kind, a, b in blocks(classify(body)):
             text = "\n".join(_strip(ln, kind) for ln in body[a:b + 1]).rstrip()
             speaker, role, turn_kind = ROLES[kind]
             extra: dict[str, Any] | None = None
+            if kind == USER and asked is not None and text == asked:
+                session.regions.append(Region(RegionKind.DUPLICATE, ECHO, lines=(offset + a + 1, offset + b + 1)))
+                asked = None
+                continue
+            asked = m["question"].strip() if kind == USER and (m := _ASK.match(text)) else None
             if kind == TOOL:
                 found = self._settings(session, body[a:b + 1])
                 if found:
                     model, edit_format = found
             elif kind == USER:
+                if switch := _SWITCH.match(text):
+                    model = family_model(switch["model"])
+                    session.meta.setdefault("model", switch["model"])
+                session.shaped += [ShapedLine(offset + i + 1, "a line of a multi-line prompt (a run of '#### ' lines)")
+                                   for i in range(a + 1, b + 1)]
                 m = _COMMAND.match(text)
                 if m:
                     extra = {"userCommand": "!" if m["bang"] else m["cmd"]}
@@ -166,6 +193,9 @@ class Aider(Grammar):
         found = None
         for line in block:
             text = _strip(line, TOOL)
+            launch = _LAUNCH.match(text)
+            if launch and found is None:
+                found = (family_model(launch["model"]), None)
             m = _MODEL.match(text)
             if m:
                 name = m["model"]
@@ -180,9 +210,11 @@ class Aider(Grammar):
 
     def count_turns(self, raw: Any) -> int:
         """Runs of user lines and of tool lines (each ended by a blank line or another kind) and
-        replies (ended only by a user or tool line), over the session's body."""
+        replies (ended only by a user or tool line), over the session's body; a one-line input that
+        repeats the question of the ``/ask`` line before it is that input's echo, not a turn."""
         count, prev, fenced = 0, BLANK, False
         last = BLANK
+        asked = None
         for line in raw:
             kind = _kind(line, fenced)
             if kind == BLANK:
@@ -193,6 +225,13 @@ class Aider(Grammar):
             elif kind != REPLY:
                 fenced = False
             starts = kind != last if kind == REPLY else (kind != prev)
+            if starts and kind == USER:
+                said = line[5:].strip() if line.startswith("#### ") else ""
+                echo = asked is not None and said == asked
+                asked = said[5:].strip() if said.startswith("/ask ") and not echo else None
+                starts = not echo
+            elif starts:
+                asked = None
             count += starts
             prev = last = kind
         return count

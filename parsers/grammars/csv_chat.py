@@ -201,6 +201,7 @@ class CsvChat(Grammar):
     version = "1"
     description = ("Chat logs as CSV/TSV with a header row (DiscordChatExporter's CSV; any author, time and "
                    "text columns by their usual names): one session per file, one turn per record")
+    no_turn_shape = "its records are CSV rows (quoted fields span lines): a row is a turn by the CSV reader"
     example = 'AuthorID,Author,Date,Content,Attachments,Reactions\n"1","ann","2024-01-15T10:30:00+00:00","hi","",""'
 
     def detect(self, sample: str, name: str) -> float:

@@ -21,8 +21,12 @@ Decisions:
 - Today/Yesterday have no absolute date (the day of copying is unknown): such a turn keeps
   ``time_raw`` (``Today at 5:03 AM``) and gets no time (a clock alone is not a date), with
   ``extra.relativeDay``; one warning counts them. Nothing is invented.
-- A continuation stamp takes the date of its author line; a clock earlier than the previous
-  message's means midnight passed (next day). Its ``time_raw`` is the stamp as written.
+- A continuation stamp takes the date of its author line; a clock more than 12 hours earlier than
+  the previous message's means midnight passed (23:50 then 00:10: next day); a smaller step back
+  (13:30 then 13:00) stays on the author line's day, as nothing supports another date. Its
+  ``time_raw`` is the stamp as written.
+- A stamp line with no text under it (the message it stamps was an attachment or an embed the copy
+  left out) is no turn: a declared boilerplate region.
 - Day/month order of numeric dates is decided from the whole file (``_lines.date_order``); dotted
   dates without other evidence are day first (no locale writes month.day.year).
 - ``BOT``/``APP`` tags: role ``other`` with ``extra.bot``; everyone else is a ``user``.
@@ -45,7 +49,7 @@ from typing import Any
 import polars as pl
 import regex
 
-from models.records import ParsedSession, Region, RegionKind, SourceText, Turn
+from models.records import ParsedSession, Region, RegionKind, ShapedLine, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
 from parsers.columns import TURN_SCHEMA, rust_pattern, split_lines
@@ -126,12 +130,17 @@ def explained_share(sample: str) -> float:
     return (len(lines) - heads[0]) / len(lines)
 
 
+def _under_reply(line: int) -> str:
+    return f"the author line of a message whose reply context at line {line} opens it"
+
+
 @register
 class DiscordText(Grammar):
     name = "discord-text"
     detect_needs = ("—", "–")  # an author line's dash
     version = "1"
     description = "Discord messages copied from the client as text (author lines, [time] continuations)"
+    turn_shape = rf"^(?:{_NOT_MARKDOWN}{_AUTHOR_LINE}|{_CSTAMP})"  # an author line or a clock-stamped message
     example = "Maya Chen — 08/11/2023 1:30 PM"
 
     def detect(self, sample: str, name: str) -> float:
@@ -154,11 +163,14 @@ class DiscordText(Grammar):
                 session.regions.append(Region(RegionKind.BOILERPLATE, "the client's date divider", lines=span))
             elif h["reply"]:
                 reply = (h["reply"].strip(), block.line_start)
+            elif not h["name"] and author is not None and not block.body.strip():
+                session.regions.append(Region(RegionKind.BOILERPLATE, columns.EMPTY_STAMP, lines=span))
             elif h["name"] or author is not None:
                 author = h if h["name"] else author
-                turn = _turn(author, h, block.body, span)
+                turn = _turn(author, h, block.text, span)
                 if reply is not None:
                     turn.extra = {**(turn.extra or {}), "reply": reply[0]}
+                    session.shaped.append(ShapedLine(turn.lines[0], _under_reply(reply[1])))
                     turn.lines = (reply[1], turn.lines[1])
                     reply = None
                 session.turns.append(turn)
@@ -190,13 +202,27 @@ class DiscordText(Grammar):
         _time_notes(session, relative, unreadable, found.continued)
         names = sorted(set(frame["speaker"].to_list()), key=len, reverse=True)
         extra, starts = columns.extras(frame, columns.replies(heads, lines, frame), names)
+        session.shaped = [ShapedLine(own, _under_reply(start))
+                          for own, start in zip(frame["line_start"].to_list(), starts, strict=True) if own != start]
         session.frame = frame.with_columns(
             time=time, extra=extra, line_start=pl.Series(starts, dtype=pl.Int64),
             kind=pl.lit("message", pl.Utf8)).select(list(TURN_SCHEMA))
         return iter([session])
 
     def count_turns(self, raw: Any) -> int:
-        return sum(1 for line in raw.split("\n") if _COUNT_AUTHOR.match(line) or _COUNT_STAMP.match(line))
+        """Author lines, and stamp lines with text of their own (on the line, or the next non-blank line
+        when that is no author or stamp line)."""
+        lines = raw.split("\n")
+        count = 0
+        for i, line in enumerate(lines):
+            if _COUNT_AUTHOR.match(line):
+                count += 1
+            elif _COUNT_STAMP.match(line):
+                after = line.partition("]")[2]
+                following = next((ln for ln in lines[i + 1:] if ln.strip()), "")
+                count += bool(after.strip() or (following and not _COUNT_AUTHOR.match(following)
+                                                and not _COUNT_STAMP.match(following)))
+        return count
 
 
 def _replies(turns: list[Turn]) -> None:
@@ -233,7 +259,7 @@ def _turn(author: regex.Match, h: regex.Match, body: str, span: tuple[int, int])
 def _date_order(session: ParsedSession, runs: list[tuple[str, int]]) -> DateOrder:
     """The day/month order of the whole file, from the runs of its author lines' dates."""
     order = date_order(runs)
-    if order.basis in ("none", "changes") and runs and all("." in d for d, _ in runs):
+    if order.basis in ("none", "changes", "forward") and runs and all("." in d for d, _ in runs):
         order = order._replace(order="dmy", evidence="dotted dates, written day first in every locale that uses"
                                f" them ({runs[0][0]})", basis="dots")
     if runs:
@@ -273,7 +299,7 @@ def _times(session: ParsedSession, groups: list[tuple[Turn, regex.Match]]) -> No
             unreadable += 1
             continue
         when = day + delta
-        if previous is not None and previous[0] is author and when < previous[1]:
+        if previous is not None and previous[0] is author and columns.midnight_passed(previous[1], when):
             when += timedelta(days=1)  # midnight passed within one author's run of messages
         turn.time, previous = when, (author, when)
     _time_notes(session, relative, unreadable, any(t.time_raw != a["stamp"] for t, a in groups if not a["rel"]))

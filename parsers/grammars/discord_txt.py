@@ -164,6 +164,7 @@ class DiscordTxt(Grammar):
     version = "1"
     description = ("DiscordChatExporter plain-text export (Guild/Channel preamble, [date] author lines, "
                    "{Attachments}/{Embed}/{Reactions} blocks, Exported N message(s))")
+    turn_shape = HEADER.pattern
     example = "[01-Jan-20 01:33 AM] Tyrrrz#5447\nHello world"
     group_files = r".+(?P<part> \[part \d+\])\.txt"
 
@@ -202,7 +203,7 @@ class DiscordTxt(Grammar):
             if block.header is None:
                 self._preamble(session, block.body, span, part)
                 continue
-            turn = _turn(block.header, block.body, span, clock)
+            turn = _turn(block.header, block.text, span, clock)
             turn.part = part
             unread += turn.time is None
             session.turns.append(turn)

@@ -135,6 +135,7 @@ class Inferred(Grammar):
     specificity = 0
     version = "2"
     description = "Unknown line format with a repeated header prefix: pattern inferred, coverage partial"
+    no_turn_shape = "its header pattern is inferred per file (an H- heuristic): there is no shape before it"
     example = "<<2024/03/01 10:00>> alice | the header shape is learned from the file"
 
     def detect(self, sample: str, name: str) -> float:
@@ -170,7 +171,7 @@ class Inferred(Grammar):
             unreadable += bad
             clock_only += clock
             extra = {"header": h.group(0).strip()} if raw is None and prefix.strip() else None
-            session.turns.append(Turn(speaker, role_of(speaker), block.body, when, raw, None, "message",
+            session.turns.append(Turn(speaker, role_of(speaker), block.text, when, raw, None, "message",
                                       (block.line_start, block.line_end), extra=extra))
         _conclude(session, found, source.name, len(session.turns), clock_only, unreadable)
         yield session

@@ -1,4 +1,4 @@
-"""IRC logs: supybot/limnoria, irssi and weechat styles, one session per file.
+"""IRC logs: supybot/limnoria, irssi, weechat and bracketed-clock styles, one session per file.
 
 Dialects (decided from the sample, one per file):
 - supybot: ``2012-10-18T09:30:30+0000  <nick> text``, ``... *** nick has joined #chan``, ``... * nick waves``,
@@ -6,7 +6,11 @@ Dialects (decided from the sample, one per file):
 - irssi: ``10:00 <@nick> text``, ``10:01 -!- nick [~u@host] has joined #chan``, ``10:02  * nick waves``,
   ``10:03 -NickServ- a notice``, with ``--- Log opened Thu Oct 18 09:00:00 2012`` and ``--- Day changed
   Thu Oct 18 2012`` lines giving the date of the clock-only times that follow;
-- weechat: ``2012-10-18 09:30:30<TAB>nick<TAB>text`` with ``-->``, ``<--``, ``--`` and `` *`` prefixes.
+- weechat: ``2012-10-18 09:30:30<TAB>nick<TAB>text`` with ``-->``, ``<--``, ``--`` and `` *`` prefixes;
+- bracketed (irclog2html's input, ZNC's log module, mIRC): ``[10:00] <nick> text``, ``[10:00:05] * nick
+  waves``, ``[10:01] *** nick has joined #chan``, ``[10:01] -!- ...``: clock-only times as irssi's.
+
+An action written ``*nick waves`` (no space) keeps its nick. The dialects are data (``DIALECTS``).
 
 Decisions:
 - Every logged line is one turn (B1): messages, actions (kind ``action``) and notices (kind ``notice``)
@@ -54,7 +58,15 @@ DIALECTS: dict[str, re.Pattern] = {
         r"^(?:(?P<clock>(?P<h>\d{2}):(?P<mi>\d{2})(?::(?P<s>\d{2}))?)[ \t]"
         r"|(?P<marker>--- (?:Log opened|Log closed|Day changed) ))", re.M
     ),
+    # irclog2html's input, ZNC's log module, mIRC and others: a bracketed clock, the same lines after it.
+    "bracketed": re.compile(
+        r"^(?:\[(?P<clock>(?P<h>\d{2}):(?P<mi>\d{2})(?::(?P<s>\d{2}))?)\][ \t]"
+        r"|(?P<marker>--- (?:Log opened|Log closed|Day changed) ))", re.M
+    ),
 }
+CLOCK_ONLY = frozenset({"irssi", "bracketed"})
+"""Dialects whose stamp is a clock alone: the day comes from the logger's own Log opened / Day changed
+lines (irssi's; any dialect may carry them), else the time is left empty with a warning."""
 # What a chat line looks like after its stamp, in any dialect: detection's second signature.
 # weechat's columns are date, clock, nick (or an event prefix), text: a tab after the clock alone is
 # not IRC's shape (Zoom's ``10:02:15\t From  Ann : hi`` has one).
@@ -62,7 +74,7 @@ _SHAPED = re.compile(r"^\S+(?: \S+)?[ \t]+(?:<[^>\s]+>|\*\*\*|-!-|-->|<--|--[ \t
                      r"|^\S+ \S+\t[^\t]*\t")
 _NICK = r"[@+%~&!]?(?P<nick>[^\s>]+)"
 _MESSAGE = re.compile(rf"^<[ ]?{_NICK}>[ \t]?(?P<text>.*)$", re.S)
-_ACTION = re.compile(r"^\*[ \t]+(?P<nick>[^\s*]+)[ \t]?(?P<text>.*)$", re.S)
+_ACTION = re.compile(r"^\*[ \t]*(?P<nick>[^\s*]+)[ \t]?(?P<text>.*)$", re.S)  # "*nick waves" keeps its author
 _NOTICE = re.compile(r"^-(?P<nick>[^\s-][^\s]*?)(?:\([^)]*\))?-[ \t]?(?P<text>.*)$", re.S)
 _EVENT = re.compile(r"^(?:\*\*\*|-!-|-->|<--|--)[ \t]+(?P<text>.*)$", re.S)
 # (phrase, kind, event): the first phrase found in an event line decides.
@@ -120,8 +132,9 @@ _ANY_HEADER = "|".join(f"(?:{p})" for p in _TESTS.values())
 class Irc(Grammar):
     name = "irc"
     version = "2"
-    description = "IRC log (supybot/limnoria, irssi, weechat)"
+    description = "IRC log (supybot/limnoria, irssi, weechat, bracketed clocks: irclog2html, ZNC, mIRC)"
     example = "2012-10-18T09:30:30+0000  <jamespage> the new ones do things quite differently"
+    turn_shape = "|".join(f"(?:{p.pattern})" for p in DIALECTS.values())  # any dialect's stamp
 
     def detect(self, sample: str, name: str) -> float:
         """The share of non-blank lines that are log lines of the sample's dialect (every IRC line is
@@ -150,7 +163,7 @@ class Irc(Grammar):
                 session.regions.append(Region(RegionKind.PREAMBLE, "text before the first log line",
                                               lines=(block.line_start, block.line_end)))
                 continue
-            if dialect == "irssi" and h["marker"]:
+            if dialect in CLOCK_ONLY and h["marker"]:
                 markers += 1
                 session.regions.append(Region(RegionKind.BOILERPLATE, "irssi's own Log opened/closed or Day changed"
                                               " line: it dates the clock times that follow, nobody said it",
@@ -158,7 +171,7 @@ class Irc(Grammar):
                 if (sets := columns.day_setter(block.body)) is not columns.UNSET:
                     day = sets
                 continue
-            if dialect == "irssi":
+            if dialect in CLOCK_ONLY:
                 raw = h["clock"]
                 when = None
                 if day is None:
@@ -170,7 +183,7 @@ class Irc(Grammar):
                 raw = h["ts"]
                 when = parse_iso(raw)
                 unreadable += when is None
-            turns.append(_turn(block.body, dialect, when, raw, (block.line_start, block.line_end)))
+            turns.append(_turn(block.text, dialect, when, raw, (block.line_start, block.line_end)))
         channels = {c for t in turns if t.role == "system" for c in _CHANNEL.findall(t.content)}
         first_day = next((t.time.date() for t in turns if t.time is not None), None)
         _conclude(session, source.name, Facts(markers, undated, unreadable, channels, first_day))
@@ -248,6 +261,8 @@ class Irc(Grammar):
         dialect, text = raw
         if dialect == "irssi":
             return len(re.findall(r"^\d\d:\d\d", text, re.M))
+        if dialect == "bracketed":
+            return len(re.findall(r"^\[\d\d:\d\d", text, re.M))
         if dialect == "weechat":
             return len(re.findall(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\t", text, re.M))
         return len(re.findall(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\S*\s", text, re.M))

@@ -9,7 +9,9 @@ photos and files as markers), ``{"from", "text", "date"}`` (Telegram style, text
 ``{"user_name"|"username"|"user", "text", "ts"}`` (Slack style, ``ts`` epoch text), and generic
 ``speaker``/``sender``/``nick`` records. A line holding a whole conversation is a session of its own:
 ``{"messages": [...]}`` of API-style messages (the OpenAI fine-tuning format), ``{"conversations":
-[{"from": "human", "value": ...}]}`` (ShareGPT) or ``{"conversation": [...]}`` (LMSYS style).
+[{"from": "human", "value": ...}]}`` (ShareGPT), ``{"conversation": [...]}`` (LMSYS style), or a bare
+list of API-style messages (in a file of more than one line: a single line holding a list is a JSON
+document, ``openai_chat.py``). ``conversation`` reads one such list, for ``openai_chat.py`` too.
 A line that wraps its record under its own type is read with that type's layout (``WRAPPED``): the
 Mattermost bulk export (``import.jsonl``: ``{"type": "post", "post": {"team", "channel", "user",
 "message", "create_at", "replies"}}``, ``direct_post`` likewise) is one session per channel or direct
@@ -539,6 +541,45 @@ def _opens_document(line: str) -> bool:
     return False
 
 
+def api_list(value: Any) -> bool:
+    """True for a bare list of API-style messages (``[{"role": ..., "content": ...}, ...]``): its first
+    entries are objects with a ``role`` (a conversation without the ``{"messages": ...}`` around it)."""
+    if type(value) is not list or not value:
+        return False
+    head = value[:5]
+    return all(type(m) is dict and "role" in m for m in head)
+
+
+def conversation(holder: Any, entries: list[Any], base: str, at: str) -> ParsedSession:
+    """One conversation's session: ``entries`` (at pointer ``at``) read one turn each, held by ``holder``
+    (at pointer ``base``: the line's object, a bare list, or a whole document), whose session field names
+    it and whose other keys are the conversation's metadata (unknown ones are format drift)."""
+    found = _session_key(holder) if type(holder) is dict else None
+    session = ParsedSession(None if found is None else str(found[1]),
+                            "none" if found is None else f"source:{found[0]}", [], raw=holder, pointer=base)
+    times = TimeNotes()
+    odd = 0
+    drift = Drift()
+    if type(holder) is dict:
+        drift.unknown_keys(holder, _CONVERSATION_KEYS, base)
+    for i, m in enumerate(entries):
+        pointer = f"{at}/{i}"
+        layout = layout_of(m) if isinstance(m, dict) else None
+        if layout is None:
+            odd += 1
+            session.turns.append(malformed_turn(m, pointer))
+            continue
+        note_drift(drift, m, layout, pointer)
+        turn = message_turn if layout.name == "api" else partial(record_turn, layout)
+        session.turns.append(turn(m, None, pointer, times))
+    if odd:
+        session.warnings.append(odd_warning(odd, at.rpartition("/")[2] if at != base else "list"))
+    if drift:
+        session.meta["formatDrift"] = drift.as_meta()
+    times.flush(session)
+    return session
+
+
 @register
 class JsonLines(Grammar):
     name = "jsonl"
@@ -560,6 +601,7 @@ class JsonLines(Grammar):
         if lines and _opens_document(lines[0]):
             return 0.0  # a pretty-printed JSON document, whose inner lines may look like records
         explained = total = empty = 0
+        many = len(lines) > 1  # a single line holding a list is a JSON document: the JSON grammars read it
         for ln in lines:
             try:
                 obj = orjson.loads(ln)
@@ -567,8 +609,8 @@ class JsonLines(Grammar):
                 total += 1
                 continue
             key = conversation_key(obj)
-            if key is not None:
-                held = len(obj[key])
+            if key is not None or (many and api_list(obj)):
+                held = len(obj[key] if key is not None else obj)
                 explained, total, empty = explained + held, total + held, empty + (not held)
             elif type(obj) is dict and layout_of(obj) is not None:
                 explained, total = explained + 1, total + 1
@@ -599,7 +641,10 @@ class JsonLines(Grammar):
             except decode_error:
                 obj = _NOT_JSON
             if (key := conversation_key(obj)) is not None:
-                order.append(self._conversation(number, obj, key))
+                order.append(conversation(obj, obj[key], f"/{number - 1}", f"/{number - 1}/{key}"))
+                continue
+            if api_list(obj):  # a bare list of API messages on one line
+                order.append(conversation(obj, obj, f"/{number - 1}", f"/{number - 1}"))
                 continue
             kind = wrapped(obj) if type(obj) is dict else None
             found = _wrapped_session(obj, kind) if kind else _session_key(obj) if type(obj) is dict else None
@@ -641,40 +686,14 @@ class JsonLines(Grammar):
         group.times.flush(session)
         return session
 
-    @staticmethod
-    def _conversation(number: int, obj: dict[str, Any], key: str) -> ParsedSession:
-        found = _session_key(obj)
-        base = f"/{number - 1}"
-        session = ParsedSession(None if found is None else str(found[1]),
-                                "none" if found is None else f"source:{found[0]}", [],
-                                raw=obj, pointer=base)
-        times = TimeNotes()
-        odd = 0
-        drift = Drift()
-        drift.unknown_keys(obj, _CONVERSATION_KEYS, base)
-        for i, m in enumerate(obj[key]):
-            at = f"{base}/{key}/{i}"
-            layout = layout_of(m) if isinstance(m, dict) else None
-            if layout is None:
-                odd += 1
-                session.turns.append(malformed_turn(m, at))
-                continue
-            note_drift(drift, m, layout, at)
-            turn = message_turn if layout.name == "api" else partial(record_turn, layout)
-            session.turns.append(turn(m, None, at, times))
-        if odd:
-            session.warnings.append(odd_warning(odd, key))
-        if drift:
-            session.meta["formatDrift"] = drift.as_meta()
-        times.flush(session)
-        return session
-
     def count_turns(self, raw: Any) -> int:
         """Its own count from the raw lines: each line of a message-per-line session that is not a
         JSON object, or an object with any author or text field of any layout, is one turn; a
         fine-tuning conversation has one per entry of ``messages``."""
         if isinstance(raw, LineView):
             return sum(_line_turns(value) for value in raw.values())
+        if isinstance(raw, list):  # a bare list of API messages
+            return len(raw)
         return next(len(raw[key]) for key, _ in CONVERSATION_LISTS if isinstance(raw.get(key), list))
 
 

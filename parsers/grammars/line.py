@@ -118,6 +118,7 @@ class Line(Grammar):
     detect_needs = ("\t",)  # the tab after a message line's clock
     version = "1"
     description = "LINE chat history text export ([LINE] Chat history with ..., date lines, TIME<TAB>name<TAB>text)"
+    turn_shape = HEADER.pattern
     example = "10:15\tAnn Lee\tMorning!"
 
     def detect(self, sample: str, name: str) -> float:
@@ -139,7 +140,7 @@ class Line(Grammar):
             else:
                 when = _time(day, h)
                 undated += when is None
-                session.turns.append(_turn(h, block.body, span, when))
+                session.turns.append(_turn(h, block.text, span, when))
         if undated:
             session.warnings.append(unreadable_times(undated, "no date line before the message, or not a clock"))
         yield session

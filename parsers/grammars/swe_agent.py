@@ -22,8 +22,10 @@ conversation is ``history`` (``messages``): one interaction per entry, pointer `
 duplicate region when the history is present; ``info`` and ``replay_config`` are metadata
 (exit status, cost and call counts go to the session's meta). The session id is the instance id
 (``instance_id`` when present, else the file name). The model is the run's configured model
-(``replay_config``/``info.config`` ``model_name``), a statement for the whole run (not explicit
-per turn), split by ``family_model``.
+(``replay_config``/``info.config`` ``model_name``, or the config's ``model.name``), a statement for the
+whole run (not explicit per turn), split by ``family_model``. A tool result names the call it answers by
+``tool_call_id`` or SWE-agent's ``tool_call_ids``. Detection finds a large trajectory by its first steps
+(thought, action, observation) when the run's info lies past the sample.
 """
 
 from __future__ import annotations
@@ -43,11 +45,16 @@ from parsers.grammars._aiexport import compact, json_text, read_time
 from parsers.jsonload import load_json
 from parsers.registry import register
 
-_SIGNATURE = regex.compile(r'"(?:trajectory_format|exit_status|model_stats)"\s*:')
+_SIGNATURE = regex.compile(r'"(?:trajectory_format|exit_status|model_stats)"\s*:'
+                           r'|"message_type"\s*:\s*"(?:thought|action|observation)"|"tool_call_ids"\s*:')
+"""Its own keys: the run's info (often at the end of a large file, past the sample), or the history's
+entries of SWE-agent's function-calling layout (``message_type``, ``tool_call_ids``)."""
+_STEP_KEYS = tuple(regex.compile(rf'"{k}"\s*:') for k in ("thought", "action", "observation"))
+_TRAJECTORY = regex.compile(r'"trajectory"\s*:\s*\[')
 _SUPPORT = regex.compile(r'"(?:history|messages|trajectory)"\s*:\s*\[')
 _RETURNCODE = regex.compile(r"^\s*<returncode>(?P<code>-?\d+)</returncode>")
 _FENCE = regex.compile(r"^```[\w-]*[ \t]*\n.*?^```", regex.MULTILINE | regex.DOTALL)
-_MODEL_KEY = regex.compile(r'"model_name"\s*:\s*"(?P<m>[^"]+)"')
+_MODEL_KEY = regex.compile(r'"model_name"\s*:\s*"(?P<m>[^"]+)"|"model"\s*:\s*\{[^{}]*?"name"\s*:\s*"(?P<n>[^"]+)"')
 SUFFIXES = (".traj.json", ".traj")
 
 
@@ -69,7 +76,7 @@ def _model(data: dict[str, Any]) -> ModelRef | None:
         text = value if isinstance(value, str) else orjson.dumps(value).decode() if value else ""
         m = _MODEL_KEY.search(text)
         if m:
-            return family_model(m["m"])
+            return family_model(m["m"] or m["n"])
     return None
 
 
@@ -87,14 +94,18 @@ def _is_action(entry: dict[str, Any]) -> bool:
 @register
 class SweAgent(Grammar):
     name = "swe-agent"
-    detect_needs = ('"trajectory_format"', '"exit_status"', '"model_stats"')  # its signature keys
+    detect_needs = ('"trajectory_format"', '"exit_status"', '"model_stats"', '"message_type"', '"tool_call_ids"',
+                    '"trajectory"')  # its signature keys
     version = "1"
     structured = True
     description = "SWE-agent / mini-SWE-agent trajectory (<instance>.traj, <instance>.traj.json)"
     example = '{"history": [{"role": "system", "content": "…"}, …], "trajectory": […], "info": {"exit_status": "…"}}'
 
     def detect(self, sample: str, name: str) -> float:
-        return 0.95 if _SIGNATURE.search(sample) and _SUPPORT.search(sample) else 0.0
+        """Its signature keys with a message list; or, in a large file whose sample ends inside the
+        ``trajectory`` it starts with, that list's steps (thought, action and observation)."""
+        steps = _TRAJECTORY.search(sample) and all(k.search(sample) for k in _STEP_KEYS)
+        return 0.95 if (_SIGNATURE.search(sample) or steps) and _SUPPORT.search(sample) else 0.0
 
     def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
         data = load_json(source.text, source.name, self.name)
@@ -177,7 +188,9 @@ def _result_extra(entry: dict[str, Any], text: str, step: int) -> dict[str, Any]
     if not isinstance(code, int) or isinstance(code, bool):
         m = _RETURNCODE.match(text)
         code = int(m["code"]) if m else None
-    cid = entry.get("tool_call_id") if isinstance(entry.get("tool_call_id"), str) else f"step-{step}"
+    ids = entry.get("tool_call_ids")
+    cid = entry.get("tool_call_id") if isinstance(entry.get("tool_call_id"), str) else (
+        ids[0] if isinstance(ids, list) and ids and isinstance(ids[0], str) else f"step-{step}")
     return compact({"callId": cid, "exitCode": code})
 
 

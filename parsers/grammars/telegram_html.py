@@ -308,6 +308,7 @@ class TelegramHtml(Grammar):
     version = "1"
     group_files = r"messages(?P<part>\d*)\.html"
     description = "Telegram Desktop HTML export (messages.html, messages2.html...): a chat's pages as one session"
+    no_turn_shape = "an HTML export: messages are elements, not lines"
     example = ('<div class="message default clearfix" id="message5"><div class="body"><div class="pull_right date '
                'details" title="12.03.2021 14:05:33 UTC+01:00">14:05</div><div class="from_name">Ann</div>'
                '<div class="text">Hello</div></div></div>')

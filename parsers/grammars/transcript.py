@@ -17,6 +17,15 @@ Read as columns (``_transcript_columns``, the same sessions) and, above ``stream
 streamed in chunks when every header line starts a turn and there is no front matter or ``Session:``
 line (the acceptance rule needs every label's count: ``plan`` counts them first).
 
+**Export headers.** An exporter's ``Key: value`` lines above the conversation (``Participants: User,
+Assistant``, ``Date:``, ``Title:``, ``Model:``, ``Exported:`` and their kin, ``EXPORT_KEYS``) are
+preamble, not turns: the leading lines of a session, up to the last such line before the first other
+header, are one declared ``preamble`` region (the session's text starts after it, on every route). A
+key that is also a role word counts only when its label appears once in the session, so the
+``Model`` speaker of a Gemini-style chat stays a speaker; a label seen once there whose value names two or more of the
+session's speakers (``With: Ann, Bob``) is a header too. A ``Title:`` gives the session's title and a
+``Model:`` the model of assistant turns that name none.
+
 Source accounting: front matter, ``Session:`` lines and the text before the first turn (a title,
 a banner) are declared regions. Detection reports the share of non-blank lines explained: headers
 whose timestamp this grammar can read (ISO date-times, clock times) and the lines that continue
@@ -39,15 +48,15 @@ import orjson
 import regex
 
 from models.errors import NotStreamable, Reason
-from models.records import ParsedSession, Region, RegionKind, SourceText, Turn
+from models.records import ParsedSession, Region, RegionKind, ShapedLine, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
 from parsers.columns import line_test, rust_pattern, split_lines, unnamed
-from parsers.engine import Block, split_blocks
+from parsers.engine import Block, split_blocks, trim_blank_tail
 from parsers.grammars.markdown import candidate as md_candidate
 from parsers.grammars.markdown import without_said
 from parsers.registry import register
-from parsers.sessions import SESSION_LINE, file_name_id, front_matter, segments
+from parsers.sessions import SESSION_LINE, Segment, file_name_id, front_matter, segments
 from parsers.speakers import ROLE_WORDS, parse_model_spec, role_of, split_speaker
 from parsers.timeparse import parse_iso
 
@@ -56,6 +65,11 @@ from . import _transcript_columns as columns
 _ISO = r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2})?(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
 _TS = rf"(?:\[(?P<ts>[^\]\n]{{4,40}})\][ \t]*|(?P<iso>{_ISO})[ \t]+)"
 _LABEL = r"(?P<label>[\p{L}\p{N}@_~+][^:(){}\n]{0,60}?(?:[ \t]*\([^()\n]{1,80}\))?)"
+_MAX_WORDS = 6
+TURN_SHAPE = (rf"^{_TS}?[\p{{L}}\p{{N}}@_~+][^:(){{}}\n \t]*(?:[ \t]+[^:(){{}}\n \t]+){{0,{_MAX_WORDS - 1}}}"
+              r"(?<![.,?!])(?:[ \t]*\([^()\n]{1,80}\))?[ \t]*:(?:[ \t]+|$)")
+"""A ``Name: text`` header with a plausible name (at most six words, no closing punctuation), optionally
+timestamped: the census shape (validators/accounting)."""
 _NOTICE_STAMP = rf"(?:\[(?P<nts>[^\]\n]{{4,40}})\][ \t]*|(?P<niso>{_ISO})[ \t]+)"
 HEADER = regex.compile(rf"^(?:{_TS}?{_LABEL}[ \t]*:(?:[ \t]+|$)|{_NOTICE_STAMP}(?=\S))", regex.MULTILINE)
 # The header without its one lookahead (a notice's text starts with a non-space), which Rust's regex
@@ -65,8 +79,17 @@ RUST_HEADER = rust_pattern(HEADER_NO_LOOKAHEAD)
 _HEADER_TEST = unnamed(rust_pattern(regex.compile(
     rf"^(?:{_TS}?{_LABEL}[ \t]*:(?:[ \t]+|$)|{_NOTICE_STAMP}\S)", regex.MULTILINE)))
 _CLOCK = regex.compile(r"(?P<h>\d{1,2}):(?P<m>\d{2})(?::(?P<s>\d{2}))?")
+EXPORT_KEYS = frozenset({
+    "participants", "participant", "members", "speakers", "attendees", "with", "between", "date", "dates",
+    "time", "started", "start", "ended", "end", "duration", "title", "subject", "topic", "model", "models",
+    "exported", "exported at", "exported on", "export date", "exported by", "export", "created", "created at",
+    "created on", "updated", "updated at", "last updated", "saved", "source", "url", "link", "platform", "app",
+    "application", "tool", "conversation", "conversation id", "chat", "chat id", "id", "messages",
+    "message count", "tags", "author", "version", "language", "provider", "generator", "format",
+})
+"""Keys of an exporter's ``Key: value`` header lines above a conversation (data: add a key here)."""
+_LISTED = regex.compile(r"[,;/&]|\band\b|\bund\b|\bet\b|\by\b")
 _DIGIT = regex.compile(r"\d")
-_MAX_WORDS = 6
 
 
 def _plausible(label: str) -> bool:
@@ -117,6 +140,11 @@ def _header_shapes(matches: list[regex.Match]) -> set[str]:
     return {_shape(m) for m in matches if _speaker_label(m) is not None and (m["ts"] or m["iso"])}
 
 
+def _read_whole(why: str) -> NotStreamable:
+    """The pre-pass's decision that this transcript cannot be cut at its turn starts."""
+    return NotStreamable(Reason.NOT_STREAMABLE, f"{why}: the transcript is read whole")
+
+
 @register
 class Transcript(Grammar):
     name = "transcript"
@@ -124,6 +152,7 @@ class Transcript(Grammar):
     version = "2"
     description = "Plain-text transcript, one 'Name: text' turn per header line"
     example = "[2025-08-24 10:00:00] User: Can you check the build log?"
+    turn_shape = TURN_SHAPE
 
     def detect(self, sample: str, name: str) -> float:
         lines = sample.split("\n")
@@ -155,7 +184,7 @@ class Transcript(Grammar):
 
     def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
         text = source.text
-        for seg in segments(text, source.name):
+        for seg in sessions_of(text, source.name):
             yield self._session(text, seg)
 
     def _session(self, text: str, seg) -> ParsedSession:
@@ -183,6 +212,8 @@ class Transcript(Grammar):
                                               content=((h.group(0) if h else "") + block.body).strip("\n")))
         if clock_only:
             session.warnings.append(_clock_only(clock_only))
+        for turn in session.turns:  # a turn's text ends at its last non-blank line (parsers.engine)
+            turn.content = trim_blank_tail(turn.content)
         return session
 
     @staticmethod
@@ -195,6 +226,7 @@ class Transcript(Grammar):
                 f"line {block.line_start}: {label!r}: looks like a header but the name appears once; "
                 f"kept as text of turn {len(session.turns)}"
             )
+            session.shaped.append(ShapedLine(block.line_start, columns.KEPT_AS_TEXT))
 
     def _turn(self, block: Block, label: str | None, day: datetime | None, zone: ZoneInfo | None,
               default_model) -> tuple[Turn, int]:
@@ -224,7 +256,7 @@ class Transcript(Grammar):
         """The sessions of ``parse`` with their turns as frames (``_transcript_columns``)."""
         text = source.text
         out = []
-        for seg in segments(text, source.name):
+        for seg in sessions_of(text, source.name):
             zone, day, default_model = _front(seg.front)
             lines = split_lines(text[seg.start:seg.end])
             found = columns.header_rows(lines, RUST_HEADER, _plausible)
@@ -258,8 +290,9 @@ class Transcript(Grammar):
         plan = StreamPlan()
         for text, first_line in blocks:
             if (first_line == 1 and text.startswith("---")) or SESSION_LINE.search(text):
-                raise NotStreamable(Reason.NOT_STREAMABLE,
-                                    "front matter or a Session line: the transcript is read whole")
+                raise _read_whole("front matter or a Session line")
+            if first_line == 1 and export_headers(text, Segment(0, len(text), 1)).regions:
+                raise _read_whole("export header lines above the conversation")
             lines = split_lines(text)
             plan.lines = first_line + len(lines) - 1
             _, rows = columns.header_rows(lines, RUST_HEADER, _plausible)
@@ -271,7 +304,7 @@ class Transcript(Grammar):
             plan.counted += rows.height
         plan.reading = _reading(plan.labels, None, None, None)
         if plan.kept_as_text():
-            raise NotStreamable(Reason.NOT_STREAMABLE, "a header that starts no turn: the transcript is read whole")
+            raise _read_whole("a header that starts no turn")
         return plan
 
     def stream_session(self, source: SourceText, plan: StreamPlan) -> ParsedSession:
@@ -308,6 +341,47 @@ class Transcript(Grammar):
         return count
 
 
+
+
+def sessions_of(text: str, name: str) -> list:
+    """The sessions' segments (parsers/sessions.py), each with its export header lines declared."""
+    return [export_headers(text, seg) for seg in segments(text, name)]
+
+
+def export_headers(text: str, seg):
+    """The segment with its leading export header lines (see the module doc) made a preamble region:
+    its text then starts after them, and their ``Title:`` and ``Model:`` go to its front values."""
+    body = text[seg.start:seg.end]
+    lines = body.split("\n")
+    found = [(i, m) for i, ln in enumerate(lines) if (m := HEADER.match(ln)) and _speaker_label(m)]
+    counts = Counter(_speaker_label(m) for _, m in found)
+    speakers = {lb for lb, n in counts.items() if n >= 2 or _role_word(lb)}
+    last = None
+    for i, m in found:
+        label = _speaker_label(m)
+        if (counts[label] != 1 and _role_word(label)) or m["ts"] or m["iso"] \
+                or not _export_line(label, lines[i][m.end():], speakers):
+            break
+        last = i
+    if last is None:
+        return seg
+    values = {_speaker_label(m).strip().lower(): lines[i][m.end():].strip() for i, m in found if i <= last}
+    head = next(i for i in range(last + 1) if lines[i].strip())
+    seg.regions = [*seg.regions, Region(
+        RegionKind.PREAMBLE, "an exporter's Key: value header lines above the conversation",
+        lines=(seg.first_line + head, seg.first_line + last), content="\n".join(lines[head:last + 1]))]
+    seg.front = {**seg.front, **{k: v for k, v in values.items() if k in ("title", "model") and k not in seg.front}}
+    seg.start = min(seg.start + sum(len(ln) + 1 for ln in lines[:last + 1]), seg.end)
+    seg.first_line += last + 1
+    return seg
+
+
+def _export_line(label: str, value: str, speakers: set[str]) -> bool:
+    """An exporter's header: a known key, or a label whose value names two or more speakers."""
+    if label.strip().lower() in EXPORT_KEYS:
+        return True
+    named = {part.strip() for part in _LISTED.split(value) if part.strip()}
+    return len(named & speakers) >= 2
 
 
 def _front(front: dict[str, str]) -> tuple[ZoneInfo | None, datetime | None, Any]:
@@ -372,6 +446,7 @@ def _reading(labels: columns.Labels, day, zone, default_model) -> columns.Readin
 
 def _absorb(session: ParsedSession, chunk: columns.Chunk) -> None:
     session.regions.extend(chunk.regions)
+    session.shaped.extend(chunk.shaped)
     session.warnings.extend(chunk.warnings)
 
 

@@ -26,7 +26,7 @@ Decisions:
   label is kept as ``sourceLabel``. The person named before the notice phrase is the ``actor``
   (best effort). Notice, placeholder and attachment texts are data per language
   (``_whatsapp_data.NOTICES``: en, de, es, fr, pt, it, nl, ru, tr, ar, ja).
-- Media placeholders (``image omitted``, ``<Media omitted>``) are their author's turns with kind
+- Media placeholders (``image omitted``, ``<Media omitted>``, in any case) are their author's turns with kind
   ``media``. An attachment (``<attached: 00000012-PHOTO-...jpg>``, ``IMG-...jpg (file attached)`` and
   their localized forms) keeps its file name in ``extra.attachment``; when ingest lists the files
   beside the chat (``SourceText.siblings``: its folder or zip), ``extra.attachmentPresent`` says
@@ -60,7 +60,7 @@ from models.records import ParsedSession, Region, RegionKind, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
 from parsers.columns import split_lines
-from parsers.engine import line_patterns, scan
+from parsers.engine import line_patterns, scan, trim_blank_tail
 from parsers.memory import paused_gc
 from parsers.registry import register
 from parsers.sessions import file_name_id
@@ -76,9 +76,12 @@ _SP = SP
 _REST = rf"(?:(?P<author>[^\n]{{1,{AUTHOR_MAX}}}?):(?: (?P<lrm>\u200e)?|(?=\n)|\Z))?(?P<text>[^\n]*)"
 FIRST, HEADER = line_patterns(HEADER_BODY + _REST)
 # The independent counter's own, looser idea of a message start: a line that starts with a date
-# and, within a few non-digit characters (a comma, 'klo', a meridiem word), a clock time.
+# and, within a few non-digit characters (a comma, 'klo', a meridiem word), a clock time, closed
+# within a few more (seconds, a meridiem) by ``]`` or a dash: a line of text that starts with a date
+# and a time ("12/03/2019 10:00 works?") starts no message.
 _LOOSE_DATE = rf"[{_MARKS}]*\[?[{_MARKS}]*\d{{1,4}}(?:[./-]|\. )\d{{1,2}}(?:[./-]|\. )\d{{1,4}}"
-_LOOSE_FIRST, _LOOSE = line_patterns(rf"{_LOOSE_DATE}[^\n\d]{{1,8}}?\d{{1,2}}[:.]\d{{2}}")
+_LOOSE_FIRST, _LOOSE = line_patterns(
+    rf"{_LOOSE_DATE}[^\n\d]{{1,8}}?\d{{1,2}}[:.]\d{{2}}(?:[:.]\d{{2}})?[^\n\d\]]{{0,12}}?(?:\]|[-–](?: |(?=\n)|\Z))")
 _OVER = r"(?:1[3-9]|2\d|3[01])"  # a field that can only be a day
 _TAIL = r"[./-]\d{2,4}[^\n\d]{1,8}?\d{1,2}[:.]\d\d"
 _OVER_FIRST = re.compile(rf"\n[{_MARKS}]*\[?[{_MARKS}]*{_OVER}[./-]\d{{1,2}}{_TAIL}")
@@ -100,14 +103,21 @@ _E2E = _phrases("e2e")
 _EVENT = re.compile("|".join(re.escape(p) for p in _phrases("events")))
 _AUTHORED_EVENT = re.compile("|".join(re.escape(p) for p in _phrases("authored")))
 _MEDIA = frozenset(_phrases("media"))
+_MEDIA_FOLDED = frozenset(p.casefold() for p in _MEDIA)
+"""Placeholders match in any case (``<media omitted>`` is ``<Media omitted>``)."""
 _ATTACHED = re.compile("|".join(_form(t, i) for i, t in enumerate(_phrases("attached"))))
 _MEDIA_RE = re.compile("|".join(re.escape(t).replace(re.escape("{text}"), r"[^\n]+").replace(r"\ ", " \u200e?")
                                 for t in _phrases("media_forms")))
 # Cheap tests that a first line may be an attachment or a media form (most messages are neither).
 _ATTACHED_LAST = frozenset(t[-1] for t in _phrases("attached"))
-_MEDIA_LAST = frozenset(p[-1] for p in _MEDIA)
+_MEDIA_LAST = frozenset(c for p in _MEDIA for c in (p[-1].lower(), p[-1].upper()))
 _E2E_FIRST = frozenset(p[0] for p in _E2E)
 _MEDIA_FORM_ENDS = tuple(t.split("{text}")[1].strip() for t in _phrases("media_forms"))
+
+
+def is_media(first: str) -> bool:
+    """A media placeholder (``image omitted``, ``<Media omitted>``), in any case."""
+    return first in _MEDIA or first.casefold() in _MEDIA_FOLDED
 
 
 def actor_of(line: str) -> str | None:
@@ -153,7 +163,7 @@ def _native(hits: list[re.Match], sample: str, name: str) -> bool:
         if len(m["d1"]) <= 2 or not m["open"] or m["mb"] or m["ma"] or "-" not in m["date"]:
             return True
         first = m["text"]  # an author-less "X joined ..." is a transcript's notice too: not evidence
-        if first.startswith(_E2E) or first in _MEDIA:
+        if first.startswith(_E2E) or is_media(first):
             return True
     return False
 
@@ -186,6 +196,7 @@ class WhatsApp(Grammar):
     version = "3"
     description = "WhatsApp chat export (.txt, or a zip with its media), Android and iOS, every header dialect"
     example = "12/24/19, 11:23 - John Doe: Lorem ipsum dolor sit amet."
+    turn_shape = "^" + HEADER_BODY  # every template's stamp: each such line starts a message
 
     def detect(self, sample: str, name: str) -> float:
         return explained_share(sample, name)
@@ -373,7 +384,7 @@ class _Reader:
 
     def flag(self, h):
         return columns.flagged(h, lambda a: _AUTHORED_EVENT.search(a) is not None,
-                               _ATTACHED_LAST, _MEDIA, _E2E, _MEDIA_FORM_ENDS)
+                               _ATTACHED_LAST, _MEDIA_FOLDED, _E2E, _MEDIA_FORM_ENDS)
 
     def __call__(self, line: str, body: str) -> Turn:
         m = FIRST.match(line)
@@ -455,6 +466,7 @@ def _read_turns(session: ParsedSession, text: str, guess: str) -> tuple[list[tup
         cont = text[m.end():nxt.start()] if nxt is not None else drop_final_newline(text[m.end():])
         if cont:
             end = line + cont.count("\n")
+            cont = trim_blank_tail(cont)
             content = first + cont
         else:
             end, content = line, first
@@ -467,7 +479,7 @@ def _read_turns(session: ParsedSession, text: str, guess: str) -> tuple[list[tup
             if notice is None:
                 notice = authors[author] = _AUTHORED_EVENT.search(author) is not None
             last = first[-1:]
-            if (notice or lrm or last in _ATTACHED_LAST or (last in _MEDIA_LAST and first in _MEDIA)
+            if (notice or lrm or last in _ATTACHED_LAST or (last in _MEDIA_LAST and is_media(first))
                     or (first[:1] in _E2E_FIRST and first.startswith(_E2E)) or first.endswith(_MEDIA_FORM_ENDS)):
                 append(_special(m, text, author, first, cont, content, when, raw, (line, end), notice))
             else:
@@ -491,7 +503,7 @@ def _special(m: re.Match, text: str, author: str, first: str, cont: str, content
         kind = "message" if cont else "media"
         return Turn(author, "user", content, when, raw, None, kind, lines,
                     extra={"attachment": attached[attached.lastgroup].strip()})
-    if not cont and (first in _MEDIA or _MEDIA_RE.fullmatch(first)):
+    if not cont and (is_media(first) or _MEDIA_RE.fullmatch(first)):
         return Turn(author, "user", content, when, raw, None, "media", lines)
     if m["lrm"] and (actor := actor_of(first)):
         # iOS writes group events as '<group>: \u200e<actor> <event>'

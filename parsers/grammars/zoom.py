@@ -151,6 +151,7 @@ class Zoom(Grammar):
     detect_needs = ("From", "\t")  # a header's From or tab
     version = "1"
     description = "Zoom meeting chat (meeting_saved_chat.txt one-line and two-line, a recording's chat file)"
+    turn_shape = HEADER.pattern
     example = "10:02:15 From Ann Lee to Everyone:\n\tHello everyone"
 
     def detect(self, sample: str, name: str) -> float:

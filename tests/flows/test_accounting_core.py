@@ -120,3 +120,36 @@ def test_a_turn_lost_on_page_two_of_a_telegram_chat_makes_it_partial_naming_page
     assert session.status == "partial" and session.unaccounted > 0
     assert reason.startswith("unaccounted_source") and "messages2.html line" in reason
     assert "messages.html line" not in reason.replace("messages2.html", "")
+
+
+def test_a_grammar_that_merges_turns_and_counts_its_merge_gives_a_partial_document(monkeypatch):
+    """The census: a grammar that swallows a turn into the one before (and whose own count agrees)
+    leaves a header-shaped line inside a turn: the document says possible_merged_turns."""
+    grammar = registry.get("transcript")
+    parse, count = type(grammar).parse, type(grammar).count_turns
+
+    def merging_parse(self, source, settings):
+        for session in parse(self, source, settings):
+            gone = session.turns.pop(2)
+            session.turns[1].content += "\n" + gone.content
+            session.turns[1].lines = (session.turns[1].lines[0], gone.lines[1])
+            yield session
+
+    monkeypatch.setattr(type(grammar), "parse", merging_parse)
+    monkeypatch.setattr(type(grammar), "columnar", False)
+    monkeypatch.setattr(type(grammar), "count_turns", lambda self, raw: count(self, raw) - 1)
+    session, doc = _run(CLEAN)
+    history = doc["artifacts"]["Chatthistorik"]
+    assert session.status == "partial"
+    reason = history["coverageReason"]
+    assert reason.startswith("possible_merged_turns: 1 lines") and "line 5" in reason
+    assert doc["artifacts"]["ai_protocol_performance"]["sourceAccounting"]["possibleMergedTurns"] == 1
+    assert doc["artifacts"]["ai_protocol_performance"]["gate"]["sourceAccounting"] == "partial"
+
+
+def test_header_shaped_text_is_listed_in_the_build_log():
+    data = CLEAN.replace(b"Two sections left.", b"Note: two sections left.")
+    session, doc = _run(data)
+    assert session.status == "ok"
+    (entry,) = doc["artifacts"]["ByggLogg"]["shapedText"]
+    assert entry["lines"] == [3] and entry["count"] == 1 and "seen once" in entry["reason"]

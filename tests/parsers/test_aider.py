@@ -103,3 +103,43 @@ def test_whole_file_and_udiff_replies_by_the_edit_format_aider_names():
     assert "shout=False" in diffjson.apply(changes[2]["patch"], base)
     replies = [i for i in doc["artifacts"]["Chatthistorik"]["interactions"] if i["role"] == "assistant"]
     assert [r["model"]["name"] for r in replies] == ["gpt-4o", "gpt-4o", "gpt-4-turbo"]
+
+
+SWITCHES = """# aider chat started at 2024-05-01 10:00:00
+
+> aider --model ollama/qwen:4b
+
+#### /ask what does main.py do?
+
+#### what does main.py do?
+
+It prints hello.
+
+#### /model openai/gpt-4o
+
+#### add a docstring
+
+Done.
+
+> Model: gpt-4 using udiff edit format
+
+#### and a test
+
+Added.
+"""
+
+
+def test_models_from_the_command_line_model_switches_and_older_model_lines():
+    (s,) = GRAMMAR.parse(decode(SWITCHES.encode(), ".aider.chat.history.md"), Settings())
+    replies = [t for t in s.turns if t.role == "assistant"]
+    assert [(t.model.provider, t.model.name) for t in replies] == [("ollama", "qwen:4b"), ("openai", "gpt-4o"),
+                                                                   ("openai", "gpt-4")]
+
+
+def test_an_ask_command_and_its_logged_question_are_one_user_turn():
+    (s,) = GRAMMAR.parse(decode(SWITCHES.encode(), ".aider.chat.history.md"), Settings())
+    users = [t.content for t in s.turns if t.role == "user"]
+    assert users == ["/ask what does main.py do?", "/model openai/gpt-4o", "add a docstring", "and a test"]
+    (echo,) = [r for r in s.regions if r.kind.value == "duplicate"]
+    assert echo.lines == (7, 7) and "/ask" in echo.reason
+    assert GRAMMAR.count_turns(s.raw) == len(s.turns)

@@ -58,3 +58,25 @@ def test_a_transcript_with_dashes_is_not_discord_text():
     assert DT.detect(text, "t.txt") == 0.0
     detected = registry.detect(text, "t.txt", threshold=0.5)
     assert detected.grammar != "discord-text"
+
+
+STAMPS = ("Maya Chen — 08/11/2023 1:30 PM\nfirst message\n[1:31 PM]\nsecond message\n[1:32 PM]\n"
+          "Rafael Souza — 08/11/2023 1:35 PM\nreply here\n\n[1:00 PM]\nlate stamp\n[1:02 PM]\n\n"
+          "Ann Lee — 08/11/2023 11:50 PM\nlate night\n[12:10 AM]\nafter midnight\n")
+
+
+def test_a_time_stamp_line_is_never_an_empty_turn_and_never_invents_a_date():
+    from models.settings import Settings
+    from parsers import registry
+    from tests.helpers import parse_text
+    g = registry.get("discord-text")
+    source, (s,) = parse_text("discord-text", STAMPS, "paste.txt")
+    got = [(t.speaker, t.content, t.time.strftime("%d %H:%M")) for t in s.turns]
+    assert got == [("Maya Chen", "first message", "08 13:30"), ("Maya Chen", "second message", "08 13:31"),
+                   ("Rafael Souza", "reply here", "08 13:35"), ("Rafael Souza", "late stamp", "08 13:00"),
+                   ("Ann Lee", "late night", "08 23:50"), ("Ann Lee", "after midnight", "09 00:10")]
+    assert [r.lines for r in s.regions if "no text under it" in r.reason] == [(5, 5), (11, 12)]
+    assert g.count_turns(s.raw) == 6
+    (c,) = g.parse_columns(source, Settings())
+    assert [(sp, ct, t.strftime("%d %H:%M")) for sp, ct, t in c.frame.select("speaker", "content", "time").rows()] \
+        == got

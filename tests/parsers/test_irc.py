@@ -88,3 +88,24 @@ def test_detect():
     assert IRC.detect("2012-10-18T09:30:30+0000  <jamespage> hi\n", "x.log") >= 0.9
     assert IRC.detect("10:00 <@nick> text\n10:01 -!- nick [~u@host] has joined #chan\n", "x.log") >= 0.9
     assert IRC.detect("just some text\n", "x.log") == 0.0
+
+
+BRACKETED = ("--- Log opened Thu Oct 18 09:00:00 2012\n[09:00] <alice> morning all\n[09:01] * bob waves\n"
+             "[09:01] *carol stretches\n[09:02] *** dave has joined #proj\n[09:03] -!- erin has quit [Ping timeout]\n"
+             "[09:04:30] <@alice> meeting at ten\n")
+
+
+def test_bracketed_clock_logs_are_irc_on_both_routes():
+    from models.settings import Settings
+    from parsers import registry
+    from tests.helpers import parse_text
+    g = registry.get("irc")
+    assert registry.detect(BRACKETED, "proj.log", threshold=0.5).grammar == "irc"
+    source, (s,) = parse_text("irc", BRACKETED, "proj.log")
+    assert s.meta["dialect"] == "bracketed"
+    assert [(t.speaker, t.kind) for t in s.turns] == [
+        ("alice", "message"), ("bob", "action"), ("carol", "action"), ("System", "join"), ("System", "quit"),
+        ("alice", "message")]
+    assert s.turns[5].time.isoformat() == "2012-10-18T09:04:30" and g.count_turns(s.raw) == 6
+    (c,) = g.parse_columns(source, Settings())
+    assert c.frame["speaker"].to_list() == [t.speaker for t in s.turns]

@@ -120,3 +120,38 @@ def test_a_session_line_inside_fenced_code_does_not_split_the_session():
     text = "Session: s-1\n## User\nmy config:\n```yaml\nsession: main\n```\n## Assistant\nok\n"
     (s,) = _parse(text)
     assert s.session_id == "s-1" and [t.speaker for t in s.turns] == ["User", "Assistant"]
+
+
+CITED_EXPORT = (
+    "# Chat\n\n"
+    "## User (`aa11`) - 2024-12-05T18:06:29+00:00\n\nHow do I set it up?\n\n---\n\n"
+    "## Assistant (`bb22`) - 2024-12-05T18:06:40+00:00\n\n"
+    "\ue203To enhance the setup\ue204\ue200cite\ue202turn0search1\ue201 you can:\n\n"
+    "- Add the block:\n  \ue203```xml\n  <a/>\n  ```\ue204\n- Restart.\n\n---\n\n"
+    "## User (`cc33`) - 2024-12-05T18:07:29+00:00\n\nThanks\n\n---\n\n"
+    "## Assistant (`dd44`) - 2024-12-05T18:07:40+00:00\n\nAlso:\n\n1. Edit:\n    ```\n    ## User\n    ```\n\n---\n\n"
+    "## User (`ee55`) - 2024-12-05T18:08:00+00:00\n\nBye\n"
+)
+
+
+def test_message_id_sections_with_citation_marks_and_list_item_fences_keep_every_turn():
+    (s,) = _parse(CITED_EXPORT)
+    assert [(t.speaker, t.role, t.time_raw) for t in s.turns] == [
+        ("User", "user", "2024-12-05T18:06:29+00:00"), ("Assistant", "assistant", "2024-12-05T18:06:40+00:00"),
+        ("User", "user", "2024-12-05T18:07:29+00:00"), ("Assistant", "assistant", "2024-12-05T18:07:40+00:00"),
+        ("User", "user", "2024-12-05T18:08:00+00:00")]
+    assert all(t.time is not None for t in s.turns)
+    assert "\ue203To enhance" in s.turns[1].content  # the marks stay in the text
+
+
+def test_a_fence_that_never_closes_hides_no_later_turn():
+    text = "## User\nShow me\n\n## Assistant\n```python\nprint(1)\n\n## User\nAnd?\n\n## Assistant\nDone.\n"
+    (s,) = _parse(text)
+    assert [t.speaker for t in s.turns] == ["User", "Assistant", "User", "Assistant"]
+
+
+def test_a_fence_line_with_an_info_string_does_not_close_a_block():
+    text = "## User\nq\n\n## Assistant\n````md\n```python\n## User\n```\n````\nok\n\n## User\nnext\n"
+    (s,) = _parse(text)
+    assert [t.speaker for t in s.turns] == ["User", "Assistant", "User"]
+    assert [(x.line, x.reason) for x in s.shaped] == [(7, "inside a fenced code block opened at line 5")]

@@ -62,3 +62,53 @@ def test_the_tool_calling_format_gives_one_call_per_tool_call_answered_by_id():
     [doc] = documents("swe-agent", decode(path.read_bytes(), path.name))
     commands = doc["artifacts"]["ByggLogg"]["sessionRecord"]["commands"]
     assert commands[0]["command"] == "grep -rn 'def slugify' /testbed/tinyurl" and commands[2]["exitCode"] == 1
+
+
+def _call(i, args):
+    return {"id": f"call_{i}", "type": "function",
+            "function": {"name": "str_replace_editor", "arguments": orjson.dumps(args).decode()}}
+
+
+def _function_calling_traj() -> bytes:
+    """A SWE-agent 1.x trajectory in the function-calling layout, its long step list first (as SWE-agent
+    writes it: the sample detection sees holds no history and no info)."""
+    edits = [{"command": "create", "path": "/repo/test_calc.py", "file_text": "def test():\n    assert 1\n"},
+             {"command": "str_replace", "path": "/repo/calc.py", "old_str": "a-b", "new_str": "a+b"},
+             {"command": "insert", "path": "/repo/calc.py", "insert_line": 1, "new_str": "# ok"}]
+    history = [{"role": "system", "content": "You are a helpful assistant.", "message_type": "system_prompt"}]
+    for i, args in enumerate(edits, 1):
+        history += [{"role": "assistant", "content": f"step {i}", "thought": f"step {i}",
+                     "action": "str_replace_editor", "tool_calls": [_call(i, args)], "message_type": "action"},
+                    {"role": "tool", "content": "done", "message_type": "observation", "tool_call_ids": [f"call_{i}"]}]
+    steps = [{"thought": "t", "action": "a", "observation": "o" * 3000, "response": "r"} for _ in range(40)]
+    config = orjson.dumps({"agent": {"model": {"name": "claude-3-5-sonnet-20241022"}}}).decode()
+    return orjson.dumps({"trajectory": steps, "history": history, "info": {"exit_status": "submitted"},
+                         "replay_config": config}, option=orjson.OPT_INDENT_2)
+
+
+def test_a_function_calling_trajectory_is_read_with_its_file_changes_and_model():
+    source = decode(_function_calling_traj(), "calc__calc-1.traj")
+    assert registry.detect(source.text[:65536], source.name, threshold=0.5).grammar == "swe-agent"
+    (doc,) = documents("swe-agent", source)
+    record = doc["artifacts"]["ByggLogg"]["sessionRecord"]
+    assert [(c["path"], c["operation"]) for c in record["fileChanges"]] == [
+        ("/repo/test_calc.py", "create"), ("/repo/calc.py", "edit"), ("/repo/calc.py", "insert")]
+    calls = [(c["callId"], c.get("resultTurn")) for c in record["toolCalls"] if c["kind"] == "tool_call"]
+    assert calls == [("call_1", 4), ("call_2", 7), ("call_3", 10)]  # each answered by its tool_call_ids result
+    items = doc["artifacts"]["Chatthistorik"]["interactions"]
+    replies = [i for i in items if i["role"] == "assistant"]
+    assert {(i["model"]["provider"], i["model"]["name"]) for i in replies} == {("anthropic", "claude-3-5-sonnet")}
+
+
+def test_edit_commands_of_the_action_layout_are_file_changes():
+    steps = ["open calc.py", "edit 3:3\n    return a + b\nend_of_edit", "str_replace_editor create /repo/new.py "
+             "--file_text 'x = 1'", "pytest -q"]
+    history = [{"role": "system", "content": "You are an agent."}]
+    for i, command in enumerate(steps):
+        history += [{"role": "assistant", "content": f"Step {i}.\n\n```\n{command}\n```\n", "action": command + "\n"},
+                    {"role": "user", "content": "ok", "message_type": "observation"}]
+    data = {"history": history, "info": {"exit_status": "submitted", "model_stats": {"api_calls": 4}}}
+    (doc,) = documents("swe-agent", decode(orjson.dumps(data), "calc__calc-2.traj"))
+    changes = doc["artifacts"]["ByggLogg"]["sessionRecord"]["fileChanges"]
+    assert [(c["path"], c["operation"], c["via"]) for c in changes] == [
+        ("calc.py", "edit", "command:edit"), ("/repo/new.py", "create", "command:str_replace_editor")]

@@ -68,3 +68,33 @@ def test_text_copied_from_the_chatgpt_page():
         ("You", "user", "What is a monad?"),
         ("ChatGPT", "assistant", "A monoid in the category of endofunctors.\nNote: joking.")]
     assert G.count_turns(s.raw) == 2 and G.detect(text, "chat.txt") == 1.0
+
+
+EXPORT_HEADERS = [
+    "ChatArchiver export v2\nParticipants: User, Assistant\n\nUser: hi\nAssistant: hello\nUser: bye\n",
+    "Title: Trip plans\nDate: 2024-12-05\nModel: gpt-4o\nExported: 2024-12-06\n\nUser: hi\nAssistant: hello\n",
+    "With: Ann, Bob\n\nAnn: hi\nBob: hello\nAnn: and?\nBob: bye\n",
+]
+
+
+@pytest.mark.parametrize("text", EXPORT_HEADERS)
+def test_export_headers_above_the_conversation_are_preamble_on_every_route(text):
+    (s,) = _parse(text)
+    speakers = [t.speaker for t in s.turns]
+    assert not {"Participants", "Title", "Date", "Model", "Exported", "With"} & set(speakers)
+    assert G.count_turns(s.raw) == len(s.turns)
+    assert account(s, LineIndex(text)).clean
+    assert s.regions[0].reason == "an exporter's Key: value header lines above the conversation"
+    (c,) = G.parse_columns(SourceText(text, "chat.txt", "0" * 64, len(text), "utf-8"), Settings())
+    assert c.frame["speaker"].to_list() == speakers
+
+
+def test_export_title_and_model_are_read():
+    (s,) = _parse(EXPORT_HEADERS[1])
+    assert s.title == "Trip plans"
+    assert s.turns[1].model is not None and s.turns[1].model.name == "gpt-4o"
+
+
+def test_a_model_speaker_of_a_gemini_chat_stays_a_speaker():
+    (s,) = _parse("Model: Hello, how can I help?\nUser: hi\nModel: hello again\n")
+    assert [t.speaker for t in s.turns] == ["Model", "User", "Model"]

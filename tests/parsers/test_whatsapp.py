@@ -260,3 +260,42 @@ def test_long_author_names_are_authors_and_system_lines_stay_system(columnar):
     assert [(s, r) for s, r, _ in system] == [("System", "system")] * len(SYSTEM_LINES)
     assert [c for *_, c in system] == list(SYSTEM_LINES)
     assert authored == [(name, "user", f"Hola, this is {i}: ok") for i, name in enumerate(LONG_NAMES)]
+
+
+def _wa(text, name="chat.txt"):
+    from models.records import SourceText
+    from models.settings import Settings
+    from parsers import registry
+    g = registry.get("whatsapp")
+    source = SourceText(text, name, "0" * 64, len(text), "utf-8")
+    return g, next(g.parse(source, Settings())), next(g.parse_columns(source, Settings()))
+
+
+def test_ambiguous_day_month_order_is_the_one_under_which_the_chat_runs_forward():
+    text = "06/03/2017, 10:00 - Ann: a\n08/05/2017, 10:00 - Bob: b\n09/04/2017, 10:00 - Ann: c\n"
+    _, s, _ = _wa(text)
+    assert [t.time.month for t in s.turns] == [6, 8, 9]
+    assert any("run forward" in a and "an assumption" in a for a in s.assumptions)
+
+
+def test_a_text_line_that_starts_with_a_date_and_time_is_not_counted_as_a_message():
+    text = "12/03/2019, 09:15 - Ann: meet on\n12/03/2019 10:00 works?\n12/03/2019, 09:16 - Bob: ok\n"
+    g, s, _ = _wa(text)
+    assert len(s.turns) == 2 and g.count_turns(s.raw) == 2
+
+
+def test_media_placeholders_in_any_case_are_media_on_both_routes():
+    text = "12/03/2019, 09:15 - Ann: <media omitted>\n12/03/2019, 09:16 - Bob: <MEDIA OMITTED>\n" \
+           "12/03/2019, 09:17 - Ann: <Media omitted>\n"
+    _, s, c = _wa(text)
+    assert [t.kind for t in s.turns] == ["media"] * 3
+    assert c.frame["kind"].to_list() == ["media"] * 3
+
+
+def test_styles_mixed_line_by_line_and_the_finnish_klo_form_in_one_chat():
+    text = ("[13/03/2019, 09:15:02] Ann: ios 24 h\n13/03/2019, 09:16 - Bob: android 24 h\n"
+            "[13/03/2019, 9:17:10 AM] Ann: ios 12 h\n13/03/2019, 1:20 PM - Bob: android 12 h\n"
+            "13.3.2019 klo 13.21 - Ann: klo\n[13.3.2019 klo 13.22.05] Bob: klo ios\n")
+    g, s, c = _wa(text)
+    assert [t.time.strftime("%H:%M") for t in s.turns] == ["09:15", "09:16", "09:17", "13:20", "13:21", "13:22"]
+    assert g.count_turns(s.raw) == 6 and c.frame.height == 6
