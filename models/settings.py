@@ -25,7 +25,7 @@ from pydantic_settings import (
 
 from models.errors import ConfigError, Reason
 
-PIPELINE_VERSION = "0.3.0"
+PIPELINE_VERSION = "0.4.0"
 
 _IDENTITY = regex.compile(r"^(?P<provider>[^:]+):(?P<name>[^@]+)@(?P<version>.+)$")
 
