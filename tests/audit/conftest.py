@@ -11,8 +11,12 @@ from flows.pipeline import reconstruct
 from models.settings import Settings
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_logs"
-CHAT = "sessions/transcript/chat/chat.json"
-TWO = "Session: chat\nUser: hi, mail me at alice@example.com\nAssistant: hello\n"
+CHAT_ID = "5b0c9a4e-2f6d-4d8a-9c1e-7a3b6f2d0c11"  # a global id: the chat that grew stays one session, two revisions
+CHAT = f"sessions/transcript/{CHAT_ID}/{CHAT_ID}.json"
+KEY = f"transcript:{CHAT_ID}"
+# the sample IRC log's key: a channel name is no global id, so the key is scoped by the export (its sha256)
+IRC_KEY = "irc:homelab_2024-03-05@src-0f63b2b306821dd5"
+TWO = f"Session: {CHAT_ID}\nUser: hi, mail me at alice@example.com\nAssistant: hello\n"
 FOUR = TWO + "User: how is the deploy going\nAssistant: the deploy finished at noon\n"
 
 

@@ -10,7 +10,7 @@ from starlette.testclient import TestClient
 
 from audit.browse import data
 from audit.browse.app import create_app
-from tests.audit.conftest import CHAT
+from tests.audit.conftest import CHAT, IRC_KEY, KEY
 
 
 def _tree(out: Path) -> dict[str, str]:
@@ -29,22 +29,22 @@ def _sessions(client, **params) -> list[str]:
 
 
 def test_sessions_list_search_and_filters(client):
-    assert sorted(_sessions(client)) == ["irc:homelab_2024-03-05", "transcript:chat"]
-    assert _sessions(client, q="DEPLOY") == ["transcript:chat"]  # contents, any case
-    assert _sessions(client, q="Assistant") == ["transcript:chat"]  # speakers
-    assert _sessions(client, q="deploy noon") == ["transcript:chat"]  # every word
+    assert sorted(_sessions(client)) == [IRC_KEY, KEY]
+    assert _sessions(client, q="DEPLOY") == [KEY]  # contents, any case
+    assert _sessions(client, q="Assistant") == [KEY]  # speakers
+    assert _sessions(client, q="deploy noon") == [KEY]  # every word
     assert _sessions(client, q="deploy homelab") == []
     assert _sessions(client, q="deplo") == []  # whole words from the index...
-    assert _sessions(client, q="deplo", match="substring") == ["transcript:chat"]  # ...or any part, by a scan
-    assert _sessions(client, platform="irc") == ["irc:homelab_2024-03-05"]
-    assert _sessions(client, grammar="transcript", status="ok", coverage="full") == ["transcript:chat"]
+    assert _sessions(client, q="deplo", match="substring") == [KEY]  # ...or any part, by a scan
+    assert _sessions(client, platform="irc") == [IRC_KEY]
+    assert _sessions(client, grammar="transcript", status="ok", coverage="full") == [KEY]
     assert _sessions(client, coverage="partial") == []
-    assert _sessions(client, since="2024-03-01", until="2024-03-31") == ["irc:homelab_2024-03-05"]
+    assert _sessions(client, since="2024-03-01", until="2024-03-31") == [IRC_KEY]
     assert _sessions(client, until="2024-02-01") == []
     runs = client.get("/runs", params={"format": "json"}).json()["runs"]
-    assert _sessions(client, run=runs[0]["run_id"]) == ["transcript:chat"]  # the latest run rewrote the chat
-    assert _sessions(client, sort="interactions", order="desc") == ["irc:homelab_2024-03-05", "transcript:chat"]
-    assert _sessions(client, sort="interactions", order="asc") == ["transcript:chat", "irc:homelab_2024-03-05"]
+    assert _sessions(client, run=runs[0]["run_id"]) == [KEY]  # the latest run rewrote the chat
+    assert _sessions(client, sort="interactions", order="desc") == [IRC_KEY, KEY]
+    assert _sessions(client, sort="interactions", order="asc") == [KEY, IRC_KEY]
 
 
 def test_sessions_list_pages(client, monkeypatch):
@@ -59,9 +59,9 @@ def test_sessions_list_pages(client, monkeypatch):
 
 def test_session_page_conversation_and_provenance(client):
     html = client.get(f"/session/{CHAT}").text
-    assert "how is the deploy going" in html and 'id="session-key">transcript:chat<' in html
+    assert "how is the deploy going" in html and f'id="session-key">{KEY}<' in html
     page = client.get(f"/session/{CHAT}", params={"format": "json"}).json()
-    assert page["session_key"] == "transcript:chat" and page["interaction_count"] == 4
+    assert page["session_key"] == KEY and page["interaction_count"] == 4
     assert [r["kind"] for r in page["declared_regions"]] == ["session_header"]
     assert page["gate"]["sourceAccounting"] == "pass" and len(page["revisions"]) == 2
     deploy = page["interactions"][2]
@@ -93,7 +93,7 @@ def test_runs_run_and_quarantined_input(client, audited):
     assert len(runs) == 2 and runs[0]["prefect"] is None  # reconstruct() outside a flow: no flow run
     run = client.get(f"/runs/{runs[0]['run_id']}", params={"format": "json"}).json()
     assert run["counts"]["files_quarantined"] == 1 and [q["reasons"] for q in run["quarantine"]] == [["binary"]]
-    assert [r["session_key"] for r in run["reconciliation"]] == ["transcript:chat", "transcript:chat"]
+    assert [r["session_key"] for r in run["reconciliation"]] == [KEY, KEY]
     html = client.get(f"/runs/{runs[0]['run_id']}").text
     assert f"reconstruct rerun --out {audited} --run {runs[0]['run_id']}" in html
     key = run["quarantine"][0]["source_key"]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from audit.browse.app import create_app
-from tests.audit.conftest import CHAT
+from tests.audit.conftest import CHAT, IRC_KEY, KEY
 from tests.flows.conftest import free_port
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -65,19 +65,19 @@ def test_an_auditor_follows_a_finding(page, served):
     page.fill("input[name=q]", "deploy")  # search
     page.click("#apply")
     page.wait_for_url("**/sessions?q=deploy*")
-    assert page.locator("a.session-link").all_inner_texts() == ["transcript:chat"]
+    assert page.locator("a.session-link").all_inner_texts() == [KEY]
     _shot(page, "2-search")
 
     page.goto(f"{served}/sessions")  # filter
     page.select_option("select[name=platform]", "irc")
     page.click("#apply")
     page.wait_for_url("**platform=irc*")
-    assert page.locator("a.session-link").all_inner_texts() == ["irc:homelab_2024-03-05"]
+    assert page.locator("a.session-link").all_inner_texts() == [IRC_KEY]
 
     page.goto(f"{served}/sessions?q=deploy")  # open the session
     page.click("a.session-link")
     page.wait_for_url(f"**/session/{CHAT}")
-    assert page.locator("#session-key").inner_text() == "transcript:chat"
+    assert page.locator("#session-key").inner_text() == KEY
     assert "the deploy finished at noon" in page.locator("#conversation").inner_text()
     _shot(page, "3-session")
 

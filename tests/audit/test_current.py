@@ -8,7 +8,7 @@ import polars as pl
 
 from audit import current
 from audit.ledger import Ledger
-from tests.audit.conftest import CHAT
+from tests.audit.conftest import CHAT, KEY
 
 UTC = pl.Datetime("us", "UTC")
 
@@ -23,10 +23,10 @@ def test_each_run_publishes_the_six_tables(audited):
     assert sessions.schema["created_at"] == UTC and sessions.schema["first_at"] == UTC
     assert turns.schema["date"] == UTC and tables["runs"].schema["started_at"] == UTC
     chat = sessions.filter(pl.col("output_path") == CHAT).row(0, named=True)
-    assert (chat["platform"], chat["session_key"], chat["grammar"]) == ("transcript", "transcript:chat", "transcript")
+    assert (chat["platform"], chat["session_key"], chat["grammar"]) == ("transcript", KEY, "transcript")
     assert chat["revisions"] == 2 and chat["interactions"] == 4
     assert set(turns["platform"]) == {"irc", "transcript"} and turns["run_id"].null_count() == 0
-    assert turns.filter(pl.col("output_path") == CHAT)["session_key"].unique().to_list() == ["transcript:chat"]
+    assert turns.filter(pl.col("output_path") == CHAT)["session_key"].unique().to_list() == [KEY]
     words = tables["terms"]
     assert words.filter(pl.col("term") == "deploy")["output_path"].to_list() == [CHAT]  # once per document
     assert words["term"].to_list() == sorted(words["term"].to_list()) and "assistant" in words["term"].to_list()

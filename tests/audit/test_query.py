@@ -16,7 +16,7 @@ from audit.query import Catalog
 from flows.cli import app
 from flows.exits import ExitCode
 from models.errors import AuditError
-from tests.audit.conftest import CHAT
+from tests.audit.conftest import CHAT, KEY
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "auditing.md"
 runner = CliRunner()
@@ -49,14 +49,14 @@ def test_q1_refused_inputs_of_the_latest_run(catalog):
 
 def test_q2_documents_changed_after_written(catalog):
     rows = catalog.run(questions()["Q2"]).rows(named=True)
-    assert [(r["output_path"], r["session_key"], r["revisions"]) for r in rows] == [(CHAT, "transcript:chat", 2)]
+    assert [(r["output_path"], r["session_key"], r["revisions"]) for r in rows] == [(CHAT, KEY, 2)]
     assert isinstance(rows[0]["last_changed"], datetime)
 
 
 def test_q3_who_wrote_about_the_deploy(catalog):
     rows = catalog.run(questions()["Q3"]).rows(named=True)
     assert [(r["session_key"], r["ordinal"], r["speaker_name"]) for r in rows] == [
-        ("transcript:chat", 3, "User"), ("transcript:chat", 4, "Assistant")]
+        (KEY, 3, "User"), (KEY, 4, "Assistant")]
     assert rows[0]["source_path"].endswith("chat.txt") and orjson.loads(rows[0]["source_lines"]) == [4, 4]
 
 
@@ -69,7 +69,7 @@ def test_q4_messages_per_platform_and_month(catalog):
 
 def test_q5_what_each_snapshot_brought(catalog):
     rows = catalog.run(questions()["Q5"]).rows(named=True)
-    chat = [(r["reconstructed"], r["new"], r["unchanged"]) for r in rows if r["session_key"] == "transcript:chat"]
+    chat = [(r["reconstructed"], r["new"], r["unchanged"]) for r in rows if r["session_key"] == KEY]
     assert chat == [(2, 2, 0), (4, 2, 2)]
 
 
