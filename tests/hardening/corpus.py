@@ -6,6 +6,11 @@ import codecs
 import json
 
 GOOD_TRANSCRIPT = "Session: s-1\nUser: hello\nAssistant: hi there\nUser: bye\n"
+# The same chat under a global id (a UUID): its exports are snapshots of one session. Under "s-1", an id
+# that is not global, two exports are merged only on proof (docs/session-identity.md).
+GLOBAL_ID = "7d9f3c2a-1b4e-4f6a-8c5d-0e2f4a6b8c1d"
+GLOBAL_TRANSCRIPT = GOOD_TRANSCRIPT.replace("s-1", GLOBAL_ID)
+GLOBAL_DOC = f"sessions/transcript/{GLOBAL_ID}/{GLOBAL_ID}.json"
 CHATGPT = json.dumps([{
     "id": "conv-1", "title": "t", "create_time": 1700000000.0, "current_node": "b",
     "mapping": {

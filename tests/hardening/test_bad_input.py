@@ -12,7 +12,7 @@ import pytest
 from audit.ledger import Ledger
 from flows.pipeline import reconstruct
 from models.settings import Settings
-from tests.hardening.corpus import CLASSES, GOOD_TRANSCRIPT
+from tests.hardening.corpus import CLASSES, GLOBAL_ID, GLOBAL_TRANSCRIPT, GOOD_TRANSCRIPT
 
 STATUSES = {"ok", "partial", "quarantined", "skipped", "companion"}
 
@@ -68,11 +68,11 @@ def test_bad_input_class(klass, tmp_path):
 def test_same_session_id_in_two_files_is_one_session_with_both_snapshots(tmp_path):
     src = tmp_path / "in"
     src.mkdir()
-    (src / "a.txt").write_text(GOOD_TRANSCRIPT)
-    (src / "b.txt").write_text(GOOD_TRANSCRIPT.replace("hello", "hello again"))
+    (src / "a.txt").write_text(GLOBAL_TRANSCRIPT)
+    (src / "b.txt").write_text(GLOBAL_TRANSCRIPT.replace("hello", "hello again"))
     out = tmp_path / "out"
     reconstruct([src], out, Settings())
-    docs = sorted((out / "sessions").rglob("s-1.json"))  # the key transcript:s-1: two exports of it (#15)
+    docs = sorted((out / "sessions").rglob(f"{GLOBAL_ID}.json"))  # one key (a global id): two exports of it (#15)
     assert len(docs) == 1
     doc = orjson.loads(docs[0].read_bytes())
     assert sorted(s["path"] for s in doc["artifacts"]["ByggLogg"]["snapshots"]) == ["in/a.txt", "in/b.txt"]

@@ -16,7 +16,7 @@ from flows.pipeline import only_transient, reconstruct, shard_task
 from models import errors
 from models.settings import Settings
 from models.status import FileStatus
-from tests.hardening.corpus import GOOD_TRANSCRIPT
+from tests.hardening.corpus import GLOBAL_DOC, GLOBAL_TRANSCRIPT, GOOD_TRANSCRIPT
 from tests.hardening.killers import raise_transient, run_or_die
 
 
@@ -210,11 +210,11 @@ def test_zip_entries_that_map_to_one_key_are_all_recorded_and_quarantined(tmp_pa
 def test_keys_of_several_roots_do_not_depend_on_their_order(tmp_path):
     for d, word in (("dir1", "one"), ("dir2", "two")):
         (tmp_path / d).mkdir()
-        (tmp_path / d / "chat.txt").write_text(GOOD_TRANSCRIPT.replace("hello", word))
+        (tmp_path / d / "chat.txt").write_text(GLOBAL_TRANSCRIPT.replace("hello", word))
     a, b = tmp_path / "a", tmp_path / "b"
     reconstruct([tmp_path / "dir1" / "chat.txt", tmp_path / "dir2" / "chat.txt"], a, Settings())
     reconstruct([tmp_path / "dir2" / "chat.txt", tmp_path / "dir1" / "chat.txt"], b, Settings())
-    # the two files hold the session s-1: two snapshots of one session, merged the same either way (#15)
+    # the two files hold one session (a global id): two snapshots, merged the same either way (#15)
     assert _docs(a) == _docs(b) and len(_docs(a)) == 1
     reconstruct([tmp_path / "dir2" / "chat.txt", tmp_path / "dir1" / "chat.txt"], a, Settings())
     assert _docs(a) == _docs(b)
@@ -307,19 +307,19 @@ def test_a_deleted_input_keeps_its_document_flagged_source_missing(tmp_path):
     src = tmp_path / "in"
     src.mkdir()
     (src / "a.txt").write_text(GOOD_TRANSCRIPT)
-    (src / "b.txt").write_text(GOOD_TRANSCRIPT.replace("s-1", "s-2"))
+    (src / "b.txt").write_text(GLOBAL_TRANSCRIPT)
     out = tmp_path / "out"
     reconstruct([src], out, Settings())
     (src / "b.txt").unlink()
     summary = reconstruct([src], out, Settings())
     assert _files(out, summary["run_id"])["in/b.txt"][0] == "missing"
     assert summary["counts"]["files_missing"] == 1 and summary["counts"]["files_quarantined"] == 0
-    assert (out / "sessions/transcript/s-2/s-2.json").is_file()
-    assert _flags(out) == {"sessions/transcript/s-2/s-2.json": "source_missing"}
+    assert (out / GLOBAL_DOC).is_file()
+    assert _flags(out) == {GLOBAL_DOC: "source_missing"}
     again = reconstruct([src], out, Settings())  # still gone: not recorded again, still flagged
     assert again["counts"]["files_missing"] == 0
-    assert _flags(out) == {"sessions/transcript/s-2/s-2.json": "source_missing"}
-    (src / "b.txt").write_text(GOOD_TRANSCRIPT.replace("s-1", "s-2"))
+    assert _flags(out) == {GLOBAL_DOC: "source_missing"}
+    (src / "b.txt").write_text(GLOBAL_TRANSCRIPT)
     reconstruct([src], out, Settings())
     assert _flags(out) == {}
 
@@ -379,10 +379,10 @@ def test_an_input_changed_and_changed_back_is_processed_again(tmp_path):
     src = tmp_path / "in"
     src.mkdir()
     out = tmp_path / "out"
-    for text in (GOOD_TRANSCRIPT, GOOD_TRANSCRIPT.replace("hello", "changed"), GOOD_TRANSCRIPT):
+    for text in (GLOBAL_TRANSCRIPT, GLOBAL_TRANSCRIPT.replace("hello", "changed"), GLOBAL_TRANSCRIPT):
         (src / "a.txt").write_text(text)
         summary = reconstruct([src], out, Settings())
     assert summary["counts"]["files_skipped"] == 0
-    # its two contents are two snapshots of the session s-1, both in its document (#15)
-    doc = orjson.loads((out / "sessions/transcript/s-1/s-1.json").read_bytes())
+    # its two contents are two snapshots of one session (a global id), both in its document (#15)
+    doc = orjson.loads((out / GLOBAL_DOC).read_bytes())
     assert len(doc["artifacts"]["ByggLogg"]["snapshots"]) == 2
