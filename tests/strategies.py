@@ -29,10 +29,12 @@ class GenSession:
 
 
 @st.composite
-def sessions(draw, names=NAMES, multiline: bool = True, max_turns: int = 12, min_turns: int = 1) -> GenSession:
-    """A chat of min_turns..max_turns turns, times ascending by whole seconds, some turns multi-line."""
+def sessions(draw, names=NAMES, multiline: bool = True, max_turns: int = 12, min_turns: int = 1,
+             since: datetime = datetime(2001, 1, 1)) -> GenSession:
+    """A chat of min_turns..max_turns turns, times ascending by whole seconds from ``since``, some turns
+    multi-line."""
     pool = draw(st.lists(st.sampled_from(names), min_size=1, max_size=4, unique=True))
-    start = draw(st.datetimes(min_value=datetime(2001, 1, 1), max_value=datetime(2030, 12, 31)))
+    start = draw(st.datetimes(min_value=since, max_value=datetime(2030, 12, 31)))
     start = start.replace(microsecond=0)
     n = draw(st.integers(min_turns, max_turns))
     turns = []

@@ -11,8 +11,10 @@ from datetime import datetime
 
 from tests import strategies
 
-STRATEGY = strategies.sessions()
 EPOCH = datetime(2001, 1, 1)
+# chat.db's ``date`` is seconds (old databases) or nanoseconds since EPOCH, told apart by size: the first
+# 100 seconds of 2001 in nanoseconds read as seconds. iMessage began in 2011; chats start after that.
+STRATEGY = strategies.sessions(since=datetime(2011, 1, 1))
 SCHEMA = """
 CREATE TABLE _SqliteDatabaseProperties (key TEXT, value TEXT, UNIQUE(key));
 CREATE TABLE handle (ROWID INTEGER PRIMARY KEY AUTOINCREMENT UNIQUE, id TEXT NOT NULL, country TEXT,
