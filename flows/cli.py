@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
@@ -48,6 +49,8 @@ def prefect_env() -> None:
     """Embedded Prefect, offline: no telemetry, a patient start-up for a fresh database."""
     for key, value in PREFECT_DEFAULTS.items():
         os.environ.setdefault(key, value)
+    # said once, as one line, by flows.faults.check_prefect_home: not as a warning at Prefect's import
+    warnings.filterwarnings("ignore", message="Failed to create the Prefect home directory")
 
 
 def fail(message: str, code: int = EXIT_CANNOT_START):
@@ -64,18 +67,19 @@ def load_settings(config: Path | None, **flags) -> Settings:
 
 
 @contextmanager
-def clear_failures(what: str):
-    """Problems of the environment (the ledger, the disk, the output folder) end as one line and
-    exit 4 instead of a traceback."""
-    from audit.ledger import LedgerError
+def clear_failures(what: str, out: Path | None = None):
+    """Faults of the environment (the ledger, the disk, the output folder, Prefect, limits) end as
+    one line and exit 4 instead of a traceback (flows/faults.py; the traceback goes to a log under
+    ``out``); anything else propagates."""
+    from . import faults
 
     try:
         yield
-    except LedgerError as exc:
-        fail(f"{what}: {exc}")
-    except OSError as exc:
-        where = f" ({exc.filename})" if exc.filename else ""
-        fail(f"{what}: {exc.strerror or exc}{where}")
+    except Exception as exc:
+        found = faults.verdict(exc, out)
+        if found is None:
+            raise
+        fail(f"{what}: {found[0]}", found[1])
 
 
 def read_ledger(out: Path, config: Path | None):
@@ -139,9 +143,16 @@ def _run(paths: list[Path], out: Path, settings: Settings, force: bool, allow_sh
         return EXIT_CANNOT_START
     _check_out(out)
     prefect_env()
-    from flows.serve import start_embedded, use_embedded, use_running_server, without_heartbeats
+    from flows import faults
+    from flows.serve import configured_api_url, start_embedded, use_embedded, use_running_server, without_heartbeats
 
+    with clear_failures("cannot start", out):
+        faults.check_open_files(settings.workers)
+        faults.check_prefect_api(configured_api_url())
     server = use_running_server()  # said with the summary, so a failure stays one line
+    if not configured_api_url():  # the embedded server, its database under PREFECT_HOME
+        with clear_failures("cannot start", out):
+            faults.check_prefect_home()
     embedded = start_embedded()  # starts while this process imports the flow
     try:
         from flows.pipeline import run_archive
@@ -151,7 +162,7 @@ def _run(paths: list[Path], out: Path, settings: Settings, force: bool, allow_sh
     try:
         from flows.pipeline import graceful_stop
 
-        with clear_failures("run failed"), graceful_stop(out):
+        with clear_failures("run failed", out), graceful_stop(out), faults.prefect_logs_to_file(out):
             _ready(embedded, use_embedded)
             with without_heartbeats(embedded):
                 summary = run_archive(paths, out, settings, force=force, show_progress=sys.stderr.isatty(),

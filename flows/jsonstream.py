@@ -36,7 +36,6 @@ from __future__ import annotations
 import hashlib
 import multiprocessing
 import os
-import signal
 import time
 import traceback
 from collections import deque
@@ -61,7 +60,7 @@ from parsers import jsonsplit, registry
 from parsers.memory import paused_gc
 from validators.accounting import Accountant
 
-from . import jsonbatch
+from . import jsonbatch, lifeline
 from .emit import document_relpath
 from .process import FileOutcome, SessionOutcome, judge, judge_batch
 from .spool import SPOOL_DIR
@@ -240,9 +239,6 @@ def _batches(entries: Iterator[jsonsplit.Entry], size: int
     yield batch, None
 
 
-def _worker_signals() -> None:
-    """Ctrl-C is the main process's to handle (flows/pool.py)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 class _Workers:
@@ -259,7 +255,8 @@ class _Workers:
     def _start(self) -> None:
         # spawned, not forked from a server: a fork server would hold one more copy of the imports in memory
         context = multiprocessing.get_context("spawn")
-        self.pool = ProcessPoolExecutor(max_workers=self.size, mp_context=context, initializer=_worker_signals)
+        self.pool = ProcessPoolExecutor(max_workers=self.size, mp_context=context, initializer=lifeline.worker_start,
+                                        initargs=(lifeline.owner(),))
         self.started_up = self.pool.submit(_started)
 
     def ready(self) -> bool:
@@ -402,6 +399,7 @@ def _bug(grammar, exc: Exception) -> str:
 
 def _write(outcome: SessionOutcome, path: Path) -> None:
     """The session's document into a temporary file, synced; the outcome then names the file."""
+    lifeline.check()  # not a temporary more once the run is gone
     with open(path, "wb") as fh:
         fh.write(outcome.encoded)
         fh.flush()

@@ -43,6 +43,16 @@ class Reason(StrEnum):
     INVALID_CONFIG = "invalid_config"
     # audit trail
     DIFF_CHECKSUM = "diff_checksum"
+    # the environment (flows/faults.py): the run stops, exit 4, one line
+    DISK_FULL = "disk_full"
+    OUTPUT_READ_ONLY = "output_read_only"
+    OUTPUT_IO = "output_io_error"
+    FILE_SYSTEM = "file_system_error"
+    LEDGER_CORRUPT = "ledger_corrupt"
+    LEDGER_UNUSABLE = "ledger_unusable"
+    PREFECT_UNAVAILABLE = "prefect_unavailable"
+    PREFECT_HOME = "prefect_home_unwritable"
+    TOO_MANY_OPEN_FILES = "too_many_open_files"
 
 
 class ReconstructError(Exception):
@@ -99,6 +109,11 @@ class ParseError(ReconstructError):
 
 class ConfigError(ReconstructError):
     """The run's configuration is invalid; the run cannot start."""
+
+
+class EnvironmentFault(ReconstructError):
+    """The environment failed the run (a full disk, a read-only output, a corrupt ledger, Prefect
+    unreachable, a file-descriptor limit): nothing an input did, so the run stops, marked failed."""
 
 
 class RegistryError(ReconstructError):
