@@ -55,7 +55,7 @@ _WHAT = {
     Reason.OUTPUT_IO: "the output's file system failed",
     Reason.FILE_SYSTEM: "file system error",
     Reason.LEDGER_CORRUPT: "ledger damaged",
-    Reason.LEDGER_UNUSABLE: "ledger unusable",
+    Reason.LEDGER_UNUSABLE: "ledger cannot be opened or written",
     Reason.PREFECT_UNAVAILABLE: "Prefect unavailable",
     Reason.PREFECT_HOME: "Prefect home not writable",
     Reason.TOO_MANY_OPEN_FILES: "too many open files (EMFILE)",
@@ -67,6 +67,7 @@ _NEXT = {
     Reason.LEDGER_CORRUPT: "move it aside or restore a copy (a new ledger reads every input again; "
                            "the documents stay, see docs/faults.md)",
     Reason.TOO_MANY_OPEN_FILES: "raise it (ulimit -n 1024) and run again",
+    Reason.LEDGER_UNUSABLE: "check that its folder is writable and has space, then run again",
 }
 
 
@@ -143,7 +144,15 @@ def verdict(exc: BaseException, out: Path | None) -> tuple[str, int] | None:
     fault = fault_of(exc)
     if fault is None:
         return None
-    return line_of(fault, write_log(exc, out)), EXIT_CANNOT_START
+    line = line_of(fault, write_log(exc, out))
+    if any(note.startswith(UNRECORDED) for note in getattr(exc, "__notes__", ())):
+        line += "; the ledger could not record the run's end either (the next run marks it interrupted)"
+    return line, EXIT_CANNOT_START
+
+
+UNRECORDED = "the ledger could not record the run's end"
+"""The note flows/pipeline.py adds to a run's exception when even its ``failed`` status could not be
+written (an output gone read-only holds the ledger too)."""
 
 
 def log_path(out: Path | None) -> Path:
@@ -179,6 +188,12 @@ class _QuietFileHandler(logging.FileHandler):
     def _open(self):
         Path(self.baseFilename).parent.mkdir(parents=True, exist_ok=True)
         return super()._open()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:  # opening the file is outside logging's own guard
+            super().emit(record)
+        except OSError:
+            self.handleError(record)
 
     def handleError(self, record: logging.LogRecord) -> None:
         self.close()

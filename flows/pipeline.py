@@ -277,7 +277,7 @@ def _end_unfinished(exc: BaseException, ledger: Ledger, run_id: str, settings: S
             ledger.add_revisions(pending.revisions, run_id)
         ledger.finish_run(run_id, _now(), status, time.perf_counter() - started)
     except (sqlite3.Error, OSError) as failed:
-        exc.add_note(f"the ledger could not record the run's end: {type(failed).__name__}: {failed}")
+        exc.add_note(f"{faults.UNRECORDED}: {type(failed).__name__}: {failed}")
 
 
 def _now() -> str:
