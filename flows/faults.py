@@ -16,6 +16,7 @@ import errno
 import functools
 import logging
 import os
+import re
 import sqlite3
 import tempfile
 import traceback
@@ -96,7 +97,7 @@ def _one(exc: BaseException) -> EnvironmentFault | None:
         return exc
     if isinstance(exc, OSError) and not _prefect_unreachable(exc):
         where = exc.filename if isinstance(exc.filename, str | os.PathLike) else None
-        reason = _ERRNO_REASONS.get(exc.errno, Reason.FILE_SYSTEM)
+        reason = _ERRNO_REASONS.get(_errno_of(exc), Reason.FILE_SYSTEM)
         return EnvironmentFault(reason, exc.strerror or str(exc), path=str(where) if where else None)
     if isinstance(exc, sqlite3.Error):
         reason = next((r for text, r in _SQLITE_REASONS.items() if text in str(exc)), None)
@@ -108,6 +109,18 @@ def _one(exc: BaseException) -> EnvironmentFault | None:
     if _prefect_unreachable(exc):
         return EnvironmentFault(Reason.PREFECT_UNAVAILABLE, f"at {_url(exc)}: {exc or type(exc).__name__}")
     return None
+
+
+def _errno_of(exc: OSError) -> int | None:
+    """The errno of an OSError, also of one raised by Rust code (polars) that has it only in its
+    message, as "(os error 30)"."""
+    if exc.errno is not None:
+        return exc.errno
+    found = _RUST_ERRNO.search(str(exc))
+    return int(found.group(1)) if found else None
+
+
+_RUST_ERRNO = re.compile(r"\(os error (\d+)\)")
 
 
 def _url(exc: BaseException) -> str:

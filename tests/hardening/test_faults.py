@@ -287,13 +287,14 @@ def test_faults_map_to_one_place():
         except RuntimeError as outer:
             return outer
 
-    cases = {
-        Reason.DISK_FULL: OSError(errno.ENOSPC, "No space left on device", "/x"),
-        Reason.OUTPUT_READ_ONLY: OSError(errno.EROFS, "Read-only file system"),
-        Reason.TOO_MANY_OPEN_FILES: OSError(errno.EMFILE, "Too many open files"),
-        Reason.LEDGER_CORRUPT: sqlite3.DatabaseError("database disk image is malformed"),
-        Reason.PREFECT_UNAVAILABLE: chained(httpx.ConnectError("refused")),
-    }
-    for reason, exc in cases.items():
+    cases = [
+        (Reason.DISK_FULL, OSError(errno.ENOSPC, "No space left on device", "/x")),
+        (Reason.OUTPUT_READ_ONLY, OSError(errno.EROFS, "Read-only file system")),
+        (Reason.OUTPUT_READ_ONLY, OSError("Read-only file system (os error 30): out/x.parquet.tmp")),  # polars'
+        (Reason.TOO_MANY_OPEN_FILES, OSError(errno.EMFILE, "Too many open files")),
+        (Reason.LEDGER_CORRUPT, sqlite3.DatabaseError("database disk image is malformed")),
+        (Reason.PREFECT_UNAVAILABLE, chained(httpx.ConnectError("refused"))),
+    ]
+    for reason, exc in cases:
         assert faults.fault_of(exc).reason is reason, exc
     assert faults.fault_of(ValueError("a bug")) is None
