@@ -9,7 +9,21 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+from collections.abc import Callable
 from pathlib import Path
+
+_write_guard: list[Callable[[], None]] = []
+
+
+def guard_writes(check: Callable[[], None]) -> None:
+    """Have ``check`` run before every batch of writes in this process is made durable and visible
+    (a worker's: it ends the worker once its run is gone, flows/lifeline.py)."""
+    _write_guard[:] = [check]
+
+
+def _guarded() -> None:
+    for check in _write_guard:
+        check()
 
 
 class PathEscape(ValueError):
@@ -163,6 +177,7 @@ class Batch:
     def sync(self) -> None:
         """fsync every staged temporary (their bytes are durable before any of them is visible);
         a large batch flushes its file systems once instead."""
+        _guarded()
         if self._whole_file_systems():
             syncfs({dev: path.parent for dev, path in self._devices.items()})
             return
@@ -176,6 +191,7 @@ class Batch:
     def publish(self, extra_folders=()) -> list[Path]:
         """Rename every staged temporary over its target, make the removals, then fsync each touched
         folder (and ``extra_folders``) once; returns the targets, in staging order."""
+        _guarded()
         whole = self._whole_file_systems()
         done = []
         for target, tmp in self._staged.items():

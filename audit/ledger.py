@@ -7,6 +7,7 @@ Only the flow's main process writes to it (shards return their records), so ther
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import sqlite3
@@ -245,6 +246,18 @@ class LedgerError(Exception):
     """The ledger is missing, corrupt, newer than this version, or cannot be written."""
 
 
+JOURNAL_MODE = "PERSIST"
+"""A rollback journal kept between transactions, not WAL. WAL's index is a shared memory map of
+``ledger.sqlite-shm``, and a write through a map the file system can no longer back (an output
+gone read-only or away) kills the process with SIGBUS instead of returning an error; a rollback
+journal is read and written with plain calls, so such a fault is an error the run can record. PERSIST
+keeps the journal's blocks between transactions, so the last small writes of a run that filled the
+disk (its status) reuse them (docs/faults.md has the measurements)."""
+RESERVE_BYTES = 1 << 20
+"""Space held beside the ledger and given back when the disk fills, so the rows of what was written
+and the run's ``failed`` status still fit."""
+
+
 class Ledger:
     """A connection to the ledger with the queries the CLI and the flow need."""
 
@@ -267,14 +280,14 @@ class Ledger:
             raise LedgerError(f"ledger {path} cannot be used: {exc}") from None
 
     def _prepare(self, patience: float = 30.0) -> None:
-        """WAL mode and the schema. Switching the journal mode is refused at once, without waiting,
-        while another process opens or closes the same ledger, so a lock here is waited out; so is an
-        I/O error that a switch racing another process's switch back can report (seen when two
+        """The journal mode (``JOURNAL_MODE``) and the schema. Switching the journal mode is refused at
+        once, without waiting, while another process opens or closes the same ledger, so a lock here
+        is waited out; so is an I/O error that a switch racing another process's switch back can report (seen when two
         processes create one ledger together). Past ``patience`` the error is raised."""
         deadline = time.monotonic() + patience
         while True:
             try:
-                self.db.execute("PRAGMA journal_mode=WAL")
+                self.db.execute(f"PRAGMA journal_mode={JOURNAL_MODE}")
                 self.db.execute("PRAGMA synchronous=NORMAL")
                 self._migrate()
                 return
@@ -301,6 +314,39 @@ class Ledger:
             self.db.close()
             raise LedgerError(f"ledger {self.path} has schema {version}, this version reads {SCHEMA_VERSION}; "
                               "a run upgrades it")
+
+    def check(self) -> None:
+        """``PRAGMA quick_check`` (every page and index, not the cross-checks): a damaged ledger is
+        refused at the start of a run, naming the file, instead of failing somewhere inside it."""
+        try:
+            problems = [row[0] for row in self.db.execute("PRAGMA quick_check(5)")]
+        except sqlite3.DatabaseError as exc:
+            raise LedgerError(f"ledger {self.path} is damaged: {exc}") from exc
+        if problems != ["ok"]:
+            raise LedgerError(f"ledger {self.path} is damaged: {'; '.join(problems)}") from sqlite3.DatabaseError(
+                "database disk image is malformed")
+
+    def reserve_path(self) -> Path:
+        return self.path.with_name(f"{self.path.name}-reserve")
+
+    def hold_reserve(self) -> None:
+        """Hold ``RESERVE_BYTES`` beside the ledger (once; nothing when the disk has no room for it)."""
+        path = self.reserve_path()
+        if path.exists():
+            return
+        try:
+            with path.open("wb") as fh:
+                fh.truncate(0)
+                fh.write(bytes(RESERVE_BYTES))
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError:
+            path.unlink(missing_ok=True)
+
+    def release_reserve(self) -> None:
+        """Give the reserve back to the file system (at a fault: the ledger's last writes need it)."""
+        with contextlib.suppress(OSError):
+            self.reserve_path().unlink(missing_ok=True)
 
     def close(self) -> None:
         if not self.read_only:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
@@ -64,6 +65,8 @@ def prefect_env() -> None:
     """Embedded Prefect, offline: no telemetry, a patient start-up for a fresh database."""
     for key, value in PREFECT_DEFAULTS.items():
         os.environ.setdefault(key, value)
+    # said once, as one line, by flows.faults.check_prefect_home: not as a warning at Prefect's import
+    warnings.filterwarnings("ignore", message="Failed to create the Prefect home directory")
 
 
 def fail(message: str, code: ExitCode = ExitCode.CANNOT_START):
@@ -77,11 +80,21 @@ def load_settings(config: Path | None, **flags) -> Settings:
 
 
 @contextmanager
-def clear_failures(what: str):
-    """Problems of the environment (the ledger, the disk, the output folder) end as one line and
-    their exit code (CANNOT_START for a pipeline error the table does not name) instead of a traceback."""
+def clear_failures(what: str, out: Path | None = None):
+    """Faults of the environment (the ledger, the disk, the output folder, Prefect, limits) end as one
+    line and exit 4, their traceback in a log under ``out`` (flows/faults.py); other errors of the
+    pipeline, the ledger and the file system end as one line and the exit-code table's code; anything
+    else (a bug) propagates."""
+    from . import faults
+
     with one_line(what, otherwise=ExitCode.CANNOT_START):
-        yield
+        try:
+            yield
+        except Exception as exc:
+            found = faults.verdict(exc, out)
+            if found is None:
+                raise
+            fail(f"{what}: {found[0]}", found[1])
 
 
 @contextmanager
@@ -168,9 +181,16 @@ def _run(paths: list[str], out: Path, settings: Settings, force: bool, allow_shr
     _check_out(out)
     check_cluster(settings, reach=True)
     prefect_env()
-    from flows.serve import start_embedded, use_embedded, use_running_server, without_heartbeats
+    from flows import faults
+    from flows.serve import configured_api_url, start_embedded, use_embedded, use_running_server, without_heartbeats
 
+    with clear_failures("cannot start", out):
+        faults.check_open_files(settings.workers)
+        faults.check_prefect_api(configured_api_url())
     server = use_running_server()  # said with the summary, so a failure stays one line
+    if not configured_api_url():  # the embedded server, its database under PREFECT_HOME
+        with clear_failures("cannot start", out):
+            faults.check_prefect_home()
     embedded = start_embedded()  # starts while this process imports the flow
     try:
         from flows.pipeline import run_archive
@@ -180,7 +200,7 @@ def _run(paths: list[str], out: Path, settings: Settings, force: bool, allow_shr
     try:
         from flows.pipeline import graceful_stop
 
-        with clear_failures("run failed"), graceful_stop(out):
+        with clear_failures("run failed", out), graceful_stop(out), faults.prefect_logs_to_file(out):
             _ready(embedded, use_embedded)
             with without_heartbeats(embedded):
                 summary = run_archive(roots, out, settings, force=force, show_progress=sys.stderr.isatty(),

@@ -36,7 +36,6 @@ from __future__ import annotations
 import hashlib
 import multiprocessing
 import os
-import signal
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -60,7 +59,7 @@ from parsers import jsonsplit, registry
 from parsers.memory import paused_gc
 from validators.accounting import Accountant
 
-from . import jsonbatch
+from . import jsonbatch, lifeline
 from .emit import document_relpath
 from .process import FileOutcome, SessionOutcome, failure, judge, judge_batch
 from .spool import SPOOL_DIR
@@ -263,9 +262,6 @@ def _batches(entries: Iterator[jsonsplit.Entry], size: int
     yield batch, None
 
 
-def _worker_signals() -> None:
-    """Ctrl-C is the main process's to handle (flows/pool.py)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 class _Workers:
@@ -282,7 +278,8 @@ class _Workers:
     def _start(self) -> None:
         # spawned, not forked from a server: a fork server would hold one more copy of the imports in memory
         context = multiprocessing.get_context("spawn")
-        self.pool = ProcessPoolExecutor(max_workers=self.size, mp_context=context, initializer=_worker_signals)
+        self.pool = ProcessPoolExecutor(max_workers=self.size, mp_context=context, initializer=lifeline.worker_start,
+                                        initargs=(lifeline.owner(),))
         self.started_up = self.pool.submit(_started)
 
     def ready(self) -> bool:
@@ -427,6 +424,7 @@ def _bug(grammar, exc: Exception) -> str:
 
 def _write(outcome: SessionOutcome, path: Path) -> None:
     """The session's document into a temporary file, synced; the outcome then names the file."""
+    lifeline.check()  # not a temporary more once the run is gone
     with open(path, "wb") as fh:
         fh.write(outcome.encoded)
         fh.flush()

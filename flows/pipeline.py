@@ -17,6 +17,7 @@ import math
 import os
 import signal
 import socket
+import sqlite3
 import time
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -37,7 +38,7 @@ from models.settings import PIPELINE_VERSION, Settings
 from models.status import DocumentMark, FileStatus, RunStatus
 from normalizers.ids import safe_path_part
 
-from . import alerts, artifacts, cluster, emit, ingest, pool, snapshots
+from . import alerts, artifacts, cluster, emit, faults, ingest, pool, snapshots
 from .merge import merge_keys
 from .shard import ShardResult, run_shard
 
@@ -154,6 +155,8 @@ def reconstruct(paths: list[ingest.Root], out_root: Path, settings: Settings, *,
     lpath = ledger_path_for(out_root, settings)
     ledger = Ledger(lpath)
     try:
+        ledger.check()
+        ledger.hold_reserve()
         ledger.mark_interrupted()
         cleaned = _clean_after_unfinished(out_root, ledger)
         ledger.start_run(run_id, _now(),
@@ -165,6 +168,7 @@ def reconstruct(paths: list[ingest.Root], out_root: Path, settings: Settings, *,
     except BaseException:
         ledger.close()
         raise
+    pending: ShardResult | None = None
     try:
         refs = ingest.discover(paths, settings, exclude=(out_root,))
         companions = {r.key: r for r in refs if r.companion}
@@ -185,7 +189,10 @@ def reconstruct(paths: list[ingest.Root], out_root: Path, settings: Settings, *,
         deferred: list[str] = []
         prints: list = []
         for result in results:
+            pending = result  # recorded again at a fault when recording it is what failed
             _record(result, out_root, run_id, settings, ledger)
+            pending = None
+            _stop_if_full(result)
             deferred.extend(result.deferred)
             prints.extend(result.prints)
             done += len(result.files)
@@ -203,7 +210,7 @@ def reconstruct(paths: list[ingest.Root], out_root: Path, settings: Settings, *,
         quarantined = ledger.quarantined(run_id)
         unpublished = _publish(out_root, run_id, ledger)
     except BaseException as exc:
-        ledger.finish_run(run_id, _now(), ending_status(exc), time.perf_counter() - started)
+        _end_unfinished(exc, ledger, run_id, settings, pending, started)
         raise
     finally:
         emit.clear_stop(out_root)
@@ -236,7 +243,11 @@ def _record(result: ShardResult, out_root: Path, run_id: str, settings: Settings
     datasets.adopt(out_root, run_id, result.staged)  # turns before sessions: a crash between re-reads
     if result.datasets is not None:  # after the ledger: a part's rows are always known to it
         datasets.write_part(out_root, run_id, result.part, result.datasets)
-    if result.stopped:  # recorded first: what was written before the disk filled is in the ledger
+
+
+def _stop_if_full(result: ShardResult) -> None:
+    """After its rows are recorded: a shard that met a full or read-only disk stops the run."""
+    if result.stopped:
         raise OSError(result.stopped[0], result.stopped[1])
 
 
@@ -254,6 +265,7 @@ def _merge_phase(deferred: list[str], out_root: Path, run_id: str, settings: Set
     written = 0
     for result in results:
         _record(result, out_root, run_id, settings, ledger)
+        _stop_if_full(result)
         written += result.written
     return written
 
@@ -268,6 +280,25 @@ def _clean_after_unfinished(out_root: Path, ledger: Ledger) -> int:
     return emit.clean_temporaries(out_root)
 
 
+def _end_unfinished(exc: BaseException, ledger: Ledger, run_id: str, settings: Settings,
+                    pending: ShardResult | None, started: float) -> None:
+    """Record how a run that raised ended. The workers are stopped first (nothing written after this
+    is unrecorded); at a fault the ledger's reserve is released so that the rows of a shard whose
+    recording failed, and the run's status, fit on a full disk. A ledger that cannot take even that
+    leaves the run ``running`` (the next run marks it interrupted); the log says why."""
+    pool.stop_workers()
+    status = ending_status(exc)
+    if status is RunStatus.FAILED:
+        ledger.release_reserve()
+    try:
+        if pending is not None:
+            ledger.record(run_id, settings.fingerprint(), pending.files, pending.sessions)
+            ledger.add_revisions(pending.revisions, run_id)
+        ledger.finish_run(run_id, _now(), status, time.perf_counter() - started)
+    except (sqlite3.Error, OSError) as failed:
+        exc.add_note(f"{faults.UNRECORDED}: {type(failed).__name__}: {failed}")
+
+
 def _now() -> str:
     return f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ}"
 
@@ -277,9 +308,7 @@ def ending_status(exc: BaseException) -> RunStatus:
     system: a full disk, a read-only output) or crashed (a bug)."""
     if isinstance(exc, KeyboardInterrupt | SystemExit) or type(exc).__name__ in ("Abort", "TerminationSignal"):
         return RunStatus.INTERRUPTED
-    if isinstance(exc, OSError):
-        return RunStatus.FAILED
-    return RunStatus.CRASHED
+    return RunStatus.FAILED if faults.fault_of(exc) is not None else RunStatus.CRASHED
 
 
 def _record_missing(paths: list[ingest.Root], refs: list[ingest.InputRef], run_id: str, settings: Settings,

@@ -13,7 +13,6 @@ shard is run again one input at a time, so the input that kills its worker is qu
 from __future__ import annotations
 
 import multiprocessing
-import signal
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -24,6 +23,7 @@ from pathlib import Path
 
 from models.settings import Settings
 
+from . import lifeline
 from .shard import ShardResult, run_shard, worker_died
 
 
@@ -39,7 +39,8 @@ class LocalPool:
     def _new(self) -> ProcessPoolExecutor:
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(["flows.shard"])
-        return ProcessPoolExecutor(max_workers=self.workers, mp_context=context, initializer=_worker_signals)
+        return ProcessPoolExecutor(max_workers=self.workers, mp_context=context, initializer=lifeline.worker_start,
+                                   initargs=(lifeline.owner(),))
 
     def replace(self, broken: ProcessPoolExecutor) -> None:
         """A fresh pool instead of ``broken`` (once, however many threads saw it break)."""
@@ -61,10 +62,12 @@ class LocalPool:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _worker_signals() -> None:
-    """Workers leave Ctrl-C to the main process, which asks them to stop between inputs (so what
-    they did is returned and recorded) or, on a second Ctrl-C, kills them."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+def stop_workers() -> None:
+    """Kill the flow run's pool workers now (a run that failed: nothing is written after its end is
+    recorded); the pool is then closed."""
+    holder = _LOCAL_POOL.get()
+    if holder is not None:
+        holder.shutdown(kill=True)
 
 
 _LOCAL_POOL: ContextVar[LocalPool | None] = ContextVar("reconstruct_local_pool", default=None)

@@ -24,6 +24,8 @@ from audit.files import resolve_inside
 from audit.ledger import MOVED_TO, Ledger, RevisionRow, SnapshotRow
 from normalizers.keys import chat_of, content_hash, evidence, index_print, is_system, resolvable
 
+from . import lifeline
+
 _LIST = b'"interactions": ['
 _CLOSE = b"\n      ]"  # the interactions' closing bracket (normalizers/encode.py's layout)
 
@@ -94,6 +96,7 @@ def plan(keyed: dict[str, list[tuple[Any, Any]]], ledger_path: Path | None, run_
         ledger = Ledger(ledger_path)
         try:
             run_id = run_id or ledger.running_run()  # a runner that does not pass it: the run in progress
+            lifeline.check()  # a worker whose run is gone claims nothing
             owners = ledger.claim(run_id, shard, keyed) if run_id else {}
             known = ledger.snapshot_shas(keyed)
             linked = links.linked_keys(ledger, [k for k in keyed if is_scoped(k)])

@@ -66,6 +66,16 @@ class Reason(StrEnum):
     # the auditor's view (audit/query.py, audit/browse)
     QUERY = "query_error"
     NOT_FOUND = "not_found"
+    # the environment (flows/faults.py): the run stops, exit 4, one line
+    DISK_FULL = "disk_full"
+    OUTPUT_READ_ONLY = "output_read_only"
+    OUTPUT_IO = "output_io_error"
+    FILE_SYSTEM = "file_system_error"
+    LEDGER_CORRUPT = "ledger_corrupt"
+    LEDGER_UNUSABLE = "ledger_unusable"
+    PREFECT_UNAVAILABLE = "prefect_unavailable"
+    PREFECT_HOME = "prefect_home_unwritable"
+    TOO_MANY_OPEN_FILES = "too_many_open_files"
 
 
 class ReconstructError(Exception):
@@ -132,6 +142,11 @@ class ConfigError(ReconstructError):
 class ClusterError(ReconstructError):
     """The Dask cluster a run asks for cannot be used (the ``dask`` extra missing, no scheduler at the
     address); the run cannot start."""
+
+
+class EnvironmentFault(ReconstructError):
+    """The environment failed the run (a full disk, a read-only output, a corrupt ledger, Prefect
+    unreachable, a file-descriptor limit): nothing an input did, so the run stops, marked failed."""
 
 
 class RegistryError(ReconstructError):

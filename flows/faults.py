@@ -1,0 +1,280 @@
+"""Faults of the environment turned into one line and an exit code: the one place that knows them.
+
+A full disk, an output gone read-only, a damaged ledger, Prefect out of reach, too few file
+descriptors: none is a bug and none is an input's doing, so each ends the command with exit 4 and
+one line on stderr naming the fault, never a traceback. The traceback goes to a log file under the
+output root (``OUT/logs/``, or the system's temporary folder when the output cannot take it), and
+the line names that file. ``fault_of`` recognises the exceptions these faults raise, wherever they
+come from (the file system, SQLite, Prefect's HTTP client) and however they were chained;
+``verdict`` is the line and the exit code. A run's own ending status asks ``fault_of`` too
+(flows/pipeline.py: a fault ends a run ``failed``, anything else ``crashed``).
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import logging
+import os
+import re
+import sqlite3
+import tempfile
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+from models.errors import EnvironmentFault, Reason
+
+from .exits import ExitCode
+
+LOG_FOLDER = "logs"
+
+_ERRNO_REASONS = {
+    errno.ENOSPC: Reason.DISK_FULL,
+    errno.EDQUOT: Reason.DISK_FULL,
+    errno.EROFS: Reason.OUTPUT_READ_ONLY,
+    errno.EACCES: Reason.OUTPUT_READ_ONLY,
+    errno.EPERM: Reason.OUTPUT_READ_ONLY,
+    errno.EMFILE: Reason.TOO_MANY_OPEN_FILES,
+    errno.ENFILE: Reason.TOO_MANY_OPEN_FILES,
+    errno.EIO: Reason.OUTPUT_IO,
+}
+# SQLite says what failed only in words; these are its fixed messages (sqlite3.c, sqlite3ErrStr)
+_SQLITE_REASONS = {
+    "database or disk is full": Reason.DISK_FULL,
+    "attempt to write a readonly database": Reason.OUTPUT_READ_ONLY,
+    "disk I/O error": Reason.OUTPUT_IO,
+    "unable to open database file": Reason.LEDGER_UNUSABLE,
+    "database disk image is malformed": Reason.LEDGER_CORRUPT,
+    "file is not a database": Reason.LEDGER_CORRUPT,
+}
+_WHAT = {
+    Reason.DISK_FULL: "disk full",
+    Reason.OUTPUT_READ_ONLY: "output not writable",
+    Reason.OUTPUT_IO: "the output's file system failed",
+    Reason.FILE_SYSTEM: "file system error",
+    Reason.LEDGER_CORRUPT: "ledger damaged",
+    Reason.LEDGER_UNUSABLE: "ledger cannot be opened or written",
+    Reason.PREFECT_UNAVAILABLE: "Prefect unavailable",
+    Reason.PREFECT_HOME: "Prefect home not writable",
+    Reason.TOO_MANY_OPEN_FILES: "too many open files (EMFILE)",
+}
+_NEXT = {
+    Reason.DISK_FULL: "free space and run again (the inputs written are recorded and skipped)",
+    Reason.OUTPUT_READ_ONLY: "make the output writable and run again",
+    Reason.OUTPUT_IO: "check the device and run again",
+    Reason.LEDGER_CORRUPT: "move it aside or restore a copy (a new ledger reads every input again; "
+                           "the documents stay, see docs/faults.md)",
+    Reason.TOO_MANY_OPEN_FILES: "raise it (ulimit -n 1024) and run again",
+    Reason.LEDGER_UNUSABLE: "check that its folder is writable and has space, then run again",
+}
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """The exception, then what caused it, then what it happened during (each once)."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def fault_of(exc: BaseException) -> EnvironmentFault | None:
+    """The environment fault behind ``exc`` (anywhere in its chain), or None for anything else."""
+    for link in _chain(exc):
+        fault = _one(link)
+        if fault is not None:
+            return fault
+    return None
+
+
+def _one(exc: BaseException) -> EnvironmentFault | None:
+    from audit.ledger import LedgerError
+
+    if isinstance(exc, EnvironmentFault):
+        return exc
+    if isinstance(exc, OSError) and not _prefect_unreachable(exc):
+        where = exc.filename if isinstance(exc.filename, str | os.PathLike) else None
+        reason = _ERRNO_REASONS.get(_errno_of(exc), Reason.FILE_SYSTEM)
+        return EnvironmentFault(reason, exc.strerror or str(exc), path=str(where) if where else None)
+    if isinstance(exc, sqlite3.Error):
+        reason = next((r for text, r in _SQLITE_REASONS.items() if text in str(exc)), None)
+        return EnvironmentFault(reason, f"SQLite: {exc}") if reason else None
+    if isinstance(exc, LedgerError):
+        cause = exc.__cause__ or exc.__context__
+        inner = fault_of(cause) if cause is not None else None
+        return EnvironmentFault(inner.reason if inner else Reason.LEDGER_UNUSABLE, str(exc))
+    if _prefect_unreachable(exc):
+        return EnvironmentFault(Reason.PREFECT_UNAVAILABLE, f"at {_url(exc)}: {exc or type(exc).__name__}")
+    return None
+
+
+def _errno_of(exc: OSError) -> int | None:
+    """The errno of an OSError, also of one raised by Rust code (polars) that has it only in its
+    message, as "(os error 30)"."""
+    if exc.errno is not None:
+        return exc.errno
+    found = _RUST_ERRNO.search(str(exc))
+    return int(found.group(1)) if found else None
+
+
+_RUST_ERRNO = re.compile(r"\(os error (\d+)\)")
+
+
+def _url(exc: BaseException) -> str:
+    """The URL an httpx error was about (its request's), else the configured API's."""
+    try:
+        return str(exc.request.url)
+    except (AttributeError, RuntimeError):  # httpx raises RuntimeError when the request is unset
+        return os.environ.get("PREFECT_API_URL", "the Prefect API")
+
+
+def _prefect_unreachable(exc: BaseException) -> bool:
+    """Prefect's client could not reach its API (httpx's transport errors: refused, timed out, reset)."""
+    try:
+        import httpx
+    except ImportError:  # Prefect not installed: nothing of it can fail
+        return False
+    return isinstance(exc, httpx.TransportError)
+
+
+def line_of(fault: EnvironmentFault, log: Path | None = None) -> str:
+    """The one line for ``fault``: what failed, where, what to do, and where the traceback is."""
+    what = _WHAT.get(fault.reason, fault.reason.value)
+    parts = [f"{what}: {fault.detail}" + (f" ({fault.path})" if fault.path else "")]
+    if fault.reason in _NEXT:
+        parts.append(_NEXT[fault.reason])
+    if log is not None:
+        parts.append(f"details in {log}")
+    return "; ".join(parts).replace("\n", " ")
+
+
+def verdict(exc: BaseException, out: Path | None) -> tuple[str, int] | None:
+    """The one line and the exit code for an exception that is an environment fault (its traceback
+    written to a log first), or None: not a fault, the caller lets it propagate."""
+    fault = fault_of(exc)
+    if fault is None:
+        return None
+    line = line_of(fault, write_log(exc, out))
+    if any(note.startswith(UNRECORDED) for note in getattr(exc, "__notes__", ())):
+        line += "; the ledger could not record the run's end either (the next run marks it interrupted)"
+    return line, ExitCode.CANNOT_START
+
+
+UNRECORDED = "the ledger could not record the run's end"
+"""The note flows/pipeline.py adds to a run's exception when even its ``failed`` status could not be
+written (an output gone read-only holds the ledger too)."""
+
+
+def log_path(out: Path | None) -> Path:
+    """This command's log file: under OUT/logs, or the temporary folder without OUT (one per process:
+    Prefect's log of a failed run and the traceback of its fault end in the same file)."""
+    base = out / LOG_FOLDER if out is not None else Path(tempfile.gettempdir())
+    return base / f"reconstruct-{_stamp()}.log"
+
+
+@functools.cache
+def _stamp() -> str:
+    return f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{os.getpid()}"
+
+
+def write_log(exc: BaseException, out: Path | None) -> Path | None:
+    """The traceback of ``exc`` in a log under OUT (else under the temporary folder: OUT may be the
+    full or read-only file system); its path, or None when neither could be written."""
+    text = "".join(traceback.format_exception(exc))
+    for path in dict.fromkeys([log_path(out), log_path(None)]):
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("a", encoding="utf-8") as fh:
+                fh.write(text)
+            return path
+        except OSError:
+            continue
+    return None
+
+
+class _QuietFileHandler(logging.FileHandler):
+    """A log file that never prints its own failure to stderr (the output may be full or read-only)."""
+
+    def _open(self):
+        Path(self.baseFilename).parent.mkdir(parents=True, exist_ok=True)
+        return super()._open()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:  # opening the file is outside logging's own guard
+            super().emit(record)
+        except OSError:
+            self.handleError(record)
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        self.close()
+
+
+@contextmanager
+def prefect_logs_to_file(out: Path) -> Iterator[Path]:
+    """Inside the block, Prefect's console log (its ERROR lines and tracebacks for a failed flow or
+    task run) goes to a file under OUT instead of stderr, which keeps its one line; the file is
+    created only if something is logged."""
+    from prefect.logging.handlers import PrefectConsoleHandler
+
+    path = log_path(out)
+    handler = _QuietFileHandler(path, delay=True, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    swapped = []
+    for logger in [logging.getLogger(), *(logging.getLogger(n) for n in logging.root.manager.loggerDict)]:
+        for old in [h for h in getattr(logger, "handlers", []) if isinstance(h, PrefectConsoleHandler)]:
+            logger.removeHandler(old)
+            logger.addHandler(handler)
+            swapped.append((logger, old))
+    try:
+        yield path
+    finally:
+        for logger, old in swapped:
+            logger.removeHandler(handler)
+            logger.addHandler(old)
+        handler.close()
+
+
+FILES_BASE, FILES_PER_WORKER = 64, 4
+"""File descriptors a run needs: measured, a run with 2 workers fails below 40 and with 8 below 56
+(docs/faults.md); below the need Prefect's event-loop thread dies and the run hangs."""
+
+
+def check_open_files(workers: int) -> None:
+    """Raise the soft limit on open files to what a run needs when the hard limit allows; else an
+    EnvironmentFault naming the limit (before anything starts: past it the run would hang)."""
+    import resource
+
+    need = FILES_BASE + FILES_PER_WORKER * workers
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= need:
+        return
+    if hard == resource.RLIM_INFINITY or hard >= need:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (need, hard))
+        return
+    raise EnvironmentFault(Reason.TOO_MANY_OPEN_FILES,
+                           f"the limit is {soft} (ulimit -n) and a run with {workers} workers needs {need}")
+
+
+def check_prefect_api(api_url: str | None) -> None:
+    """A configured Prefect API must answer before the run starts (else Prefect fails inside the flow)."""
+    from .serve import healthy
+
+    if api_url and not healthy(api_url, timeout=5.0):
+        raise EnvironmentFault(Reason.PREFECT_UNAVAILABLE, f"no answer at {api_url} (PREFECT_API_URL)")
+
+
+def check_prefect_home() -> None:
+    """The embedded server keeps its database under PREFECT_HOME: it must be a folder this process
+    can write, or the server fails to start with hundreds of lines of its own."""
+    from prefect.settings import PREFECT_HOME
+
+    home = Path(PREFECT_HOME.value())
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=home, prefix=".write-probe-"):
+            pass
+    except OSError as exc:
+        raise EnvironmentFault(Reason.PREFECT_HOME, f"{home}: {exc.strerror or exc} (PREFECT_HOME)") from None

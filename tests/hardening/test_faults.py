@@ -1,0 +1,300 @@
+"""Issue 25, item 3: a fault of the environment ends the command with exit 4 and one line on stderr,
+the run marked ``failed`` with what was written recorded, and no process left behind."""
+
+from __future__ import annotations
+
+import os
+import resource
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from audit.ledger import Ledger
+from flows.pipeline import reconstruct
+from models.settings import Settings
+from tests.hardening.test_interrupts import _alive, _archive, _descendants
+from tests.helpers import ROOT
+
+RECONSTRUCT = Path(sys.executable).parent / "reconstruct"
+GOOD = "Session: s-{i}\nUser: hello {i}\nAssistant: hi there {i}\n"
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
+    return {**env, **extra}
+
+
+def _cli(args: list[str], env: dict[str, str] | None = None, inject: tuple[str, int] | None = None,
+         **kwargs) -> subprocess.CompletedProcess:
+    command = ([sys.executable, "-m", "tests.hardening.faultinject", inject[0], str(inject[1])] if inject
+               else [str(RECONSTRUCT)])
+    return subprocess.run([*command, *args], cwd=ROOT, env=env or _env(), capture_output=True, text=True,
+                          timeout=600, **kwargs)
+
+
+def _one_line(result: subprocess.CompletedProcess, *words: str) -> str:
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 4, result.stderr[-3000:]
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    for word in words:
+        assert word in lines[0], lines[0]
+    return lines[0]
+
+
+def _small(root: Path, n: int = 6) -> Path:
+    src = root / "in"
+    src.mkdir()
+    for i in range(n):
+        (src / f"c{i}.txt").write_text(GOOD.format(i=i))
+    return src
+
+
+def _run_row(out: Path) -> dict:
+    ledger = Ledger(out / "ledger.sqlite", read_only=True)
+    try:
+        return ledger.runs(1)[0]
+    finally:
+        ledger.close()
+
+
+def _recorded(out: Path) -> list[str]:
+    db = sqlite3.connect(f"file:{out / 'ledger.sqlite'}?mode=ro", uri=True)
+    try:
+        return sorted(r[0] for r in db.execute("SELECT DISTINCT output_path FROM sessions WHERE output_sha256 "
+                                               "IS NOT NULL"))
+    finally:
+        db.close()
+
+
+def _documents(out: Path) -> list[str]:
+    return sorted(p.relative_to(out).as_posix() for p in (out / "sessions").rglob("*.json"))
+
+
+# -- 1. a full disk ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("code, words", [("ENOSPC", ["disk full"]), ("EROFS", ["output not writable"])])
+def test_a_write_fault_is_one_line_and_the_run_is_failed_with_what_was_written(tmp_path, code, words):
+    src, out = _small(tmp_path), tmp_path / "out"
+    line = _one_line(_cli(["run", str(src), "--out", str(out), "--workers", "1"], inject=(code, 3)), *words)
+    assert _run_row(out)["status"] == "failed"
+    assert _recorded(out) == _documents(out) and len(_documents(out)) == 3
+    log = Path(line.rsplit("details in ", 1)[1])
+    assert log.is_relative_to(out) and "Traceback" in log.read_text()
+
+
+@pytest.fixture
+def tiny_disk(tmp_path):
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {done.stderr.decode().strip()}")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+@pytest.mark.slow
+def test_a_real_full_disk(tmp_path, tiny_disk):
+    src = _archive(tmp_path, 300)  # ~17 MB of documents for a 2 MB disk
+    out = tiny_disk / "out"
+    _one_line(_cli(["run", str(src), "--out", str(out)]), "disk full")
+    assert _run_row(out)["status"] == "failed"
+    assert set(_recorded(out)) <= set(_documents(out)) and _recorded(out)
+
+
+# -- 2. the output turning read-only mid-run (ext4 remounts itself read-only on a metadata error) ---
+@pytest.fixture
+def ext4_disk(tmp_path):
+    image, mount = tmp_path / "disk.img", tmp_path / "disk"
+    mount.mkdir()
+    with image.open("wb") as fh:
+        fh.truncate(256 << 20)
+    steps = [["mkfs.ext4", "-q", "-F", "-b", "4096", str(image)], ["mount", "-o", "loop", str(image), str(mount)]]
+    for step in steps:
+        done = subprocess.run(step, capture_output=True)
+        if done.returncode != 0:
+            pytest.skip(f"cannot make a loop ext4 file system here: {done.stderr.decode().strip()}")
+    (mount / "trap").mkdir()  # a folder whose block is broken later; unmounted so it is read from disk
+    for i in range(3):
+        (mount / "trap" / f"f{i}").write_text("x")
+    subprocess.run(["umount", str(mount)], check=True)
+    subprocess.run(["mount", "-o", "loop,errors=remount-ro", str(image), str(mount)], check=True)
+    yield image, mount
+    subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def _break_into_read_only(image: Path, mount: Path) -> None:
+    """Corrupt the trap folder's block on the device and read it: ext4 remounts itself read-only."""
+    device = subprocess.run(["findmnt", "-n", "-o", "SOURCE", str(mount)], capture_output=True, text=True).stdout
+    blocks = subprocess.run(["debugfs", "-R", "blocks /trap", device.strip()], capture_output=True, text=True)
+    block = int(blocks.stdout.split()[0])
+    with image.open("r+b") as fh:
+        fh.seek(block * 4096)
+        fh.write(os.urandom(4096))
+    subprocess.run(["ls", str(mount / "trap")], capture_output=True)
+    options = subprocess.run(["findmnt", "-n", "-o", "OPTIONS", str(mount)], capture_output=True, text=True).stdout
+    assert {"ro", "emergency_ro"} & set(options.strip().split(",")), options
+
+
+@pytest.mark.slow
+def test_an_output_that_turns_read_only_mid_run(tmp_path, ext4_disk):
+    image, mount = ext4_disk
+    src, out = _archive(tmp_path, 1500), mount / "out"
+    proc = subprocess.Popen([str(RECONSTRUCT), "run", str(src), "--out", str(out)], cwd=ROOT, env=_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    seen: set[int] = set()
+    while proc.poll() is None and len(list((out / "sessions").rglob("*.json"))) < 100:
+        seen |= _descendants(proc.pid)
+        time.sleep(0.2)
+    assert proc.poll() is None, "the run ended before the fault"
+    seen |= _descendants(proc.pid)
+    try:
+        _break_into_read_only(image, mount)
+        _, stderr = proc.communicate(timeout=600)
+    finally:
+        proc.kill()
+    lines = stderr.strip().splitlines()
+    assert proc.returncode == 4 and len(lines) == 1, stderr[-3000:]
+    assert any(w in lines[0] for w in ("output not writable", "file system failed", "ledger cannot be")), lines[0]
+    # the ledger lives on the same, now read-only, file system: its status cannot change, and the
+    # line says so (the next run, once the output is writable, marks the run interrupted)
+    assert _run_row(out)["status"] == "running" and "could not record the run's end" in lines[0], lines[0]
+    _gone(seen)
+
+
+def _gone(pids: set[int], patience: float = 30.0) -> None:
+    deadline = time.monotonic() + patience
+    while {p for p in pids if _alive(p)} and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not {p for p in pids if _alive(p)}, [Path(f"/proc/{p}/cmdline").read_bytes()[:100] for p in pids
+                                                 if _alive(p)]
+
+
+# -- 3. SIGKILL of the main process -------------------------------------------------------------------
+@pytest.mark.slow
+def test_workers_end_with_a_killed_run_and_write_nothing_after_it(tmp_path):
+    src, out = _archive(tmp_path, 1500), tmp_path / "out"
+    proc = subprocess.Popen([str(RECONSTRUCT), "run", str(src), "--out", str(out), "--workers", "2"], cwd=ROOT,
+                            env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    seen: set[int] = set()
+    while proc.poll() is None and len(list((out / "sessions").rglob("*.json"))) < 100:
+        seen |= _descendants(proc.pid)
+        time.sleep(0.2)
+    seen |= _descendants(proc.pid)
+    proc.kill()
+    assert proc.wait() == -9, "the run ended before it was killed"
+    _gone(seen)
+    first = _documents(out)
+    time.sleep(2)
+    assert _documents(out) == first
+    assert len(first) < 1500
+
+
+# -- 4. Prefect unavailable ---------------------------------------------------------------------------
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_prefect_api_where_nothing_listens(tmp_path):
+    url = f"http://127.0.0.1:{_free_port()}/api"
+    out = tmp_path / "out"
+    _one_line(_cli(["run", str(_small(tmp_path)), "--out", str(out)], env=_env(PREFECT_API_URL=url)),
+              "Prefect unavailable", url)
+    assert not (out / "ledger.sqlite").exists()  # the run never started
+
+
+def test_an_unwritable_prefect_home(tmp_path):
+    (tmp_path / "a-file").write_text("x")
+    home = tmp_path / "a-file" / "home"  # not writable even by root
+    _one_line(_cli(["run", str(_small(tmp_path)), "--out", str(tmp_path / "out")], env=_env(PREFECT_HOME=str(home))),
+              "PREFECT_HOME", str(home))
+
+
+# -- 5. a damaged ledger ------------------------------------------------------------------------------
+def _ledger(tmp_path: Path) -> tuple[Path, Path]:
+    src, out = _small(tmp_path, 40), tmp_path / "out"
+    reconstruct([src], out, Settings(workers=1))
+    return src, out
+
+
+def _page_of(path: Path, table: str) -> int:
+    db = sqlite3.connect(path)
+    try:
+        return db.execute("SELECT rootpage FROM sqlite_master WHERE name=?", (table,)).fetchone()[0]
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize("where", ["middle", "header"])
+def test_a_damaged_ledger_is_one_line_naming_it(tmp_path, where):
+    src, out = _ledger(tmp_path)
+    path = out / "ledger.sqlite"
+    with path.open("r+b") as fh:
+        if where == "header":
+            fh.write(b"X" * 100)
+        else:  # garbage over a page in the middle that a run does not read (the aliases table)
+            fh.seek((_page_of(path, "aliases") - 1) * 4096)
+            fh.write(b"garbage!" * 512)
+    result = _cli(["run", str(src), "--out", str(out), "--workers", "1"])
+    _one_line(result, "ledger damaged", str(path), "move it aside")
+
+
+# -- 6. too few file descriptors -------------------------------------------------------------------------
+def test_too_few_file_descriptors(tmp_path):
+    def limit():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (20, 20))
+
+    _one_line(_cli(["run", str(_small(tmp_path)), "--out", str(tmp_path / "out")], preexec_fn=limit),
+              "EMFILE", "20")
+
+
+def test_a_low_soft_limit_is_raised_not_refused():
+    from flows import faults
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 200:
+        pytest.skip(f"the hard limit here ({hard}) is too low to test raising the soft one")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (30, hard))
+    try:
+        faults.check_open_files(2)
+        assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] == faults.FILES_BASE + 2 * faults.FILES_PER_WORKER
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_faults_map_to_one_place():
+    """The one mapping: known exception classes from the file system, SQLite and Prefect's client,
+    however chained, to a fault; anything else (a bug) to none."""
+    import errno
+
+    import httpx
+
+    from flows import faults
+    from models.errors import Reason
+
+    def chained(inner: BaseException) -> BaseException:
+        try:
+            try:
+                raise inner
+            except BaseException as exc:
+                raise RuntimeError("Failed to reach API") from exc
+        except RuntimeError as outer:
+            return outer
+
+    cases = [
+        (Reason.DISK_FULL, OSError(errno.ENOSPC, "No space left on device", "/x")),
+        (Reason.OUTPUT_READ_ONLY, OSError(errno.EROFS, "Read-only file system")),
+        (Reason.OUTPUT_READ_ONLY, OSError("Read-only file system (os error 30): out/x.parquet.tmp")),  # polars'
+        (Reason.TOO_MANY_OPEN_FILES, OSError(errno.EMFILE, "Too many open files")),
+        (Reason.LEDGER_CORRUPT, sqlite3.DatabaseError("database disk image is malformed")),
+        (Reason.PREFECT_UNAVAILABLE, chained(httpx.ConnectError("refused"))),
+    ]
+    for reason, exc in cases:
+        assert faults.fault_of(exc).reason is reason, exc
+    assert faults.fault_of(ValueError("a bug")) is None
