@@ -5,9 +5,8 @@
 Each conversation goes through the stages the streamed core runs (flows/jsonstream.py) one after the
 other, each timed in CPU seconds of this process (a loaded machine stretches wall time far more):
 split (cut the list into entries and parse each with orjson), parse (the grammar), count (its
-independent turn count), accounting, assemble (a batch at a time when the grammar appends turns to
-columns; ``--records``: session by session through turn records), gate and encode. The fastest of ``--passes`` passes
-is printed, per stage, as seconds and as microseconds per message.
+independent turn count), accounting, assemble (a batch at a time, as one table), gate and encode.
+The fastest of ``--passes`` passes is printed, per stage, as seconds and as microseconds per message.
 """
 
 from __future__ import annotations
@@ -24,15 +23,14 @@ from models.records import SourceText
 from models.settings import Settings
 from normalizers.assemble import RunContext
 from parsers import jsonsplit, registry
-from validators.accounting import Accountant, account_records
+from validators.accounting import account_records
 
 STAGES = ("split", "parse", "count", "accounting", "assemble", "gate+encode")
 
 
 def one_pass(path: Path, ctx: RunContext) -> tuple[dict[str, float], int]:
     """(CPU seconds by stage, messages) of one pass over the export, in the worker's batches of
-    ``stream_chunk_bytes``: column-wise (flows/jsonbatch.py) when its grammar appends turns to columns
-    and ``columnar`` is on, else session by session through turn records."""
+    ``stream_chunk_bytes``, each assembled as one table (flows/jsonbatch.py)."""
     source = SourceText("", path.name, "0" * 64, path.stat().st_size, "utf-8")
     with path.open("rb") as fh:
         sample = fh.read(65536).decode("utf-8", "ignore")
@@ -49,11 +47,7 @@ def one_pass(path: Path, ctx: RunContext) -> tuple[dict[str, float], int]:
             seconds["split"] += clock() - t0
             if not batch:
                 break
-            size = sum(e.end - e.start for e in batch)
-            if jsonbatch.uses_columns(grammar, ctx.settings, size):
-                messages += _columns(batch, grammar, source, detection, ctx, seconds)
-            else:
-                messages += _records(batch, grammar, source, detection, ctx, seconds)
+            messages += _columns(batch, grammar, source, detection, ctx, seconds)
     return seconds, messages
 
 
@@ -61,34 +55,12 @@ BATCH = 170
 """Conversations per batch: about ``stream_chunk_bytes`` (2 MiB) of the generated ChatGPT export."""
 
 
-def _records(batch, grammar, source, detection, ctx: RunContext, seconds: dict[str, float]) -> int:
-    clock, messages = time.process_time, 0
-    for entry in batch:
-        t1 = clock()
-        for parsed in grammar.parse_entry(f"/{entry.index}", entry.value, source, ctx.settings):
-            t2 = clock()
-            counted = grammar.count_turns(parsed.raw)
-            t3 = clock()
-            accounting = Accountant.of(source).account(parsed, True)
-            parsed.raw = None
-            t4 = clock()
-            built = process._built(parsed, counted, source, detection, grammar, ctx, accounting)
-            t5 = clock()
-            process._gate_session(built, counted, accounting)
-            t6 = clock()
-            for stage, spent in zip(STAGES[1:], (t2 - t1, t3 - t2, t4 - t3, t5 - t4, t6 - t5), strict=True):
-                seconds[stage] += spent
-            messages += built.count
-            t1 = clock()
-    return messages
-
-
 def _columns(batch, grammar, source, detection, ctx: RunContext, seconds: dict[str, float]) -> int:
     clock = time.process_time
     pending = []
     for entry in batch:
         t1 = clock()
-        for parsed in grammar.parse_entry(f"/{entry.index}", entry.value, source, ctx.settings, columns=True):
+        for parsed in grammar.parse_entry(f"/{entry.index}", entry.value, source, ctx.settings):
             t2 = clock()
             counted = grammar.count_turns(parsed.raw)
             t3 = clock()
@@ -101,7 +73,8 @@ def _columns(batch, grammar, source, detection, ctx: RunContext, seconds: dict[s
                 seconds[stage] += spent
             t1 = clock()
     t5 = clock()
-    built = jsonbatch.assemble_pending(pending, source, detection, grammar, ctx)
+    owner = process.Owner(grammar, source, detection, None)
+    built = jsonbatch.assemble_pending([(p, owner) for p in pending], ctx)
     t6 = clock()
     for p, b in zip(pending, built, strict=True):
         session = process._Built(b.doc, b.count, b.characters, frames=b.frames, body=b.body, table=b.rows)
@@ -115,9 +88,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("path", type=Path)
     parser.add_argument("--passes", type=int, default=1)
-    parser.add_argument("--records", action="store_true", help="every session through turn records (columnar off)")
     args = parser.parse_args()
-    ctx = RunContext.from_settings(Settings(columnar=not args.records))
+    ctx = RunContext.from_settings(Settings())
     gc.disable()  # as the core runs (parsers.memory.paused_gc)
     best, messages = min((one_pass(args.path, ctx) for _ in range(args.passes)), key=lambda r: sum(r[0].values()))
     total = sum(best.values())

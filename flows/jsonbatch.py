@@ -1,14 +1,14 @@
-"""JSON sessions whose turns are column builders, assembled a batch at a time (no I/O).
+"""Sessions waiting for their batch, and a batch assembled as one table (no I/O).
 
-A grammar with ``Grammar.appends`` gives each session's turns as a ``parsers.turncols.TurnColumns``
-when its input is read column-wise (``uses_columns``: ``columnar`` on, the input or the streamed batch
-at least ``columnar_min_bytes``, as for line inputs). Each session is counted and accounted as it comes
-(``prepare``), then the sessions of a batch (a streamed batch of conversations, or about
-``BATCH_TURNS`` turns of a whole read) are normalised, redacted, checked and encoded as one table
-(``normalizers.jsoncols``), and each gets its envelope (``assemble_batch``). The callers
-(flows/process.py, flows/jsonstream.py) judge each session as the record route does, in order. A
-session its builder could not hold as columns, or a batch the column route fails on, takes the
-record route: the documents are the same bytes either way.
+Every session that is not read as a frame of lines comes here: a grammar that appends turns to a
+column builder (``parsers.turncols.TurnColumns``: ChatGPT, Claude) gives it as is, any other's turn
+records are held as columns (``TurnColumns.of``) once they are counted and accounted (``prepare``,
+``prepare_records``). The sessions of a batch (a shard's small inputs together, a whole read's
+sessions about ``BATCH_TURNS`` turns at a time, or a streamed batch of conversations) are normalised,
+redacted, checked and encoded as one table (``normalizers.jsoncols``), and each gets its envelope
+(``assemble_pending``). The callers (flows/process.py, flows/jsonstream.py) judge each session in
+order. A batch the column route fails on has its sessions quarantined with the failure: no other route
+assembles them.
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from models.records import Detection, ParsedSession, SourceText
-from models.settings import Settings
+from models.records import ParsedSession
 from normalizers.assemble import RunContext, envelope
 from normalizers.jsoncols import assemble_batch
 from parsers.turncols import TurnColumns, batch_frame
@@ -28,11 +27,6 @@ from validators.accounting import Accounting, account_records
 BATCH_TURNS = 2048
 """Turns per batch of a whole read (a streamed batch of ``stream_chunk_bytes``, 2 MiB, of a ChatGPT
 export holds about 2,400): polars' per-call cost shared by a hundred conversations or so."""
-
-
-def uses_columns(grammar, settings: Settings, size: int) -> bool:
-    """Whether sessions of ``size`` bytes of input (a file, or a streamed batch) are read column-wise."""
-    return grammar.appends and settings.columnar and size >= settings.columnar_min_bytes
 
 
 def columnar(parsed: ParsedSession) -> bool:
@@ -48,6 +42,16 @@ class Pending:
     counted: int
     accounting: Accounting
     seconds: float
+
+
+def prepare_records(parsed: ParsedSession, grammar, accounting: Accounting) -> Pending:
+    """Count one session whose grammar built turn records (accounted by the caller), then hold its
+    turns as columns for the batch and drop its raw value."""
+    started = time.perf_counter()
+    counted = grammar.count_turns(parsed.raw)
+    parsed.raw = None
+    parsed.turns = TurnColumns.of(parsed.turns)
+    return Pending(parsed, counted, accounting, time.perf_counter() - started)
 
 
 def prepare(parsed: ParsedSession, grammar) -> Pending:
@@ -75,19 +79,19 @@ class Assembled:
     seconds: float
 
 
-def assemble_pending(pending: list[Pending], source: SourceText, detection: Detection, grammar, ctx: RunContext,
-                     rows: bool = True) -> list[Assembled]:
-    """The batch's sessions assembled as one table (``rows``: keep each one's turns table rows)."""
+def assemble_pending(pending: list[tuple[Pending, Any]], ctx: RunContext, rows: bool = True) -> list[Assembled]:
+    """The batch's sessions, each with its input (``process.Owner``: grammar, source, detection),
+    assembled as one table (``rows``: keep each one's turns table rows)."""
     started = time.perf_counter()
-    builders = [p.parsed.turns for p in pending]
+    builders = [p.parsed.turns for p, _ in pending]
     sizes = [len(b) for b in builders]
     batch = assemble_batch(batch_frame(builders), sizes, ctx, rows)
     checks = gate.FrameCheck.batch(batch.interactions, sizes, [s.checked for s in batch.sessions])
     out = []
     share = (time.perf_counter() - started) / max(len(pending), 1)
-    for p, part, frames in zip(pending, batch.sessions, checks, strict=True):
-        doc = envelope(p.parsed, p.counted, part.summary, [], source=source, detection=detection,
-                       grammar_version=grammar.version, ctx=ctx, accounting=p.accounting.as_dict(),
+    for (p, owner), part, frames in zip(pending, batch.sessions, checks, strict=True):
+        doc = envelope(p.parsed, p.counted, part.summary, [], source=owner.source, detection=owner.detection,
+                       grammar_version=owner.grammar.version, ctx=ctx, accounting=p.accounting.as_dict(),
                        unaccounted=p.accounting.reason())
         out.append(Assembled(doc, part.summary.count, part.characters, part.body, frames, part.rows,
                              p.seconds + share))

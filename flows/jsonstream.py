@@ -9,8 +9,8 @@ The JSON counterpart of flows/spool.py. A ChatGPT or Claude ``conversations.json
    than two batches each, else it is done here (this process is the last worker; with one worker,
    or where no child process may be started, every batch is done here): every entry is parsed by its
    grammar (``Grammar.parse_entry``), accounted, assembled and gated as the whole-file path does
-   (``process.judge``; the batch's sessions assembled as one table when the grammar appends turns to
-   columns, flows/jsonbatch.py), and its document written to a temporary file under ``OUT/.spool``;
+   (the batch's sessions assembled as one table, flows/jsonbatch.py), and its document written to a
+   temporary file under ``OUT/.spool``;
 3. the batches' sessions come back in their order: ordinals and duplicate session ids are settled
    here across batches, as the whole-file path settles them, and each session is handed to
    ``emit`` (the shard stages the temporary file in its write batch) before the next batch is
@@ -57,11 +57,10 @@ from normalizers.assemble import RunContext
 from normalizers.ids import safe_id
 from parsers import jsonsplit, registry
 from parsers.memory import paused_gc
-from validators.accounting import Accountant
 
 from . import jsonbatch, lifeline
 from .emit import document_relpath
-from .process import FileOutcome, SessionOutcome, failure, judge, judge_batch
+from .process import FileOutcome, Owner, SessionOutcome, failure, judge_batch
 from .spool import SPOOL_DIR
 
 Emit = Callable[[SessionOutcome], "tuple[str | None, str | None] | None"]
@@ -377,35 +376,31 @@ def _address(o: SessionOutcome) -> str | None:
     return document_relpath(key, o.session_id) if isinstance(key, str) and key else None
 
 
-def _outcomes(grammar, job: Job, ctx: RunContext) -> Iterator[tuple[int, list[SessionOutcome]]]:
-    """(index, its sessions) of each entry of a batch, in order: the batch's sessions assembled as one
-    table when its grammar appends turns to columns and the batch is large enough (flows/jsonbatch.py),
-    else entry by entry. Either way the same documents."""
+def _outcomes(grammar, job: Job, ctx: RunContext) -> list[tuple[int, list[SessionOutcome]]]:
+    """(index, its sessions) of each entry of a batch, in order: every entry parsed with its turns as
+    columns, counted and accounted, then the batch's sessions assembled as one table
+    (flows/jsonbatch.py). A batch the column route fails on has each conversation quarantined with the
+    failure, never read by another route."""
     values = [(index, item if job.parsed else orjson.loads(item)) for index, item, *_ in job.entries]
-    size = sum(len(raw) for *_, raw in job.entries)
-    if jsonbatch.uses_columns(grammar, ctx.settings, size):
-        started = time.perf_counter()
-        try:
-            done = _batched(grammar, values, job, ctx)
-        except Exception as exc:  # each conversation quarantined with the failure, never read by another route
-            detail = f"the column route failed on its batch: {failure(exc)}"
-            done = [(index, [_unreadable(index, value, Reason.INTERNAL, detail, started)]) for index, value in values]
-        yield from done
-        return
-    for index, value in values:
-        yield index, _entry(grammar, index, value, job, ctx)
+    started = time.perf_counter()
+    try:
+        return _batched(grammar, values, job, ctx)
+    except Exception as exc:
+        detail = f"the column route failed on its batch: {failure(exc)}"
+        return [(index, [_unreadable(index, value, Reason.INTERNAL, detail, started)]) for index, value in values]
 
 
 def _batched(grammar, values: list[tuple[int, Any]], job: Job, ctx: RunContext
              ) -> list[tuple[int, list[SessionOutcome]]]:
     """Every entry parsed with its turns as columns, counted and accounted; then the batch assembled."""
     done: list[tuple[int, list]] = []
-    batch: list[tuple[int, jsonbatch.Pending]] = []
+    batch: list[tuple[int, jsonbatch.Pending, Owner]] = []
+    owner = Owner(grammar, job.source, job.detection, None)
     for index, value in values:
         started = time.perf_counter()
         try:
             prepared = [jsonbatch.prepare(parsed, grammar)
-                        for parsed in grammar.parse_entry(f"/{index}", value, job.source, ctx.settings, columns=True)]
+                        for parsed in grammar.parse_entry(f"/{index}", value, job.source, ctx.settings)]
         except ReconstructError as exc:
             done.append((index, [_unreadable(index, value, exc.reason, exc.detail, started)]))
             continue
@@ -413,8 +408,8 @@ def _batched(grammar, values: list[tuple[int, Any]], job: Job, ctx: RunContext
             done.append((index, [_unreadable(index, value, Reason.PARSE_ERROR, _bug(grammar, exc), started)]))
             continue
         done.append((index, [len(batch) + i for i in range(len(prepared))]))
-        batch.extend((0, p) for p in prepared)
-    judged = judge_batch(batch, grammar, job.source, job.detection, ctx, None)
+        batch.extend((0, p, owner) for p in prepared)
+    judged = judge_batch(batch, ctx)
     return [(index, [judged[i] if isinstance(i, int) else i for i in items]) for index, items in done]
 
 
@@ -431,21 +426,6 @@ def _write(outcome: SessionOutcome, path: Path) -> None:
         os.fsync(fh.fileno())
     outcome.spool, outcome.spool_sha256 = path, hashlib.sha256(outcome.encoded).hexdigest()
     outcome.encoded = None
-
-
-def _entry(grammar, index: int, value: Any, job: Job, ctx: RunContext) -> list[SessionOutcome]:
-    """One entry's sessions; an entry its grammar cannot read is one quarantined session."""
-    started = time.perf_counter()
-    try:
-        sessions = list(grammar.parse_entry(f"/{index}", value, job.source, ctx.settings))
-        accountant = Accountant.of(job.source, lines=not grammar.structured, shape=grammar.turn_shape)
-        out = [judge(0, parsed, grammar, job.source, job.detection, ctx, {}, accountant.account(parsed, True))
-               for parsed in sessions]
-    except ReconstructError as exc:
-        return [_unreadable(index, value, exc.reason, exc.detail, started)]
-    except Exception as exc:  # a grammar bug loses this conversation, not the file
-        return [_unreadable(index, value, Reason.PARSE_ERROR, _bug(grammar, exc), started)]
-    return out
 
 
 def _unreadable(index: int, value: Any, reason: Reason, detail: str, started: float) -> SessionOutcome:

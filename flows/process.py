@@ -19,7 +19,7 @@ from audit.datasets import DocumentRows
 from models.errors import ParseError, Reason, ReconstructError
 from models.records import Detection, SourceText
 from models.status import FileStatus, SessionStatus
-from normalizers.assemble import RunContext, assemble, envelope, surrogates_note
+from normalizers.assemble import RunContext, envelope, surrogates_note
 from normalizers.columns import ColumnAssembler, lines_bytes
 from normalizers.encode import encode_interaction, head_and_tail, join_lines
 from normalizers.ids import safe_id
@@ -90,6 +90,12 @@ class FileOutcome:
     only the file's own record is left to write."""
     staged: list[Any] = field(default_factory=list)
     """Dataset parts the route staged for the documents it handed on (``audit.datasets.adopt``)."""
+    failure: tuple[Reason, str] | None = None
+    """A failure of the whole input after the sessions before it (``finish`` makes it the file's reason)."""
+    notes: tuple[str, ...] = ()
+    """What decoding assumed or replaced, for the file's detail whatever became of its sessions."""
+    open: bool = False
+    """True while its sessions wait in a batch: status, reasons and sessions are not final (``finish``)."""
 
 
 def _gate_session(built: _Built, counted: int, accounting: Accounting) -> tuple[bytes, gate.GateResult]:
@@ -127,8 +133,9 @@ def quarantined_file(name: str, size: int, reason: Reason | str, detail: str, sh
     return FileOutcome(name, sha, size, grammar, FileStatus.QUARANTINED, [str(reason)], detail, detection, [])
 
 
-def process_text(source: SourceText, ctx: RunContext) -> FileOutcome:
-    """Detect, parse and gate every session of one decoded source."""
+def process_text(source: SourceText, ctx: RunContext, batch: Batch | None = None) -> FileOutcome:
+    """Detect, parse and gate every session of one decoded source; with ``batch``, its sessions go to that
+    batch and the outcome stays open until the caller flushes it (see ``collect``)."""
     started = time.perf_counter()
     try:
         detection = registry.detect(
@@ -138,18 +145,16 @@ def process_text(source: SourceText, ctx: RunContext) -> FileOutcome:
     except ReconstructError as exc:
         return quarantined_file(source.name, source.size, exc.reason, str(exc), source.sha256)
     grammar = registry.get(detection.grammar)
-    return collect(_sessions(grammar, source, ctx), grammar, source, detection, ctx, started)
+    own = Batch(ctx) if batch is None else batch
+    outcome = collect(_sessions(grammar, source, ctx), grammar, source, detection, ctx, started, own)
+    return settled(own, outcome) if batch is None else outcome
 
 
 def _sessions(grammar, source: SourceText, ctx: RunContext):
-    """The grammar's sessions, with their turns as columns when it reads this input that way and
-    the input is large enough for columns to pay (the same documents either way). A generator, so
-    that a failure of either route is met inside ``collect`` and recorded with the input: the column
-    route that fails is never retried by the record route."""
-    if grammar.appends:
-        yield from grammar.parse(source, ctx.settings,
-                                 columns=jsonbatch.uses_columns(grammar, ctx.settings, source.size))
-        return
+    """The grammar's sessions: a large input of a line grammar that reads turns as a frame
+    (``parse_columns``) that way, any other as turns the batch takes. A generator, so that a failure is
+    met inside ``collect`` and recorded with the input: the frame parse that fails is never retried
+    by another route."""
     if grammar.columnar and ctx.settings.columnar and source.size >= ctx.settings.columnar_min_bytes:
         try:
             sessions = grammar.parse_columns(source, ctx.settings)  # None: a pattern columns cannot express
@@ -171,40 +176,103 @@ def failure(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}{at}"
 
 
+@dataclass(slots=True)
+class Owner:
+    """One input whose sessions are judged in a batch: what judging them needs, and the list its
+    outcomes go to, in order."""
+
+    grammar: Any
+    source: SourceText
+    detection: Detection
+    seen_ids: dict[str, int] | None
+    """Session ids met so far in the input (None: each session on its own, as an entry of a streamed list)."""
+    sessions: list[SessionOutcome] = field(default_factory=list)
+
+
+class Batch:
+    """Sessions of one input or of many (a shard shares one across its files) whose turns are columns,
+    judged as one table about ``jsonbatch.BATCH_TURNS`` turns at a time, in order, each into its
+    input's outcomes: polars' per-call cost is shared by every session of the batch."""
+
+    def __init__(self, ctx: RunContext) -> None:
+        self.ctx = ctx
+        self.pending: list[tuple[int, jsonbatch.Pending, Owner]] = []
+        self.turns = 0
+
+    def add(self, ordinal: int, pending: jsonbatch.Pending, owner: Owner) -> None:
+        self.pending.append((ordinal, pending, owner))
+        self.turns += len(pending.parsed.turns)
+        if self.turns >= jsonbatch.BATCH_TURNS:
+            self.flush()
+
+    def flush(self) -> None:
+        pending, self.pending, self.turns = self.pending, [], 0
+        if pending:
+            for (_, _, owner), outcome in zip(pending, judge_batch(pending, self.ctx), strict=True):
+                owner.sessions.append(outcome)
+
+
 def collect(parsed_sessions, grammar, source: SourceText, detection: Detection, ctx: RunContext,
-            started: float) -> FileOutcome:
-    """Count, assemble and gate every session a grammar yields; a grammar failure keeps what came before."""
-    sessions: list[SessionOutcome] = []
-    seen_ids: dict[str, int] = {}
+            started: float, batch: Batch) -> FileOutcome:
+    """Count, account and hand to ``batch`` every session a grammar yields (a session read as a frame
+    is judged at once); a grammar failure keeps what came before. The outcome is open until the
+    caller has flushed the batch and ``finish``-ed it (``settled`` does both)."""
+    owner = Owner(grammar, source, detection, {})
+    outcome = FileOutcome(source.name, source.sha256, source.size, detection.grammar, FileStatus.OK, [], "",
+                          detection, owner.sessions, open=True)
     accountant = Accountant.of(source, lines=not grammar.structured, shape=grammar.turn_shape)
-    batch = _Batch(grammar, source, detection, ctx, seen_ids, sessions)
     try:
         for ordinal, (parsed, last) in enumerate(_with_last(parsed_sessions), 1):
-            if jsonbatch.columnar(parsed):
-                batch.add(ordinal, parsed)
-                continue
-            batch.flush()
-            accounting = accountant.account(parsed, last)
-            sessions.append(judge(ordinal, _as_records(parsed), grammar, source, detection, ctx, seen_ids,
-                                  accounting))
-        batch.flush()
+            _take(ordinal, parsed, last, accountant, owner, batch)
     except ReconstructError as exc:
-        batch.flush()
-        return _partial_failure(source, detection, sessions, exc.reason, str(exc), started)
+        outcome.failure = (exc.reason, str(exc))
     except Exception as exc:  # a grammar bug must quarantine the file, not crash the run
-        batch.flush()
-        detail = f"{detection.grammar} failed: {failure(exc)}"
-        return _partial_failure(source, detection, sessions, Reason.PARSE_ERROR, detail, started)
-    if not sessions:
-        return quarantined_file(source.name, source.size, Reason.NO_TURNS,
-                                f"{detection.grammar} found no session in the input", source.sha256,
-                                detection.grammar, detection)
-    statuses = {s.status for s in sessions}
-    status = (FileStatus.QUARANTINED if statuses == {SessionStatus.QUARANTINED}
-              else FileStatus.OK if statuses == {SessionStatus.OK} else FileStatus.PARTIAL)
-    # The file's own reasons are file-level failures only; each session carries its own.
-    return FileOutcome(source.name, source.sha256, source.size, detection.grammar, status, [], "",
-                       detection, sessions, time.perf_counter() - started)
+        outcome.failure = (Reason.PARSE_ERROR, f"{detection.grammar} failed: {failure(exc)}")
+    outcome.seconds = time.perf_counter() - started
+    return outcome
+
+
+def settled(batch: Batch, outcome: FileOutcome) -> FileOutcome:
+    """An input's outcome once the batch holding its sessions is judged."""
+    batch.flush()
+    return finish(outcome)
+
+
+def _take(ordinal: int, parsed, last: bool, accountant: Accountant, owner: Owner, batch: Batch) -> None:
+    """One parsed session: judged at once when read as a frame, else counted, accounted and batched."""
+    if parsed.frame is not None:
+        batch.flush()  # the input's earlier sessions first, in order
+        owner.sessions.append(judge(ordinal, parsed, owner.grammar, owner.source, owner.detection, batch.ctx,
+                                    owner.seen_ids, accountant.account(parsed, last)))
+        return
+    if isinstance(parsed.turns, jsonbatch.TurnColumns):
+        pending = jsonbatch.prepare(parsed, owner.grammar)
+    else:
+        pending = jsonbatch.prepare_records(parsed, owner.grammar, accountant.account(parsed, last))
+    batch.add(ordinal, pending, owner)
+
+
+def finish(outcome: FileOutcome) -> FileOutcome:
+    """An open input's status once its sessions are judged: a file-level failure, no session, or theirs."""
+    if not outcome.open:
+        return outcome
+    outcome.open = False
+    sessions = outcome.sessions
+    if outcome.notes:
+        outcome.detail = "; ".join(x for x in (outcome.detail, *outcome.notes) if x)
+    if outcome.failure is not None:
+        reason, detail = outcome.failure
+        outcome.status = FileStatus.PARTIAL if sessions else FileStatus.QUARANTINED
+        outcome.reasons, outcome.detail = [str(reason)], "; ".join((detail, *outcome.notes))
+    elif not sessions:
+        outcome.status, outcome.reasons = FileStatus.QUARANTINED, [Reason.NO_TURNS.value]
+        outcome.detail = "; ".join((f"{outcome.grammar} found no session in the input", *outcome.notes))
+    else:
+        statuses = {s.status for s in sessions}
+        # the file's own reasons are file-level failures only; each session carries its own
+        outcome.status = (FileStatus.QUARANTINED if statuses == {SessionStatus.QUARANTINED}
+                          else FileStatus.OK if statuses == {SessionStatus.OK} else FileStatus.PARTIAL)
+    return outcome
 
 
 _END = object()
@@ -225,21 +293,20 @@ def _with_last(items):
 
 
 def judge(ordinal, parsed, grammar, source, detection, ctx, seen_ids, accounting: Accounting) -> SessionOutcome:
-    """Judge one session, with what the ledger counts of its source accounting and format drift."""
-    drift = parsed.meta.get("formatDrift") or {}
-    outcome = _judge(ordinal, parsed, grammar, source, detection, ctx, seen_ids, accounting)
-    outcome.unaccounted = accounting.unaccounted + accounting.overlapping
-    outcome.declared = accounting.declared
-    outcome.drift = drift
-    return outcome
-
-
-def _judge(ordinal, parsed, grammar, source, detection, ctx, seen_ids, accounting: Accounting) -> SessionOutcome:
+    """Judge one session read as a frame, with what the ledger counts of its source accounting and drift."""
     t0 = time.perf_counter()
     counted = grammar.count_turns(parsed.raw)
     parsed.raw = None
     built = _built(parsed, counted, source, detection, grammar, ctx, accounting)
-    return _decide(ordinal, parsed, built, counted, accounting, seen_ids, t0)
+    outcome = _decide(ordinal, parsed, built, counted, accounting, seen_ids, t0)
+    _tally(outcome, parsed, accounting)
+    return outcome
+
+
+def _tally(outcome: SessionOutcome, parsed, accounting: Accounting) -> None:
+    outcome.unaccounted = accounting.unaccounted + accounting.overlapping
+    outcome.declared = accounting.declared
+    outcome.drift = parsed.meta.get("formatDrift") or {}
 
 
 def _decide(ordinal, parsed, built: _Built, counted: int, accounting: Accounting, seen_ids: dict[str, int],
@@ -272,8 +339,9 @@ def _decide(ordinal, parsed, built: _Built, counted: int, accounting: Accounting
 
 @dataclass(slots=True)
 class _Built:
-    """A session's document before the gate: the envelope and its interactions, as dicts (in the
-    envelope) or as encoded columns (``columns``, with the gate's column checks)."""
+    """A session's document before the gate: the envelope, and its interactions as encoded columns
+    (``columns``, a session read as a frame) or as the bytes of a batch's session (``body``), with the
+    gate's column checks."""
 
     doc: dict[str, Any]
     count: int
@@ -283,13 +351,13 @@ class _Built:
 
     rows: Any = None
     body: bytes | None = None
-    """The interactions' bytes when they were encoded apart (a batch of JSON sessions)."""
+    """The interactions' bytes when they were encoded apart (a batch's session)."""
     table: Any = None
     """The turns table rows of a batch's session (``normalizers.jsoncols.SessionColumns.rows``)."""
 
     @property
     def turns(self):
-        """The interaction rows (columnar sessions), for the datasets."""
+        """The interaction rows (sessions read as a frame), for the datasets."""
         return self.rows
 
     def full_document(self) -> dict[str, Any]:
@@ -303,13 +371,9 @@ class _Built:
 
 
 def _built(parsed, counted, source, detection, grammar, ctx, accounting: Accounting) -> _Built:
+    """A session read as a frame, assembled column-wise."""
     common = {"source": source, "detection": detection, "grammar_version": grammar.version, "ctx": ctx,
               "accounting": accounting.as_dict(), "unaccounted": accounting.reason()}
-    if parsed.frame is None:
-        doc = assemble(parsed, counted, **common)
-        parsed.turns.clear()  # the document holds what is needed; free the turn records before encoding
-        interactions = doc["artifacts"]["Chatthistorik"]["interactions"]
-        return _Built(doc, len(interactions), sum(len(i["content"]) for i in interactions))
     assembler = ColumnAssembler(ctx)
     columns = assembler.add(parsed.frame)
     parsed.frame = None
@@ -320,111 +384,64 @@ def _built(parsed, counted, source, detection, grammar, ctx, accounting: Account
                   assembler.rows(columns))
 
 
-def _as_records(parsed):
-    """A session whose turn builder holds columns the batch cannot take, as turn records."""
-    if isinstance(parsed.turns, jsonbatch.TurnColumns):
-        parsed.turns = parsed.turns.records()
-    return parsed
-
-
-class _Batch:
-    """The sessions of a whole read whose turns are columns, judged ``jsonbatch.BATCH_TURNS`` turns at a
-    time, in order, into ``sessions`` (the file's outcomes so far)."""
-
-    def __init__(self, grammar, source: SourceText, detection: Detection, ctx: RunContext, seen_ids: dict[str, int],
-                 sessions: list[SessionOutcome]) -> None:
-        self.grammar, self.source, self.detection, self.ctx = grammar, source, detection, ctx
-        self.seen_ids, self.sessions = seen_ids, sessions
-        self.pending: list[tuple[int, jsonbatch.Pending]] = []
-        self.turns = 0
-
-    def add(self, ordinal: int, parsed) -> None:
-        self.pending.append((ordinal, jsonbatch.prepare(parsed, self.grammar)))
-        self.turns += len(parsed.turns)
-        if self.turns >= jsonbatch.BATCH_TURNS:
-            self.flush()
-
-    def flush(self) -> None:
-        pending, self.pending, self.turns = self.pending, [], 0
-        if pending:
-            self.sessions.extend(judge_batch(pending, self.grammar, self.source, self.detection, self.ctx,
-                                             self.seen_ids))
-
-
-def judge_batch(pending: list[tuple[int, jsonbatch.Pending]], grammar, source: SourceText, detection: Detection,
-                ctx: RunContext, seen_ids: dict[str, int] | None, rows: bool = True) -> list[SessionOutcome]:
-    """Judge a batch of prepared sessions (``jsonbatch``), in order, each with its ordinal (``seen_ids``
-    None: each session on its own, as an entry of a streamed list is). Should the column route fail on
-    the batch, its column sessions are quarantined with the failure (never assembled again by another
-    route); the batch's other sessions are judged as usual."""
-    table = [p for _, p in pending if jsonbatch.columnar(p.parsed)]
+def judge_batch(pending: list[tuple[int, jsonbatch.Pending, Owner]], ctx: RunContext, rows: bool = True
+                ) -> list[SessionOutcome]:
+    """Judge a batch of prepared sessions, in order, each with its ordinal and its input. Should the
+    column route fail on the batch, its sessions are quarantined with the failure (never assembled
+    again by another route). A session whose source fields cannot be encoded is quarantined alone."""
+    table = [(p, owner) for _, p, owner in pending if jsonbatch.columnar(p.parsed)]
     try:
-        built = dict(zip(map(id, table), jsonbatch.assemble_pending(table, source, detection, grammar, ctx, rows),
-                         strict=True))
-    except Exception as exc:  # recorded on each of the batch's column sessions; the run goes on
+        built = dict(zip((id(p) for p, _ in table), jsonbatch.assemble_pending(table, ctx, rows), strict=True))
+    except Exception as exc:  # recorded on each of the batch's sessions; the run goes on
         detail = f"the column route failed on its batch: {failure(exc)}"
-        return [_route_failed(ordinal, p, detail) if jsonbatch.columnar(p.parsed)
-                else judge_batch([(ordinal, p)], grammar, source, detection, ctx, seen_ids, rows)[0]
-                for ordinal, p in pending]
+        return [_route_failed(ordinal, p, Reason.INTERNAL, detail) for ordinal, p, _ in pending]
     out = []
-    for ordinal, p in pending:
-        t0 = time.perf_counter()
+    for ordinal, p, owner in pending:
         b = built.get(id(p))
         if b is None:
-            _as_records(p.parsed)
-            session = _built(p.parsed, p.counted, source, detection, grammar, ctx, p.accounting)
-            spent = p.seconds
-        else:
-            p.parsed.turns = []  # the document holds what is needed
-            session = _Built(b.doc, b.count, b.characters, frames=b.frames, body=b.body, table=b.rows)
-            spent = b.seconds
-        outcome = _decide(ordinal, p.parsed, session, p.counted, p.accounting, {} if seen_ids is None else seen_ids,
-                          t0 - spent)
-        outcome.unaccounted = p.accounting.unaccounted + p.accounting.overlapping
-        outcome.declared = p.accounting.declared
-        outcome.drift = p.parsed.meta.get("formatDrift") or {}
+            out.append(_route_failed(ordinal, p, Reason.JSON_SYNTAX, "a source field cannot be serialised as JSON: "
+                                     f"{p.parsed.turns.why}"))
+            continue
+        p.parsed.turns = []  # the document holds what is needed
+        session = _Built(b.doc, b.count, b.characters, frames=b.frames, body=b.body, table=b.rows)
+        outcome = _decide(ordinal, p.parsed, session, p.counted, p.accounting,
+                          {} if owner.seen_ids is None else owner.seen_ids, time.perf_counter() - b.seconds)
+        _tally(outcome, p.parsed, p.accounting)
         out.append(outcome)
     return out
 
 
-def _route_failed(ordinal: int, pending: jsonbatch.Pending, detail: str) -> SessionOutcome:
-    """A session whose route failed: quarantined with the failure, nothing written."""
+def _route_failed(ordinal: int, pending: jsonbatch.Pending, reason: Reason, detail: str) -> SessionOutcome:
+    """A session that could not be assembled: quarantined with the failure, nothing written."""
     raw = pending.parsed.session_id
-    return SessionOutcome(ordinal, safe_id(raw), raw, SessionStatus.QUARANTINED, [Reason.INTERNAL.value], detail,
-                          None, None, 0, pending.counted, 0, seconds=pending.seconds)
-
-
-def _partial_failure(source: SourceText, detection: Detection, sessions: list[SessionOutcome],
-                     reason: Reason, detail: str, started: float) -> FileOutcome:
-    """A parse failure after some sessions: keep those, quarantine the file's remainder."""
-    status = FileStatus.PARTIAL if sessions else FileStatus.QUARANTINED
-    return FileOutcome(source.name, source.sha256, source.size, detection.grammar, status, [str(reason)],
-                       detail, detection, sessions, time.perf_counter() - started)
+    outcome = SessionOutcome(ordinal, safe_id(raw), raw, SessionStatus.QUARANTINED, [reason.value], detail,
+                             None, None, 0, pending.counted, 0, seconds=pending.seconds)
+    _tally(outcome, pending.parsed, pending.accounting)
+    return outcome
 
 
 def process_bytes(data: bytes, name: str, ctx: RunContext, companions: dict[str, str] | None = None,
-                  siblings: tuple[str, ...] = (), decoded: SourceText | None = None) -> FileOutcome:
+                  siblings: tuple[str, ...] = (), decoded: SourceText | None = None,
+                  batch: Batch | None = None) -> FileOutcome:
     """The whole core for one input's bytes (``siblings``: names of the files beside it;
-    ``decoded``: the bytes already decoded, when the caller did it to hash them)."""
+    ``decoded``: the bytes already decoded, when the caller did it to hash them; ``batch``: see
+    ``collect``)."""
     with paused_gc():
-        return _process_bytes(data, name, ctx, companions, siblings, decoded)
-
-
-def _process_bytes(data: bytes, name: str, ctx: RunContext, companions: dict[str, str] | None,
-                   siblings: tuple[str, ...] = (), decoded: SourceText | None = None) -> FileOutcome:
-    started = time.perf_counter()
-    try:
-        source = decoded if decoded is not None else decode(data, name)
-    except ReconstructError as exc:
-        return quarantined_file(name, len(data), exc.reason, str(exc))
-    if companions or siblings:
-        source = replace(source, companions=companions or {}, siblings=siblings)
-    outcome = process_text(source, ctx)
-    outcome.seconds = time.perf_counter() - started
-    # what decoding assumed or replaced goes on the file's ledger row too, whatever became of its sessions
-    notes = (source.encoding_guess, surrogates_note(source) if source.surrogates_count else None)
-    outcome.detail = "; ".join(x for x in (outcome.detail, *notes) if x)
-    return outcome
+        started = time.perf_counter()
+        try:
+            source = decoded if decoded is not None else decode(data, name)
+        except ReconstructError as exc:
+            return quarantined_file(name, len(data), exc.reason, str(exc))
+        if companions or siblings:
+            source = replace(source, companions=companions or {}, siblings=siblings)
+        # what decoding assumed or replaced goes on the file's ledger row, whatever became of its sessions
+        notes = tuple(x for x in (source.encoding_guess, surrogates_note(source) if source.surrogates_count else None)
+                      if x)
+        own = Batch(ctx) if batch is None else batch
+        outcome = process_text(source, ctx, own)
+        outcome.notes = notes
+        outcome.seconds = time.perf_counter() - started
+        return settled(own, outcome) if batch is None else outcome
 
 
 def process_stream(fp: BinaryIO, source: SourceText, sample: str, ctx: RunContext) -> FileOutcome | None:
@@ -440,13 +457,16 @@ def process_stream(fp: BinaryIO, source: SourceText, sample: str, ctx: RunContex
         grammar = registry.get(detection.grammar)
         if not grammar.streams:
             return None
-        outcome = collect(grammar.parse_stream(fp, source, ctx.settings), grammar, source, detection, ctx, started)
+        batch = Batch(ctx)
+        outcome = collect(grammar.parse_stream(fp, source, ctx.settings), grammar, source, detection, ctx, started,
+                          batch)
+        settled(batch, outcome)
         outcome.seconds = time.perf_counter() - started
         return outcome
 
 
 def process_group(parts: list[tuple[bytes | None, str]], name: str, ctx: RunContext,
-                  companions: dict[str, str] | None = None) -> FileOutcome | None:
+                  companions: dict[str, str] | None = None, batch: Batch | None = None) -> FileOutcome | None:
     """The core for the files of one conversation over several files (a Slack channel's day files).
 
     Detection reads the first readable file; when its grammar reads these files as one group (``group_of``) the
@@ -471,10 +491,10 @@ def process_group(parts: list[tuple[bytes | None, str]], name: str, ctx: RunCont
         digest = hashlib.sha256("\n".join(f"{s.name} {s.sha256}" for s in sources).encode()).hexdigest()
         group = SourceText("", name, digest, sum(s.size for s in sources), first.encoding, companions or {},
                            parts=tuple(sources))
-        outcome = collect(grammar.parse(group, ctx.settings), grammar, group, detection, ctx, started)
-        outcome.seconds = time.perf_counter() - started
+        own = Batch(ctx) if batch is None else batch
+        outcome = collect(grammar.parse(group, ctx.settings), grammar, group, detection, ctx, started, own)
         outcome.part_failures = failures
-        return outcome
+        return settled(own, outcome) if batch is None else outcome
 
 
 def _groups(grammar, names: list[str]) -> bool:

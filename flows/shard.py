@@ -31,7 +31,16 @@ from normalizers.secrets import scrub_name
 from parsers.text import decode, detection_sample, input_sha256, sha256_text
 
 from . import archives, emit, ingest, jsonstream, snapshots, spool
-from .process import DETECT_SAMPLE, FileOutcome, process_bytes, process_group, process_stream, quarantined_file
+from .process import (
+    DETECT_SAMPLE,
+    Batch,
+    FileOutcome,
+    finish,
+    process_bytes,
+    process_group,
+    process_stream,
+    quarantined_file,
+)
 
 
 @dataclass(slots=True)
@@ -156,6 +165,31 @@ def _note_row(ref: ingest.InputRef, status: FileStatus, detail: str, sha: str | 
     return FileRow(ref.key, ref.recorded, sha, ref.size, None, status, [], detail, 0, 0.0, context_sha)
 
 
+HELD_INPUTS = 1000
+"""Inputs recorded at the latest this many inputs after their sessions entered the batch (memory bound)."""
+
+
+class Held:
+    """The shard's batch (``process.Batch``: the sessions of many small inputs judged as one table) and
+    what waits for it: each input's records, staged in input order once its sessions are judged."""
+
+    def __init__(self, ctx: RunContext) -> None:
+        self.batch = Batch(ctx)
+        self.waiting: list[functools.partial] = []
+
+    def later(self, record: functools.partial) -> None:
+        """Stage an input's records once its sessions are judged (at once when none waits)."""
+        self.waiting.append(record)
+        if not self.batch.pending or len(self.waiting) >= HELD_INPUTS:
+            self.drain()
+
+    def drain(self) -> None:
+        self.batch.flush()
+        waiting, self.waiting = self.waiting, []
+        for record in waiting:
+            record()
+
+
 def run_shard(
     refs: list[ingest.InputRef],
     out_root: Path,
@@ -181,11 +215,13 @@ def run_shard(
     inputs = ShardInputs(companions or {})
     result = ShardResult(part=part_name(refs[0].key) if refs else "")
     trail = ShardTrail(out_root)
+    held = Held(ctx)
     try:
         for ref in refs:
             if emit.stop_requested(out_root):  # interrupted: what is done is returned and recorded
                 break
-            _one(ref, trail, ctx, prior, inputs, result, allow_shrink)
+            _one(ref, trail, ctx, prior, inputs, result, allow_shrink, held)
+        held.drain()
         _settle(trail, result, settings, allow_shrink, ledger_path, run_id)
         _settle_rows(trail, result)
     except OSError as exc:
@@ -237,15 +273,17 @@ def worker_died(ref: ingest.InputRef, out_root: Path) -> ShardResult:
     return _committed(trail, result)
 
 
-def _one(ref, trail: ShardTrail, ctx, prior, inputs: ShardInputs, result: ShardResult, allow_shrink: bool) -> None:
+def _one(ref, trail: ShardTrail, ctx, prior, inputs: ShardInputs, result: ShardResult, allow_shrink: bool,
+         held: Held) -> None:
     if ref.ignored:
-        result.files.append(_note_row(ref, FileStatus.IGNORED, ref.ignored))
+        held.later(functools.partial(result.files.append, _note_row(ref, FileStatus.IGNORED, ref.ignored)))
         return
     if ref.parts:
-        _group(ref, trail, ctx, prior, inputs, result, allow_shrink)
+        _group(ref, trail, ctx, prior, inputs, result, allow_shrink, held)
         return
     if ref.companion:
-        result.files.append(_note_row(ref, FileStatus.COMPANION, "context file for its folder's inputs"))
+        held.later(functools.partial(result.files.append,
+                                     _note_row(ref, FileStatus.COMPANION, "context file for its folder's inputs")))
         return
     context_sha = None
     if ref.problem:
@@ -255,12 +293,13 @@ def _one(ref, trail: ShardTrail, ctx, prior, inputs: ShardInputs, result: ShardR
         outcome = None
         if ref.size >= _stream_limit(ref, ctx.settings):
             emitter = _emitter(ref, trail, result, ctx.settings, allow_shrink)
-            outcome = _streamed(ref, ctx, prior, inputs, context_sha, result, trail.out_root, emitter)
+            outcome = _streamed(ref, ctx, prior, inputs, context_sha, trail.out_root, emitter)
         if outcome is None:
-            outcome = _whole(ref, ctx, prior, inputs, texts, context_sha, result)
-        if outcome == "skipped":
+            outcome = _whole(ref, ctx, prior, inputs, texts, context_sha, held.batch)
+        if isinstance(outcome, FileRow):  # unchanged since an earlier run: its row only
+            held.later(functools.partial(result.files.append, outcome))
             return
-    _emit(ref, outcome, trail, result, ctx.settings, allow_shrink, context_sha)
+    held.later(functools.partial(_emit, ref, outcome, trail, result, ctx.settings, allow_shrink, context_sha))
 
 
 def _stream_limit(ref: ingest.InputRef, settings: Settings) -> int:
@@ -270,7 +309,7 @@ def _stream_limit(ref: ingest.InputRef, settings: Settings) -> int:
 
 
 def _group(ref, trail: ShardTrail, ctx, prior, inputs: ShardInputs, result: ShardResult,
-           allow_shrink: bool) -> None:
+           allow_shrink: bool, held: Held) -> None:
     """The files of one conversation (a Slack channel's day files) as one unit of work. Its sessions are
     recorded under the group's key (its folder); the ledger still gets one row per file."""
     datas: list[bytes | None] = []
@@ -289,15 +328,24 @@ def _group(ref, trail: ShardTrail, ctx, prior, inputs: ShardInputs, result: Shar
     if (prior is not None and not prior.held(ref.key)
             and all(sha is not None and prior.unchanged(p.key, sha, ctx.fingerprint, context_sha)
                     for p, sha in zip(ref.parts, shas, strict=True))):
-        for part, sha in zip(ref.parts, shas, strict=True):
-            result.files.append(_note_row(part, FileStatus.SKIPPED, UNCHANGED, sha, context_sha))
+        held.later(functools.partial(result.files.extend, [
+            _note_row(part, FileStatus.SKIPPED, UNCHANGED, sha, context_sha)
+            for part, sha in zip(ref.parts, shas, strict=True)]))
         return
-    outcome = process_group([(d, p.name) for d, p in zip(datas, ref.parts, strict=True)], ref.name, ctx, texts)
+    outcome = process_group([(d, p.name) for d, p in zip(datas, ref.parts, strict=True)], ref.name, ctx, texts,
+                            held.batch)
     if outcome is None:  # its grammar reads each file on its own
         for part in ref.parts:
-            _one(part, trail, ctx, prior, inputs, result, allow_shrink)
+            _one(part, trail, ctx, prior, inputs, result, allow_shrink, held)
         return
-    _emit(ref, outcome, trail, result, ctx.settings, allow_shrink, context_sha)
+    held.later(functools.partial(_group_rows, ref, outcome, shas, trail, result, ctx.settings, allow_shrink,
+                                 context_sha))
+
+
+def _group_rows(ref, outcome: FileOutcome, shas: list[str | None], trail: ShardTrail, result: ShardResult,
+                settings: Settings, allow_shrink: bool, context_sha: str | None) -> None:
+    """Stage a conversation's sessions under the group's key, and one ledger row per file."""
+    _emit(ref, outcome, trail, result, settings, allow_shrink, context_sha)
     result.files.pop()  # the group's own row: one row per file instead
     share = round(outcome.seconds / len(ref.parts), 6)
     for i, (part, sha) in enumerate(zip(ref.parts, shas, strict=True)):
@@ -314,9 +362,9 @@ def _group(ref, trail: ShardTrail, ctx, prior, inputs: ShardInputs, result: Shar
                                     len(outcome.sessions) if i == 0 else 0, share, context_sha))
 
 
-def _whole(ref, ctx, prior, inputs: ShardInputs, texts, context_sha, result: ShardResult):
-    """An input read whole: quarantined when it would not fit the memory budget, skipped when
-    unchanged, else processed."""
+def _whole(ref, ctx, prior, inputs: ShardInputs, texts, context_sha, batch: Batch) -> FileOutcome | FileRow:
+    """An input read whole: quarantined when it would not fit the memory budget, its skipped row when
+    unchanged, else processed into the shard's batch."""
     budget = memory_budget(ctx.settings)
     if ref.size * MEMORY_PER_INPUT_BYTE > budget:
         return quarantined_file(ref.name, ref.size, Reason.TOO_LARGE,
@@ -336,17 +384,18 @@ def _whole(ref, ctx, prior, inputs: ShardInputs, texts, context_sha, result: Sha
         except IngestError:
             sha = input_sha256(data)
         if prior.unchanged(ref.key, sha, ctx.fingerprint, context_sha):
-            result.files.append(_note_row(ref, FileStatus.SKIPPED, UNCHANGED, sha, context_sha))
-            return "skipped"
-    return process_bytes(data, ref.name, ctx, texts, siblings=ref.siblings, decoded=decoded)
+            return _note_row(ref, FileStatus.SKIPPED, UNCHANGED, sha, context_sha)
+    return process_bytes(data, ref.name, ctx, texts, siblings=ref.siblings, decoded=decoded, batch=batch)
 
 
 UNCHANGED = "unchanged since an earlier run with the same settings"
 
 
-def _streamed(ref, ctx, prior, inputs: ShardInputs, context_sha, result: ShardResult, out_root: Path, emitter):
-    """A large input through its grammar's streaming parser, or None to read it whole (``emitter``
-    stages a session as soon as it is done, for the routes that hand them on one by one)."""
+def _streamed(ref, ctx, prior, inputs: ShardInputs, context_sha, out_root: Path,
+              emitter) -> FileOutcome | FileRow | None:
+    """A large input through its grammar's streaming parser, its skipped row when unchanged, or None to
+    read it whole (``emitter`` stages a session as soon as it is done, for the routes that hand them on
+    one by one)."""
     from parsers import sqlite
     from parsers.text import sha256_stream
 
@@ -354,8 +403,7 @@ def _streamed(ref, ctx, prior, inputs: ShardInputs, context_sha, result: ShardRe
         with ingest.open_binary(ref, inputs.zips) as fp:
             sha, size, encoding = sha256_stream(iter(lambda: fp.read(1 << 20), b""))
         if prior is not None and prior.unchanged(ref.key, sha, ctx.fingerprint, context_sha):
-            result.files.append(_note_row(ref, FileStatus.SKIPPED, UNCHANGED, sha, context_sha))
-            return "skipped"
+            return _note_row(ref, FileStatus.SKIPPED, UNCHANGED, sha, context_sha)
         with ingest.open_binary(ref, inputs.zips) as fp:
             head = fp.read(DETECT_SAMPLE)
             if sqlite.is_sqlite(head):  # a database is read whole: its text is its tables, rendered
@@ -410,6 +458,7 @@ def _emit(ref: ingest.InputRef, outcome: FileOutcome, trail: ShardTrail, result:
           settings: Settings | None = None, allow_shrink: bool = False, context_sha: str | None = None) -> None:
     """Stage the input's documents and records in the shard's batch, and its ledger rows."""
     started = time.perf_counter()
+    finish(outcome)
     file_rel = emit.quarantine_relpath(ref.key, None)
     if not outcome.reasons:  # processed without a file-level failure: an old record would be stale
         _remove_stale(trail, file_rel)

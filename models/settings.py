@@ -73,12 +73,14 @@ class Settings(BaseSettings):
         64 * 1024**2, ge=1, description="Inputs this large are streamed when their grammar can stream."
     )
     columnar: bool = Field(
-        True, description="Assemble the sessions of grammars that read turns as columns column-wise (same "
-        "documents, faster); off: every session goes through turn records."
+        True, description="Read a large input of a line grammar that parses lines as a frame (WhatsApp, IRC, "
+        "transcripts...) as one frame of lines, and stream the largest; off: every input is parsed turn by turn "
+        "into the shard's batch (same documents)."
     )
     columnar_min_bytes: int = Field(
-        16 * 1024, ge=0, description="Smaller inputs go through turn records even when their grammar reads "
-        "columns (same documents: a frame's fixed cost outweighs its gain on a short chat)."
+        16 * 1024, ge=0, description="Smaller line inputs are parsed turn by turn into the shard's batch even "
+        "when their grammar reads a frame of lines (same documents: a frame per file costs more than it saves "
+        "on a short chat)."
     )
     stream_text_bytes: int = Field(
         16 * 1024**2, ge=1, description="Text inputs this large are streamed when their grammar can (columnar "

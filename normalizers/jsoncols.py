@@ -93,7 +93,7 @@ def assemble_batch(frame: pl.DataFrame, sizes: list[int], ctx: RunContext, rows:
     speakers = _speakers(frame, ctx, out, redactions)
     content = _content(frame, ctx, out, redactions)
     extra, scrubbed = _extras(frame, ctx, out, redactions)
-    _facts(frame, content, scrubbed, out)
+    _facts(frame, content, scrubbed, out, ctx.redactor.scrub)
     date = _dates(frame, ctx, out)
     frame = frame.with_columns(content=content, extra=extra, date=date)
     _encode(frame, speakers, out)
@@ -233,21 +233,23 @@ def _extras(frame: pl.DataFrame, ctx: RunContext, out: list[SessionColumns], red
     return extra.scatter(rows, pl.Series(encoded, dtype=pl.Utf8)), scrubbed
 
 
-def _facts(frame: pl.DataFrame, content: pl.Series, scrubbed: dict[int, Any], out: list[SessionColumns]) -> None:
+def _facts(frame: pl.DataFrame, content: pl.Series, scrubbed: dict[int, Any], out: list[SessionColumns],
+           scrub) -> None:
     """``Facts.observe`` on the turns that may hold a fact, in order: a fact word in the content, a
     tool turn, or source fields that observe reads."""
     words = "|".join(re.escape(w) for w in _FACT_WORDS)
     extra = frame["extra"]
     test = (content.str.contains(words) | (frame["role"] == "tool") | frame["kind"].is_in(_TOOL_KINDS)
-            | extra.str.contains_any(list(_FACT_KEYS)))
+            | extra.str.contains_any(list(_FACT_KEYS)) | frame["base"].is_not_null())
     rows = test.fill_null(False).arg_true().to_list()
     if not rows:
         return
-    picked = frame.select("session", "ordinal", "role", "kind", "speaker", "extra")[rows]
+    picked = frame.select("session", "ordinal", "role", "kind", "speaker", "extra", "base")[rows]
     texts = content.gather(rows).to_list()
-    for i, (s, ordinal, role, kind, speaker, text), body in zip(rows, picked.iter_rows(), texts, strict=True):
+    for i, (s, ordinal, role, kind, speaker, text, base), body in zip(rows, picked.iter_rows(), texts, strict=True):
         value = scrubbed[i] if i in scrubbed else (orjson.loads(text) if text is not None else None)
-        out[s].summary.facts.observe(ordinal, role, kind, speaker, body, value)
+        base = scrub(base)[0] if base is not None else None  # redacted like the content
+        out[s].summary.facts.observe(ordinal, role, kind, speaker, body, value, base)
 
 
 def _dates(frame: pl.DataFrame, ctx: RunContext, out: list[SessionColumns]) -> pl.Series:
@@ -266,9 +268,16 @@ def _dates(frame: pl.DataFrame, ctx: RunContext, out: list[SessionColumns]) -> p
 
 
 def _line() -> pl.Expr:
-    """One interaction's JSON line (``columns._line``), located by its pointer."""
-    pointer = json_string(pl.col("pointer")).fill_null(pl.lit("null"))
-    return interaction_line([pl.lit('{"pointer":'), pointer, pl.lit("}")]).alias("line")
+    """One interaction's JSON line (``columns._line``), located by its line span when it has one, else by
+    its pointer, and by the part of a conversation over several files it counts in."""
+    c = pl.col
+    lines = pl.concat_str(pl.lit('{"lines":['), c("line_start").cast(pl.Utf8), pl.lit(","),
+                          c("line_end").cast(pl.Utf8), pl.lit("]"))
+    pointer = pl.concat_str(pl.lit('{"pointer":'), json_string(c("pointer")).fill_null(pl.lit("null")))
+    part = pl.when(c("part").is_null()).then(pl.lit("")).otherwise(
+        pl.concat_str(pl.lit(',"part":'), json_string(c("part"))))
+    located = pl.when(c("line_start").is_null()).then(pointer).otherwise(lines)
+    return interaction_line([located, part, pl.lit("}")]).alias("line")
 
 
 def _rows(frame: pl.DataFrame, speakers: dict[str, _Speaker], starts: list[int], sizes: list[int],
@@ -287,8 +296,10 @@ def _rows(frame: pl.DataFrame, speakers: dict[str, _Speaker], starts: list[int],
         of(lambda e: e.entry["model"]["name"]).alias("model_name"),
         of(lambda e: e.entry["model"]["version"]).alias("model_version"),
         of(lambda e: e.source).alias("model_source"), of(lambda e: e.entry["speaker"]).alias("speaker"),
-        c("date"), c("content"), pl.lit(None, dtype=pl.Utf8).alias("source_lines"),
-        c("pointer").alias("source_pointer"),
+        c("date"), c("content"),
+        pl.concat_str(pl.lit("["), c("line_start").cast(pl.Utf8), pl.lit(","), c("line_end").cast(pl.Utf8),
+                      pl.lit("]")).alias("source_lines"),
+        pl.when(c("line_start").is_null()).then(c("pointer")).alias("source_pointer"),
     )
     for s, (start, n) in enumerate(zip(starts, sizes, strict=True)):
         out[s].rows = table.slice(start, n)

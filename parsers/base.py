@@ -110,11 +110,6 @@ class Grammar(ABC):
         gives them for that entry of the whole list. ``source.text`` is empty."""
         raise NotImplementedError(f"{self.name} does not read entries")
 
-    appends: ClassVar[bool] = False
-    """True when ``parse`` and ``parse_entry`` take ``columns=True`` and then give each session's turns as a
-    column builder (``parsers.turncols.TurnColumns``: no turn record built) for the batched column assembly
-    (normalizers/jsoncols.py); without it, as records. The grammar builds them through ``turns_for``."""
-
     columnar: ClassVar[bool] = False
     """True when ``parse_columns`` gives the sessions with their turns as a frame."""
 

@@ -1,17 +1,11 @@
-"""Turn builders for the JSON grammars: a session's turns held for columns, or as records.
+"""The turn builder: a session's turns held as rows for the columns of a batch.
 
-A JSON grammar that reads turns as columns (``Grammar.appends``) gives each session's ``turns`` one
-of two builders with the same ``add`` (the fields of ``models.records.Turn``, in its order):
-
-- ``TurnList``: the turn records (a list of ``Turn``), for the record route (small inputs,
-  ``columnar = false``);
-- ``TurnColumns``: one plain tuple per turn, no record (the cheapest append Python has);
-  ``batch_frame`` turns the builders of a batch of sessions into one frame, transposed once
-  (``BATCH_SCHEMA``, a ``session`` column numbering them), for the batched column assembly
-  (normalizers/jsoncols.py).
-
-The grammar picks one with ``turns_for(columns)`` and never looks at which it got: the same
-``add`` calls give the same turns either way (``TurnColumns.records`` gives them back as records).
+``TurnColumns`` holds one plain tuple per turn (the cheapest append Python has), with the fields of
+``models.records.Turn`` (``add``, in its order); ``batch_frame`` turns the builders of a batch of
+sessions into one frame, transposed once (``BATCH_SCHEMA``, a ``session`` column numbering them), for
+the batch's assembly (normalizers/jsoncols.py). ChatGPT and Claude append their turns to it as they
+read them; the other grammars' turn records are held in one once counted and accounted
+(``TurnColumns.of``). ``records`` gives the turns back as records (the oracle in tests/ reads them so).
 """
 
 from __future__ import annotations
@@ -29,49 +23,39 @@ BATCH_SCHEMA = {
     "session": pl.Int64, "speaker": pl.Utf8, "role": pl.Utf8, "kind": pl.Utf8, "content": pl.Utf8,
     "time": pl.Datetime("us"), "offset": pl.Int64, "time_raw": pl.Utf8, "model": pl.Utf8,
     "explicit": pl.Boolean, "pointer": pl.Utf8, "extra": pl.Utf8,
+    "line_start": pl.Int64, "line_end": pl.Int64, "part": pl.Utf8, "base": pl.Utf8,
 }
 """A batch of sessions' turns: ``time`` the wall time and ``offset`` its UTC offset in seconds (null
 for a naive time: the source zone applies); ``model`` a JSON ``[provider, name, version]``;
 ``explicit`` whether the source names the model for this turn (``Turn.model_explicit``); ``extra``
-the turn's extra fields as JSON text."""
+the turn's extra fields as JSON text; ``line_start`` and ``line_end`` the turn's line span in a text
+source (``Turn.lines``), ``part`` the file of a conversation over several files it counts in, and
+``base`` a file edit's text before the edit (``Turn.base_text``)."""
 _COLUMNS = tuple(k for k in BATCH_SCHEMA if k != "session")
-
-
-class TurnList(list):
-    """The turn records of one session (the record route), built by ``add``."""
-
-    def add(self, speaker: str, role: str, content: str, time: datetime | None = None, time_raw: str | None = None,
-            model: ModelRef | None = None, kind: str = "message", lines: tuple[int, int] | None = None,
-            pointer: str | None = None, extra: dict[str, Any] | None = None, model_explicit: bool = True) -> None:
-        self.append(Turn(speaker, role, content, time, time_raw, model, kind, lines, pointer, extra, model_explicit))
-
-    def has_role(self, role: str) -> bool:
-        return any(t.role == role for t in self)
 
 
 class TurnColumns:
     """The turns of one session, held for the columns of a batch (see the module docstring): one
-    tuple per turn in ``_COLUMNS`` order, no record, turned into columns once per batch. JSON turns
-    only: a turn located by ``lines`` or with a ``base_text`` clears ``appended`` (the session then
-    takes the record route)."""
+    tuple per turn in ``_COLUMNS`` order, no record, turned into columns once per batch."""
 
-    __slots__ = ("_odd", "appended", "rows")
+    __slots__ = ("_odd", "appended", "rows", "why")
 
     def __init__(self) -> None:
         self.rows: list[tuple] = []
         self.appended = True
-        """False once a turn could not be held as columns (located by lines, or extra fields that are not
-        JSON): the session then goes through records (``records`` gives them, extra fields as given)."""
+        """False once a turn's extra fields are not JSON as they stand (a key or number orjson refuses):
+        the session's document cannot be encoded (``records`` gives the fields as given)."""
         self._odd: dict[int, Any] = {}
+        self.why = ""
+        """Why the first such turn's fields are not JSON, naming the turn."""
 
     def __len__(self) -> int:
         return len(self.rows)
 
     def add(self, speaker: str, role: str, content: str, time: datetime | None = None, time_raw: str | None = None,
             model: ModelRef | None = None, kind: str = "message", lines: tuple[int, int] | None = None,
-            pointer: str | None = None, extra: dict[str, Any] | None = None, model_explicit: bool = True) -> None:
-        if lines is not None:
-            self.appended = False
+            pointer: str | None = None, extra: dict[str, Any] | None = None, model_explicit: bool = True,
+            base_text: str | None = None, part: str | None = None) -> None:
         offset = None
         if time is not None and time.tzinfo is not None:
             if time.tzinfo is UTC:  # the common case: epochs and ``Z`` stamps
@@ -83,18 +67,30 @@ class TurnColumns:
         if extra:
             try:
                 encoded = orjson.dumps(extra).decode()
-            except TypeError:  # not JSON as it stands (a key or number orjson refuses): records keep it
+            except TypeError as exc:  # not JSON as it stands (a key or number orjson refuses): kept as given
+                if self.appended:
+                    self.why = f"turn {len(self.rows) + 1}: {exc}"
                 self.appended = False
                 self._odd[len(self.rows)] = extra
+        start, end = lines if lines else (None, None)
         self.rows.append((speaker, role, kind, content, time, offset, time_raw,
-                          None if model is None else _model_json(model), model_explicit, pointer, encoded))
+                          None if model is None else _model_json(model), model_explicit, pointer, encoded,
+                          start, end, part, base_text))
 
     def append(self, turn: Turn) -> None:
-        """A turn already built as a record (a malformed entry's notice)."""
-        if turn.base_text is not None or turn.part is not None:
-            self.appended = False
+        """A turn already built as a record."""
         self.add(turn.speaker, turn.role, turn.content, turn.time, turn.time_raw, turn.model, turn.kind, turn.lines,
-                 turn.pointer, turn.extra, turn.model_explicit)
+                 turn.pointer, turn.extra, turn.model_explicit, turn.base_text, turn.part)
+
+    @classmethod
+    def of(cls, turns) -> TurnColumns:
+        """A session's turns given as records (``Turn``), held as columns; a builder is kept as it is."""
+        if isinstance(turns, TurnColumns):
+            return turns
+        out = cls()
+        for turn in turns:
+            out.append(turn)
+        return out
 
     def has_role(self, role: str) -> bool:
         return any(row[1] == role for row in self.rows)
@@ -103,15 +99,16 @@ class TurnColumns:
     def pointers(self) -> list[str | None]:
         return [row[_POINTER] for row in self.rows]
 
-    def records(self) -> TurnList:
-        """The same turns as records (``TurnList``), as the grammar would have built them."""
-        out = TurnList()
-        for i, (speaker, role, kind, content, time, offset, raw, model, explicit, pointer, extra) in \
-                enumerate(self.rows):
+    def records(self) -> list[Turn]:
+        """The same turns as records, as the grammar would have built them."""
+        out: list[Turn] = []
+        for i, (speaker, role, kind, content, time, offset, raw, model, explicit, pointer, extra, start, end, part,
+                base) in enumerate(self.rows):
             if time is not None and offset is not None:
                 time = time.replace(tzinfo=UTC if offset == 0 else timezone(timedelta(seconds=offset)))
-            out.add(speaker, role, content, time, raw, ModelRef(*orjson.loads(model)) if model is not None else None,
-                    kind, None, pointer, self._odd.get(i) if extra is None else orjson.loads(extra), explicit)
+            out.append(Turn(speaker, role, content, time, raw, ModelRef(*orjson.loads(model)) if model is not None
+                            else None, kind, None if start is None else (start, end), pointer,
+                            self._odd.get(i) if extra is None else orjson.loads(extra), explicit, base, part))
         return out
 
 
@@ -121,11 +118,6 @@ _POINTER = _COLUMNS.index("pointer")
 @lru_cache(maxsize=1024)
 def _model_json(model: ModelRef) -> str:
     return orjson.dumps((model.provider, model.name, model.version)).decode()
-
-
-def turns_for(columns: bool) -> TurnList | TurnColumns:
-    """A new session's turn builder: columns when the caller assembles them so, else records."""
-    return TurnColumns() if columns else TurnList()
 
 
 def batch_frame(builders: list[TurnColumns]) -> pl.DataFrame:

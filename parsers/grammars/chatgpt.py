@@ -53,7 +53,7 @@ from parsers.grammars._aiexport import (
 from parsers.grammars._chatgpt_content import render, render_content
 from parsers.jsonload import load_json, pointer_part
 from parsers.registry import register
-from parsers.turncols import TurnColumns, TurnList, turns_for
+from parsers.turncols import TurnColumns
 
 __all__ = ["ChatGPT", "Tree", "current_branch", "render_content"]
 
@@ -216,7 +216,6 @@ class ChatGPT(Grammar):
     structured = True
     streams = True
     entries = True
-    appends = True
     companion_names = COMPANIONS
     description = "ChatGPT export conversations.json (mapping tree per conversation)"
     example = '[{"id": "…", "title": "…", "mapping": {"…": {"message": {"author": {"role": "user"}, …}}}}]'
@@ -226,31 +225,31 @@ class ChatGPT(Grammar):
             return 0.0
         return explained_share(sample, _explains, _is_conversation)
 
-    def parse(self, source: SourceText, settings: Settings, columns: bool = False) -> Iterator[ParsedSession]:
+    def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
         data = load_json(source.text, source.name, self.name)
-        yield from self._sessions(top_level(data, "mapping"), source.name, columns)
+        yield from self._sessions(top_level(data, "mapping"), source.name)
 
     def parse_stream(self, fp: BinaryIO, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
         yield from self._sessions(stream_top_level(fp, source.name, self.name, "mapping"), source.name)
 
-    def parse_entry(self, pointer: str, value: Any, source: SourceText, settings: Settings,
-                    columns: bool = False) -> Iterator[ParsedSession]:
-        yield from self._sessions(((pointer, value),), source.name, columns)
+    def parse_entry(self, pointer: str, value: Any, source: SourceText, settings: Settings
+                    ) -> Iterator[ParsedSession]:
+        yield from self._sessions(((pointer, value),), source.name)
 
-    def _sessions(self, items: Iterable[tuple[str, Any]], name: str, columns: bool = False
+    def _sessions(self, items: Iterable[tuple[str, Any]], name: str
                   ) -> Iterator[ParsedSession]:
         for pointer, conv in items:
             mapping = conv.get("mapping", None) if isinstance(conv, dict) else False
             if mapping is not None and not isinstance(mapping, dict):
                 raise ParseError(Reason.PARSE_ERROR, f"conversation at {pointer or '/'} has no mapping object",
                                  path=name, grammar=self.name)
-            yield self._conversation(pointer, conv, columns)
+            yield self._conversation(pointer, conv)
 
-    def _conversation(self, pointer: str, conv: dict[str, Any], columns: bool) -> ParsedSession:
+    def _conversation(self, pointer: str, conv: dict[str, Any]) -> ParsedSession:
         cid = conv.get("id") or conv.get("conversation_id")
         id_field = "id" if conv.get("id") else "conversation_id"
         session = ParsedSession(str(cid) if cid else None, f"source:{id_field}" if cid else "none",
-                                turns_for(columns), raw=conv, pointer=pointer)
+                                TurnColumns(), raw=conv, pointer=pointer)
         session.title = conv.get("title") if isinstance(conv.get("title"), str) and conv.get("title") else None
         session.created, session.created_raw = read_time(conv.get("create_time"), guess_millis=False)
         times, drift = TimeNotes(), Drift()
@@ -329,7 +328,7 @@ class ChatGPT(Grammar):
                                           content=render_content(message.get("content"))))
 
     @staticmethod
-    def _turn(turns: TurnList | TurnColumns, pointer: str, node_id: str, message: dict[str, Any], default_slug: Any,
+    def _turn(turns: TurnColumns, pointer: str, node_id: str, message: dict[str, Any], default_slug: Any,
               times: TimeNotes, drift: Drift) -> None:
         author = message.get("author") if isinstance(message.get("author"), dict) else {}
         raw_role = _role(message)

@@ -58,7 +58,7 @@ from parsers.grammars._aiexport import (
 )
 from parsers.jsonload import load_json
 from parsers.registry import register
-from parsers.turncols import TurnColumns, TurnList, turns_for
+from parsers.turncols import TurnColumns
 
 SENDERS = {"human": ("Human", "user"), "user": ("Human", "user"), "assistant": ("Claude", "assistant"),
            "system": ("System", "system")}
@@ -224,7 +224,6 @@ class Claude(Grammar):
     structured = True
     streams = True
     entries = True
-    appends = True
     companion_names = COMPANIONS
     description = "Claude.ai export conversations.json (chat_messages per conversation)"
     example = '[{"uuid": "…", "name": "…", "chat_messages": [{"sender": "human", "text": "…"}]}]'
@@ -234,18 +233,18 @@ class Claude(Grammar):
             return 0.0
         return explained_share(sample, _explains, _is_conversation)
 
-    def parse(self, source: SourceText, settings: Settings, columns: bool = False) -> Iterator[ParsedSession]:
+    def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
         data = load_json(source.text, source.name, self.name)
-        yield from self._sessions(top_level(data, "chat_messages"), source, columns)
+        yield from self._sessions(top_level(data, "chat_messages"), source)
 
     def parse_stream(self, fp: BinaryIO, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
         yield from self._sessions(stream_top_level(fp, source.name, self.name, "chat_messages"), source)
 
-    def parse_entry(self, pointer: str, value: Any, source: SourceText, settings: Settings,
-                    columns: bool = False) -> Iterator[ParsedSession]:
-        yield from self._sessions(((pointer, value),), source, columns)
+    def parse_entry(self, pointer: str, value: Any, source: SourceText, settings: Settings
+                    ) -> Iterator[ParsedSession]:
+        yield from self._sessions(((pointer, value),), source)
 
-    def _sessions(self, items: Iterable[tuple[str, Any]], source: SourceText, columns: bool = False
+    def _sessions(self, items: Iterable[tuple[str, Any]], source: SourceText
                   ) -> Iterator[ParsedSession]:
         name, projects = source.name, project_names(source.companions.get("projects.json"))
         for pointer, conv in items:
@@ -253,15 +252,15 @@ class Claude(Grammar):
             if (messages is None and not conv.get("uuid")) or (messages is not None and not isinstance(messages, list)):
                 raise ParseError(Reason.PARSE_ERROR, f"conversation at {pointer or '/'} has no chat_messages list",
                                  path=name, grammar=self.name)
-            session = self._conversation(pointer, conv, columns)
+            session = self._conversation(pointer, conv)
             project = projects.get(str(conv.get("project_uuid")))
             if project:
                 session.meta["project"] = project
             yield session
 
-    def _conversation(self, base: str, conv: dict[str, Any], columns: bool) -> ParsedSession:
+    def _conversation(self, base: str, conv: dict[str, Any]) -> ParsedSession:
         uid = conv.get("uuid")
-        session = ParsedSession(str(uid) if uid else None, "source:uuid" if uid else "none", turns_for(columns),
+        session = ParsedSession(str(uid) if uid else None, "source:uuid" if uid else "none", TurnColumns(),
                                 raw=conv, pointer=base)
         session.title = conv.get("name") if isinstance(conv.get("name"), str) and conv.get("name") else None
         times, drift = TimeNotes(), Drift()
@@ -306,7 +305,7 @@ class Claude(Grammar):
         return session
 
     @staticmethod
-    def _turn(turns: TurnList | TurnColumns, m: dict[str, Any], pointer: str, model_name: str | None,
+    def _turn(turns: TurnColumns, m: dict[str, Any], pointer: str, model_name: str | None,
               times: TimeNotes, drift: Drift) -> None:
         drift.unknown_keys(m, MESSAGE_KEYS, pointer)
         sender = m.get("sender")

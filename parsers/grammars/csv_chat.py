@@ -55,8 +55,11 @@ _DCE_OLD = regex.compile(r"(?P<d>\d{1,2})-(?P<mon>[A-Za-z]{3})-(?P<y>\d{2}) "
                          r"(?P<h>\d{1,2}):(?P<mi>\d{2}) (?P<ampm>[AP]M)")
 
 
+_SEPARATORS = regex.compile(r"[\s_\-]+")
+
+
 def _norm(name: str) -> str:
-    return regex.sub(r"[\s_\-]+", " ", name.strip().lstrip("\ufeff")).lower()
+    return _SEPARATORS.sub(" ", name.strip().lstrip("\ufeff")).lower()
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +75,8 @@ class Layout:
     """The whole header, when the layout is one exporter's."""
 
     def columns(self, header: list[str]) -> dict[str, int] | None:
+        if self.exact is not None and len(header) != len(self.exact):
+            return None
         names = [_norm(h) for h in header]
         if self.exact is not None and names != [_norm(h) for h in self.exact]:
             return None

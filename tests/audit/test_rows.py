@@ -1,4 +1,4 @@
-"""Dataset rows are taken from the assembled document, never from its bytes: both routes agree."""
+"""Dataset rows are taken from the assembled document, never from its bytes: they agree with its bytes."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ from tests.helpers import GOLDEN, ROOT
 SAMPLES = ROOT / "sample_logs"
 INPUTS = sorted(p for p in [*GOLDEN.rglob("*"), *SAMPLES.rglob("*")]
                 if p.is_file() and not p.name.endswith(".expected.json"))
-# the columnar route for every input that has one, whatever its size, and the turn-record route
-ROUTES = {"columnar": Settings(columnar_min_bytes=0), "records": Settings(columnar=False),
+# line inputs as frames of lines whatever their size, every input turn by turn into the batch, and PII
+ROUTES = {"columnar": Settings(columnar_min_bytes=0), "batch": Settings(columnar=False),
           "pii": Settings(columnar_min_bytes=0, redact_pii=True, source_tz="Europe/Stockholm")}
 
 
@@ -51,24 +51,25 @@ def test_rows_from_assembly_equal_the_rows_of_the_document(path, route):
     assert _part(handed) == _part(read)
 
 
-def test_the_inputs_cover_both_routes():
-    """The comparison above is not vacuous: sessions assembled as columns and as dicts both occur."""
+def test_every_session_hands_over_a_table():
+    """No session is assembled as dicts any more: whether read as a frame of lines or batched, its rows are a
+    table."""
     kinds = set()
     for path in INPUTS:
         for s in process_bytes(path.read_bytes(), path.name, RunContext.from_settings(ROUTES["columnar"])).sessions:
             if s.rows is not None:
                 kinds.add(type(s.rows.turns).__name__)
-    assert kinds == {"dict", "DataFrame"}
+    assert kinds == {"DataFrame"}
 
 
-def test_rows_of_chats_assembled_as_columns_or_dicts():
+def test_rows_of_chats_read_as_frames_or_batched():
     whatsapp = importlib.import_module("tests.renderers.whatsapp")
 
     @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(whatsapp.STRATEGY)
     def check(session):
         name, data = whatsapp.render(session)
-        for route in ("columnar", "records"):
+        for route in ("columnar", "batch"):
             handed, read = _both_routes(process_bytes(data, name, RunContext.from_settings(ROUTES[route])))
             assert _part(handed) == _part(read)
             part = _part(handed)

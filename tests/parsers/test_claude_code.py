@@ -8,11 +8,12 @@ import orjson
 from models.records import Detection, RegionKind, SourceText
 from models.settings import Settings
 from normalizers import facts
-from normalizers.assemble import RunContext, assemble
+from normalizers.assemble import RunContext
 from parsers import registry
 from parsers.grammars._agentlog import split_model
 from parsers.text import decode
 from tests.helpers import GOLDEN
+from tests.oracle.records import assemble
 from validators import diffjson
 from validators.accounting import account
 
