@@ -77,7 +77,7 @@ def _columns(batch, grammar, source, detection, ctx: RunContext, seconds: dict[s
     built = jsonbatch.assemble_pending([(p, owner) for p in pending], ctx)
     t6 = clock()
     for p, b in zip(pending, built, strict=True):
-        session = process._Built(b.doc, b.count, b.characters, frames=b.frames, body=b.body, table=b.rows)
+        session = process._Built(b.doc, b.count, b.characters, b.frames, b.body, b.rows)
         process._gate_session(session, p.counted, p.accounting)
     seconds["assemble"] += t6 - t5
     seconds["gate+encode"] += clock() - t6

@@ -1,14 +1,14 @@
 """Sessions waiting for their batch, and a batch assembled as one table (no I/O).
 
-Every session that is not read as a frame of lines comes here: a grammar that appends turns to a
-column builder (``parsers.turncols.TurnColumns``: ChatGPT, Claude) gives it as is, any other's turn
-records are held as columns (``TurnColumns.of``) once they are counted and accounted (``prepare``,
-``prepare_records``). The sessions of a batch (a shard's small inputs together, a whole read's
-sessions about ``BATCH_TURNS`` turns at a time, or a streamed batch of conversations) are normalised,
-redacted, checked and encoded as one table (``normalizers.jsoncols``), and each gets its envelope
-(``assemble_pending``). The callers (flows/process.py, flows/jsonstream.py) judge each session in
-order. A batch the column route fails on has its sessions quarantined with the failure: no other route
-assembles them.
+Every session comes here: a grammar that appends turns to a column builder (``parsers.turncols.
+TurnColumns``: ChatGPT, Claude) gives it as is; any other's turn records, and the frame of lines a line
+grammar reads a large input as, are held as the batch takes them once counted and accounted
+(``prepare``, ``prepare_read``). The sessions of a batch (a shard's small inputs together, a whole
+read's sessions about ``BATCH_TURNS`` turns at a time, or a streamed batch of conversations) are
+normalised, redacted, checked and encoded as one table (``normalizers.jsoncols``), and each gets its
+envelope (``assemble_pending``). The callers (flows/process.py, flows/jsonstream.py) judge each session
+in order. A batch the column route fails on has its sessions quarantined with the failure: no other
+route assembles them.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from typing import Any
+
+import polars as pl
 
 from models.records import ParsedSession
 from normalizers.assemble import RunContext, envelope
@@ -31,7 +33,7 @@ export holds about 2,400): polars' per-call cost shared by a hundred conversatio
 
 def columnar(parsed: ParsedSession) -> bool:
     """Whether a parsed session's turns are columns the batch can take."""
-    return isinstance(parsed.turns, TurnColumns) and parsed.turns.appended
+    return isinstance(parsed.turns, pl.DataFrame) or (isinstance(parsed.turns, TurnColumns) and parsed.turns.appended)
 
 
 @dataclass(slots=True)
@@ -44,13 +46,16 @@ class Pending:
     seconds: float
 
 
-def prepare_records(parsed: ParsedSession, grammar, accounting: Accounting) -> Pending:
-    """Count one session whose grammar built turn records (accounted by the caller), then hold its
-    turns as columns for the batch and drop its raw value."""
+def prepare_read(parsed: ParsedSession, grammar, accounting: Accounting) -> Pending:
+    """Count one session whose grammar built turn records or read a frame of lines (accounted by the
+    caller), then hold its turns as the batch takes them (a builder, or the frame) and drop its raw value."""
     started = time.perf_counter()
     counted = grammar.count_turns(parsed.raw)
     parsed.raw = None
-    parsed.turns = TurnColumns.of(parsed.turns)
+    if parsed.frame is not None:
+        parsed.turns, parsed.frame = parsed.frame, None
+    else:
+        parsed.turns = TurnColumns.of(parsed.turns)
     return Pending(parsed, counted, accounting, time.perf_counter() - started)
 
 

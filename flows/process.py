@@ -19,9 +19,8 @@ from audit.datasets import DocumentRows
 from models.errors import ParseError, Reason, ReconstructError
 from models.records import Detection, SourceText
 from models.status import FileStatus, SessionStatus
-from normalizers.assemble import RunContext, envelope, surrogates_note
-from normalizers.columns import ColumnAssembler, lines_bytes
-from normalizers.encode import encode_interaction, head_and_tail, join_lines
+from normalizers.assemble import RunContext, surrogates_note
+from normalizers.encode import head_and_tail
 from normalizers.ids import safe_id
 from parsers import registry
 from parsers.memory import paused_gc
@@ -111,12 +110,7 @@ def _gate_session(built: _Built, counted: int, accounting: Accounting) -> tuple[
     check = gate.ByteCheck()
     try:
         head, tail = head_and_tail(doc, built.count)
-        if built.body is not None:
-            body = built.body
-        elif built.columns is not None:
-            body = lines_bytes(built.columns, True)
-        else:
-            body = join_lines(map(encode_interaction, doc["artifacts"]["Chatthistorik"]["interactions"]), True)
+        body = built.body
     except (TypeError, ValueError) as exc:  # e.g. an integer beyond 64 bits in a source field
         result.failures.append(gate.GateFailure(Reason.JSON_SYNTAX, "$", f"cannot be serialised: {exc}"))
         return b"", result
@@ -239,16 +233,11 @@ def settled(batch: Batch, outcome: FileOutcome) -> FileOutcome:
 
 
 def _take(ordinal: int, parsed, last: bool, accountant: Accountant, owner: Owner, batch: Batch) -> None:
-    """One parsed session: judged at once when read as a frame, else counted, accounted and batched."""
-    if parsed.frame is not None:
-        batch.flush()  # the input's earlier sessions first, in order
-        owner.sessions.append(judge(ordinal, parsed, owner.grammar, owner.source, owner.detection, batch.ctx,
-                                    owner.seen_ids, accountant.account(parsed, last)))
-        return
-    if isinstance(parsed.turns, jsonbatch.TurnColumns):
+    """One parsed session, counted and accounted, into the batch."""
+    if isinstance(parsed.turns, jsonbatch.TurnColumns) and parsed.frame is None:
         pending = jsonbatch.prepare(parsed, owner.grammar)
     else:
-        pending = jsonbatch.prepare_records(parsed, owner.grammar, accountant.account(parsed, last))
+        pending = jsonbatch.prepare_read(parsed, owner.grammar, accountant.account(parsed, last))
     batch.add(ordinal, pending, owner)
 
 
@@ -292,17 +281,6 @@ def _with_last(items):
         held = following
 
 
-def judge(ordinal, parsed, grammar, source, detection, ctx, seen_ids, accounting: Accounting) -> SessionOutcome:
-    """Judge one session read as a frame, with what the ledger counts of its source accounting and drift."""
-    t0 = time.perf_counter()
-    counted = grammar.count_turns(parsed.raw)
-    parsed.raw = None
-    built = _built(parsed, counted, source, detection, grammar, ctx, accounting)
-    outcome = _decide(ordinal, parsed, built, counted, accounting, seen_ids, t0)
-    _tally(outcome, parsed, accounting)
-    return outcome
-
-
 def _tally(outcome: SessionOutcome, parsed, accounting: Accounting) -> None:
     outcome.unaccounted = accounting.unaccounted + accounting.overlapping
     outcome.declared = accounting.declared
@@ -327,10 +305,9 @@ def _decide(ordinal, parsed, built: _Built, counted: int, accounting: Accounting
     if result.passed:
         status = SessionStatus.PARTIAL if result.partial else SessionStatus.OK
         reason = doc["artifacts"]["Chatthistorik"].get("coverageReason", "")
-        rows = DocumentRows.of(doc, built.turns.frame() if built.turns is not None else built.table)
         return SessionOutcome(ordinal, sid, raw_id, status, [], reason, encoded, None,
                               built.count, counted, built.characters, seconds=time.perf_counter() - t0,
-                              turns=built.turns, rows=rows)
+                              rows=DocumentRows.of(doc, built.table))
     detail = "; ".join(f"{f.reason.value} at {f.path}: {f.message}" for f in result.failures[:5])
     return SessionOutcome(ordinal, sid, raw_id, SessionStatus.QUARANTINED, result.reasons, detail, None,
                           built.full_document(), built.count, counted, built.characters,
@@ -339,49 +316,22 @@ def _decide(ordinal, parsed, built: _Built, counted: int, accounting: Accounting
 
 @dataclass(slots=True)
 class _Built:
-    """A session's document before the gate: the envelope, and its interactions as encoded columns
-    (``columns``, a session read as a frame) or as the bytes of a batch's session (``body``), with the
-    gate's column checks."""
+    """A session of a batch before the gate: its envelope, its interactions' bytes (``body``), the gate's
+    checks of their columns and the turns table rows (``normalizers.jsoncols.SessionColumns.rows``)."""
 
     doc: dict[str, Any]
     count: int
     characters: int
-    columns: Any = None
-    frames: gate.FrameCheck | None = None
-
-    rows: Any = None
-    body: bytes | None = None
-    """The interactions' bytes when they were encoded apart (a batch's session)."""
-    table: Any = None
-    """The turns table rows of a batch's session (``normalizers.jsoncols.SessionColumns.rows``)."""
-
-    @property
-    def turns(self):
-        """The interaction rows (sessions read as a frame), for the datasets."""
-        return self.rows
+    frames: gate.FrameCheck
+    body: bytes
+    table: Any
 
     def full_document(self) -> dict[str, Any]:
         """The document with its interactions as dicts (a quarantine record keeps it)."""
         history = self.doc["artifacts"]["Chatthistorik"]
-        if self.columns is not None:
-            history["interactions"] = [orjson.loads(line) for line in self.columns["line"]]
-        elif self.body:  # one line per interaction, each but the last ending in a comma
+        if self.body:  # one line per interaction, each but the last ending in a comma
             history["interactions"] = [orjson.loads(line.rstrip(b",")) for line in self.body[1:].split(b"\n")]
         return self.doc
-
-
-def _built(parsed, counted, source, detection, grammar, ctx, accounting: Accounting) -> _Built:
-    """A session read as a frame, assembled column-wise."""
-    common = {"source": source, "detection": detection, "grammar_version": grammar.version, "ctx": ctx,
-              "accounting": accounting.as_dict(), "unaccounted": accounting.reason()}
-    assembler = ColumnAssembler(ctx)
-    columns = assembler.add(parsed.frame)
-    parsed.frame = None
-    frames = gate.FrameCheck()
-    frames.feed(columns, assembler.checked)
-    doc = envelope(parsed, counted, assembler.summary, [], **common)
-    return _Built(doc, columns.height, int(columns["content"].str.len_chars().sum() or 0), columns, frames,
-                  assembler.rows(columns))
 
 
 def judge_batch(pending: list[tuple[int, jsonbatch.Pending, Owner]], ctx: RunContext, rows: bool = True
@@ -403,7 +353,7 @@ def judge_batch(pending: list[tuple[int, jsonbatch.Pending, Owner]], ctx: RunCon
                                      f"{p.parsed.turns.why}"))
             continue
         p.parsed.turns = []  # the document holds what is needed
-        session = _Built(b.doc, b.count, b.characters, frames=b.frames, body=b.body, table=b.rows)
+        session = _Built(b.doc, b.count, b.characters, b.frames, b.body, b.rows)
         outcome = _decide(ordinal, p.parsed, session, p.counted, p.accounting,
                           {} if owner.seen_ids is None else owner.seen_ids, time.perf_counter() - b.seconds)
         _tally(outcome, p.parsed, p.accounting)

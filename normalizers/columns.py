@@ -1,7 +1,9 @@
-"""Interactions from a turn frame, column-wise: normalisation once per distinct value, lines encoded in polars.
+"""Interactions of a streamed session, chunk by chunk: normalisation once per distinct value, lines in polars.
 
-The columnar twin of ``assemble._interactions`` for sessions whose grammar gives its turns as a
-frame (``parsers.columns.TURN_SCHEMA``). Same document, other route (a test compares the bytes):
+A session read whole is assembled with its batch (normalizers/jsoncols.py); a large text input streamed
+in chunks (flows/spool.py, flows/ranges.py) is assembled here, one turn frame
+(``parsers.columns.TURN_SCHEMA``) per chunk, with what spans chunks carried along. Same document as a
+whole read (tests compare the bytes):
 
 - ``normalize_speaker`` runs once per distinct speaker, its fields pre-encoded and joined back;
 - times are converted to UTC and formatted as a column (a time that does not exist in the source

@@ -24,6 +24,7 @@ input, and generated conversations).
 
 from __future__ import annotations
 
+import io
 import re
 from dataclasses import dataclass, field
 from itertools import chain
@@ -106,16 +107,27 @@ def assemble_batch(frame: pl.DataFrame, sizes: list[int], ctx: RunContext, rows:
 
 
 def _encode(frame: pl.DataFrame, speakers: dict[str, _Speaker], out: list[SessionColumns]) -> None:
-    """Each session's interaction lines, joined as they follow its head, and its characters."""
+    """Each session's interaction lines, joined as they follow its head, and its characters. The lines
+    of the whole batch are written by polars straight to bytes (a CSV of one unquoted column is the
+    lines themselves, each but a session's last ending in a comma) and each session's body is a slice
+    of them: no Python string of a body is made."""
     keys = list(speakers)
     frame = frame.with_columns(spk=pl.col("key").replace_strict(keys, [speakers[k].piece for k in keys]),
                                raw=pl.col("key").replace_strict(keys, [speakers[k].raw for k in keys]))
-    per = (frame.select("session", "kind", _line(), pl.col("content").str.len_chars().alias("chars"))
+    last = pl.col("session") != pl.col("session").shift(-1, fill_value=-1)
+    lines = frame.select("session", "kind", _line()).with_columns(
+        piece=pl.when(last).then(pl.col("line")).otherwise(pl.col("line") + ","))
+    buffer = io.BytesIO()
+    lines.select("piece").write_csv(buffer, include_header=False, quote_style="never")
+    data = buffer.getbuffer()
+    per = (lines.with_columns(end=(pl.col("piece").str.len_bytes() + 1).cum_sum(),
+                              chars=frame["content"].str.len_chars())
            .group_by("session", maintain_order=True)
-           .agg(pl.col("line").str.join(",\n"), pl.col("chars").sum(),
+           .agg(pl.col("end").last(), (pl.col("end").first() - pl.col("piece").first().str.len_bytes() - 1)
+                .alias("start"), pl.col("chars").sum(),
                 pl.col("line").filter(pl.col("kind") != "system").head(KEY_MESSAGES).alias("first")))
-    for s, body, chars, first in per.iter_rows():
-        out[s].body = ("\n" + body).encode()
+    for s, end, start, chars, first in per.iter_rows():
+        out[s].body = b"\n" + bytes(data[start:end - 1])  # a line end ends the CSV's last row, not the body
         out[s].characters = int(chars)
         out[s].summary.open_with(orjson.loads(line) for line in first)  # the session key's earliest messages
 

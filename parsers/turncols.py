@@ -120,14 +120,39 @@ def _model_json(model: ModelRef) -> str:
     return orjson.dumps((model.provider, model.name, model.version)).decode()
 
 
-def batch_frame(builders: list[TurnColumns]) -> pl.DataFrame:
-    """The turns of a batch of sessions as one frame (``BATCH_SCHEMA``), session ``i`` the ``i``-th builder."""
+def batch_frame(builders: list[TurnColumns | pl.DataFrame]) -> pl.DataFrame:
+    """The turns of a batch of sessions as one frame (``BATCH_SCHEMA``), session ``i`` the ``i``-th builder:
+    a ``TurnColumns``, or the turn frame of a session a line grammar read as a frame (``frame_turns``)."""
+    pieces: list[pl.DataFrame] = []
     session: list[int] = []
     rows: list[tuple] = []
     for i, builder in enumerate(builders):
+        if isinstance(builder, pl.DataFrame):
+            pieces.extend((_rows_frame(session, rows), frame_turns(builder, i)))
+            session, rows = [], []
+            continue
         rows.extend(builder.rows)
         session.extend([i] * len(builder.rows))
+    pieces.append(_rows_frame(session, rows))
+    pieces = [p for p in pieces if p.height] or pieces[-1:]
+    return pieces[0] if len(pieces) == 1 else pl.concat(pieces, how="vertical")
+
+
+def _rows_frame(session: list[int], rows: list[tuple]) -> pl.DataFrame:
     columns = list(zip(*rows, strict=True)) if rows else [() for _ in _COLUMNS]
     # a Series per column: several times faster than the frame's constructor given a schema
     return pl.DataFrame([pl.Series("session", session, dtype=pl.Int64)]
                         + [pl.Series(k, v, dtype=BATCH_SCHEMA[k]) for k, v in zip(_COLUMNS, columns, strict=True)])
+
+
+def frame_turns(frame: pl.DataFrame, session: int) -> pl.DataFrame:
+    """A line grammar's turn frame (``parsers.columns.TURN_SCHEMA``, with its optional ``model`` and
+    ``offset`` columns) in the batch's columns: every model it names is the turn's own, no pointer."""
+    given = set(frame.columns)
+
+    def column(name: str) -> pl.Expr:
+        return pl.col(name) if name in given else pl.lit(None)
+
+    fixed = {"session": pl.lit(session), "explicit": pl.lit(True), "pointer": pl.lit(None), "part": pl.lit(None),
+             "base": pl.lit(None), "offset": column("offset"), "model": column("model")}
+    return frame.select((fixed[k] if k in fixed else pl.col(k)).cast(t).alias(k) for k, t in BATCH_SCHEMA.items())
