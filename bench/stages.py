@@ -18,7 +18,7 @@ from collections import defaultdict
 from itertools import islice
 from pathlib import Path
 
-from flows import jsonbatch, process
+from flows import batches, process
 from models.records import SourceText
 from models.settings import Settings
 from normalizers.assemble import RunContext
@@ -30,7 +30,7 @@ STAGES = ("split", "parse", "count", "accounting", "assemble", "gate+encode")
 
 def one_pass(path: Path, ctx: RunContext) -> tuple[dict[str, float], int]:
     """(CPU seconds by stage, messages) of one pass over the export, in the worker's batches of
-    ``stream_chunk_bytes``, each assembled as one table (flows/jsonbatch.py)."""
+    ``stream_chunk_bytes``, each assembled as one table (flows/batches.py)."""
     source = SourceText("", path.name, "0" * 64, path.stat().st_size, "utf-8")
     with path.open("rb") as fh:
         sample = fh.read(65536).decode("utf-8", "ignore")
@@ -68,13 +68,13 @@ def _columns(batch, grammar, source, detection, ctx: RunContext, seconds: dict[s
                                          (r.pointer for r in parsed.regions))
             parsed.raw = None
             t4 = clock()
-            pending.append(jsonbatch.Pending(parsed, counted, accounting, 0.0))
+            pending.append(batches.Pending(parsed, counted, accounting, 0.0))
             for stage, spent in zip(STAGES[1:4], (t2 - t1, t3 - t2, t4 - t3), strict=True):
                 seconds[stage] += spent
             t1 = clock()
     t5 = clock()
     owner = process.Owner(grammar, source, detection, None)
-    built = jsonbatch.assemble_pending([(p, owner) for p in pending], ctx)
+    built = batches.assemble_pending([(p, owner) for p in pending], ctx)
     t6 = clock()
     for p, b in zip(pending, built, strict=True):
         session = process._Built(b.doc, b.count, b.characters, b.frames, b.body, b.rows)

@@ -9,7 +9,7 @@ The JSON counterpart of flows/spool.py. A ChatGPT or Claude ``conversations.json
    than two batches each, else it is done here (this process is the last worker; with one worker,
    or where no child process may be started, every batch is done here): every entry is parsed by its
    grammar (``Grammar.parse_entry``), accounted, assembled and gated as the whole-file path does
-   (the batch's sessions assembled as one table, flows/jsonbatch.py), and its document written to a
+   (the batch's sessions assembled as one table, flows/batches.py), and its document written to a
    temporary file under ``OUT/.spool``;
 3. the batches' sessions come back in their order: ordinals and duplicate session ids are settled
    here across batches, as the whole-file path settles them, and each session is handed to
@@ -58,7 +58,7 @@ from normalizers.ids import safe_id
 from parsers import jsonsplit, registry
 from parsers.memory import paused_gc
 
-from . import jsonbatch, lifeline
+from . import batches, lifeline
 from .emit import document_relpath
 from .process import FileOutcome, Owner, SessionOutcome, failure, judge_batch
 from .spool import SPOOL_DIR
@@ -379,7 +379,7 @@ def _address(o: SessionOutcome) -> str | None:
 def _outcomes(grammar, job: Job, ctx: RunContext) -> list[tuple[int, list[SessionOutcome]]]:
     """(index, its sessions) of each entry of a batch, in order: every entry parsed with its turns as
     columns, counted and accounted, then the batch's sessions assembled as one table
-    (flows/jsonbatch.py). A batch the column route fails on has each conversation quarantined with the
+    (flows/batches.py). A batch the column route fails on has each conversation quarantined with the
     failure, never read by another route."""
     values = [(index, item if job.parsed else orjson.loads(item)) for index, item, *_ in job.entries]
     started = time.perf_counter()
@@ -394,12 +394,12 @@ def _batched(grammar, values: list[tuple[int, Any]], job: Job, ctx: RunContext
              ) -> list[tuple[int, list[SessionOutcome]]]:
     """Every entry parsed with its turns as columns, counted and accounted; then the batch assembled."""
     done: list[tuple[int, list]] = []
-    batch: list[tuple[int, jsonbatch.Pending, Owner]] = []
+    batch: list[tuple[int, batches.Pending, Owner]] = []
     owner = Owner(grammar, job.source, job.detection, None)
     for index, value in values:
         started = time.perf_counter()
         try:
-            prepared = [jsonbatch.prepare(parsed, grammar)
+            prepared = [batches.prepare(parsed, grammar)
                         for parsed in grammar.parse_entry(f"/{index}", value, job.source, ctx.settings)]
         except ReconstructError as exc:
             done.append((index, [_unreadable(index, value, exc.reason, exc.detail, started)]))

@@ -28,7 +28,7 @@ from parsers.text import decode
 from validators import gate
 from validators.accounting import Accountant, Accounting
 
-from . import jsonbatch
+from . import batches
 
 DETECT_SAMPLE = 65536
 
@@ -185,18 +185,18 @@ class Owner:
 
 class Batch:
     """Sessions of one input or of many (a shard shares one across its files) whose turns are columns,
-    judged as one table about ``jsonbatch.BATCH_TURNS`` turns at a time, in order, each into its
+    judged as one table about ``batches.BATCH_TURNS`` turns at a time, in order, each into its
     input's outcomes: polars' per-call cost is shared by every session of the batch."""
 
     def __init__(self, ctx: RunContext) -> None:
         self.ctx = ctx
-        self.pending: list[tuple[int, jsonbatch.Pending, Owner]] = []
+        self.pending: list[tuple[int, batches.Pending, Owner]] = []
         self.turns = 0
 
-    def add(self, ordinal: int, pending: jsonbatch.Pending, owner: Owner) -> None:
+    def add(self, ordinal: int, pending: batches.Pending, owner: Owner) -> None:
         self.pending.append((ordinal, pending, owner))
         self.turns += len(pending.parsed.turns)
-        if self.turns >= jsonbatch.BATCH_TURNS:
+        if self.turns >= batches.BATCH_TURNS:
             self.flush()
 
     def flush(self) -> None:
@@ -234,10 +234,10 @@ def settled(batch: Batch, outcome: FileOutcome) -> FileOutcome:
 
 def _take(ordinal: int, parsed, last: bool, accountant: Accountant, owner: Owner, batch: Batch) -> None:
     """One parsed session, counted and accounted, into the batch."""
-    if isinstance(parsed.turns, jsonbatch.TurnColumns) and parsed.frame is None:
-        pending = jsonbatch.prepare(parsed, owner.grammar)
+    if isinstance(parsed.turns, batches.TurnColumns) and parsed.frame is None:
+        pending = batches.prepare(parsed, owner.grammar)
     else:
-        pending = jsonbatch.prepare_read(parsed, owner.grammar, accountant.account(parsed, last))
+        pending = batches.prepare_read(parsed, owner.grammar, accountant.account(parsed, last))
     batch.add(ordinal, pending, owner)
 
 
@@ -317,7 +317,7 @@ def _decide(ordinal, parsed, built: _Built, counted: int, accounting: Accounting
 @dataclass(slots=True)
 class _Built:
     """A session of a batch before the gate: its envelope, its interactions' bytes (``body``), the gate's
-    checks of their columns and the turns table rows (``normalizers.jsoncols.SessionColumns.rows``)."""
+    checks of their columns and the turns table rows (``normalizers.table.SessionColumns.rows``)."""
 
     doc: dict[str, Any]
     count: int
@@ -334,14 +334,14 @@ class _Built:
         return self.doc
 
 
-def judge_batch(pending: list[tuple[int, jsonbatch.Pending, Owner]], ctx: RunContext, rows: bool = True
+def judge_batch(pending: list[tuple[int, batches.Pending, Owner]], ctx: RunContext, rows: bool = True
                 ) -> list[SessionOutcome]:
     """Judge a batch of prepared sessions, in order, each with its ordinal and its input. Should the
     column route fail on the batch, its sessions are quarantined with the failure (never assembled
     again by another route). A session whose source fields cannot be encoded is quarantined alone."""
-    table = [(p, owner) for _, p, owner in pending if jsonbatch.columnar(p.parsed)]
+    table = [(p, owner) for _, p, owner in pending if batches.columnar(p.parsed)]
     try:
-        built = dict(zip((id(p) for p, _ in table), jsonbatch.assemble_pending(table, ctx, rows), strict=True))
+        built = dict(zip((id(p) for p, _ in table), batches.assemble_pending(table, ctx, rows), strict=True))
     except Exception as exc:  # recorded on each of the batch's sessions; the run goes on
         detail = f"the column route failed on its batch: {failure(exc)}"
         return [_route_failed(ordinal, p, Reason.INTERNAL, detail) for ordinal, p, _ in pending]
@@ -361,7 +361,7 @@ def judge_batch(pending: list[tuple[int, jsonbatch.Pending, Owner]], ctx: RunCon
     return out
 
 
-def _route_failed(ordinal: int, pending: jsonbatch.Pending, reason: Reason, detail: str) -> SessionOutcome:
+def _route_failed(ordinal: int, pending: batches.Pending, reason: Reason, detail: str) -> SessionOutcome:
     """A session that could not be assembled: quarantined with the failure, nothing written."""
     raw = pending.parsed.session_id
     outcome = SessionOutcome(ordinal, safe_id(raw), raw, SessionStatus.QUARANTINED, [reason.value], detail,

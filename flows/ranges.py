@@ -30,7 +30,7 @@ from typing import Any, BinaryIO
 import polars as pl
 
 from models.errors import NotStreamable, Reason
-from normalizers.columns import ColumnAssembler
+from normalizers.table import ColumnAssembler
 from parsers.columns import split_lines
 from validators import gate
 from validators.accounting import Accounting, BlankIndex, account_spans

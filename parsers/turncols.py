@@ -3,7 +3,7 @@
 ``TurnColumns`` holds one plain tuple per turn (the cheapest append Python has), with the fields of
 ``models.records.Turn`` (``add``, in its order); ``batch_frame`` turns the builders of a batch of
 sessions into one frame, transposed once (``BATCH_SCHEMA``, a ``session`` column numbering them), for
-the batch's assembly (normalizers/jsoncols.py). ChatGPT and Claude append their turns to it as they
+the batch's assembly (normalizers/table.py). ChatGPT and Claude append their turns to it as they
 read them; the other grammars' turn records are held in one once counted and accounted
 (``TurnColumns.of``). ``records`` gives the turns back as records (the oracle in tests/ reads them so).
 """
@@ -51,6 +51,23 @@ class TurnColumns:
 
     def __len__(self) -> int:
         return len(self.rows)
+
+    def __iter__(self):
+        """The turns as records (``records``), for readers that walk a session's turns."""
+        return iter(self.records())
+
+    def __getitem__(self, index):
+        return self.records()[index]
+
+    def __eq__(self, other: object) -> bool:
+        """The same turns: another builder's, or a list of records."""
+        if isinstance(other, TurnColumns):
+            return self.rows == other.rows and self._odd == other._odd
+        if isinstance(other, list):
+            return self.records() == other
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
 
     def add(self, speaker: str, role: str, content: str, time: datetime | None = None, time_raw: str | None = None,
             model: ModelRef | None = None, kind: str = "message", lines: tuple[int, int] | None = None,

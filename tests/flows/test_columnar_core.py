@@ -1,4 +1,4 @@
-"""Sessions assembled as columns are byte for byte the documents of the turn-record path."""
+"""A line input read as a frame of lines gives byte for byte the documents of its turn-by-turn parse."""
 
 from __future__ import annotations
 
@@ -10,16 +10,17 @@ from audit.datasets import rows
 from flows.process import process_bytes
 from models.settings import Settings
 from normalizers.assemble import RunContext
+from parsers import registry
 from tests.parsers.test_columns import CASES
 
-# columnar_min_bytes=0: the small cases through columns too (a run sends short chats through records)
+# columnar_min_bytes=0: the small cases read as frames too (a run parses short chats turn by turn)
 SETTINGS = [Settings(columnar_min_bytes=0, **values) for values in (
     {}, {"source_tz": "Europe/Stockholm", "redact_pii": True}, {"secrets_policy": "report"}, {"max_turn_chars": 20})]
 
 
 @pytest.mark.parametrize("settings", SETTINGS, ids=["default", "zone-pii", "report", "truncate"])
 @pytest.mark.parametrize(("grammar", "path"), CASES, ids=lambda v: getattr(v, "name", v))
-def test_columnar_documents_equal_the_record_path(grammar, path, settings):
+def test_frame_documents_equal_the_turn_by_turn_parse(grammar, path, settings):
     data = path.read_bytes()
     columnar = process_bytes(data, path.name, RunContext.from_settings(settings))
     records = process_bytes(data, path.name, RunContext.from_settings(settings.model_copy(update={"columnar": False})))
@@ -28,9 +29,9 @@ def test_columnar_documents_equal_the_record_path(grammar, path, settings):
         [(s.status, s.reasons, s.detail, s.characters, s.unaccounted) for s in records.sessions]
     for s in columnar.sessions:
         if s.encoded is not None:  # the turn rows are the document's interactions
-            _, turns = rows("x", "", orjson.loads(s.encoded))
-            expected = pl.DataFrame(turns).drop("output_path", "session_id", "source_pointer", "source_path", "grammar")
-            assert s.turns.frame().to_dicts() == expected.select(s.turns.frame().columns).to_dicts()
+            _, expected = rows("x", "0", orjson.loads(s.encoded))
+            got = s.rows.keyed("x", "0")[1]
+            assert got.to_dicts() == pl.DataFrame(expected, schema=got.schema).to_dicts()
 
 
 def test_a_secret_a_dst_gap_and_a_fact_in_one_chat():
@@ -45,13 +46,15 @@ def test_a_secret_a_dst_gap_and_a_fact_in_one_chat():
     assert b'"heuristicsNamed": [' in columnar.sessions[0].encoded
 
 
-def test_a_run_reads_columns_only_above_columnar_min_bytes():
-    """Short chats go through records (a frame's fixed cost outweighs its gain), long ones through
-    columns; the bytes are the same either way."""
+def test_a_run_reads_a_frame_only_above_columnar_min_bytes(monkeypatch):
+    """Short chats are parsed turn by turn (a frame per file costs more than it saves), long ones as a
+    frame of lines; the bytes are the same either way."""
     text = "".join(f"1/{1 + i // 100}/24, 10:{i % 60:02d} - Ann: message number {i}\n" for i in range(200)).encode()
-    routes = {}
+    grammar = registry.get("whatsapp")
+    framed, real = [], type(grammar).parse_columns
+    monkeypatch.setattr(type(grammar), "parse_columns", lambda self, *a: framed.append(1) or real(self, *a))
+    encoded = {}
     for limit in (len(text), len(text) + 1):
         outcome = process_bytes(text, "chat.txt", RunContext.from_settings(Settings(columnar_min_bytes=limit)))
-        routes[limit] = outcome.sessions[0]
-    assert routes[len(text)].turns is not None and routes[len(text) + 1].turns is None
-    assert routes[len(text)].encoded == routes[len(text) + 1].encoded
+        encoded[limit] = outcome.sessions[0].encoded
+    assert framed == [1] and encoded[len(text)] == encoded[len(text) + 1] is not None

@@ -135,7 +135,7 @@ def test_a_broken_range_never_leaves_a_gap(tmp_path, monkeypatch):
 
 def test_ranges_that_do_not_meet_are_refused():
     from normalizers.assemble import RunContext
-    from normalizers.columns import ColumnAssembler
+    from normalizers.table import ColumnAssembler
 
     ctx = RunContext.from_settings(Settings())
     total = ColumnAssembler(ctx)

@@ -1,6 +1,6 @@
 """The record assembler: one turn record at a time into the document's interactions, as dicts.
 
-It left the product when every session came to be assembled as a table (normalizers/jsoncols.py); it
+It left the product when every session came to be assembled as a table (normalizers/table.py); it
 stays here as the oracle's assembler, the plainest statement of what each interaction holds."""
 
 from __future__ import annotations

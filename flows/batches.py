@@ -5,7 +5,7 @@ TurnColumns``: ChatGPT, Claude) gives it as is; any other's turn records, and th
 grammar reads a large input as, are held as the batch takes them once counted and accounted
 (``prepare``, ``prepare_read``). The sessions of a batch (a shard's small inputs together, a whole
 read's sessions about ``BATCH_TURNS`` turns at a time, or a streamed batch of conversations) are
-normalised, redacted, checked and encoded as one table (``normalizers.jsoncols``), and each gets its
+normalised, redacted, checked and encoded as one table (``normalizers.table``), and each gets its
 envelope (``assemble_pending``). The callers (flows/process.py, flows/jsonstream.py) judge each session
 in order. A batch the column route fails on has its sessions quarantined with the failure: no other
 route assembles them.
@@ -21,7 +21,7 @@ import polars as pl
 
 from models.records import ParsedSession
 from normalizers.assemble import RunContext, envelope
-from normalizers.jsoncols import assemble_batch
+from normalizers.table import assemble_batch
 from parsers.turncols import TurnColumns, batch_frame
 from validators import gate
 from validators.accounting import Accounting, account_records

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from audit.datasets import rows
-from flows import ingest, jsonbatch
+from flows import batches, ingest
 from flows.process import process_bytes
 from flows.shard import run_shard
 from models.errors import Reason
@@ -164,7 +164,7 @@ def _claude(draw, n: int) -> dict:
 def test_generated_conversations_give_the_oracles_bytes(conversations, settings, batch):
     data = orjson.dumps(list(conversations))
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(jsonbatch, "BATCH_TURNS", batch)  # batch boundaries anywhere
+        patch.setattr(batches, "BATCH_TURNS", batch)  # batch boundaries anywhere
         columns, records = _routes(data, "conversations.json", settings)
     _same(columns, records)
     assert columns.grammar == ("claude" if "chat_messages" in conversations[0] else "chatgpt")
@@ -174,7 +174,7 @@ def test_batches_of_one_session_or_all_give_the_same_documents(monkeypatch):
     data = (GOLDEN / "chatgpt" / "conversations.json").read_bytes()
     got = []
     for size in (1, 3, 10_000):
-        monkeypatch.setattr(jsonbatch, "BATCH_TURNS", size)
+        monkeypatch.setattr(batches, "BATCH_TURNS", size)
         got.append([s.encoded for s in process_bytes(data, "c.json", RunContext.from_settings(SETTINGS[0])).sessions])
     assert got[0] == got[1] == got[2] and all(got[0])
 
@@ -185,7 +185,7 @@ def test_a_batch_the_column_route_fails_on_is_quarantined_not_retried(where, mon
     route makes their documents; the sessions of other batches are written as always."""
     data = (GOLDEN / "chatgpt" / "conversations.json").read_bytes()
     expected = _routes(data, "c.json", SETTINGS[0])[1]
-    real, calls = getattr(jsonbatch, where), []
+    real, calls = getattr(batches, where), []
 
     def fails_second(*args, **kwargs):  # after one session's envelope was made, or at once
         calls.append(1)
@@ -193,7 +193,7 @@ def test_a_batch_the_column_route_fails_on_is_quarantined_not_retried(where, mon
             raise RuntimeError("a column route shortcoming")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(jsonbatch, where, fails_second)
+    monkeypatch.setattr(batches, where, fails_second)
     got = process_bytes(data, "c.json", RunContext.from_settings(SETTINGS[0]))
     assert len(calls) >= (1 if where == "assemble_batch" else 2)
     failed = [s for s in got.sessions if s.status is SessionStatus.QUARANTINED]

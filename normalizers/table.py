@@ -34,9 +34,10 @@ import orjson
 import polars as pl
 
 from models.records import ModelRef
+from parsers.turncols import frame_turns
 
 from .assemble import RunContext, Summary, _speaker_entry, model_source, raw_time_keys
-from .columns import _FACT_WORDS, json_string, utc_dates
+from .columns import _FACT_WORDS, TurnRows, json_string, utc_dates
 from .columns import _line as interaction_line
 from .keys import KEY_MESSAGES
 from .secrets import EXACT_WORDS, FOLDED_WORDS, pii_triggers, triggers
@@ -77,10 +78,17 @@ class Batch:
 class _Speaker:
     entry: dict[str, Any]
     piece: str
+    """``,"speakerName":...,"model":...,"modelSource":...,"speaker":...``"""
     raw: str
+    """``,"speakerNameRaw":...`` and ``,"modelRaw":...`` when the display fields were changed."""
     source: str
+    """modelSource"""
     notes: list[str]
+    """Its display-field changes (``Summary.name_notes``)."""
     found: list[str]
+    """The secret types found in its name."""
+    at: int = 0
+    """The index of its first turn in the session (a streamed session's table: ``SessionStream``)."""
 
 
 def assemble_batch(frame: pl.DataFrame, sizes: list[int], ctx: RunContext, rows: bool = False) -> Batch:
@@ -147,15 +155,20 @@ def _speaker_keys() -> pl.Expr:
                          c("explicit").cast(pl.Utf8))
 
 
-def _speakers(frame: pl.DataFrame, ctx: RunContext, out: list[SessionColumns], redactions: list) -> dict[str, _Speaker]:
-    """The batch's speaker table; what each session records where it first meets a speaker."""
-    table: dict[str, _Speaker] = {}
+def _speakers(frame: pl.DataFrame, ctx: RunContext, out: list[SessionColumns], redactions: list,
+              table: dict[str, _Speaker] | None = None) -> dict[str, _Speaker]:
+    """The batch's speaker table; what each session records where it first meets a speaker. ``table``:
+    the table of a streamed session's earlier chunks, whose speakers it has met already."""
+    table = {} if table is None else table
+    met = set(table)
     firsts = frame.select("session", "key", "ordinal", "speaker", "model", "explicit").unique(
         subset=["session", "key"], keep="first", maintain_order=True)
     for s, key, ordinal, name, model, explicit in firsts.iter_rows():
+        if key in met:
+            continue
         sp = table.get(key)
         if sp is None:
-            sp = table[key] = _speaker(ctx, name, model, explicit)
+            sp = table[key] = _speaker(ctx, name, model, explicit, ordinal - 1)
         summary = out[s].summary
         redactions[s].extend((ordinal, 0, {"turn": ordinal, "type": k, "field": "speakerName"}) for k in sp.found)
         summary.name_notes.extend(sp.notes)
@@ -170,7 +183,7 @@ def _speakers(frame: pl.DataFrame, ctx: RunContext, out: list[SessionColumns], r
     return table
 
 
-def _speaker(ctx: RunContext, name: str, model_json: str | None, explicit: bool) -> _Speaker:
+def _speaker(ctx: RunContext, name: str, model_json: str | None, explicit: bool, at: int) -> _Speaker:
     scrubbed, found = ctx.redactor.scrub(name)  # a name may hold a key: it is shown in every turn
     model = ModelRef(*orjson.loads(model_json)) if model_json is not None else None
     notes: list[str] = []
@@ -180,7 +193,7 @@ def _speaker(ctx: RunContext, name: str, model_json: str | None, explicit: bool)
                           "speaker": entry["speaker"]})
     raw = orjson.dumps({k: entry[k] for k in ("speakerNameRaw", "modelRaw") if k in entry})
     return _Speaker(entry, "," + piece[1:-1].decode(), ("," + raw[1:-1].decode()) if len(raw) > 2 else "", source,
-                    notes, found)
+                    notes, found, at)
 
 
 def _content(frame: pl.DataFrame, ctx: RunContext, out: list[SessionColumns], redactions: list) -> pl.Series:
@@ -246,9 +259,10 @@ def _extras(frame: pl.DataFrame, ctx: RunContext, out: list[SessionColumns], red
 
 
 def _facts(frame: pl.DataFrame, content: pl.Series, scrubbed: dict[int, Any], out: list[SessionColumns],
-           scrub) -> None:
+           scrub, kept: list[tuple] | None = None) -> None:
     """``Facts.observe`` on the turns that may hold a fact, in order: a fact word in the content, a
-    tool turn, or source fields that observe reads."""
+    tool turn, or source fields that observe reads (``kept``: the rows kept for later instead, in
+    order, as a range of a streamed session keeps them)."""
     words = "|".join(re.escape(w) for w in _FACT_WORDS)
     extra = frame["extra"]
     test = (content.str.contains(words) | (frame["role"] == "tool") | frame["kind"].is_in(_TOOL_KINDS)
@@ -261,7 +275,10 @@ def _facts(frame: pl.DataFrame, content: pl.Series, scrubbed: dict[int, Any], ou
     for i, (s, ordinal, role, kind, speaker, text, base), body in zip(rows, picked.iter_rows(), texts, strict=True):
         value = scrubbed[i] if i in scrubbed else (orjson.loads(text) if text is not None else None)
         base = scrub(base)[0] if base is not None else None  # redacted like the content
-        out[s].summary.facts.observe(ordinal, role, kind, speaker, body, value, base)
+        if kept is not None:
+            kept.append((ordinal, role, kind, speaker, body, value, base))
+        else:
+            out[s].summary.facts.observe(ordinal, role, kind, speaker, body, value, base)
 
 
 def _dates(frame: pl.DataFrame, ctx: RunContext, out: list[SessionColumns]) -> pl.Series:
@@ -315,3 +332,90 @@ def _rows(frame: pl.DataFrame, speakers: dict[str, _Speaker], starts: list[int],
     )
     for s, (start, n) in enumerate(zip(starts, sizes, strict=True)):
         out[s].rows = table.slice(start, n)
+
+
+@dataclass(slots=True)
+class ColumnAssembler:
+    """The interactions of one streamed session, a turn frame (``parsers.columns.TURN_SCHEMA``) per chunk,
+    through the batch's column work (one session, ordinals going on from chunk to chunk): what spans
+    chunks (the speaker table, the summary) is carried along, so a session's bytes do not depend on how
+    it was cut. A range of a session read apart (flows/ranges.py, ``starting_at``) keeps the rows
+    ``Facts.observe`` must see in session order (``facts``) and is added to the session by ``absorb``."""
+
+    ctx: RunContext
+    summary: Summary = field(default_factory=Summary)
+    speakers: dict[str, _Speaker] = field(default_factory=dict)
+    checked: list[dict[str, Any]] = field(default_factory=list)
+    """What the gate checks that is not true by construction: each distinct speaker's fields with the index
+    of its first turn, and each turn's source fields (``{"at": i, "sourceFields": ...}``)."""
+    facts: list[tuple] | None = None
+    start: int = 0
+    """The index of the first turn this assembler reads (a range's first turn in its session)."""
+
+    @classmethod
+    def starting_at(cls, ctx: RunContext, turns: int) -> ColumnAssembler:
+        """An assembler for a range of a session whose first turn is turn ``turns`` (0-based)."""
+        assembler = cls(ctx, facts=[], start=turns)
+        assembler.summary.count = turns
+        return assembler
+
+    def absorb(self, part: ColumnAssembler) -> list[_Speaker]:
+        """Add the next range of the session (ranges in order) as one pass over the whole session
+        would have it: counts, redactions, the speaker table and its notes, the facts observed.
+        Returns the speakers first met in that range (the gate checks each once)."""
+        s, p = self.summary, part.summary
+        if part.start != s.count:
+            raise ValueError(f"a range starts at turn {part.start}, the one before it ends at {s.count}")
+        new = [sp for name, sp in part.speakers.items() if name not in self.speakers]
+        # a speaker met before was scrubbed again where this range first met it: not a new finding
+        again = {sp.at + 1 for name, sp in part.speakers.items() if name in self.speakers}
+        for name, sp in part.speakers.items():
+            self.speakers.setdefault(name, sp)
+        for sp in new:
+            s.name_notes.extend(sp.notes)
+        s.redactions.extend(r for r in p.redactions if not (r["field"] == "speakerName" and r["turn"] in again))
+        s.count = p.count
+        for key, n in p.unknown.items():
+            s.unknown[key] += n
+        s.naive_times += p.naive_times
+        s.unreadable_times += p.unreadable_times
+        s.truncated += p.truncated
+        s.saw_date(p.earliest)
+        s.opening.extend(p.opening[:max(0, KEY_MESSAGES - len(s.opening))])
+        for row in part.facts or ():
+            s.facts.observe(*row)
+        return new
+
+    def add(self, frame: pl.DataFrame) -> pl.DataFrame:
+        """The next turns of the session, as interaction columns: ``line`` (the encoded interaction) and
+        the turns table's columns (``rows``)."""
+        base, n = self.summary.count, frame.height
+        self.summary.count += n
+        batch = frame_turns(frame, 0).with_columns(
+            ordinal=pl.int_range(base + 1, base + n + 1, dtype=pl.Int64), key=_speaker_keys())
+        out, redactions, ctx = [SessionColumns(self.summary, checked=self.checked)], [[]], self.ctx
+        speakers = _speakers(batch, ctx, out, redactions, self.speakers)
+        content = _content(batch, ctx, out, redactions)
+        extra, scrubbed = _extras(batch, ctx, out, redactions)
+        _facts(batch, content, scrubbed, out, ctx.redactor.scrub, self.facts)
+        date = _dates(batch, ctx, out)
+        self.summary.redactions.extend(r for _, _, r in sorted(redactions[0], key=lambda r: (r[0], r[1])))
+        keys = list(speakers)
+        columns = batch.with_columns(
+            content=content, extra=extra, date=date,
+            spk=pl.col("key").replace_strict(keys, [speakers[k].piece for k in keys], return_dtype=pl.Utf8),
+            raw=pl.col("key").replace_strict(keys, [speakers[k].raw for k in keys], return_dtype=pl.Utf8),
+        ).select("ordinal", "role", "kind", "date", "time_raw", "content", "line_start", "line_end", _line(),
+                 pl.col("key").alias("speaker_key"))
+        if len(self.summary.opening) < KEY_MESSAGES:  # the session's key reads its first interactions
+            said = columns.filter(pl.col("kind") != "system")["line"].head(KEY_MESSAGES)  # system lines: not identity
+            self.summary.open_with(orjson.loads(line) for line in said)
+        return columns
+
+    def rows(self, interactions: pl.DataFrame) -> TurnRows:
+        """These interactions as turn rows (what the audit datasets hold of each interaction)."""
+        return TurnRows(interactions.drop("line", "time_raw"), self.speaker_fields())
+
+    def speaker_fields(self) -> dict[str, dict[str, Any]]:
+        """Each speaker key's fields as the turns table reads them (``TurnRows.speakers``)."""
+        return {k: {**v.entry, "modelSource": v.source} for k, v in self.speakers.items()}
