@@ -1,7 +1,7 @@
 """What KakaoTalk writes, as data: the stamps, date lines and title lines of its text exports (PC and
 mobile, Korean and English), its join/leave notices and its attachment placeholders. ``kakaotalk.py``
 compiles the patterns; ``csv_chat.py``'s KakaoTalk layout (the Mac ``Date,User,Message`` CSV) uses
-the placeholders. Nothing here is code.
+the placeholders. Nothing here is code but the joining of the placeholders into one pattern.
 
 Sources: the shapes public KakaoTalk export readers document and test (PC ``[name] [오후 2:30] text``
 under ``--------------- 2024년 12월 9일 월요일 ---------------`` rules, English ``[John] [2:30 PM]`` under
@@ -74,3 +74,6 @@ MEDIA: frozenset[str] = frozenset({
 
 MEDIA_DETAIL = r"(?:파일|File): [^\n]+|사진 \d+장|동영상 \d+개|\d+ Photos|Photos? \d+"
 """Placeholders with a detail: ``파일: report.pdf``, ``사진 3장`` (three photos)."""
+
+MEDIA_PATTERN = "|".join([*(m.replace(" ", r"\ ") for m in sorted(MEDIA)), MEDIA_DETAIL])
+"""A whole message that is a placeholder, as one pattern (matched in full)."""

@@ -55,7 +55,7 @@ HEADER = regex.compile(
 )
 TITLE = regex.compile(r"^\ufeff?(?:" + "|".join(f"(?:{t})" for t in data.TITLES) + r")[ \t]*$", regex.MULTILINE)
 SAVED = regex.compile(rf"^{data.SAVED}$", regex.MULTILINE)
-_MEDIA_DETAIL = regex.compile(data.MEDIA_DETAIL)
+MEDIA = regex.compile(data.MEDIA_PATTERN)
 # The independent count: a PC message line, a mobile stamp followed by a name or a notice, a PC notice.
 _COUNT = regex.compile(
     r"^(?:\[[^\]\n]+\] \[[^\]\n]*\d:\d\d[^\]\n]*\]"
@@ -97,7 +97,7 @@ def _time(day: datetime | None, h: regex.Match) -> datetime | None:
 
 
 def _kind(text: str) -> str:
-    return "media" if text.strip() in data.MEDIA or _MEDIA_DETAIL.fullmatch(text.strip()) else "message"
+    return "media" if MEDIA.fullmatch(text.strip()) else "message"
 
 
 @register
