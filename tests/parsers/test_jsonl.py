@@ -249,8 +249,8 @@ def test_signal_exports_data_json_is_its_own_layout():
     from parsers.grammars.jsonl import layout_of
 
     line = ('{"date": "2024-03-01T09:16:40", "sender": "Me", "body": "Yes.\\nAt 10.  ", '
-            '"quote": "\\n\\n> when?\\n\\n", "sticker": "", "reactions": [["Ann", "👍"]], "attachments": [], "deleted": false, "call": false, '
-            '"missed": false}\n')
+            '"quote": "\\n\\n> when?\\n\\n", "sticker": "", "reactions": [["Ann", "👍"]], '
+            '"attachments": [], "deleted": false, "call": false, "missed": false}\n')
     source = decode((line * 2).encode(), "Ann/data.json")
     (session,) = registry.get("jsonl").parse(source, Settings())
     turn = session.turns[0]
