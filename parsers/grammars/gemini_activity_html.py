@@ -43,6 +43,7 @@ import regex
 from models.records import ParsedSession, SourceText
 from models.settings import Settings
 from parsers.base import Grammar
+from parsers.grammars._html import VOID
 from parsers.grammars.gemini_activity import activity_session
 from parsers.registry import register
 from parsers.timeparse import clock_24h, from_parts
@@ -66,7 +67,6 @@ SUBTITLE = regex.compile(r"^Attached \d+ files?\.$| was used in this chat")
 (a prompt written over several lines)."""
 BLOCKS = frozenset({"p", "div", "ul", "ol", "table", "pre", "blockquote", "h1", "h2", "h3", "h4", "h5", "h6", "hr"})
 """Elements that open a response written right after the time."""
-VOID = frozenset({"br", "img", "meta", "link", "input", "hr", "source", "wbr", "col", "area", "base", "embed"})
 
 
 def takeout_time(value: str) -> datetime | None:

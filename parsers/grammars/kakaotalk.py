@@ -45,7 +45,7 @@ from parsers.registry import register
 from parsers.timeparse import clock_24h, from_parts
 
 from . import _kakaotalk_data as data
-from ._lines import file_session, unreadable_times
+from ._lines import export_header, file_session, unreadable_times
 
 _NOTICE_AHEAD = (r"(?P<pcnotice>(?=[^\[\n][^\n]*?(?:"
                  + "|".join(regex.escape(e) for e in data.NOTICE_ENDS) + r")[ \t]*$))")
@@ -120,7 +120,7 @@ class KakaoTalk(Grammar):
         for block in split_blocks(source.text, HEADER):
             h, span = block.header, (block.line_start, block.line_end)
             if h is None:
-                self._head(session, block.body, span)
+                export_header(session, block.body, span, TITLE, SAVED)
             elif h["dateline"] is not None:
                 day = _day(h)
                 why = "a date line of the export" + (" and text after it" if block.body.strip() else "")
@@ -132,18 +132,6 @@ class KakaoTalk(Grammar):
         if undated:
             session.warnings.append(unreadable_times(undated, "no date line before the message, or not a clock"))
         yield session
-
-    @staticmethod
-    def _head(session: ParsedSession, body: str, span: tuple[int, int]) -> None:
-        title = TITLE.search(body)
-        if title:
-            session.title = title["title"].strip() or None
-        saved = SAVED.search(body)
-        if saved:
-            session.meta["savedOn"] = saved["saved"].strip()
-        kind = RegionKind.SESSION_HEADER if title else RegionKind.PREAMBLE
-        session.regions.append(Region(kind, "the export's title and save time" if title else
-                                      "text before the first date or message line", lines=span))
 
     def count_turns(self, raw: Any) -> int:
         return len(_COUNT.findall(raw))

@@ -91,27 +91,28 @@ def _who(value: str) -> tuple[str, str | None]:
     return (m["name"], m["detail"]) if m and m["name"] else (value, None)
 
 
+def _prefixed(rest: list[str], mark: str) -> tuple[list[str], list[str]]:
+    """(the block of ``mark``-prefixed lines after a blank line at the head of ``rest``, without the mark;
+    the lines after it): a quote (``>``) or an edit history (``|``)."""
+    if not (len(rest) > 1 and rest[0] == "" and rest[1].startswith(mark)):
+        return [], rest
+    j = 1
+    while j < len(rest) and rest[j].startswith(mark):
+        j += 1
+    return [line[1:] for line in rest[1:j]], rest[j:]
+
+
 def _sections(body: str) -> tuple[list[str], list[str], list[str], list[str]]:
     """(field lines, quote lines, edit-history lines, text lines) of a message after its header."""
     lines = body.split("\n")[1:] if body.startswith("\n") else body.split("\n")
-    fields, quote, edits, text = [], [], [], []
+    fields: list[str] = []
+    text: list[str] = []
     i = 0
     while i < len(lines) and _FIELD.match(lines[i]):
         fields.append(lines[i])
         i += 1
-    rest = lines[i:]
-    if rest and rest[0] == "" and len(rest) > 1 and rest[1].startswith(">"):
-        j = 1
-        while j < len(rest) and rest[j].startswith(">"):
-            quote.append(rest[j][1:])
-            j += 1
-        rest = rest[j:]
-    if rest and rest[0] == "" and len(rest) > 1 and rest[1].startswith("|"):
-        j = 1
-        while j < len(rest) and rest[j].startswith("|"):
-            edits.append(rest[j][1:])
-            j += 1
-        rest = rest[j:]
+    quote, rest = _prefixed(lines[i:], ">")
+    edits, rest = _prefixed(rest, "|")
     if rest and rest[0] == "":
         text = rest[1:]
     elif rest:

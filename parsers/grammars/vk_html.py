@@ -40,7 +40,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from html.parser import HTMLParser
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -50,6 +49,7 @@ from models.records import ParsedSession, Region, RegionKind, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
 from parsers.grammars._chatjson import compact
+from parsers.grammars._html import VOID, ElementParser
 from parsers.registry import register
 from parsers.timeparse import clock_24h, from_parts
 
@@ -62,7 +62,6 @@ _TIME = regex.compile(r"(?P<d>\d{1,2}) (?P<mon>\p{L}+)\.? (?P<y>\d{4}) (?:в|at)
                       r"(?::(?P<s>\d{2}))?(?: ?(?P<ampm>[AaPp][Mm]))?")
 _PROFILE = regex.compile(r"vk\.com/")
 _COUNTED = regex.compile(r'<div class="message"[^>]*data-id="')
-VOID = frozenset({"br", "img", "meta", "link", "input", "hr", "source", "wbr", "col", "area", "base", "embed"})
 
 
 @dataclass(slots=True)
@@ -81,12 +80,11 @@ class Message:
     """[description, link] of each attachment."""
 
 
-class _Page(HTMLParser):
+class _Page(ElementParser):
     """The messages of one page and its breadcrumbs, with line numbers."""
 
     def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.stack: list[tuple[str, frozenset[str]]] = []
+        super().__init__()
         self.messages: list[Message] = []
         self.current: Message | None = None
         self.item: tuple[int, int] | None = None  # (line, depth) of the open div.item
@@ -95,16 +93,10 @@ class _Page(HTMLParser):
         self.crumbs: list[str] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        a = {k: v or "" for k, v in attrs}
-        classes = frozenset(a.get("class", "").split())
-        line = self.getpos()[0]
-        if tag == "br":
-            self._data("\n")
+        found = self.opened(tag, attrs)
+        if found is None:
             return
-        if tag in VOID:
-            return
-        self.stack.append((tag, classes))
-        depth = len(self.stack)
+        a, classes, line, depth = found
         if tag == "div" and "item" in classes and self.current is None:
             self.item = (line, depth)
         if tag == "div" and "message" in classes and self.current is None:
