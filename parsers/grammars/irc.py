@@ -88,6 +88,8 @@ CLOCK_ONLY = frozenset({"irssi", "bracketed", "xchat"})
 """Dialects whose stamp has no year: the day comes from the logger's own Log opened / Day changed (irssi)
 or BEGIN LOGGING (xchat) lines, else from a date in the file name (``#chan_2024-03-01.log``: ZNC, and
 any logger that writes a file per day), else the time is left empty with a warning."""
+PATH_CHANNEL = re.compile(r"(?:^|[_.-])(?P<chan>[#&][^\s/_.]+)(?=$|[_.])")
+"""A channel in a log's file or folder name (``#chan``, ``net_#chan_2024…``): its name up to ``_`` or ``.``."""
 FILE_DATE = re.compile(r"(?<!\d)(?P<y>(?:19|20)\d\d)(?P<sep>[-._]?)(?P<m>0[1-9]|1[0-2])(?P=sep)"
                        r"(?P<d>0[1-9]|[12]\d|3[01])(?!\d)")
 """A date in a log's file name: ``2024-03-01``, ``20240301``, ``2024.03.01``, ``2024_03_01``."""
@@ -398,6 +400,18 @@ def _identify(session: ParsedSession, name: str, channels: set[str], first_day: 
         session.meta["channel"] = channel
     elif len(channels) > 1:
         session.assumptions.append(f"no session id: the log names {len(channels)} channels")
+    elif not channels and first_day is not None and (named := _path_channel(name)):
+        session.session_id = f"{named.lstrip('#&')}_{first_day.isoformat()}"
+        session.id_source = "source:channel in the file's path"
+        session.meta["channel"] = named
+        session.assumptions.append(f"the channel {named} is taken from the file's path (the log names none)")
+
+
+def _path_channel(name: str) -> str | None:
+    """The channel a logger's path names, when it names one: ZNC's ``#chan/2024-03-01.log`` or
+    ``network_#chan_20240301.log``, irssi's ``#chan.log``."""
+    found = {m["chan"] for part in PurePosixPath(name).parts for m in PATH_CHANNEL.finditer(part)}
+    return found.pop() if len(found) == 1 else None
 
 
 def _turn(body: str, dialect: str, when: datetime | None, raw: str, lines: tuple[int, int]) -> Turn:

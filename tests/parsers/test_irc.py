@@ -161,8 +161,7 @@ def test_clock_only_logs_are_dated_from_the_file_name_as_an_assumption(name):
     s = _both_routes(ZNC, name)
     assert [t.time for t in s.turns] == [datetime(2024, 3, 5, 9, 0, 12), datetime(2024, 3, 5, 9, 1, 40),
                                          datetime(2024, 3, 5, 23, 59, 59)]
-    (assumption,) = s.assumptions
-    assert assumption.startswith("3 clock times dated 2024-03-05, the date in the file name")
+    assert s.assumptions[0].startswith("3 clock times dated 2024-03-05, the date in the file name")
     assert not s.warnings
 
 
@@ -208,3 +207,12 @@ def test_weechat_info_lines_empty_prefixes_errors_and_bracketed_nicks():
         ("tomas", "user", "morning"), ("ines", "user", "hello"), ("System", "system", "irc: disconnected from server"),
         ("System", "system", "irc: unable to connect")]
     assert [r.lines for r in s.regions] == [(1, 1), (6, 6)] and s.meta["loggerLines"] == 2
+
+
+@pytest.mark.parametrize(("name", "sid"), [("znc/#homelab/2024-03-05.log", "homelab_2024-03-05"),
+                                           ("libera_#homelab_20240305.log", "homelab_2024-03-05"),
+                                           ("2024-03-05.log", None), ("#a/#b_2024-03-05.log", None)])
+def test_a_log_naming_no_channel_takes_it_from_its_path(name, sid):
+    s = _both_routes(ZNC, name)
+    assert s.session_id == sid
+    assert (s.id_source == "source:channel in the file's path") == (sid is not None)
