@@ -8,6 +8,8 @@ of their own; what it chose and how sure it was travels on the source as an assu
 
 from __future__ import annotations
 
+import codecs
+import re
 from dataclasses import dataclass
 
 from charset_normalizer import from_bytes
@@ -26,9 +28,13 @@ class Guess:
     confidence: float
     coherence: float
     tied: tuple[str, ...] = ()
+    declared: str | None = None
+    """The document's own charset declaration that named the encoding (then nothing was detected)."""
 
     def note(self) -> str:
         """The assumption as the build log and the ledger record it."""
+        if self.declared:
+            return f"encoding {self.encoding} as the document declares it ({self.declared}), the bytes not being UTF-8"
         more = f" and {len(self.tied) - 3} more" if len(self.tied) > 3 else ""
         tied = (f"; as likely: {', '.join(self.tied[:3])}{more}, {self.encoding} preferred as the commoner"
                 if self.tied else "")
@@ -59,3 +65,27 @@ def guess(body: bytes) -> Guess | None:
         return None  # no language recognised and no common code page among the equals: a guess would be noise
     return Guess(chosen, round(1 - best.chaos, 3), round(best.coherence, 3),
                  tuple(e for e in tied if e != chosen))
+
+
+_META = re.compile(rb"""<meta\b[^>]*?charset\s*=\s*["']?(?P<name>[A-Za-z0-9_.:-]{2,40})""", re.IGNORECASE)
+"""An HTML document's charset declaration (``<meta charset="...">``, or the http-equiv form)."""
+
+
+def declared(body: bytes) -> Guess | None:
+    """The encoding an HTML document declares in its first 2 KiB, when Python knows it, it is no UTF
+    form and the whole body decodes in it (VK's archive pages: ``charset=windows-1251``); else None."""
+    m = _META.search(body[:2048])
+    if m is None:
+        return None
+    name = m["name"].decode("ascii")
+    try:
+        codec = codecs.lookup(name).name
+    except LookupError:
+        return None
+    if codec.startswith("utf"):
+        return None
+    try:
+        body.decode(codec)
+    except UnicodeDecodeError:
+        return None
+    return Guess(codec, 1.0, 1.0, declared=f'<meta charset="{name}">')

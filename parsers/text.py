@@ -124,7 +124,7 @@ def _text_of(body: bytes, codec: str, name: str) -> tuple[str, list[int], charse
         raise IngestError(Reason.UNDECODABLE, detail, path=name)
     if charset.has_utf8_text(body, len(offsets)):
         detail += "; it holds UTF-8 text, so no other encoding is assumed"
-    elif (guessed := charset.guess(body)) is not None:
+    elif (guessed := charset.declared(body) or charset.guess(body)) is not None:
         return body.decode(guessed.encoding), [], guessed
     else:
         detail += "; no legacy code page fits either (charset-normalizer)"

@@ -36,7 +36,7 @@ _WS = "".join(f"\\x{{{ord(c):x}}}" for c in PY_SPACE)
 # irc._MESSAGE, _EVENT, _ACTION, _NOTICE (re.S) in Rust's syntax; tried in this order.
 SHAPES = {
     "message": rf"(?s)^<[ ]?[@+%~&!]?(?P<nick>[^{_WS}>]+)>[ \t]?(?P<text>.*)$",
-    "event": r"(?s)^(?:\*\*\*|-!-|-->|<--|--)[ \t]+(?P<text>.*)$",
+    "event": r"(?s)^(?:\*\*\*|-!-|=!=|-->|<--|---|--)[ \t]+(?P<text>.*)$",
     "action": rf"(?s)^\*[ \t]*(?P<nick>[^{_WS}*]+)[ \t]?(?P<text>.*)$",
     "notice": rf"(?s)^-(?P<nick>[^{_WS}\-][^{_WS}]*?)(?:\([^)]*\))?-[ \t]?(?P<text>.*)$",
 }
@@ -67,6 +67,10 @@ class Chunk:
     """irssi turns with a clock time before any date."""
     day: datetime | None = None
     """irssi: the day in force after these lines."""
+    from_name: bool = False
+    """Whether that day is still the one the file name gave (no logger line has set one yet)."""
+    named: int = 0
+    """Turns dated by the file name's day."""
     markers: int = 0
     regions: list[Region] = field(default_factory=list)
     preamble: str | None = None
@@ -75,24 +79,30 @@ class Chunk:
     extras: list = field(default_factory=list)
 
 
-def turn_frame(lines: pl.Series, dialect: str, rust: str, day: datetime | None, first_line: int) -> Chunk | None:
-    """The turn frame of these lines (``first_line``: the number of the first); ``day``: irssi's
-    day in force before them. None when polars cannot run the header pattern."""
+def turn_frame(lines: pl.Series, dialect: str, rust: str, day: datetime | None, first_line: int,
+               from_name: bool = False) -> Chunk | None:
+    """The turn frame of these lines (``first_line``: the number of the first); ``day``: the day in
+    force before them (a logger line's, or the file name's when ``from_name``). None when polars
+    cannot run the header pattern."""
     heads = line_headers(lines, rust)
     if heads is None:
         return None
     blocks = group_turns(heads.pieces(lines), heads.ok, first_line)
-    chunk = Chunk(pl.DataFrame(schema=TURN_SCHEMA), day=day)
+    chunk = Chunk(pl.DataFrame(schema=TURN_SCHEMA), day=day, from_name=from_name)
     _preamble(chunk, lines, heads, first_line)
     g = heads.groups.filter(heads.ok)
-    if dialect in ("irssi", "bracketed"):  # irc.CLOCK_ONLY
+    if dialect in ("irssi", "bracketed", "xchat"):  # irc.CLOCK_ONLY
         marker = g["marker"].is_not_null()
-        _markers(chunk, blocks.filter(marker))
+        _markers(chunk, blocks.filter(marker), dialect)
         times = _irssi_times(chunk, g, marker, blocks["body"])
         g, blocks = g.filter(~marker), blocks.filter(~marker)
         time, offset = times[0].filter(~marker), None
         raw = g["clock"]
     else:
+        if "marker" in g.columns:  # weechat's info lines
+            marker = g["marker"].is_not_null()
+            _markers(chunk, blocks.filter(marker), dialect)
+            g, blocks = g.filter(~marker), blocks.filter(~marker)
         raw = g["ts"]
         time, offset = iso_times(raw, parse_iso)
         chunk.bad = int((time.is_null()).sum())
@@ -111,11 +121,20 @@ def _preamble(chunk: Chunk, lines: pl.Series, heads: LineHeaders, first_line: in
         chunk.regions.append(Region(RegionKind.PREAMBLE, "text before the first log line", lines=(1, len(head))))
 
 
-def _markers(chunk: Chunk, blocks: pl.DataFrame) -> None:
+def _markers(chunk: Chunk, blocks: pl.DataFrame, dialect: str) -> None:
     chunk.markers = blocks.height
     for start, end in zip(blocks["line_start"].to_list(), blocks["line_end"].to_list(), strict=True):
-        chunk.regions.append(Region(RegionKind.BOILERPLATE, "irssi's own Log opened/closed or Day changed line: it"
-                                    " dates the clock times that follow, nobody said it", lines=(start, end)))
+        chunk.regions.append(Region(RegionKind.BOILERPLATE, marker_reason(dialect), lines=(start, end)))
+
+
+def marker_reason(dialect: str) -> str:
+    """Why a logger line of this dialect is a declared region, not a turn."""
+    if dialect == "xchat":
+        return ("xchat's own BEGIN/ENDING LOGGING line: it gives the year of the stamps that follow, nobody "
+                "said it")
+    if dialect == "weechat":
+        return "weechat's own Beginning/End of log info line: nobody said it"
+    return "irssi's own Log opened/closed or Day changed line: it dates the clock times that follow, nobody said it"
 
 
 UNSET = object()
@@ -130,18 +149,40 @@ def _irssi_times(chunk: Chunk, g: pl.DataFrame, marker: pl.Series, bodies: pl.Se
     last = pl.Series(setter, dtype=pl.Int64).forward_fill()
     day = pl.select(pl.when(last.is_null()).then(pl.lit(chunk.day, pl.Datetime("us")))
                     .otherwise(values.gather(last.fill_null(0)))).to_series()
+    turn = ~marker
+    if chunk.from_name:
+        chunk.named = int((turn & last.is_null() & day.is_not_null()).sum())
     for s in reversed(sets):
         if s is not UNSET:
-            chunk.day = s
+            chunk.day, chunk.from_name = s, False
             break
-    h, mi, s = (g[c].cast(pl.Int64, strict=False) for c in ("h", "mi", "s"))
-    s = s.fill_null(0)
-    valid = (h <= 23) & (mi <= 59) & (s <= 59)
-    time = pl.select(pl.when(valid).then(day + pl.duration(hours=h, minutes=mi, seconds=s))).to_series()
-    turn = ~marker
+    if "mon" in g.columns:  # a stamp with its month and day (xchat): the day in force gives the year
+        rows = zip(day.to_list(), turn.to_list(), g.select("mon", "dd", "h", "mi", "s").iter_rows(), strict=True)
+        time = pl.Series([clock_time(d, *row) if d is not None and t else None for d, t, row in rows],
+                         dtype=pl.Datetime("us"))
+        valid = time.is_not_null()
+    else:
+        h, mi, s = (g[c].cast(pl.Int64, strict=False) for c in ("h", "mi", "s"))
+        s = s.fill_null(0)
+        valid = (h <= 23) & (mi <= 59) & (s <= 59)
+        time = pl.select(pl.when(valid).then(day + pl.duration(hours=h, minutes=mi, seconds=s))).to_series()
     chunk.undated = int((turn & day.is_null()).sum())
     chunk.bad = int((turn & day.is_not_null() & ~valid).sum())
     return time, day
+
+
+def clock_time(day: datetime, mon: str | None, dd: str | None, h: str, mi: str, s: str | None) -> datetime | None:
+    """A clock-only stamp's time on ``day`` (the day in force); a stamp with its month and day
+    (``dec 31 21:11:55``) takes the year only, the next one when its month is before the day's (a
+    log opened in December that runs into January). None when the calendar or the clock says no."""
+    if mon is None:
+        y, m, d = day.year, day.month, day.day
+    else:
+        m = MONTHS.get(mon.lower())
+        if m is None:
+            return None
+        y, d = day.year + (m < day.month), int(dd)
+    return from_parts(y, m, d, int(h), int(mi), int(s or 0))
 
 
 def _rewritten(body: pl.Series, dialect: str) -> pl.Series:
@@ -150,10 +191,17 @@ def _rewritten(body: pl.Series, dialect: str) -> pl.Series:
         return body.str.strip_chars_start(" \t")
     parts = body.str.splitn("\t", 2).struct.rename_fields(["prefix", "text"]).struct.unnest()
     prefix, text = parts["prefix"].str.strip_chars(PY_SPACE), parts["text"].fill_null("")
+    bracketed = prefix.str.starts_with("<") & prefix.str.ends_with(">") & (prefix.str.len_chars() > 2)
     return pl.select(
-        pl.when(prefix.is_in(["-->", "<--", "--"])).then(pl.concat_str(prefix, pl.lit(" "), text))
+        pl.when(prefix.is_in(WEECHAT_EVENTS)).then(pl.concat_str(prefix, pl.lit(" "), text))
         .when(prefix == "*").then(pl.concat_str(pl.lit("* "), text))
+        .when(prefix == "").then(pl.concat_str(pl.lit("-- "), text))
+        .when(bracketed).then(pl.concat_str(prefix, pl.lit(" "), text))
         .otherwise(pl.concat_str(pl.lit("<"), prefix, pl.lit("> "), text))).to_series()
+
+
+WEECHAT_EVENTS = ["-->", "<--", "--", "=!="]
+"""weechat's prefixes of lines nobody said: joins, parts and quits, other events, errors."""
 
 
 def _shaped(chunk: Chunk, body: pl.Series, time: pl.Series, raw: pl.Series, offset, blocks: pl.DataFrame

@@ -10,7 +10,9 @@ from datetime import datetime
 from itertools import pairwise
 from typing import NamedTuple
 
-from models.records import ParsedSession, SourceText
+import regex
+
+from models.records import ParsedSession, Region, RegionKind, SourceText
 from parsers.sessions import file_name_id
 
 _FIELDS = re.compile(r"\d+")
@@ -29,6 +31,22 @@ def file_session(source: SourceText) -> ParsedSession:
     session = ParsedSession(sid, "file-name" if sid else "none", [], raw=source.text)
     session.lines = (1, line_count(source.text))
     return session
+
+
+def export_header(session: ParsedSession, body: str, span: tuple[int, int], title: regex.Pattern,
+                  saved: regex.Pattern) -> None:
+    """The lines before a chat export's first message (LINE, KakaoTalk): a ``session_header`` region
+    when they hold the export's title line (its ``title`` group is the session's title; a ``saved``
+    group, the save time, is ``meta.savedOn``), else a preamble region."""
+    named = title.search(body)
+    if named:
+        session.title = named["title"].strip() or None
+    stamp = saved.search(body)
+    if stamp:
+        session.meta["savedOn"] = stamp["saved"].strip()
+    kind = RegionKind.SESSION_HEADER if named else RegionKind.PREAMBLE
+    session.regions.append(Region(kind, "the export's title and save time" if named else
+                                  "text before the first date or message line", lines=span))
 
 
 def drop_final_newline(text: str) -> str:

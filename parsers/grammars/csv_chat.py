@@ -7,6 +7,9 @@ known exporters, then a generic layout that accepts the usual names:
 - DiscordChatExporter's CSV (``AuthorID,Author,Date,Content,Attachments,Reactions``; attachments
   are URLs separated by commas, reactions ``emoji (count)``), dates in ISO 8601 (newer releases) or
   its old default ``01-Jan-20 01:33 AM``;
+- KakaoTalk's CSV (``Date,User,Message``, the Mac app's export; local times ``2024-03-01 12:34:56``
+  with no zone), its attachment placeholders (``사진``, ``Photo``, ``파일: a.pdf``) turns of kind
+  ``media`` (``_kakaotalk_data``, shared with the text grammar ``kakaotalk``);
 - any CSV whose header has a time column (``timestamp``, ``date``, ``datetime``, ``time``,
   ``created_at``, ``sent_at``, ``message date``), an author column (``author``, ``sender``,
   ``sender name``, ``from``, ``user``, ``username``, ``name``, ``speaker``, ``role``) and a text column
@@ -41,6 +44,7 @@ from models.errors import ParseError, Reason
 from models.records import ParsedSession, Region, RegionKind, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
+from parsers.grammars import _kakaotalk_data as kakaotalk_data
 from parsers.grammars._chatjson import compact, iso_time
 from parsers.grammars._lines import file_session, unreadable_times
 from parsers.registry import register
@@ -73,6 +77,9 @@ class Layout:
     attachments: tuple[str, ...] = ()
     exact: tuple[str, ...] | None = None
     """The whole header, when the layout is one exporter's."""
+    media: str | None = None
+    """The exporter's attachment placeholders as one pattern: a message that is one of them in full is
+    a turn of kind ``media``."""
 
     def columns(self, header: list[str]) -> dict[str, int] | None:
         if self.exact is not None and len(header) != len(self.exact):
@@ -91,6 +98,9 @@ class Layout:
 LAYOUTS = (
     Layout("discordchatexporter", ("author",), ("date",), ("content",), ("attachments",),
            exact=("AuthorID", "Author", "Date", "Content", "Attachments", "Reactions")),
+    # KakaoTalk's CSV (the Mac app's export): 2024-03-01 12:34:56,"name","text", local time with no zone
+    Layout("kakaotalk", ("user",), ("date",), ("message",), exact=("Date", "User", "Message"),
+           media=kakaotalk_data.MEDIA_PATTERN),
     Layout("generic", ("author", "sender", "sender name", "from", "user", "username", "user name", "name",
                        "speaker", "role"),
            ("timestamp", "date", "datetime", "date time", "time", "created at", "sent at", "message date"),
@@ -170,7 +180,12 @@ def _records(text: str, delimiter: str) -> Iterator[tuple[list[str], tuple[int, 
             return
 
 
-def _turn(fields: list[str], span: tuple[int, int], raw: str, cols: dict[str, int], header: list[str]) -> Turn:
+def _kind(layout: Layout, text: str) -> str:
+    return "media" if layout.media and regex.fullmatch(layout.media, text.strip()) else "message"
+
+
+def _turn(fields: list[str], span: tuple[int, int], raw: str, cols: dict[str, int], header: list[str],
+          layout: Layout) -> Turn:
     if len(fields) != len(header):
         return Turn("System", "system", raw, None, None, None, "notice", lines=span,
                     extra={"malformedRecord": f"{len(fields)} fields, the header has {len(header)}"})
@@ -183,8 +198,8 @@ def _turn(fields: list[str], span: tuple[int, int], raw: str, cols: dict[str, in
     used = {cols[k] for k in cols}
     extra = compact({header[i].strip().lstrip("\ufeff"): v for i, v in enumerate(fields)
                      if i not in used and v.strip()})
-    return Turn(author or "unknown", role, content, _time(raw_time), raw_time or None, None, "message", lines=span,
-                extra=extra)
+    return Turn(author or "unknown", role, content, _time(raw_time), raw_time or None, None, _kind(layout, text),
+                lines=span, extra=extra)
 
 
 def explained_share(sample: str) -> float:
@@ -204,8 +219,9 @@ def explained_share(sample: str) -> float:
 class CsvChat(Grammar):
     name = "csv-chat"
     version = "1"
-    description = ("Chat logs as CSV/TSV with a header row (DiscordChatExporter's CSV; any author, time and "
-                   "text columns by their usual names): one session per file, one turn per record")
+    description = ("Chat logs as CSV/TSV with a header row (DiscordChatExporter's CSV, KakaoTalk's Date,User,Message "
+                   "CSV; any author, time and text columns by their usual names): one session per file, one turn "
+                   "per record")
     no_turn_shape = "its records are CSV rows (quoted fields span lines): a row is a turn by the CSV reader"
     example = 'AuthorID,Author,Date,Content,Attachments,Reactions\n"1","ann","2024-01-15T10:30:00+00:00","hi","",""'
 
@@ -226,7 +242,7 @@ class CsvChat(Grammar):
         session.regions.append(Region(RegionKind.SESSION_HEADER, "the CSV header row (column names)", lines=(1, 1)))
         unread = 0
         for fields, span, raw in _records(source.text, delimiter):
-            turn = _turn(fields, span, raw, cols, header)
+            turn = _turn(fields, span, raw, cols, header, layout)
             unread += turn.time is None and turn.time_raw is not None
             session.turns.append(turn)
         if unread:

@@ -34,7 +34,8 @@ Decisions:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 from models.errors import ParseError, Reason
@@ -79,13 +80,15 @@ def _extra(entry: dict[str, Any]) -> dict[str, Any] | None:
                     "attachedFiles": entry.get("attachedFiles"), "imageFile": entry.get("imageFile")})
 
 
-def _entry_turns(entry: Any, at: str, times: TimeLog, drift: Drift) -> tuple[list[Turn], list[Region]]:
-    """The turns of one activity entry (its title, then its response) and its earlier drafts."""
+def _entry_turns(entry: Any, at: str, times: TimeLog, drift: Drift, read: TimeReader = iso_time
+                 ) -> tuple[list[Turn], list[Region]]:
+    """The turns of one activity entry (its title, then its response) and its earlier drafts; ``read``
+    reads its ``time`` (ISO 8601 in the JSON form, Takeout's words in the HTML form)."""
     if not isinstance(entry, dict):
         return [odd_entry(entry, at)], []
     drift.unknown_keys(entry, ENTRY_KEYS, at)
     raw = entry.get("time") if isinstance(entry.get("time"), str) else None
-    when = times.read(iso_time(raw) if raw else None, raw, at)
+    when = times.read(read(raw) if raw else None, raw, at)
     title = entry.get("title") if isinstance(entry.get("title"), str) else ""
     if title.startswith(PROMPTED):
         first = Turn("User", "user", title[len(PROMPTED):], when, raw, None, "message", pointer=f"{at}/title",
@@ -102,6 +105,41 @@ def _entry_turns(entry: Any, at: str, times: TimeLog, drift: Drift) -> tuple[lis
     drafts = [Region(RegionKind.OFF_BRANCH, "an earlier draft of the response (regenerated)",
                      pointer=f"{at}/safeHtmlItem/{k}", content=text) for k, text in enumerate(responses[:-1])]
     return [first, reply], notes + drafts
+
+
+TimeReader = Callable[[str], datetime | None]
+
+
+def _stamp(when: datetime | None) -> float | None:
+    """A time's place in the order; a naive one is taken as UTC (never the machine's zone)."""
+    if when is None:
+        return None
+    return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
+
+
+def activity_session(data: list[Any], read: TimeReader) -> ParsedSession:
+    """The one session of a list of activity entries in the JSON form (the HTML form is read into it),
+    oldest first; ``read`` reads an entry's ``time``."""
+    # every entry is a record of the list, as every line of a JSON Lines file is (source accounting)
+    session = ParsedSession(None, "none", [], raw={str(i): e for i, e in enumerate(data)}, pointer="")
+    stamps = [_stamp(read(e["time"])) if isinstance(e, dict) and isinstance(e.get("time"), str) else None
+              for e in data]
+    order, _ = chronological(stamps, newest=True)
+    if len(data) > 1:
+        session.assumptions.append("activity entries emitted oldest first by time (the file lists newest first)")
+    times, drift = TimeLog(), Drift()
+    for i in order:
+        turns, drafts = _entry_turns(data[i], f"/{i}", times, drift, read)
+        session.turns.extend(turns)
+        session.regions.extend(drafts)
+    if any(r.kind is RegionKind.OFF_BRANCH for r in session.regions):
+        session.assumptions.append("of several drafts of a response, the last is the reply; the earlier "
+                                   "ones are kept as off_branch regions (the file does not say which was shown)")
+    note_odd(session, data)
+    times.flush(session, "entries")
+    if drift:
+        session.meta["formatDrift"] = drift.as_meta()
+    return session
 
 
 @register
@@ -129,26 +167,7 @@ class GeminiActivity(Grammar):
         if not isinstance(data, list):
             raise ParseError(Reason.PARSE_ERROR, "expected a JSON array of activity entries", path=source.name,
                              grammar=self.name)
-        # every entry is a record of the list, as every line of a JSON Lines file is (source accounting)
-        session = ParsedSession(None, "none", [], raw={str(i): e for i, e in enumerate(data)}, pointer="")
-        stamps = [iso_time(e["time"]).timestamp() if isinstance(e, dict) and isinstance(e.get("time"), str)
-                  and iso_time(e["time"]) else None for e in data]
-        order, _ = chronological(stamps, newest=True)
-        if len(data) > 1:
-            session.assumptions.append("activity entries emitted oldest first by time (the file lists newest first)")
-        times, drift = TimeLog(), Drift()
-        for i in order:
-            turns, drafts = _entry_turns(data[i], f"/{i}", times, drift)
-            session.turns.extend(turns)
-            session.regions.extend(drafts)
-        if any(r.kind is RegionKind.OFF_BRANCH for r in session.regions):
-            session.assumptions.append("of several drafts of a response, the last is the reply; the earlier "
-                                       "ones are kept as off_branch regions (the file does not say which was shown)")
-        note_odd(session, data)
-        times.flush(session, "entries")
-        if drift:
-            session.meta["formatDrift"] = drift.as_meta()
-        yield session
+        yield activity_session(data, iso_time)
 
     def count_turns(self, raw: Any) -> int:
         entries = list(raw.values()) if isinstance(raw, dict) else raw if isinstance(raw, list) else []

@@ -1,4 +1,4 @@
-"""IRC logs: supybot/limnoria, irssi, weechat and bracketed-clock styles, one session per file.
+"""IRC logs: supybot/limnoria, irssi, weechat, bracketed clocks (ZNC...), xchat/hexchat; one session per file.
 
 Dialects (decided from the sample, one per file):
 - supybot: ``2012-10-18T09:30:30+0000  <nick> text``, ``... *** nick has joined #chan``, ``... * nick waves``,
@@ -6,9 +6,15 @@ Dialects (decided from the sample, one per file):
 - irssi: ``10:00 <@nick> text``, ``10:01 -!- nick [~u@host] has joined #chan``, ``10:02  * nick waves``,
   ``10:03 -NickServ- a notice``, with ``--- Log opened Thu Oct 18 09:00:00 2012`` and ``--- Day changed
   Thu Oct 18 2012`` lines giving the date of the clock-only times that follow;
-- weechat: ``2012-10-18 09:30:30<TAB>nick<TAB>text`` with ``-->``, ``<--``, ``--`` and `` *`` prefixes;
+- weechat: ``2012-10-18 09:30:30<TAB>nick<TAB>text`` with ``-->``, ``<--``, ``--``, ``=!=`` and `` *``
+  prefixes, an empty prefix (a line of the buffer's own: System), a nick written ``<nick>``, and its
+  ``****  Beginning of log  ****`` / ``End of log`` info lines (logger lines, declared);
 - bracketed (irclog2html's input, ZNC's log module, mIRC): ``[10:00] <nick> text``, ``[10:00:05] * nick
-  waves``, ``[10:01] *** nick has joined #chan``, ``[10:01] -!- ...``: clock-only times as irssi's.
+  waves``, ``[10:01] *** nick has joined #chan``, ZNC's ``*** Joins: nick (ident@host)`` / ``Parts:`` /
+  ``Quits:``, ``[10:01] -!- ...``: clock-only times as irssi's;
+- xchat / hexchat: ``dec 31 21:11:58 <nick> text`` (hexchat: a tab after the nick or the ``-->``, ``<--``,
+  ``---``, ``*`` prefix), with ``**** BEGIN LOGGING AT Mon Dec 31 21:11:55 2001`` / ``ENDING LOGGING``
+  lines that give the stamps their year (a stamp whose month is before the line's is in the next year).
 
 An action written ``*nick waves`` (no space) keeps its nick. The dialects are data (``DIALECTS``).
 
@@ -17,10 +23,14 @@ Decisions:
   are their nick's turns; joins, parts, quits, kicks, nick, mode and topic changes are System turns
   with the nick who caused them as ``actor`` (kinds join/part/quit/topic, else system with
   ``extra.event``). Mode prefixes (``@``, ``+``...) are not part of a nick.
-- The logger's own ``--- Log opened/closed`` and ``--- Day changed`` lines are not chat entries and
-  not turns: they only date the irssi clock times that follow (their count is in meta); each is a
-  declared boilerplate region, and text before the first log line a preamble region. Irssi times
-  before any such line have no date: time None, time_raw kept, one warning.
+- The logger's own ``--- Log opened/closed``, ``--- Day changed``, ``**** BEGIN/ENDING LOGGING`` and
+  weechat's info lines are not chat entries and not turns: they only date the clock times that follow
+  (their count is in meta); each is a declared boilerplate region, and text before the first log line
+  a preamble region.
+- Clock-only times before any such line take the date in the file name (``#chan_2024-03-01.log``,
+  ``2024-03-01.log``, ``#chan.20240301.log``: a logger that writes a file per day, ZNC's above all),
+  recorded as an assumption with the count of turns it dated; with no date in the name they have none:
+  time None, time_raw kept, one warning. No date is ever taken from the clock.
 - supybot stamps carry a zone (aware times); weechat and irssi times are naive.
 - Read as columns (``_irc_columns``, the same turns) and, above ``stream_text_bytes``, streamed in
   chunks (``plan``/``stream_chunk``): irssi's day, the counts and the channels named are carried from
@@ -36,6 +46,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime
+from pathlib import PurePosixPath
 from typing import Any
 
 from models.errors import NotStreamable, Reason
@@ -53,7 +64,10 @@ from ._lines import line_count, unreadable_times
 
 DIALECTS: dict[str, re.Pattern] = {
     "supybot": re.compile(r"^(?P<ts>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:Z|[+-]\d{2}:?\d{2}))[ \t]+", re.M),
-    "weechat": re.compile(r"^(?P<ts>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})\t", re.M),
+    # weechat: date and clock, a prefix column (a nick, or -->, <--, --, =!=, *), the text; its optional info
+    # lines (logger.file.info_lines) are the logger's own.
+    "weechat": re.compile(r"^(?P<ts>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})\t"
+                          r"(?P<marker>\*\*\*\*  (?:Beginning|End) of log  \*\*\*\*)?", re.M),
     "irssi": re.compile(
         r"^(?:(?P<clock>(?P<h>\d{2}):(?P<mi>\d{2})(?::(?P<s>\d{2}))?)[ \t]"
         r"|(?P<marker>--- (?:Log opened|Log closed|Day changed) ))", re.M
@@ -63,27 +77,41 @@ DIALECTS: dict[str, re.Pattern] = {
         r"^(?:\[(?P<clock>(?P<h>\d{2}):(?P<mi>\d{2})(?::(?P<s>\d{2}))?)\][ \t]"
         r"|(?P<marker>--- (?:Log opened|Log closed|Day changed) ))", re.M
     ),
+    # xchat / hexchat: "dec 31 21:11:55 <nick> text" (hexchat puts a tab after the nick or event prefix),
+    # the year from its "**** BEGIN LOGGING AT Mon Dec 31 21:11:55 2001" lines.
+    "xchat": re.compile(
+        r"^(?:(?P<clock>(?P<mon>[A-Za-z]{3}) (?P<dd> ?\d{1,2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2}))[ \t]"
+        r"|(?P<marker>\*\*\*\* (?:BEGIN|ENDING) LOGGING AT ))", re.M
+    ),
 }
-CLOCK_ONLY = frozenset({"irssi", "bracketed"})
-"""Dialects whose stamp is a clock alone: the day comes from the logger's own Log opened / Day changed
-lines (irssi's; any dialect may carry them), else the time is left empty with a warning."""
+CLOCK_ONLY = frozenset({"irssi", "bracketed", "xchat"})
+"""Dialects whose stamp has no year: the day comes from the logger's own Log opened / Day changed (irssi)
+or BEGIN LOGGING (xchat) lines, else from a date in the file name (``#chan_2024-03-01.log``: ZNC, and
+any logger that writes a file per day), else the time is left empty with a warning."""
+PATH_CHANNEL = re.compile(r"(?:^|[_.-])(?P<chan>[#&][^\s/_.]+)(?=$|[_.])")
+"""A channel in a log's file or folder name (``#chan``, ``net_#chan_2024…``): its name up to ``_`` or ``.``."""
+FILE_DATE = re.compile(r"(?<!\d)(?P<y>(?:19|20)\d\d)(?P<sep>[-._]?)(?P<m>0[1-9]|1[0-2])(?P=sep)"
+                       r"(?P<d>0[1-9]|[12]\d|3[01])(?!\d)")
+"""A date in a log's file name: ``2024-03-01``, ``20240301``, ``2024.03.01``, ``2024_03_01``."""
 # What a chat line looks like after its stamp, in any dialect: detection's second signature.
 # weechat's columns are date, clock, nick (or an event prefix), text: a tab after the clock alone is
 # not IRC's shape (Zoom's ``10:02:15\t From  Ann : hi`` has one).
-_SHAPED = re.compile(r"^\S+(?: \S+)?[ \t]+(?:<[^>\s]+>|\*\*\*|-!-|-->|<--|--[ \t]|[ \t]?\* |-[^\s-]+-)"
+_SHAPED = re.compile(r"^\S+(?: +\S+){0,2}[ \t]+(?:<[^>\s]+>|\*\*\*|-!-|-->|<--|---?[ \t]|[ \t]?\*[ \t]|-[^\s-]+-)"
                      r"|^\S+ \S+\t[^\t]*\t")
 _NICK = r"[@+%~&!]?(?P<nick>[^\s>]+)"
 _MESSAGE = re.compile(rf"^<[ ]?{_NICK}>[ \t]?(?P<text>.*)$", re.S)
 _ACTION = re.compile(r"^\*[ \t]*(?P<nick>[^\s*]+)[ \t]?(?P<text>.*)$", re.S)  # "*nick waves" keeps its author
 _NOTICE = re.compile(r"^-(?P<nick>[^\s-][^\s]*?)(?:\([^)]*\))?-[ \t]?(?P<text>.*)$", re.S)
-_EVENT = re.compile(r"^(?:\*\*\*|-!-|-->|<--|--)[ \t]+(?P<text>.*)$", re.S)
+_EVENT = re.compile(r"^(?:\*\*\*|-!-|=!=|-->|<--|---|--)[ \t]+(?P<text>.*)$", re.S)
 # (phrase, kind, event): the first phrase found in an event line decides.
 _EVENT_KINDS = (
     ("has joined", "join", "join"), ("has left", "part", "part"), ("has quit", "quit", "quit"),
+    ("Joins:", "join", "join"), ("Parts:", "part", "part"), ("Quits:", "quit", "quit"),  # ZNC's log module
     ("was kicked", "part", "kick"), ("is now known as", "system", "nick"),
     ("topic", "topic", "topic"), ("mode/", "system", "mode"), ("sets mode", "system", "mode"),
     ("Mode ", "system", "mode"),
 )
+_ZNC_WHO = re.compile(r"^(?:Joins|Parts|Quits): (?P<nick>\S+)")
 _MODE_BY = re.compile(r"\bby (?P<nick>[^\s\]]+)\s*$")
 _KICK_BY = re.compile(r"^(?P<target>\S+) was kicked from \S+ by (?P<nick>\S+)")
 _NEW_NICK = re.compile(r"is now known as (?P<nick>\S+)")
@@ -110,9 +138,11 @@ def event_of(text: str) -> tuple[str, str | None, dict[str, Any]]:
     first = text.split(" ", 1)[0] if text else ""
     actor = first if first and not first.endswith(":") else None  # 'Irssi: Join to #x was synced'
     extra: dict[str, Any] = {}
-    if event == "mode" and (m := _MODE_BY.search(text)):
-        actor = m["nick"]
-    elif event == "kick" and (m := _KICK_BY.match(text)):
+    by = _ZNC_WHO.match(text) if event in ("join", "part", "quit") else None  # ZNC: "Joins: nick (...)"
+    by = _MODE_BY.search(text) if event == "mode" else by
+    if by:
+        actor = by["nick"]
+    if event == "kick" and (m := _KICK_BY.match(text)):
         actor, extra["target"] = m["nick"], m["target"]
     elif event == "nick" and (m := _NEW_NICK.search(text)):
         extra["newNick"] = m["nick"]
@@ -132,7 +162,8 @@ _ANY_HEADER = "|".join(f"(?:{p})" for p in _TESTS.values())
 class Irc(Grammar):
     name = "irc"
     version = "2"
-    description = "IRC log (supybot/limnoria, irssi, weechat, bracketed clocks: irclog2html, ZNC, mIRC)"
+    description = ("IRC log (supybot/limnoria, irssi, weechat, bracketed clocks: irclog2html, ZNC, mIRC; "
+                   "xchat/hexchat); clock-only logs dated by their own date lines or the date in the file name")
     example = "2012-10-18T09:30:30+0000  <jamespage> the new ones do things quite differently"
     turn_shape = "|".join(f"(?:{p.pattern})" for p in DIALECTS.values())  # any dialect's stamp
 
@@ -153,8 +184,9 @@ class Irc(Grammar):
         dialect, _, _ = _dialect(text[:65536])
         dialect = dialect or "supybot"
         session = _new_session(dialect, text, line_count(text))
-        day: datetime | None = None
-        undated = unreadable = markers = 0
+        day = file_day(source.name) if dialect in CLOCK_ONLY else None
+        from_name = day is not None
+        undated = unreadable = markers = named = 0
         turns = session.turns
         for block in split_blocks(text, DIALECTS[dialect]):
             h = block.header
@@ -163,13 +195,12 @@ class Irc(Grammar):
                 session.regions.append(Region(RegionKind.PREAMBLE, "text before the first log line",
                                               lines=(block.line_start, block.line_end)))
                 continue
-            if dialect in CLOCK_ONLY and h["marker"]:
+            if h.groupdict().get("marker"):
                 markers += 1
-                session.regions.append(Region(RegionKind.BOILERPLATE, "irssi's own Log opened/closed or Day changed"
-                                              " line: it dates the clock times that follow, nobody said it",
+                session.regions.append(Region(RegionKind.BOILERPLATE, columns.marker_reason(dialect),
                                               lines=(block.line_start, block.line_end)))
-                if (sets := columns.day_setter(block.body)) is not columns.UNSET:
-                    day = sets
+                if dialect in CLOCK_ONLY and (sets := columns.day_setter(block.body)) is not columns.UNSET:
+                    day, from_name = sets, False
                 continue
             if dialect in CLOCK_ONLY:
                 raw = h["clock"]
@@ -177,8 +208,10 @@ class Irc(Grammar):
                 if day is None:
                     undated += 1
                 else:
-                    when = from_parts(day.year, day.month, day.day, int(h["h"]), int(h["mi"]), int(h["s"] or 0))
+                    g = h.groupdict()
+                    when = columns.clock_time(day, g.get("mon"), g.get("dd"), h["h"], h["mi"], h["s"])
                     unreadable += when is None
+                    named += from_name
             else:
                 raw = h["ts"]
                 when = parse_iso(raw)
@@ -186,7 +219,7 @@ class Irc(Grammar):
             turns.append(_turn(block.text, dialect, when, raw, (block.line_start, block.line_end)))
         channels = {c for t in turns if t.role == "system" for c in _CHANNEL.findall(t.content)}
         first_day = next((t.time.date() for t in turns if t.time is not None), None)
-        _conclude(session, source.name, Facts(markers, undated, unreadable, channels, first_day))
+        _conclude(session, source.name, Facts(markers, undated, unreadable, channels, first_day, named=named))
         yield session
 
     columnar = True
@@ -195,7 +228,8 @@ class Irc(Grammar):
         """The same session as ``parse``, with its turns as a frame (``_irc_columns``)."""
         text = source.text
         dialect = _dialect(text[:65536])[0] or "supybot"
-        chunk = columns.turn_frame(split_lines(text), dialect, RUST[dialect], None, 1)
+        day = file_day(source.name) if dialect in CLOCK_ONLY else None
+        chunk = columns.turn_frame(split_lines(text), dialect, RUST[dialect], day, 1, day is not None)
         if chunk is None:
             return None
         session = _new_session(dialect, text, line_count(text))
@@ -232,6 +266,9 @@ class Irc(Grammar):
             if plan.dialect is None and len(plan.sample) >= 65536:
                 plan.dialect = _dialect(plan.sample)[0] or "supybot"
         plan.dialect = plan.dialect or _dialect(plan.sample)[0] or "supybot"
+        if plan.dialect in CLOCK_ONLY:
+            plan.facts.day = file_day(source.name)
+            plan.facts.from_name = plan.facts.day is not None
         plan.counted = plan.counted_by[plan.dialect] if plan.counted_by else 0
         if plan.heads_by.get(plan.dialect, 0) != plan.any_heads:
             raise NotStreamable(Reason.NOT_STREAMABLE, "a line has another IRC dialect's header: the log is read whole")
@@ -244,7 +281,8 @@ class Irc(Grammar):
     def stream_chunk(self, session: ParsedSession, plan: StreamPlan, lines, first_line: int, reader):
         """The turn frame of a run of whole turns; what spans chunks (irssi's day, the counts, the
         channels named) is carried in ``plan.facts``."""
-        chunk = columns.turn_frame(lines, plan.dialect, RUST[plan.dialect], plan.facts.day, first_line)
+        chunk = columns.turn_frame(lines, plan.dialect, RUST[plan.dialect], plan.facts.day, first_line,
+                                   plan.facts.from_name)
         if chunk is None:
             raise NotStreamable(Reason.NOT_STREAMABLE, "the header pattern cannot run in polars")
         _absorb(session, plan.facts, chunk)
@@ -263,8 +301,11 @@ class Irc(Grammar):
             return len(re.findall(r"^\d\d:\d\d", text, re.M))
         if dialect == "bracketed":
             return len(re.findall(r"^\[\d\d:\d\d", text, re.M))
+        if dialect == "xchat":
+            return len(re.findall(r"^[A-Za-z]{3} +\d{1,2} \d\d:\d\d:\d\d[ \t]", text, re.M))
         if dialect == "weechat":
-            return len(re.findall(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\t", text, re.M))
+            return len(re.findall(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\t(?!\*\*\*\*  (?:Beginning|End) of log)", text,
+                                  re.M))
         return len(re.findall(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\S*\s", text, re.M))
 
 
@@ -281,6 +322,10 @@ class Facts:
     first_day: date | None = None
     day: datetime | None = None
     """irssi: the day in force at the end of the lines read so far."""
+    from_name: bool = False
+    """Whether that day is the file name's (no logger line has set one yet)."""
+    named: int = 0
+    """Turns dated by the file name's day."""
 
 
 @dataclass(slots=True)
@@ -295,6 +340,12 @@ class StreamPlan:
     heads_by: dict[str, int] = field(default_factory=dict)
     any_heads: int = 0
     facts: Facts = field(default_factory=Facts)
+
+
+def file_day(name: str) -> datetime | None:
+    """The date a log's file name holds (its base name: ``#chan_2024-03-01.log``), or None."""
+    m = FILE_DATE.search(PurePosixPath(name).name)
+    return from_parts(int(m["y"]), int(m["m"]), int(m["d"])) if m else None
 
 
 def _new_session(dialect: str, text: str, lines: int) -> ParsedSession:
@@ -315,12 +366,19 @@ def _absorb(session: ParsedSession, facts: Facts, chunk: columns.Chunk) -> None:
     facts.channels |= chunk.channels
     facts.first_day = facts.first_day or chunk.first_day
     facts.day = chunk.day
+    facts.from_name = chunk.from_name
+    facts.named += chunk.named
 
 
 def _conclude(session: ParsedSession, name: str, facts: Facts) -> None:
     """The logger-line count, the time warnings and the session id, once every turn is read."""
     if facts.markers:
         session.meta["loggerLines"] = facts.markers
+    if facts.named:
+        day = file_day(name)  # the file name's date, which dated them
+        session.assumptions.append(
+            f"{facts.named} clock time{'s' if facts.named != 1 else ''} dated {day:%Y-%m-%d}, the date in the file "
+            f"name {PurePosixPath(name).name!r}: the log holds no date of its own for them")
     if facts.undated:
         session.warnings.append(unreadable_times(facts.undated, "a clock time before any Day changed/Log opened"
                                                  " date"))
@@ -342,6 +400,18 @@ def _identify(session: ParsedSession, name: str, channels: set[str], first_day: 
         session.meta["channel"] = channel
     elif len(channels) > 1:
         session.assumptions.append(f"no session id: the log names {len(channels)} channels")
+    elif not channels and first_day is not None and (named := _path_channel(name)):
+        session.session_id = f"{named.lstrip('#&')}_{first_day.isoformat()}"
+        session.id_source = "source:channel in the file's path"
+        session.meta["channel"] = named
+        session.assumptions.append(f"the channel {named} is taken from the file's path (the log names none)")
+
+
+def _path_channel(name: str) -> str | None:
+    """The channel a logger's path names, when it names one: ZNC's ``#chan/2024-03-01.log`` or
+    ``network_#chan_20240301.log``, irssi's ``#chan.log``."""
+    found = {m["chan"] for part in PurePosixPath(name).parts for m in PATH_CHANNEL.finditer(part)}
+    return found.pop() if len(found) == 1 else None
 
 
 def _turn(body: str, dialect: str, when: datetime | None, raw: str, lines: tuple[int, int]) -> Turn:
@@ -350,10 +420,14 @@ def _turn(body: str, dialect: str, when: datetime | None, raw: str, lines: tuple
         # other dialects write it so one set of line shapes serves all three.
         prefix, _, text = body.partition("\t")
         prefix = prefix.strip()
-        if prefix in ("-->", "<--", "--"):
+        if prefix in columns.WEECHAT_EVENTS:
             body = f"{prefix} {text}"
         elif prefix == "*":
             body = f"* {text}"
+        elif not prefix:  # no prefix: a line of the buffer's own (server messages)
+            body = f"-- {text}"
+        elif len(prefix) > 2 and prefix[0] == "<" and prefix[-1] == ">":  # a nick already in brackets
+            body = f"{prefix} {text}"
         else:
             body = f"<{prefix}> {text}"
     else:

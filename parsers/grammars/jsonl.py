@@ -205,9 +205,16 @@ class Layout:
     media: tuple[str, ...] = ()
     extra: tuple[str, ...] = ()
     """Other keys the layout knows (not format drift)."""
+    marks: tuple[str, ...] = ()
+    """Keys a record must all have to be this layout (one exporter's own field set)."""
+    facts: tuple[str, ...] = ()
+    """Keys kept in the turn's ``extra`` when they hold something (a quote, reactions, a deleted flag)."""
+    suffix: str = ""
+    """What the exporter appends to every text (signal-export's Markdown line break): not the text's."""
 
     def known_keys(self) -> frozenset[str]:
-        return frozenset((*self.actor, *self.content, *self.time, *self.media, *self.extra, *SESSION_KEYS))
+        return frozenset((*self.actor, *self.content, *self.time, *self.media, *self.extra, *self.marks,
+                          *self.facts, *SESSION_KEYS))
 
 
 _COMMON = ("id", "type", "model", "provider", "reactions", "edited", "edited_at", "reply_to", "reply_to_message_id",
@@ -223,6 +230,10 @@ LAYOUTS: tuple[Layout, ...] = (
            media=("photo", "file", "media_type", "sticker_emoji"),
            extra=(*_COMMON, "from_id", "text_entities", "date_unixtime", "edited_unixtime", "forwarded_from",
                   "width", "height", "duration_seconds", "mime_type", "thumbnail", "file_name", "file_size")),
+    # signal-export's data.json (one message per line): its own field set, its texts end with two spaces
+    Layout("signal-export", ("sender",), ("body",), ("date",), media=("attachments", "sticker"),
+           marks=("sender", "body", "quote", "reactions", "deleted", "call", "missed"),
+           facts=("quote", "reactions", "deleted", "call", "missed"), suffix="  "),
     Layout("author", ("author",), ("message", "content", "text"), ("time", "timestamp", "date", "created_at"),
            media=("attachments", "embeds"), extra=_COMMON),
     Layout("slack", ("user_name", "username", "user"), ("text",), ("ts", "timestamp", "time", "date"),
@@ -253,6 +264,8 @@ _ACTOR_NAMES = ("name", "display_name", "global_name", "username", "nickname", "
 def layout_of(obj: dict[str, Any]) -> Layout | None:
     """The first layout whose author field and text (or media) field the record has."""
     for layout in LAYOUTS:
+        if layout.marks and not all(k in obj for k in layout.marks):
+            continue
         if any(k in obj for k in layout.actor) and (
                 layout.name == "api" or any(k in obj for k in layout.content) or any(k in obj for k in layout.media)):
             return layout
@@ -336,6 +349,8 @@ def record_turn(layout: Layout, obj: dict[str, Any], lines: tuple[int, int] | No
     speaker = _actor(_first(obj, layout.actor)[1])
     body = _first(obj, layout.content)[1]
     content = body if type(body) is str else ("" if body is None else _entities(body))
+    if layout.suffix and content.endswith(layout.suffix):
+        content = content[:-len(layout.suffix)]
     media = [_media(key, obj[key]) for key in layout.media if get(key)]
     if media:
         content = "\n".join(p for p in (content, *media) if p)
@@ -345,6 +360,9 @@ def record_turn(layout: Layout, obj: dict[str, Any], lines: tuple[int, int] | No
         times.note(when, raw, f"line {lines[0]}" if lines else pointer)
     mid, typ = get("id"), get("type")
     extra = compact({"messageId": mid, "type": typ}) if mid is not None or typ is not None else None
+    if layout.facts:
+        facts = {key: value for key in layout.facts if (value := get(key))}  # a false flag says nothing
+        extra = {**(extra or {}), **facts} or None
     role, kind = _role_kind(speaker)
     model = get("model")
     return Turn(speaker, role, content, when, raw, _model(model, get("provider")) if model else None, kind, lines,

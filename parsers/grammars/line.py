@@ -43,7 +43,7 @@ from parsers.engine import split_blocks
 from parsers.registry import register
 from parsers.timeparse import clock_24h, from_parts
 
-from ._lines import file_session, unreadable_times
+from ._lines import export_header, file_session, unreadable_times
 
 MERIDIEM = {"午前": "am", "上午": "am", "午後": "pm", "下午": "pm"}
 MEDIA = frozenset({"[Photo]", "[Sticker]", "[Video]", "[File]", "[Voice message]", "[Location]", "[Album]",
@@ -131,7 +131,7 @@ class Line(Grammar):
         for block in split_blocks(source.text, HEADER):
             h, span = block.header, (block.line_start, block.line_end)
             if h is None:
-                self._head(session, block.body, span)
+                export_header(session, block.body, span, TITLE, SAVED)
             elif h["date"]:
                 day = _day(h)
                 # Text between a date line and the next message line is nobody's message: declared with it.
@@ -144,18 +144,6 @@ class Line(Grammar):
         if undated:
             session.warnings.append(unreadable_times(undated, "no date line before the message, or not a clock"))
         yield session
-
-    @staticmethod
-    def _head(session: ParsedSession, body: str, span: tuple[int, int]) -> None:
-        title = TITLE.match(body)
-        if title:
-            session.title = title["title"].strip() or None
-        saved = SAVED.search(body)
-        if saved:
-            session.meta["savedOn"] = saved["saved"].strip()
-        kind = RegionKind.SESSION_HEADER if title else RegionKind.PREAMBLE
-        session.regions.append(Region(kind, "the export's title and save time" if title else
-                                      "text before the first date or message line", lines=span))
 
     def count_turns(self, raw: Any) -> int:
         return len(_COUNT.findall(raw))

@@ -39,7 +39,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from html.parser import HTMLParser
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -50,6 +49,7 @@ from models.settings import Settings
 from parsers.base import Grammar
 from parsers.drift import Drift
 from parsers.grammars._chatjson import compact, markers
+from parsers.grammars._html import VOID, ElementParser
 from parsers.registry import register
 from parsers.timeparse import from_parts
 
@@ -64,7 +64,6 @@ _PAGE_NUMBER = regex.compile(r"messages(\d*)")
 _PAGE_HREF = regex.compile(r"messages\d*\.html")
 _GO_TO = regex.compile(r"go_to_message(\d+)")
 _ID = regex.compile(r"message(-?\d+)")
-VOID = frozenset({"br", "img", "meta", "link", "input", "hr", "source", "wbr", "col", "area", "base", "embed"})
 MEDIA = {
     "photo_wrap": "photo", "media_photo": "photo", "video_file_wrap": "video", "media_video": "video",
     "animated_wrap": "animation", "media_animation": "animation", "sticker_wrap": "sticker", "media_sticker": "sticker",
@@ -107,13 +106,12 @@ class Block:
     links: list[str] = field(default_factory=list)
 
 
-class _Page(HTMLParser):
+class _Page(ElementParser):
     """Collects the message blocks, the furniture around them and the chat's name, with line numbers."""
 
     def __init__(self, drift: Drift | None = None, part: str | None = None) -> None:
-        super().__init__(convert_charrefs=True)
+        super().__init__()
         self.part = part  # the page's file name when it is one page of several: places name it
-        self.stack: list[tuple[str, frozenset[str]]] = []
         self.blocks: list[Block] = []
         self.block: Block | None = None
         self.block_depth = 0
@@ -128,16 +126,10 @@ class _Page(HTMLParser):
 
     # -- element events -----------------------------------------------------------------------------------
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        a = {k: v or "" for k, v in attrs}
-        classes = frozenset(a.get("class", "").split())
-        line = self.getpos()[0]
-        if tag == "br":
-            self._data("\n")
+        found = self.opened(tag, attrs)
+        if found is None:
             return
-        if tag in VOID:
-            return
-        self.stack.append((tag, classes))
-        depth = len(self.stack)
+        a, classes, line, depth = found
         if self.block is None and tag == "div" and "message" in classes:
             number = _ID.fullmatch(a.get("id", ""))
             self.block = Block(line, classes, int(number[1]) if number else None)

@@ -235,3 +235,20 @@ def test_rerun_failed_of_a_telegram_page_reruns_its_chat(prefect_harness, tmp_pa
                            "tg/ChatExport_2021-03-14/messages2.html": "ok"}
     doc = key_document(out, "telegram-html", name="999.json")
     assert len(_interactions(doc)) == 11
+
+
+def test_a_vk_peers_pages_are_one_document_in_offset_order(tmp_path):
+    """VK's archive pages (messages0.html, messages50.html) are grouped by ingest and read as one session."""
+    src = tmp_path / "vk" / "messages" / "2000000001"
+    shutil.copytree(ROOT / "tests" / "golden" / "vk-html" / "messages" / "2000000001", src,
+                    ignore=shutil.ignore_patterns("*.json"))
+    refs = {r.key: r for r in ingest.discover([tmp_path / "vk"], Settings())}
+    group = refs["vk/messages/2000000001/messages.html"]
+    assert [p.key.rsplit("/", 1)[1] for p in group.parts] == ["messages0.html", "messages50.html"]
+    out = tmp_path / "out"
+    summary = reconstruct([tmp_path / "vk"], out, Settings())
+    assert summary["counts"]["sessions_ok"] == 1 and summary["counts"]["files"] == 2
+    doc = orjson.loads(key_document(out, "vk-html", name="2000000001.json").read_bytes())
+    parts = [i["source"]["part"] for i in doc["artifacts"]["Chatthistorik"]["interactions"]]
+    assert parts == ["messages50.html"] * 2 + ["messages0.html"] * 3  # oldest first: the later page holds the older
+    assert doc["artifacts"]["ai_protocol_performance"]["sourceAccounting"]["unaccounted"] == 0

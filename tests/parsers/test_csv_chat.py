@@ -59,3 +59,18 @@ def test_the_discord_exporter_header_wins_over_the_generic_layout():
     _, s = _parse(text)
     assert s.meta["csvLayout"] == "discordchatexporter" and s.turns[0].content == "hi\n[attachment: a.png]"
     assert registry.detect(decode(text.encode(), "c.csv").text, "c.csv", threshold=0.5).grammar == "csv-chat"
+
+
+def test_kakaotalks_csv_is_its_own_layout_with_its_placeholders_as_media():
+    source, s = _parse('Date,User,Message\n2024-05-20 20:15:03,"지수","사진"\n'
+                       '2024-05-20 20:16:00,"지수","파일: a.pdf"\n2024-05-20 20:17:00,"Ann","Photo"\n'
+                       '2024-05-20 20:18:00,"Ann","사진 잘 나왔네"\n', "KakaoTalk_Chat_스터디_2024-05-21-08-02-11.csv")
+    assert s.meta["csvLayout"] == "kakaotalk"
+    assert [t.kind for t in s.turns] == ["media", "media", "media", "message"]
+    assert s.turns[0].time == datetime(2024, 5, 20, 20, 15, 3)  # local time: the source zone applies
+    assert account(s, LineIndex(source.text)).clean and GRAMMAR.count_turns(s.raw) == 4
+
+
+def test_other_layouts_have_no_placeholders():
+    _, s = _parse("timestamp;sender;message\n2024-06-01 08:00:05;Ann;Photo\n")
+    assert s.meta["csvLayout"] == "generic" and s.turns[0].kind == "message"

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import orjson
 import pytest
 
+from flows.process import process_bytes
 from models.settings import Settings
+from normalizers.assemble import RunContext
 from parsers import registry
 from parsers.grammars.irc import event_of
 from parsers.text import decode
@@ -109,3 +112,107 @@ def test_bracketed_clock_logs_are_irc_on_both_routes():
     assert s.turns[5].time.isoformat() == "2012-10-18T09:04:30" and g.count_turns(s.raw) == 6
     (c,) = g.parse_columns(source, Settings())
     assert c.frame["speaker"].to_list() == [t.speaker for t in s.turns]
+
+
+XCHAT = ("**** BEGIN LOGGING AT Mon Dec 31 22:40:02 2018\n\ndec 31 22:40:02 --> You are now talking on #ny\n"
+         "dec 31 23:59:50 <mika>\tten seconds!\ndec 31 23:59:58 *\true raises a glass\n"
+         "jan 01 00:00:01 <rue> happy new year\nJan 01 00:00:04 ---\tmika is now known as mika_zz\n"
+         "**** ENDING LOGGING AT Tue Jan  1 00:10:00 2019\n")
+
+
+def _both_routes(text: str, name: str):
+    """The session by the line engine, after checking the column route reads the same turns."""
+    source = decode(text.encode(), name)
+    (s,) = IRC.parse(source, Settings())
+    (c,) = IRC.parse_columns(source, Settings())
+    assert c.frame["speaker"].to_list() == [t.speaker for t in s.turns]
+    assert c.frame["time"].to_list() == [t.time for t in s.turns]
+    assert c.frame["kind"].to_list() == [t.kind for t in s.turns]
+    assert (c.assumptions, c.warnings, c.regions) == (s.assumptions, s.warnings, s.regions)
+    assert IRC.count_turns(s.raw) == len(s.turns)
+    return s
+
+
+def test_xchat_and_hexchat_logs_take_their_year_from_begin_logging_on_both_routes():
+    assert registry.detect(XCHAT, "#ny.log", threshold=0.5).grammar == "irc"
+    s = _both_routes(XCHAT, "#ny.log")
+    assert s.meta["dialect"] == "xchat" and s.meta["loggerLines"] == 2
+    assert [(t.speaker, t.kind, t.time) for t in s.turns] == [
+        ("System", "system", datetime(2018, 12, 31, 22, 40, 2)),
+        ("mika", "message", datetime(2018, 12, 31, 23, 59, 50)),
+        ("rue", "action", datetime(2018, 12, 31, 23, 59, 58)), ("rue", "message", datetime(2019, 1, 1, 0, 0, 1)),
+        ("System", "system", datetime(2019, 1, 1, 0, 0, 4))]
+    assert s.turns[1].content == "ten seconds!"  # hexchat's tab after the nick is no part of the text
+    assert [r.lines for r in s.regions] == [(1, 2), (8, 8)]
+
+
+def test_an_xchat_log_without_begin_logging_keeps_no_date():
+    s = _both_routes("dec 31 23:59:50 <mika> ten seconds!\n", "#ny.log")
+    assert s.turns[0].time is None and s.turns[0].time_raw == "dec 31 23:59:50" and s.warnings
+
+
+ZNC = "[09:00:12] *** Joins: nadia (~nadia@203.0.113.7)\n[09:01:40] <nadia> hi\n[23:59:59] * nadia waves\n"
+
+
+@pytest.mark.parametrize("name", ["#chan_2024-03-05.log", "2024-03-05.log", "#chan.20240305.log",
+                                  "libera_#chan_20240305.log", "moddata/log/me/libera/#chan/2024-03-05.log",
+                                  "#chan.2024.03.05.log"])
+def test_clock_only_logs_are_dated_from_the_file_name_as_an_assumption(name):
+    s = _both_routes(ZNC, name)
+    assert [t.time for t in s.turns] == [datetime(2024, 3, 5, 9, 0, 12), datetime(2024, 3, 5, 9, 1, 40),
+                                         datetime(2024, 3, 5, 23, 59, 59)]
+    assert s.assumptions[0].startswith("3 clock times dated 2024-03-05, the date in the file name")
+    assert not s.warnings
+
+
+@pytest.mark.parametrize("name", ["#chan.log", "znc/#chan/latest.log", "#chan_2024-13-05.log", "chan_v20.log"])
+def test_a_clock_only_log_whose_name_holds_no_date_keeps_no_invented_date(name):
+    s = _both_routes(ZNC, name)
+    assert [t.time for t in s.turns] == [None, None, None]
+    assert [t.time_raw for t in s.turns] == ["09:00:12", "09:01:40", "23:59:59"]
+    assert not s.assumptions
+    assert s.warnings == ["3 turn times could not be read (a clock time before any Day changed/Log opened date):"
+                          " time left empty, raw text kept"]
+
+
+def test_the_logs_own_date_lines_win_over_the_file_name():
+    text = "[08:00:00] <a> before\n--- Day changed Wed Mar 06 2024\n[09:00:00] <b> after\n"
+    s = _both_routes(text, "#chan_2024-03-05.log")
+    assert [t.time for t in s.turns] == [datetime(2024, 3, 5, 8), datetime(2024, 3, 6, 9)]
+    assert s.assumptions[0].startswith("1 clock time dated 2024-03-05")
+
+
+def test_the_file_name_date_is_in_the_document_as_an_assumption():
+    got = process_bytes(ZNC.encode(), "#chan_2024-03-05.log", RunContext.from_settings(Settings()))
+    (doc,) = [orjson.loads(s.encoded) for s in got.sessions]
+    assert any("the date in the file name" in a for a in doc["artifacts"]["ByggLogg"]["assumptions"])
+    assert doc["artifacts"]["Chatthistorik"]["interactions"][0]["date"] == "2024-03-05T09:00:12Z"
+
+
+def test_zncs_joins_parts_and_quits_are_events_with_their_actor():
+    text = ("[09:00] *** Joins: nadia (~n@h)\n[09:01] *** Parts: nadia (~n@h) (lunch)\n"
+            "[09:02] *** Quits: omar (~o@h) (Ping timeout)\n")
+    s = _both_routes(text, "#chan_2024-03-05.log")
+    assert [(t.kind, t.extra["actor"]) for t in s.turns] == [("join", "nadia"), ("part", "nadia"), ("quit", "omar")]
+
+
+WEECHAT = ("2024-03-08 19:00:00\t****  Beginning of log  ****\n2024-03-08 19:01:12\t@tomas\tmorning\n"
+           "2024-03-08 19:01:30\t<ines>\thello\n2024-03-08 19:02:00\t\tirc: disconnected from server\n"
+           "2024-03-08 19:02:05\t=!=\tirc: unable to connect\n2024-03-08 19:04:01\t****  End of log  ****\n")
+
+
+def test_weechat_info_lines_empty_prefixes_errors_and_bracketed_nicks():
+    s = _both_routes(WEECHAT, "irc.libera.#weechat.weechatlog")
+    assert [(t.speaker, t.role, t.content) for t in s.turns] == [
+        ("tomas", "user", "morning"), ("ines", "user", "hello"), ("System", "system", "irc: disconnected from server"),
+        ("System", "system", "irc: unable to connect")]
+    assert [r.lines for r in s.regions] == [(1, 1), (6, 6)] and s.meta["loggerLines"] == 2
+
+
+@pytest.mark.parametrize(("name", "sid"), [("znc/#homelab/2024-03-05.log", "homelab_2024-03-05"),
+                                           ("libera_#homelab_20240305.log", "homelab_2024-03-05"),
+                                           ("2024-03-05.log", None), ("#a/#b_2024-03-05.log", None)])
+def test_a_log_naming_no_channel_takes_it_from_its_path(name, sid):
+    s = _both_routes(ZNC, name)
+    assert s.session_id == sid
+    assert (s.id_source == "source:channel in the file's path") == (sid is not None)

@@ -8,6 +8,7 @@ import pytest
 from models.records import ModelRef, SourceText
 from models.settings import Settings
 from parsers import registry
+from parsers.text import decode
 from validators.accounting import account
 
 G = registry.get("jsonl")
@@ -240,3 +241,19 @@ def test_a_mattermost_system_post_is_a_system_turn_with_its_user_as_actor():
     turn = session.turns[0]
     assert (turn.speaker, turn.role, turn.kind, turn.extra) == ("System", "system", "system",
                                                                 {"actor": "bo", "type": "system_join_channel"})
+
+
+def test_signal_exports_data_json_is_its_own_layout():
+    """signal-export's data.json: the exporter's two trailing spaces are not the text; the quote,
+    reactions and flags that hold something are kept; a record with only some of its keys is not it."""
+    from parsers.grammars.jsonl import layout_of
+
+    line = ('{"date": "2024-03-01T09:16:40", "sender": "Me", "body": "Yes.\\nAt 10.  ", '
+            '"quote": "\\n\\n> when?\\n\\n", "sticker": "", "reactions": [["Ann", "👍"]], '
+            '"attachments": [], "deleted": false, "call": false, "missed": false}\n')
+    source = decode((line * 2).encode(), "Ann/data.json")
+    (session,) = registry.get("jsonl").parse(source, Settings())
+    turn = session.turns[0]
+    assert (turn.speaker, turn.content) == ("Me", "Yes.\nAt 10.")
+    assert turn.extra == {"quote": "\n\n> when?\n\n", "reactions": [["Ann", "👍"]]}
+    assert layout_of({"sender": "a", "body": "b", "date": "2024-01-01"}).name == "generic"
