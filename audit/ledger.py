@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from models.errors import Reason
+from models.errors import EnvironmentFault, Reason
 from models.status import DocumentMark, FileStatus, RunStatus, SessionStatus
 
 if TYPE_CHECKING:
@@ -242,8 +242,29 @@ class PriorRuns:
         return source_key in self.latched
 
 
-class LedgerError(Exception):
-    """The ledger is missing, corrupt, newer than this version, or cannot be written."""
+class LedgerError(EnvironmentFault):
+    """The ledger is missing, corrupt, newer than this version, or cannot be written: the environment
+    failed the command, never an input; the reason code says how (``sqlite_reason``)."""
+
+
+# SQLite says what failed only in words; these are its fixed messages (sqlite3.c, sqlite3ErrStr)
+SQLITE_REASONS = {
+    "database or disk is full": Reason.DISK_FULL,
+    "attempt to write a readonly database": Reason.OUTPUT_READ_ONLY,
+    "disk I/O error": Reason.OUTPUT_IO,
+    "unable to open database file": Reason.LEDGER_UNUSABLE,
+    "database disk image is malformed": Reason.LEDGER_CORRUPT,
+    "file is not a database": Reason.LEDGER_CORRUPT,
+}
+
+
+def sqlite_reason(exc: sqlite3.Error) -> Reason | None:
+    """The environment fault a SQLite error names, or None (a bug: bad SQL, a constraint)."""
+    return next((reason for text, reason in SQLITE_REASONS.items() if text in str(exc)), None)
+
+
+def _unusable(exc: sqlite3.Error, message: str, otherwise: Reason = Reason.LEDGER_UNUSABLE) -> LedgerError:
+    return LedgerError(sqlite_reason(exc) or otherwise, message)
 
 
 JOURNAL_MODE = "PERSIST"
@@ -268,7 +289,7 @@ class Ledger:
         self.read_only = read_only
         if read_only:
             if not path.is_file():
-                raise LedgerError(f"no ledger at {path}: nothing has run into {path.parent}")
+                raise LedgerError(Reason.LEDGER_UNUSABLE, f"no ledger at {path}: nothing has run into {path.parent}")
             self._open_read_only()
             return
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -277,7 +298,7 @@ class Ledger:
             self._prepare()
         except sqlite3.DatabaseError as exc:
             self.db.close()
-            raise LedgerError(f"ledger {path} cannot be used: {exc}") from None
+            raise _unusable(exc, f"ledger {path} cannot be used: {exc}") from None
 
     def _prepare(self, patience: float = 30.0) -> None:
         """The journal mode (``JOURNAL_MODE``) and the schema. Switching the journal mode is refused at
@@ -304,7 +325,7 @@ class Ledger:
             version = self._version()
         except sqlite3.DatabaseError as exc:
             self.db.close()
-            raise LedgerError(f"ledger {self.path} cannot be read: {exc}") from None
+            raise _unusable(exc, f"ledger {self.path} cannot be read: {exc}") from None
         if version < SCHEMA_VERSION and os.access(self.path.parent, os.W_OK):
             self.db.close()
             Ledger(self.path).close()  # an older ledger is upgraded first, when it can be
@@ -312,8 +333,8 @@ class Ledger:
             version = self._version()
         if version != SCHEMA_VERSION:
             self.db.close()
-            raise LedgerError(f"ledger {self.path} has schema {version}, this version reads {SCHEMA_VERSION}; "
-                              "a run upgrades it")
+            raise LedgerError(Reason.LEDGER_UNUSABLE, f"ledger {self.path} has schema {version}, this version "
+                              f"reads {SCHEMA_VERSION}; a run upgrades it")
 
     def check(self) -> None:
         """``PRAGMA quick_check`` (every page and index, not the cross-checks): a damaged ledger is
@@ -321,10 +342,9 @@ class Ledger:
         try:
             problems = [row[0] for row in self.db.execute("PRAGMA quick_check(5)")]
         except sqlite3.DatabaseError as exc:
-            raise LedgerError(f"ledger {self.path} is damaged: {exc}") from exc
+            raise _unusable(exc, f"ledger {self.path} is damaged: {exc}", Reason.LEDGER_CORRUPT) from exc
         if problems != ["ok"]:
-            raise LedgerError(f"ledger {self.path} is damaged: {'; '.join(problems)}") from sqlite3.DatabaseError(
-                "database disk image is malformed")
+            raise LedgerError(Reason.LEDGER_CORRUPT, f"ledger {self.path} is damaged: {'; '.join(problems)}")
 
     def reserve_path(self) -> Path:
         return self.path.with_name(f"{self.path.name}-reserve")
@@ -379,7 +399,8 @@ class Ledger:
                 if self._version() == version:  # nobody else upgraded: a real failure
                     raise
         if version > SCHEMA_VERSION:
-            raise LedgerError(f"ledger {self.path} has schema {version}, newer than this version knows")
+            raise LedgerError(Reason.LEDGER_UNUSABLE,
+                              f"ledger {self.path} has schema {version}, newer than this version knows")
 
     # -- writing ---------------------------------------------------------------------------------
     def start_run(self, run_id: str, started_at: str, args: dict[str, Any], fingerprint: str,

@@ -41,9 +41,6 @@ class AmbiguousDocument(RevisionError):
         super().__init__(Reason.AMBIGUOUS_DOCUMENT, f"session id {session!r} names {len(matches)} documents, "
                          "give one path: " + ", ".join(matches))
 
-    def __reduce__(self):
-        return (AmbiguousDocument, (self.session, self.matches))
-
 
 def now() -> str:
     return f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ}"
