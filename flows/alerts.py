@@ -52,7 +52,7 @@ def ledger_counts(ledger_path: Path, run_id: str) -> dict[str, int]:
         return {}
     ledger = Ledger(ledger_path)
     try:
-        return ledger.run_counts(run_id)
+        return ledger.runs.counts(run_id)
     finally:
         ledger.close()
 

@@ -208,7 +208,7 @@ def _prior(ledger_path: Path, refs: list[ingest.InputRef]) -> PriorRuns:
     """What the ledger knows of the shard's inputs, in one query per kind for all of them."""
     ledger = Ledger(ledger_path, read_only=True)
     try:
-        return ledger.prior([key for ref in refs for key in (ref.key, *(p.key for p in ref.parts))])
+        return ledger.inputs.prior([key for ref in refs for key in (ref.key, *(p.key for p in ref.parts))])
     finally:
         ledger.close()
 

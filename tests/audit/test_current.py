@@ -72,6 +72,6 @@ def test_a_run_whose_tables_cannot_be_written_says_so(tmp_path, monkeypatch):
     assert "No space left" in summary["datasets_unpublished"]
     ledger = Ledger(tmp_path / "out" / "ledger.sqlite", read_only=True)
     try:
-        assert "No space left" in ledger.meta(f"datasets_unpublished:{summary['run_id']}")
+        assert "No space left" in ledger.meta.get(f"datasets_unpublished:{summary['run_id']}")
     finally:
         ledger.close()

@@ -44,7 +44,7 @@ def _blobs(out: Path) -> dict[str, bytes]:
 def _latest(out: Path, rel: str) -> str:
     ledger = Ledger(out / "ledger.sqlite", read_only=True)
     try:
-        return ledger.latest_revisions()[rel]
+        return ledger.revisions.latest()[rel]
     finally:
         ledger.close()
 
@@ -218,7 +218,7 @@ def test_the_index_is_rewritten_only_when_it_lacks_a_revision(tmp_path, monkeypa
     assert rerun() == 0  # unchanged: the index holds every revision already
     ledger = Ledger(out / "ledger.sqlite")
     try:
-        ledger.set_meta(revisions.INDEXED, "0")  # as if a run was killed before exporting it
+        ledger.meta.set(revisions.INDEXED, "0")  # as if a run was killed before exporting it
     finally:
         ledger.close()
     assert rerun() == 1

@@ -198,7 +198,7 @@ def test_a_rerun_of_one_file_of_a_conversation_takes_the_whole_conversation():
 def _files(out):
     ledger = Ledger(out / "ledger.sqlite")
     try:
-        run = ledger.latest_run_id()
+        run = ledger.runs.latest_id()
         return dict(ledger.db.execute("SELECT source_key, status FROM files WHERE run_id=?", (run,)).fetchall())
     finally:
         ledger.close()

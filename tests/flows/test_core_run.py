@@ -68,7 +68,7 @@ def test_bad_inputs_are_quarantined_with_reasons_and_the_run_goes_on(tmp_path):
     (src / "good.txt").write_text("User: hi\nAssistant: hello\n")
     out = tmp_path / "out"
     summary = reconstruct([src], out, Settings())
-    by_source = {q["source_path"].split("/")[-1]: q["reasons"] for q in summary["quarantined"]}
+    by_source = {q.source_path.split("/")[-1]: ",".join(q.reasons) for q in summary["quarantined"]}
     assert by_source == {"empty.txt": "empty", "binary.dat": "binary", "mixed.txt": "undecodable",
                          "prose.txt": "no_grammar"}
     assert summary["counts"]["sessions_ok"] == 1

@@ -284,12 +284,12 @@ def test_a_worker_that_dies_loses_its_batch_and_the_run_completes(tmp_path, monk
     summary = reconstruct([src], out, Settings(**{**STREAMED, "stream_chunk_bytes": 3000, "workers": 2}))
     assert summary["status"] == "completed"
     ledger = Ledger(out / "ledger.sqlite", read_only=True)
-    rows = ledger.session_rows(summary["run_id"])
+    rows = ledger.sessions.of_run(summary["run_id"])
     ledger.close()
-    died = [r for r in rows if r["reasons"] == "worker_died"]
-    assert DIES_AT + 1 in [r["ordinal"] for r in died]
-    assert all("died twice" in r["detail"] and f"conversation /{r['ordinal'] - 1} " in r["detail"] for r in died)
-    assert {r["status"] for r in rows if r not in died} <= {"ok", "quarantined"}
+    died = [r for r in rows if r.reasons == ("worker_died",)]
+    assert DIES_AT + 1 in [r.ordinal for r in died]
+    assert all("died twice" in r.detail and f"conversation /{r.ordinal - 1} " in r.detail for r in died)
+    assert {r.status for r in rows if r not in died} <= {"ok", "quarantined"}
     assert sum(r["status"] == "ok" for r in rows) == len(export) - len(died) - 1  # and the duplicate id
     assert len(died) < len(export) // 2  # only its batch
     sessions, _ = _tables(out, monkeypatch)  # the batches that landed brought their rows

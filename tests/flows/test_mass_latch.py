@@ -13,10 +13,11 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
-from audit.ledger import Ledger
+from audit.ledger import Ledger, SessionRecord
 from flows.cli import app
 from flows.pipeline import reconstruct
 from models.settings import Settings
+from models.status import SessionStatus
 
 DOC = "sessions/transcript/3f2a1b4c-5d6e-4f70-8a9b-0c1d2e3f4a5b/3f2a1b4c-5d6e-4f70-8a9b-0c1d2e3f4a5b.json"
 QUARANTINE = "quarantine/in/chat.txt/session-1.json"
@@ -35,10 +36,10 @@ def _run(tmp_path: Path, n: int, settings: Settings | None = None, **kw) -> dict
     return reconstruct([src], tmp_path / "out", _settings(n, settings), **kw)
 
 
-def _session_row(out: Path, run_id: str) -> dict:
+def _session_row(out: Path, run_id: str) -> SessionRecord:
     ledger = Ledger(out / "ledger.sqlite")
     try:
-        [row] = ledger.session_rows(run_id)
+        [row] = ledger.sessions.of_run(run_id)
         return row
     finally:
         ledger.close()
@@ -56,8 +57,8 @@ def test_a_shrinking_rerun_is_quarantined_and_the_old_document_stays(tmp_path):
     assert (out / DOC).read_bytes() == accepted
     assert summary["counts"]["sessions_quarantined"] == 1 and summary["counts"]["sessions_ok"] == 0
     row = _session_row(out, summary["run_id"])
-    assert (row["status"], row["reasons"]) == ("quarantined", "mass_latch")
-    assert "interactions 4->4" in row["detail"] and "characters 16->8" in row["detail"]
+    assert (row.status, row.reasons) == (SessionStatus.QUARANTINED, ("mass_latch",))
+    assert "interactions 4->4" in row.detail and "characters 16->8" in row.detail
     record = orjson.loads((out / QUARANTINE).read_bytes())
     assert record["reasons"] == ["mass_latch"]
     assert record["mass"] == {"accepted": {"interactions": 4, "characters": 16},
@@ -65,7 +66,7 @@ def test_a_shrinking_rerun_is_quarantined_and_the_old_document_stays(tmp_path):
     assert len(record["rejectedDocument"]["artifacts"]["Chatthistorik"]["interactions"]) == 4
     assert record["acceptedDocument"] == DOC
     assert [h["rev"] for h in _history(out)] == ["v0"]  # nothing replaced, nothing indexed
-    assert summary["quarantined"][0]["reasons"] == "mass_latch"
+    assert summary["quarantined"][0].reasons == ("mass_latch",)
 
 
 def test_growth_and_small_shrink_pass(tmp_path):
@@ -91,12 +92,12 @@ def test_allow_shrink_overrides_and_is_recorded(tmp_path):
     doc = orjson.loads((out / DOC).read_bytes())
     assert [i["content"] for i in doc["artifacts"]["Chatthistorik"]["interactions"]] == ["aa", "bb", "cc", "dd"]
     row = _session_row(out, summary["run_id"])
-    assert row["status"] == "partial" and "mass latch overridden (--allow-shrink)" in row["detail"]
+    assert row.status is SessionStatus.PARTIAL and "mass latch overridden (--allow-shrink)" in row.detail
     last = _history(out)[-1]
     assert last["rev"] == "v1" and last["note"].startswith("allow-shrink: interactions 4->4, characters 16->8")
     ledger = Ledger(out / "ledger.sqlite")
     try:
-        assert orjson.loads(ledger.run(summary["run_id"])["args"])["allow_shrink"] is True
+        assert orjson.loads(ledger.runs.get(summary["run_id"]).args)["allow_shrink"] is True
     finally:
         ledger.close()
     # accepted now: an unchanged rerun is skipped again

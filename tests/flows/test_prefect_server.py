@@ -103,12 +103,12 @@ def test_prefect_client_lists_the_run_its_task_runs_and_artifacts(prefect_server
     by_key = {a.key: a for a in found}
     summary = by_key[artifacts.SUMMARY_KEY]
     assert summary.type == "markdown" and run_id in summary.data
-    reason = bad_night["quarantined"][0]["reasons"]
+    reason = ",".join(bad_night["quarantined"][0].reasons)
     assert f"| {reason} | 1 |" in summary.data
     assert "## Slowest files" in summary.data
     table = by_key[artifacts.QUARANTINE_KEY]
     rows = json.loads(table.data) if isinstance(table.data, str) else table.data
-    assert [r["source"] for r in rows] == [q["source_path"] for q in bad_night["quarantined"]]
+    assert [r["source"] for r in rows] == [q.source_path for q in bad_night["quarantined"]]
 
 
 def test_a_quarantining_run_emits_an_event_and_the_automation_notifies(prefect_server, webhook, bad_night):

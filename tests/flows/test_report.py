@@ -62,9 +62,9 @@ def test_printed_figures_match_the_ledger_and_datasets(archive):
     cells = _cells((archive / "report.html").read_text())
     ledger = Ledger(archive / "ledger.sqlite")
     try:
-        run_id = ledger.latest_run_id()
-        counts = ledger.run_counts(run_id)
-        quarantined = ledger.quarantined(run_id)
+        run_id = ledger.runs.latest_id()
+        counts = ledger.runs.counts(run_id)
+        quarantined = ledger.quarantine.of_run(run_id)
         fig = figures(archive, ledger)
     finally:
         ledger.close()
@@ -75,7 +75,7 @@ def test_printed_figures_match_the_ledger_and_datasets(archive):
     assert int(cells["coverage"]["ok"]) == counts["sessions_ok"]
     reasons: dict[str, int] = {}
     for q in quarantined:
-        for r in q["reasons"].split(","):
+        for r in q.reasons:
             reasons[r] = reasons.get(r, 0) + 1
     assert {k: int(v) for k, v in cells["quarantine"].items()} == reasons and reasons
     assert sum(int(v) for v in cells["formats"].values()) == counts["sessions_ok"] + counts["sessions_partial"]

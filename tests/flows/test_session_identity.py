@@ -4,6 +4,7 @@ row, one export each), checking the documents and that no message lands under an
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 
 import orjson
@@ -38,11 +39,9 @@ def _write(root: Path, rel: str, data: bytes) -> Path:
 
 
 def _possible(out: Path) -> list[dict]:
-    from audit import links
-
     ledger = Ledger(out / "ledger.sqlite", read_only=True)
     try:
-        return links.possible(ledger)
+        return [asdict(r) for r in ledger.links.possible()]
     finally:
         ledger.close()
 

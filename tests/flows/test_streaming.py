@@ -36,4 +36,4 @@ def test_a_truncated_stream_keeps_the_sessions_before_the_break(tmp_path):
     counts = summary["counts"]
     assert counts["sessions_ok"] + counts["sessions_partial"] >= 3
     assert counts["files_quarantined"] == 1
-    assert [q["reasons"] for q in summary["quarantined"] if q["what"] == "file"] == ["parse_error"]
+    assert [q.reasons for q in summary["quarantined"] if q.what == "file"] == [("parse_error",)]

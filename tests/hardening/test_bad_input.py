@@ -83,7 +83,7 @@ def test_same_session_id_twice_in_one_file_quarantines_the_second(tmp_path):
     src.mkdir()
     (src / "a.txt").write_text(GOOD_TRANSCRIPT + GOOD_TRANSCRIPT)
     summary = reconstruct([src], tmp_path / "out", Settings())
-    assert [q["reasons"] for q in summary["quarantined"]] == ["duplicate_session_id"]
+    assert [q.reasons for q in summary["quarantined"]] == [("duplicate_session_id",)]
 
 
 def test_symlink_loops_and_broken_links(tmp_path):

@@ -155,10 +155,10 @@ def test_a_file_with_a_failed_session_is_failed_everywhere_and_never_skipped(tmp
     assert second["counts"]["files_skipped"] == 1  # fine.txt only
     ledger = Ledger(out / "ledger.sqlite")
     try:
-        failed = [s["source_path"] for s in ledger.failed_sources(first["run_id"])]
-        listed = {q["source_path"] for q in ledger.quarantined(first["run_id"])}
+        failed = [s.source_path for s in ledger.quarantine.failed_sources(first["run_id"])]
+        listed = {q.source_path for q in ledger.quarantine.of_run(first["run_id"])}
         assert failed == ["in/dup.txt"] and listed == {"in/dup.txt"}
-        assert ledger.run_counts(first["run_id"])["files_failed"] == 1
+        assert ledger.runs.counts(first["run_id"])["files_failed"] == 1
         reasons = ledger.db.execute("SELECT source_key, ordinal, reason FROM reasons WHERE run_id=?",
                                     (first["run_id"],)).fetchall()
         assert reasons == [("in/dup.txt", 2, "duplicate_session_id")]
@@ -173,14 +173,14 @@ def test_a_grammar_that_fails_halfway_is_rerun_not_skipped(tmp_path):
 
     ledger = Ledger(tmp_path / "ledger.sqlite")
     try:
-        ledger.start_run("r1", "2025-01-01T00:00:00Z", {}, "fp", "0")
-        ledger.record("r1", "fp", [FileRow("k", "k", "h", 1, "irc", FileStatus.PARTIAL, ["parse_error"], "boom", 1,
-                                           0.0)],
-                      [SessionRow("k", 1, "s", None, "ok", [], "", "sessions/k/s.json", "x", 1, 1, 1, 0.0)])
-        assert not ledger.prior(["k"]).unchanged("k", "h", "fp")
-        assert [s["source_key"] for s in ledger.failed_sources("r1")] == ["k"]
-        assert [q["reasons"] for q in ledger.quarantined("r1")] == ["parse_error"]
-        assert ledger.run_counts("r1")["files_quarantined"] == 1
+        ledger.runs.start("r1", "2025-01-01T00:00:00Z", {}, "fp", "0")
+        ledger.inputs.record("r1", "fp",
+                             [FileRow("k", "k", "h", 1, "irc", FileStatus.PARTIAL, ["parse_error"], "boom", 1, 0.0)],
+                             [SessionRow("k", 1, "s", None, "ok", [], "", "sessions/k/s.json", "x", 1, 1, 1, 0.0)])
+        assert not ledger.inputs.prior(["k"]).unchanged("k", "h", "fp")
+        assert [s.source_key for s in ledger.quarantine.failed_sources("r1")] == ["k"]
+        assert [q.reasons for q in ledger.quarantine.of_run("r1")] == [("parse_error",)]
+        assert ledger.runs.counts("r1")["files_quarantined"] == 1
     finally:
         ledger.close()
 
