@@ -8,7 +8,6 @@ non-zero exit and no side effect.
 from __future__ import annotations
 
 import sys
-from dataclasses import asdict
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -262,8 +261,7 @@ def sessions(
 
 def _session_row(r: KeyListing, possibly_same: list[dict[str, str]]) -> views.SessionRow:
     return views.SessionRow(key=r.key, path=r.path, session_id=r.session_id, status=r.status,
-                            snapshots=[views.Snapshot(**asdict(s)) for s in r.snapshots],
-                            counts=views.Counts(**asdict(r.counts)),
+                            snapshots=r.snapshots, counts=r.counts,
                             possibly_same=[views.PossibleLink(**x) for x in possibly_same])
 
 

@@ -290,7 +290,7 @@ def test_a_worker_that_dies_loses_its_batch_and_the_run_completes(tmp_path, monk
     assert DIES_AT + 1 in [r.ordinal for r in died]
     assert all("died twice" in r.detail and f"conversation /{r.ordinal - 1} " in r.detail for r in died)
     assert {r.status for r in rows if r not in died} <= {"ok", "quarantined"}
-    assert sum(r["status"] == "ok" for r in rows) == len(export) - len(died) - 1  # and the duplicate id
+    assert sum(r.status == "ok" for r in rows) == len(export) - len(died) - 1  # and the duplicate id
     assert len(died) < len(export) // 2  # only its batch
     sessions, _ = _tables(out, monkeypatch)  # the batches that landed brought their rows
     assert sessions.height == len(export) - len(died) - 1

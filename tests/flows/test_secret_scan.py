@@ -17,6 +17,7 @@ import sqlite3
 import zipfile
 from pathlib import Path
 
+import orjson
 import polars as pl
 import pytest
 from typer.testing import CliRunner
@@ -157,7 +158,7 @@ def test_no_planted_secret_in_any_artifact_or_on_stdout(tmp_path, capfd, route):
     printed = _listings(out)
     captured = capfd.readouterr()
     printed |= {"stdout:run": captured.out.encode(), "stderr:run": captured.err.encode(),
-                "summary": json.dumps(summary).encode()}
+                "summary": orjson.dumps(summary)}
     _check_run(out, printed)
 
 

@@ -46,7 +46,7 @@ def test_non_utf8_file_names_are_recorded_and_later_runs_work(tmp_path):
         files = _files(out, summary["run_id"])
         assert len(files) == 2
     assert "in/caf\\xe9.txt" in files and "in/empty\\xff.txt" in files
-    first = _files(out, Ledger(out / "ledger.sqlite").latest_run_id())
+    first = _files(out, Ledger(out / "ledger.sqlite").runs.latest_id())
     assert first["in/empty\\xff.txt"][1] == "empty"
     record = next((out / "quarantine").rglob("file.json"))
     assert orjson.loads(record.read_bytes())["source"] == "in/empty\\xff.txt"
