@@ -11,6 +11,7 @@ Every chart prints its numbers, and every number sits in a table cell marked
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -67,7 +68,7 @@ def figures(out_root: Path, ledger: Ledger, run_id: str | None = None) -> dict[s
             redactions[kind] = redactions.get(kind, 0) + n
     return {
         "run": {k: getattr(run, k) for k in ("run_id", "started_at", "finished_at", "status", "pipeline_version")},
-        "run_counts": counts,
+        "run_counts": asdict(counts),
         "status": by_status,
         "coverage": {"ok": by_status["ok"], "partial": by_status["partial"]},
         "quarantine_reasons": dict(sorted(reasons.items())),
@@ -82,8 +83,8 @@ def figures(out_root: Path, ledger: Ledger, run_id: str | None = None) -> dict[s
                    "unknown_share": round(unknown / ai.height, 4) if ai.height else 0.0},
         "redactions": dict(sorted(redactions.items())),
         "flags": _counts([f for f in everything["flag"].to_list() if f]),  # marks stand for the root
-        "accounting": {"sessions with unaccounted source": counts["sessions_unaccounted"],
-                       "unaccounted lines or records": counts["unaccounted_source"]},
+        "accounting": {"sessions with unaccounted source": counts.sessions_unaccounted,
+                       "unaccounted lines or records": counts.unaccounted_source},
         "drift": {d.item: d.count for d in ledger.sessions.drift(run_id)},
         "reconciliation": _reconciliation(ledger),
     }

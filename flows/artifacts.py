@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from normalizers.secrets import scrub_name
 
 if TYPE_CHECKING:
     from audit.ledger import FileRecord, QuarantineEntry
+    from flows.summary import RunSummary
 
 SUMMARY_KEY = "reconstruct-run-summary"
 QUARANTINE_KEY = "reconstruct-quarantine"
@@ -60,21 +61,21 @@ def reason_counts(quarantined: list[QuarantineEntry]) -> Counter:
     return Counter(r for q in quarantined for r in q.reasons)
 
 
-def summary_markdown(summary: dict[str, Any], slowest: list[FileRecord]) -> str:
+def summary_markdown(summary: RunSummary, slowest: list[FileRecord]) -> str:
     """Counts, quarantine reasons and the slowest files of a run."""
-    c, run_id = summary["counts"], summary["run_id"]
+    c, run_id = summary.counts, summary.run_id
     lines = [
         f"# reconstruct run {run_id}",
         "",
         "| files | skipped | files quarantined | sessions ok | partial | quarantined | seconds |",
         "|---|---|---|---|---|---|---|",
-        f"| {c['files']} | {c['files_skipped']} | {c['files_quarantined']} | {c['sessions_ok']} "
-        f"| {c['sessions_partial']} | {c['sessions_quarantined']} | {summary['seconds']:.2f} |",
+        f"| {c.files} | {c.files_skipped} | {c.files_quarantined} | {c.sessions_ok} "
+        f"| {c.sessions_partial} | {c.sessions_quarantined} | {summary.seconds:.2f} |",
         "",
         "## Quarantine reasons",
         "",
     ]
-    reasons = reason_counts(summary["quarantined"])
+    reasons = reason_counts(summary.quarantined)
     if reasons:
         lines += ["| reason | count |", "|---|---|"]
         lines += [f"| {reason} | {n} |" for reason, n in reasons.most_common()]
@@ -103,13 +104,13 @@ def slowest_files(ledger_path: str, run_id: str, n: int = SLOWEST) -> list[FileR
     return sorted((r for r in rows if r.seconds is not None), key=lambda r: -r.seconds)[:n]
 
 
-def publish(summary: dict[str, Any]) -> None:
+def publish(summary: RunSummary) -> None:
     """The run's markdown summary and, when something was quarantined, the quarantine table."""
     from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
-    slowest = slowest_files(summary["ledger"], summary["run_id"])
+    slowest = slowest_files(summary.ledger, summary.run_id)
     create_markdown_artifact(key=SUMMARY_KEY, markdown=summary_markdown(summary, slowest),
-                             description=f"Run {summary['run_id']}: counts, quarantine reasons, slowest files")
-    if summary["quarantined"]:
-        create_table_artifact(key=QUARANTINE_KEY, table=quarantine_rows(summary["quarantined"]),
-                              description=f"Run {summary['run_id']}: every quarantined input and session")
+                             description=f"Run {summary.run_id}: counts, quarantine reasons, slowest files")
+    if summary.quarantined:
+        create_table_artifact(key=QUARANTINE_KEY, table=quarantine_rows(summary.quarantined),
+                              description=f"Run {summary.run_id}: every quarantined input and session")

@@ -21,9 +21,11 @@ from flows import cli_views as views
 from flows.exits import ExitCode, one_line
 from flows.exits import fail as fail_with
 from models.settings import Settings
+from models.status import RunStatus
 
 if TYPE_CHECKING:
     from audit.ledger import QuarantineEntry, RunRecord
+    from flows.summary import RunSummary
 
 app = typer.Typer(
     add_completion=False,
@@ -125,16 +127,16 @@ def known_run(ledger, run_id: str | None, out: Path) -> str:
     return found
 
 
-def _print_summary(summary: dict) -> None:
-    c = summary["counts"]
+def _print_summary(summary: RunSummary) -> None:
+    c = summary.counts
     console.print(
-        f"run {summary['run_id']}: {c['files']} files ({c['files_skipped']} skipped, "
-        f"{c['files_quarantined']} quarantined, {c['files_companion']} companions); sessions "
-        f"ok {c['sessions_ok']}, partial {c['sessions_partial']}, quarantined {c['sessions_quarantined']}; "
-        f"{summary['seconds']:.2f} s"
+        f"run {summary.run_id}: {c.files} files ({c.files_skipped} skipped, "
+        f"{c.files_quarantined} quarantined, {c.files_companion} companions); sessions "
+        f"ok {c.sessions_ok}, partial {c.sessions_partial}, quarantined {c.sessions_quarantined}; "
+        f"{summary.seconds:.2f} s"
     )
-    if summary["quarantined"]:
-        view = _quarantine_view(summary["run_id"], summary["quarantined"])
+    if summary.quarantined:
+        view = _quarantine_view(summary.run_id, summary.quarantined)
         views.show(view, view.quarantined, views.QuarantineRow, as_json=False, title="Quarantined")
 
 
@@ -212,13 +214,12 @@ def _run(paths: list[str], out: Path, settings: Settings, force: bool, allow_shr
         if not isinstance(exc, KeyboardInterrupt) and type(exc).__name__ != "TerminationSignal":
             raise
         fail("interrupted: the run is marked interrupted in the ledger; run again to finish", ExitCode.INTERRUPTED)
-    if summary.get("status") == "interrupted":
-        fail(f"interrupted: run {summary['run_id']} stopped after {summary['counts']['files']} files, all "
+    if summary.status is RunStatus.INTERRUPTED:
+        fail(f"interrupted: run {summary.run_id} stopped after {summary.counts.files} files, all "
              "recorded in the ledger; run again to finish", ExitCode.INTERRUPTED)
     console.print(f"using {server}")
     _print_summary(summary)
-    c = summary["counts"]
-    return ExitCode.QUARANTINED if (c["files_quarantined"] or c["sessions_quarantined"]) else ExitCode.OK
+    return ExitCode.QUARANTINED if summary.counts.quarantined_any else ExitCode.OK
 
 
 def _ready(embedded, use_embedded) -> None:

@@ -137,7 +137,7 @@ def _failed(key: str, rows: list[SnapshotRecord], detail: str, trail: ShardTrail
     """A key whose merge failed: its earlier document stays; a quarantine record says why."""
     record = emit.key_quarantine_relpath(key)
     trail.batch.stage_changed(resolve_inside(trail.out_root, record), emit.quarantine_record({
-        "status": "quarantined", "sessionKey": key, "reasons": [reason.value], "detail": detail,
+        "status": SessionStatus.QUARANTINED, "sessionKey": key, "reasons": [reason.value], "detail": detail,
         "snapshots": [{"sha256": r.source_sha256, "path": r.source_path} for r in rows]}))
     result.sessions.append(SessionRow(
         key, 0, key, None, SessionStatus.QUARANTINED, [reason.value], detail, record, None, 0, 0, 0,

@@ -35,12 +35,13 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from audit import current, datasets, revisions
 from audit.ledger import FileRow, Ledger, ledger_path_for
 from models.settings import PIPELINE_VERSION, Settings
-from models.status import DocumentMark, FileStatus, RunStatus
+from models.status import DocumentMark, FileStatus, RunOutcome, RunStatus
 from normalizers.ids import safe_path_part
 
 from . import alerts, artifacts, cluster, emit, faults, ingest, pool, snapshots
 from .merge import merge_keys
 from .shard import ShardResult, run_shard
+from .summary import RunSummary
 
 
 def plan_shards(refs: list[ingest.InputRef], settings: Settings) -> list[list[ingest.InputRef]]:
@@ -137,7 +138,7 @@ def new_run_id() -> str:
 
 def reconstruct(paths: list[ingest.Root], out_root: Path, settings: Settings, *, force: bool = False,
                 run_id: str | None = None, runner=None, progress=None, allow_shrink: bool = False,
-                keys: list[str] | None = None, merger=None) -> dict[str, Any]:
+                keys: list[str] | None = None, merger=None) -> RunSummary:
     """Run the archive through the shards and record it in the ledger; returns the run summary.
 
     Called inside the Prefect flow below; ``runner`` submits shards (a Prefect task runner's
@@ -215,9 +216,8 @@ def reconstruct(paths: list[ingest.Root], out_root: Path, settings: Settings, *,
     finally:
         emit.clear_stop(out_root)
         ledger.close()
-    return {"run_id": run_id, "status": ending, "counts": counts, "quarantined": quarantined, "seconds": seconds,
-            "shards": len(shards), "written": written, "temporaries_removed": cleaned, "ledger": str(lpath),
-            **({"datasets_unpublished": unpublished} if unpublished else {})}
+    return RunSummary(run_id, ending, counts, quarantined, seconds, len(shards), written, cleaned, str(lpath),
+                      unpublished)
 
 
 def _publish(out_root: Path, run_id: str, ledger: Ledger) -> str | None:
@@ -406,7 +406,7 @@ def _logged(result: ShardResult, done: int, total: int, logger) -> ShardResult:
 def reconstruct_archive(paths: list[str], out: str, settings: Settings | dict[str, Any] | None = None,
                         force: bool = False, show_progress: bool = False,
                         allow_shrink: bool = False, keys: list[str] | None = None,
-                        run_id: str | None = None) -> dict[str, Any]:
+                        run_id: str | None = None) -> RunSummary:
     """Reconstruct every session of an archive into ``out`` (see docs/output.md: Output layout).
 
     Run it with ``run_archive`` (which names the run as it is created) or as a deployment: either way
@@ -432,13 +432,13 @@ def reconstruct_archive(paths: list[str], out: str, settings: Settings | dict[st
         alerts.emit_run_event(alerts.outcome_of(exc), run_id, artifacts.archive_name(paths), out,
                               alerts.ledger_counts(ledger_path_for(out_root, settings), run_id), repr(exc))
         raise
-    c = summary["counts"]
+    c = summary.counts
     logger.info("run %s: %d files (%d skipped, %d quarantined); sessions ok %d, partial %d, quarantined %d",
-                summary["run_id"], c["files"], c["files_skipped"], c["files_quarantined"],
-                c["sessions_ok"], c["sessions_partial"], c["sessions_quarantined"])
+                summary.run_id, c.files, c.files_skipped, c.files_quarantined,
+                c.sessions_ok, c.sessions_partial, c.sessions_quarantined)
     artifacts.publish(summary)
-    if alerts.needs_attention(c):
-        alerts.emit_run_event("quarantined", run_id, artifacts.archive_name(paths), out, c)
+    if c.quarantined_any:
+        alerts.emit_run_event(RunOutcome.QUARANTINED, run_id, artifacts.archive_name(paths), out, c)
     return summary
 
 
@@ -495,7 +495,7 @@ class progress_bar:
 
 def run_archive(paths: list[Path], out: Path, settings: Settings, *, force: bool = False,
                 show_progress: bool = False, allow_shrink: bool = False,
-                keys: list[str] | None = None) -> dict[str, Any]:
+                keys: list[str] | None = None) -> RunSummary:
     """Run the flow with the task runner the settings ask for (``keys``: only these inputs), named
     and tagged as it is created (no update of the run from inside it)."""
     from prefect import tags

@@ -258,7 +258,7 @@ def _one(ref, trail: ShardTrail, ctx, prior, inputs: ShardInputs, result: ShardR
             outcome = _streamed(ref, ctx, prior, inputs, context_sha, result, trail.out_root, emitter)
         if outcome is None:
             outcome = _whole(ref, ctx, prior, inputs, texts, context_sha, result)
-        if outcome == "skipped":
+        if outcome is FileStatus.SKIPPED:
             return
     _emit(ref, outcome, trail, result, ctx.settings, allow_shrink, context_sha)
 
@@ -315,8 +315,8 @@ def _group(ref, trail: ShardTrail, ctx, prior, inputs: ShardInputs, result: Shar
 
 
 def _whole(ref, ctx, prior, inputs: ShardInputs, texts, context_sha, result: ShardResult):
-    """An input read whole: quarantined when it would not fit the memory budget, skipped when
-    unchanged, else processed."""
+    """An input read whole: quarantined when it would not fit the memory budget, ``FileStatus.SKIPPED``
+    when unchanged (its row recorded), else processed."""
     budget = memory_budget(ctx.settings)
     if ref.size * MEMORY_PER_INPUT_BYTE > budget:
         return quarantined_file(ref.name, ref.size, Reason.TOO_LARGE,
@@ -337,7 +337,7 @@ def _whole(ref, ctx, prior, inputs: ShardInputs, texts, context_sha, result: Sha
             sha = input_sha256(data)
         if prior.unchanged(ref.key, sha, ctx.fingerprint, context_sha):
             result.files.append(_note_row(ref, FileStatus.SKIPPED, UNCHANGED, sha, context_sha))
-            return "skipped"
+            return FileStatus.SKIPPED
     return process_bytes(data, ref.name, ctx, texts, siblings=ref.siblings, decoded=decoded)
 
 
@@ -355,7 +355,7 @@ def _streamed(ref, ctx, prior, inputs: ShardInputs, context_sha, result: ShardRe
             sha, size, encoding = sha256_stream(iter(lambda: fp.read(1 << 20), b""))
         if prior is not None and prior.unchanged(ref.key, sha, ctx.fingerprint, context_sha):
             result.files.append(_note_row(ref, FileStatus.SKIPPED, UNCHANGED, sha, context_sha))
-            return "skipped"
+            return FileStatus.SKIPPED
         with ingest.open_binary(ref, inputs.zips) as fp:
             head = fp.read(DETECT_SAMPLE)
             if sqlite.is_sqlite(head):  # a database is read whole: its text is its tables, rendered
@@ -415,7 +415,7 @@ def _emit(ref: ingest.InputRef, outcome: FileOutcome, trail: ShardTrail, result:
         _remove_stale(trail, file_rel)
     if outcome.status == FileStatus.QUARANTINED and not outcome.sessions:
         trail.batch.stage_changed(resolve_inside(trail.out_root, file_rel), emit.quarantine_record({
-            "status": "quarantined", "source": ref.name, "sha256": outcome.sha256,
+            "status": FileStatus.QUARANTINED, "source": ref.name, "sha256": outcome.sha256,
             "reasons": outcome.reasons, "detail": scrub_name(outcome.detail),
             "grammarCandidates": outcome.detection.scores if outcome.detection else None,
         }))
@@ -531,7 +531,7 @@ def _session(ref, s, trail: ShardTrail, result: ShardResult, settings: Settings 
     record = emit.quarantine_relpath(ref.key, s.ordinal)
     if s.encoded is None:
         trail.batch.stage_changed(resolve_inside(trail.out_root, record), emit.quarantine_record({
-            "status": "quarantined", "source": ref.name, "ordinal": s.ordinal, "sessionId": s.session_id,
+            "status": SessionStatus.QUARANTINED, "source": ref.name, "ordinal": s.ordinal, "sessionId": s.session_id,
             "reasons": s.reasons, "detail": scrub_name(s.detail), "failures": s.failures,
             "rejectedDocument": s.document,
         }))
@@ -574,7 +574,7 @@ def _hold_back(ref, s, trail: ShardTrail, old: bytes, latched: str, record: Path
     """The mass latch: the accepted document stays; the smaller one is kept aside with both masses."""
     before = _mass(old)
     trail.batch.stage_changed(record, emit.quarantine_record({
-        "status": "quarantined", "source": ref.name, "ordinal": s.ordinal, "sessionId": s.session_id,
+        "status": SessionStatus.QUARANTINED, "source": ref.name, "ordinal": s.ordinal, "sessionId": s.session_id,
         "reasons": [Reason.MASS_LATCH.value], "detail": latched,
         "acceptedDocument": rel,
         "mass": {"accepted": {"interactions": before[0], "characters": before[1]},
@@ -604,7 +604,7 @@ def _spooled(ref, s, trail: ShardTrail, result: ShardResult, settings: Settings 
         if s.turns is not None:
             s.turns.discard()
         trail.batch.stage_changed(resolve_inside(trail.out_root, record), emit.quarantine_record({
-            "status": "quarantined", "source": ref.name, "ordinal": s.ordinal, "sessionId": s.session_id,
+            "status": SessionStatus.QUARANTINED, "source": ref.name, "ordinal": s.ordinal, "sessionId": s.session_id,
             "reasons": [Reason.MASS_LATCH.value], "detail": latched, "acceptedDocument": rel,
             "rejectedDocument": "not kept: a streamed document"}))
         s.status, s.reasons, s.detail = SessionStatus.QUARANTINED, [Reason.MASS_LATCH.value], latched

@@ -232,7 +232,7 @@ class Archive:
         if not rows:
             raise AuditError(Reason.NOT_FOUND, f"no run {run_id!r} in the ledger")
         with self.ledger() as ledger:
-            counts = ledger.runs.counts(run_id)
+            counts = asdict(ledger.runs.counts(run_id))
         return {**rows[0], "counts": counts,
                 "quarantine": self.sql("SELECT * FROM quarantine WHERE run_id = ? ORDER BY source_key, ordinal",
                                        [run_id]),

@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from models.status import FileStatus, RunStatus, SessionStatus
+from models.status import FileStatus, RunCounts, RunStatus, SessionStatus
 
 from .rows import RunRecord, fetch
 from .schema import FAILED, OWN_FAILURE
@@ -44,19 +44,18 @@ class Runs:
                                 [(RunStatus.INTERRUPTED, r) for r in gone])
         return len(gone)
 
-    def finish(self, run_id: str, finished_at: str, status: RunStatus, seconds: float) -> dict[str, int]:
+    def finish(self, run_id: str, finished_at: str, status: RunStatus, seconds: float) -> RunCounts:
         counts = self.counts(run_id)
         with self.db:
             self.db.execute(
                 "UPDATE runs SET finished_at=?, status=?, seconds=?, files=?, files_skipped=?, "
                 "files_quarantined=?, sessions_ok=?, sessions_partial=?, sessions_quarantined=? WHERE run_id=?",
-                (finished_at, str(status), seconds, counts["files"], counts["files_skipped"],
-                 counts["files_quarantined"], counts["sessions_ok"], counts["sessions_partial"],
-                 counts["sessions_quarantined"], run_id),
+                (finished_at, str(status), seconds, counts.files, counts.files_skipped, counts.files_quarantined,
+                 counts.sessions_ok, counts.sessions_partial, counts.sessions_quarantined, run_id),
             )
         return counts
 
-    def counts(self, run_id: str) -> dict[str, int]:
+    def counts(self, run_id: str) -> RunCounts:
         q = self.db.execute
         files = dict(q("SELECT status, COUNT(*) FROM files WHERE run_id=? GROUP BY status", (run_id,)).fetchall())
         # a file with a reason of its own (nothing read, or its grammar broke after some sessions)
@@ -75,22 +74,22 @@ class Runs:
         unaccounted = q("SELECT COUNT(*), COALESCE(SUM(unaccounted), 0) FROM sessions WHERE run_id=? "
                         "AND unaccounted > 0", (run_id,)).fetchone()
         drift = q("SELECT COUNT(DISTINCT item) FROM drift WHERE run_id=?", (run_id,)).fetchone()[0]
-        return {
-            "files": sum(files.values()),
-            "files_skipped": files.get(FileStatus.SKIPPED, 0),
-            "files_quarantined": own,
-            "files_failed": failed,
-            "files_companion": files.get(FileStatus.COMPANION, 0),
-            "files_ignored": files.get(FileStatus.IGNORED, 0),
-            "files_missing": files.get(FileStatus.MISSING, 0),
-            "sessions_ok": sess.get(SessionStatus.OK, 0),
-            "sessions_partial": sess.get(SessionStatus.PARTIAL, 0),
-            "sessions_quarantined": sess.get(SessionStatus.QUARANTINED, 0),
-            "interactions": turns,
-            "sessions_unaccounted": unaccounted[0],
-            "unaccounted_source": unaccounted[1],
-            "drift_items": drift,
-        }
+        return RunCounts(
+            files=sum(files.values()),
+            files_skipped=files.get(FileStatus.SKIPPED, 0),
+            files_quarantined=own,
+            files_failed=failed,
+            files_companion=files.get(FileStatus.COMPANION, 0),
+            files_ignored=files.get(FileStatus.IGNORED, 0),
+            files_missing=files.get(FileStatus.MISSING, 0),
+            sessions_ok=sess.get(SessionStatus.OK, 0),
+            sessions_partial=sess.get(SessionStatus.PARTIAL, 0),
+            sessions_quarantined=sess.get(SessionStatus.QUARANTINED, 0),
+            interactions=turns,
+            sessions_unaccounted=unaccounted[0],
+            unaccounted_source=unaccounted[1],
+            drift_items=drift,
+        )
 
     def get(self, run_id: str) -> RunRecord | None:
         found = fetch(self.db, RunRecord, "SELECT * FROM runs WHERE run_id=?", (run_id,))

@@ -241,7 +241,7 @@ def test_temporaries_are_searched_for_only_after_a_run_that_did_not_complete(tmp
     leftover = files.temporary_for(out / DOC)
     leftover.write_bytes(b"half")
     summary = reconstruct([tmp_path / "in"], out, RunSettings(workers=1))
-    assert walks == [out] and summary["temporaries_removed"] == 1 and not leftover.exists()
+    assert walks == [out] and summary.temporaries_removed == 1 and not leftover.exists()
 
 
 @pytest.fixture(scope="module")

@@ -88,13 +88,13 @@ def test_the_ledger_counts_unaccounted_sources_and_format_drift(monkeypatch, tmp
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "chat.txt").write_bytes(CLEAN)
     summary = reconstruct([tmp_path / "in"], tmp_path / "out", Settings(format="transcript"), runner=None)
-    counts = summary["counts"]
-    assert counts["sessions_partial"] == 1 and counts["sessions_unaccounted"] == 1
-    assert counts["unaccounted_source"] == 2 and counts["drift_items"] == 1
-    assert counts["files_failed"] == 0, "a partial session is written, not failed"
+    counts = summary.counts
+    assert counts.sessions_partial == 1 and counts.sessions_unaccounted == 1
+    assert counts.unaccounted_source == 2 and counts.drift_items == 1
+    assert counts.files_failed == 0, "a partial session is written, not failed"
     ledger = Ledger(tmp_path / "out" / "ledger.sqlite")
     try:
-        assert ledger.sessions.drift(summary["run_id"]) == [DriftItem("key:reactions", 2, "in/chat.txt /3")]
+        assert ledger.sessions.drift(summary.run_id) == [DriftItem("key:reactions", 2, "in/chat.txt /3")]
     finally:
         ledger.close()
 

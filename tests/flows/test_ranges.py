@@ -181,7 +181,7 @@ def test_streamed_rows_that_cannot_be_written_are_a_warning_naming_the_document(
     (doc,) = (out / "sessions").rglob("*.json")
     rel = doc.relative_to(out).as_posix()
     ledger = Ledger(out / "ledger.sqlite", read_only=True)
-    (row,) = ledger.sessions.of_run(summary["run_id"])
+    (row,) = ledger.sessions.of_run(summary.run_id)
     ledger.close()
     assert row.status == "ok"
     assert f"{rel}: its dataset rows were not written (OSError: [Errno 28] No space left for the rows)" in row.detail

@@ -34,7 +34,7 @@ def archive(tmp_path_factory) -> Path:
     (src / "empty.txt").write_text("")
     out = root / "out"
     summary = reconstruct([src], out, Settings())
-    assert summary["counts"]["files_quarantined"] >= 1
+    assert summary.counts.files_quarantined >= 1
     result = CliRunner().invoke(app, ["report", "--out", str(out)])
     assert result.exit_code == 0, result.output
     return out

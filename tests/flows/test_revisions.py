@@ -199,7 +199,7 @@ def test_parallel_shards_share_the_blob_store(tmp_path):
     settings = Settings(shard_files=1, workers=3)
     out = tmp_path / "out"
     summary = reconstruct([src], out, settings, runner=_pool_runner(out, settings))
-    assert summary["shards"] >= 3
+    assert summary.shards >= 3
     index = _index(out)
     assert len(index["files"]) == 2
     assert sorted(f["file"] for f in index["files"]) == [f["file"] for f in index["files"]]

@@ -20,7 +20,7 @@ from models.settings import Settings
 def _run_each(exports: list[Path], out: Path) -> None:
     for export in exports:
         summary = reconstruct([export], out, Settings(), runner=None)
-        assert summary["status"] == "completed"
+        assert summary.status == "completed"
 
 
 def _documents(out: Path) -> list[dict]:

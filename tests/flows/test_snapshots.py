@@ -93,7 +93,7 @@ def test_one_run_with_both_exports_gives_one_merged_document(exports, tmp_path):
     assert [i["content"] for i in edited] == ["Nos vemos a las 8 en punto"]
     assert [e["content"] for e in edited[0]["editHistory"]] == ["Nos vemos a las 8"]
     assert len(doc["artifacts"]["ByggLogg"]["snapshots"]) == 2
-    assert summary["counts"]["interactions"] == DISTINCT  # the ledger counts each message once
+    assert summary.counts.interactions == DISTINCT  # the ledger counts each message once
     _check(out)
 
 
@@ -321,8 +321,8 @@ def test_a_key_whose_merge_fails_is_quarantined_and_keeps_its_document(exports, 
     after = _documents(out)
     assert {k: after[k] for k in before} == before  # the earlier document stays; the other export keeps its own
     assert len(after) == 2
-    [failed] = [q for q in summary["quarantined"] if q.reasons == ("snapshot_merge",)]
+    [failed] = [q for q in summary.quarantined if q.reasons == ("snapshot_merge",)]
     assert "the snapshots disagree" in failed.detail
     record = orjson.loads((out / "quarantine" / "keys" / "whatsapp").glob("*/merge.json").__next__().read_bytes())
     assert record["reasons"] == ["snapshot_merge"] and len(record["snapshots"]) == 2
-    assert summary["status"] == "completed"
+    assert summary.status == "completed"
