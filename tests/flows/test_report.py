@@ -69,20 +69,20 @@ def test_printed_figures_match_the_ledger_and_datasets(archive):
     finally:
         ledger.close()
     assert cells["run"]["run_id"] == run_id
-    assert int(cells["status"]["ok"]) == counts["sessions_ok"]
-    assert int(cells["status"]["partial"]) == counts["sessions_partial"]
-    assert int(cells["status"]["quarantined"]) == counts["sessions_quarantined"]
-    assert int(cells["coverage"]["ok"]) == counts["sessions_ok"]
+    assert int(cells["status"]["ok"]) == counts.sessions_ok
+    assert int(cells["status"]["partial"]) == counts.sessions_partial
+    assert int(cells["status"]["quarantined"]) == counts.sessions_quarantined
+    assert int(cells["coverage"]["ok"]) == counts.sessions_ok
     reasons: dict[str, int] = {}
     for q in quarantined:
         for r in q.reasons:
             reasons[r] = reasons.get(r, 0) + 1
     assert {k: int(v) for k, v in cells["quarantine"].items()} == reasons and reasons
-    assert sum(int(v) for v in cells["formats"].values()) == counts["sessions_ok"] + counts["sessions_partial"]
-    assert sum(int(v) for v in cells["turns"].values()) == counts["sessions_ok"] + counts["sessions_partial"]
+    assert sum(int(v) for v in cells["formats"].values()) == counts.sessions_ok + counts.sessions_partial
+    assert sum(int(v) for v in cells["turns"].values()) == counts.sessions_ok + counts.sessions_partial
     assert int(cells["models"]["assistant_turns"]) == fig["models"]["assistant_turns"] > 0
     assert int(cells["redactions"]["openai_api_key"]) == 1
-    assert int(cells["accounting"]["sessions with unaccounted source"]) == counts["sessions_unaccounted"]
+    assert int(cells["accounting"]["sessions with unaccounted source"]) == counts.sessions_unaccounted
     assert {k: int(v) for k, v in cells.get("drift", {}).items()} == fig["drift"]
 
 

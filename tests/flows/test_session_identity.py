@@ -353,5 +353,5 @@ def test_a_streamed_chat_exported_twice_is_proved_the_same_from_its_document(tmp
     out = tmp_path / "out"
     streamed = Settings(stream_text_bytes=1, stream_chunk_bytes=256)
     for export in exports:
-        assert reconstruct([export], out, streamed, runner=None)["status"] == "completed"
+        assert reconstruct([export], out, streamed, runner=None).status == "completed"
     _one_document_each_message_once(out, lines)

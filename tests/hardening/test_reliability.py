@@ -158,7 +158,7 @@ def test_a_file_with_a_failed_session_is_failed_everywhere_and_never_skipped(tmp
         failed = [s.source_path for s in ledger.quarantine.failed_sources(first.run_id)]
         listed = {q.source_path for q in ledger.quarantine.of_run(first.run_id)}
         assert failed == ["in/dup.txt"] and listed == {"in/dup.txt"}
-        assert ledger.runs.counts(first.run_id)["files_failed"] == 1
+        assert ledger.runs.counts(first.run_id).files_failed == 1
         reasons = ledger.db.execute("SELECT source_key, ordinal, reason FROM reasons WHERE run_id=?",
                                     (first.run_id,)).fetchall()
         assert reasons == [("in/dup.txt", 2, "duplicate_session_id")]
@@ -180,7 +180,7 @@ def test_a_grammar_that_fails_halfway_is_rerun_not_skipped(tmp_path):
         assert not ledger.inputs.prior(["k"]).unchanged("k", "h", "fp")
         assert [s.source_key for s in ledger.quarantine.failed_sources("r1")] == ["k"]
         assert [q.reasons for q in ledger.quarantine.of_run("r1")] == [("parse_error",)]
-        assert ledger.runs.counts("r1")["files_quarantined"] == 1
+        assert ledger.runs.counts("r1").files_quarantined == 1
     finally:
         ledger.close()
 
