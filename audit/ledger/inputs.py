@@ -7,6 +7,7 @@ import sqlite3
 from collections.abc import Iterable
 
 from models.errors import Reason
+from models.status import FileStatus
 
 from .rows import FileRecord, FileRow, PriorRuns, SessionRow, SourceSeen, chunks, fetch, marks
 from .schema import FAILED
@@ -66,10 +67,10 @@ class Inputs:
                 (*chunk, Reason.MASS_LATCH)))
         return PriorRuns(latest, latched)
 
-    def known(self) -> dict[str, tuple[str, str]]:
+    def known(self) -> dict[str, tuple[FileStatus, str]]:
         """source key -> (status, source path) of its latest ledger row, for every input ever seen."""
         rows = self.db.execute("SELECT source_key, status, source_path FROM files ORDER BY rowid").fetchall()
-        return {k: (s, p) for k, s, p in rows}
+        return {k: (FileStatus(s), p) for k, s, p in rows}
 
     def of_run(self, run_id: str) -> list[FileRecord]:
         """A run's inputs, in key order."""
