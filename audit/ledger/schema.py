@@ -109,7 +109,7 @@ MIGRATIONS: list[str] = [
     CREATE INDEX prints_by_chat ON prints (grammar, title);
     CREATE TABLE aliases (session_key TEXT PRIMARY KEY, canonical TEXT NOT NULL);
     """,
-    # 5 -> 6: "possibly the same conversation" links and a person's decisions on them (audit/links.py)
+    # 5 -> 6: "possibly the same conversation" links and a person's decisions on them (links.py)
     """
     CREATE TABLE links (
         key_a TEXT NOT NULL, key_b TEXT NOT NULL, evidence TEXT NOT NULL, run_id TEXT, PRIMARY KEY (key_a, key_b)
