@@ -23,7 +23,7 @@ builds the tables from the ledger instead (``load``), so the files are a cache, 
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import orjson
@@ -52,9 +52,9 @@ class Stamp:
 
     @classmethod
     def of(cls, ledger: Ledger) -> Stamp:
-        run_id = ledger.latest_run_id()
-        run = ledger.run(run_id) if run_id else None
-        return cls(run_id, run["finished_at"] if run else None, ledger.revision_count())
+        run_id = ledger.runs.latest_id()
+        run = ledger.runs.get(run_id) if run_id else None
+        return cls(run_id, run.finished_at if run else None, ledger.revisions.count())
 
     def dumps(self) -> bytes:
         return orjson.dumps({"latest_run": self.latest_run, "finished_at": self.finished_at,
@@ -73,9 +73,9 @@ def sessions_and_turns(out_root: Path, ledger: Ledger,
                        problems: list[str] | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The current sessions and turns, typed and with the columns an audit asks first."""
     sessions, turns = datasets.tables(out_root, ledger, problems)
-    keys = pl.DataFrame(ledger.document_keys(), orient="row",
+    keys = pl.DataFrame(ledger.sessions.document_keys(), orient="row",
                         schema={"output_path": pl.Utf8, "output_sha256": pl.Utf8, "session_key": pl.Utf8})
-    revs = pl.DataFrame(ledger.revisions(), schema={"output_path": pl.Utf8, "rev": pl.Int64, "sha256": pl.Utf8,
+    revs = pl.DataFrame(ledger.revisions.history(), schema={"output_path": pl.Utf8, "rev": pl.Int64, "sha256": pl.Utf8,
                                                    "note": pl.Utf8, "ts": pl.Utf8, "run_id": pl.Utf8})
     counts = revs.group_by("output_path").agg(revisions=pl.len().cast(pl.Int64))
     turns = turns.with_columns(_timestamp("date"))
@@ -97,13 +97,12 @@ def sessions_and_turns(out_root: Path, ledger: Ledger,
 def quarantine(ledger: Ledger, out_root: Path) -> pl.DataFrame:
     """Every file or session a run failed: reason codes (a list), detail, and how to rerun it."""
     rows = []
-    for run in ledger.runs(limit=-1):
-        for q in ledger.quarantined(run["run_id"]):
-            reasons = sorted(filter(None, (q["reasons"] or "").split(",")))
-            rows.append({"run_id": run["run_id"], "started_at": run["started_at"], "what": q["what"],
-                         "source_key": q["source_key"], "source_path": q["source_path"], "ordinal": q["ordinal"],
-                         "session_id": q["session_id"], "reasons": reasons, "detail": q["detail"],
-                         "rerun": f"reconstruct rerun --out {out_root} --run {run['run_id']}"})
+    for run in ledger.runs.recent(limit=-1):
+        for q in ledger.quarantine.of_run(run.run_id):
+            rows.append({"run_id": run.run_id, "started_at": run.started_at, "what": q.what,
+                         "source_key": q.source_key, "source_path": q.source_path, "ordinal": q.ordinal,
+                         "session_id": q.session_id, "reasons": sorted(q.reasons), "detail": q.detail,
+                         "rerun": f"reconstruct rerun --out {out_root} --run {run.run_id}"})
     schema = {"run_id": pl.Utf8, "started_at": pl.Utf8, "what": pl.Utf8, "source_key": pl.Utf8,
               "source_path": pl.Utf8, "ordinal": pl.Int64, "session_id": pl.Utf8, "reasons": pl.List(pl.Utf8),
               "detail": pl.Utf8, "rerun": pl.Utf8}
@@ -114,10 +113,10 @@ def runs(ledger: Ledger) -> pl.DataFrame:
     """Every run, newest first: its order (``seq``, 1 the first: two runs may start in the same second),
     status, counts, duration, its inputs and its Prefect flow-run id."""
     rows = []
-    found = ledger.runs(limit=-1)
+    found = ledger.runs.recent(limit=-1)
     for i, run in enumerate(found):
-        args = orjson.loads(run["args"] or "{}")
-        rows.append({"seq": len(found) - i, **{k: v for k, v in run.items() if k != "args"},
+        args = orjson.loads(run.args or "{}")
+        rows.append({"seq": len(found) - i, **{k: v for k, v in asdict(run).items() if k != "args"},
                      "paths": [str(p) for p in args.get("paths", [])],
                      "prefect_flow_run_id": args.get("prefect_flow_run_id")})
     schema = {"seq": pl.Int64, "run_id": pl.Utf8, "started_at": pl.Utf8, "finished_at": pl.Utf8, "status": pl.Utf8,
@@ -132,7 +131,7 @@ def runs(ledger: Ledger) -> pl.DataFrame:
 def revisions(ledger: Ledger) -> pl.DataFrame:
     schema = {"output_path": pl.Utf8, "rev": pl.Int64, "sha256": pl.Utf8, "note": pl.Utf8, "ts": pl.Utf8,
               "run_id": pl.Utf8}
-    return pl.DataFrame(ledger.revisions(), schema=schema).with_columns(_timestamp("ts"))
+    return pl.DataFrame(ledger.revisions.history(), schema=schema).with_columns(_timestamp("ts"))
 
 
 def reconciliation(ledger: Ledger) -> pl.DataFrame:

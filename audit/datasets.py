@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import uuid
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -408,7 +408,7 @@ def _read_parts(files: list[Path], table: str) -> pl.DataFrame:
 def _current(out_root: Path, ledger: Ledger) -> pl.DataFrame:
     """(output_path, output_sha256) of every current document: the index's latest revision of
     each path still on disk."""
-    latest = ledger.latest_revisions()
+    latest = ledger.revisions.latest()
     present = [(p, h) for p, h in latest.items() if (out_root / p).is_file()]
     return pl.DataFrame(present, schema={"output_path": pl.Utf8, "output_sha256": pl.Utf8}, orient="row")
 
@@ -421,8 +421,8 @@ class Snapshot:
     def __init__(self, out_root: Path, ledger: Ledger) -> None:
         self.files = {t: _part_files(out_root, t) for t in TABLES}
         self.current = _current(out_root, ledger)
-        self.writers = ledger.writers()
-        self.flags = ledger.flags()
+        self.writers = ledger.sessions.writers()
+        self.flags = ledger.revisions.flags()
 
 
 def tables(out_root: Path, ledger: Ledger | None = None,
@@ -521,11 +521,11 @@ def reconciliation(ledger: Ledger) -> pl.DataFrame:
     key's snapshots in the merge's rank order, oldest first): expected (the source's own counter),
     reconstructed, and new, unchanged, absent, edited against the snapshots before it. Summed over a
     key's snapshots, ``new`` is its document's interactions: each message is counted once."""
-    paths = {r["session_key"]: r["output_path"] for r in ledger.keyed_sessions()}
-    sources = {(s["session_key"], s["source_sha256"]): s["source_path"] for s in ledger.snapshots()}
-    rows = [{**{k: r[k] for k in RECONCILIATION_COLUMNS if k in r}, "output_path": paths.get(r["session_key"]),
-             "source_path": sources.get((r["session_key"], r["source_sha256"]))}
-            for r in ledger.reconciliation()]
+    paths = {r.session_key: r.output_path for r in ledger.sessions.keyed()}
+    sources = {(s.session_key, s.source_sha256): s.source_path for s in ledger.snapshots.all()}
+    rows = [{**{k: v for k, v in asdict(r).items() if k in RECONCILIATION_COLUMNS},
+             "output_path": paths.get(r.session_key), "source_path": sources.get((r.session_key, r.source_sha256))}
+            for r in ledger.snapshots.reconciliation()]
     return pl.DataFrame(rows, schema=RECONCILIATION_COLUMNS).select(list(RECONCILIATION_COLUMNS))
 
 

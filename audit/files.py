@@ -12,6 +12,8 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from models.errors import Reason, ReconstructError
+
 _write_guard: list[Callable[[], None]] = []
 
 
@@ -26,8 +28,11 @@ def _guarded() -> None:
         check()
 
 
-class PathEscape(ValueError):
+class PathEscape(ReconstructError):
     """A computed output path would leave the output root (a bug guard: ids are made safe first)."""
+
+    def __init__(self, relpath: str) -> None:
+        super().__init__(Reason.PATH_ESCAPE, f"{relpath!r} escapes the output root", path=relpath)
 
 
 def resolve_inside(root: Path, relpath: str) -> Path:
@@ -35,7 +40,7 @@ def resolve_inside(root: Path, relpath: str) -> Path:
     base = os.path.realpath(root)
     target = os.path.realpath(os.path.join(base, relpath))
     if target != base and not target.startswith(base.rstrip("/") + "/"):
-        raise PathEscape(f"{relpath!r} escapes the output root")
+        raise PathEscape(relpath)
     return Path(target)
 
 

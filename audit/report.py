@@ -11,6 +11,7 @@ Every chart prints its numbers, and every number sits in a table cell marked
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -34,19 +35,19 @@ class ReportError(ReconstructError):
 
 def figures(out_root: Path, ledger: Ledger, run_id: str | None = None) -> dict[str, Any]:
     """Every number the report shows, as plain data."""
-    run_id = run_id or ledger.latest_run_id()
-    run = ledger.run(run_id) if run_id else None
+    run_id = run_id or ledger.runs.latest_id()
+    run = ledger.runs.get(run_id) if run_id else None
     if run is None:
         raise ReportError(Reason.NOT_FOUND,
                           f"no run {run_id!r} in the ledger" if run_id else "the ledger has no run yet")
-    counts = ledger.run_counts(run_id)
-    sess = ledger.session_rows(run_id)
+    counts = ledger.runs.counts(run_id)
     by_status = {s: 0 for s in ("ok", "partial", "quarantined", "failed")}
-    for row in sess:
-        by_status[row["status"]] = by_status.get(row["status"], 0) + 1
+    for row in ledger.sessions.of_run(run_id):
+        by_status[row.status] = by_status.get(row.status, 0) + 1
+    quarantined = ledger.quarantine.of_run(run_id)
     reasons: dict[str, int] = {}
-    for q in ledger.quarantined(run_id):
-        for r in filter(None, (q["reasons"] or "").split(",")):
+    for q in quarantined:
+        for r in q.reasons:
             reasons[r] = reasons.get(r, 0) + 1
     left_out: list[str] = []  # stray or hand-edited files under OUT/sessions, as `verify` reports them
     everything, all_turns = datasets.tables(out_root, ledger, left_out)
@@ -66,24 +67,25 @@ def figures(out_root: Path, ledger: Ledger, run_id: str | None = None) -> dict[s
         for kind, n in json.loads(cell or "{}").items():
             redactions[kind] = redactions.get(kind, 0) + n
     return {
-        "run": {k: run[k] for k in ("run_id", "started_at", "finished_at", "status", "pipeline_version")},
-        "run_counts": counts,
+        "run": {k: getattr(run, k) for k in ("run_id", "started_at", "finished_at", "status", "pipeline_version")},
+        "run_counts": asdict(counts),
         "status": by_status,
         "coverage": {"ok": by_status["ok"], "partial": by_status["partial"]},
         "quarantine_reasons": dict(sorted(reasons.items())),
         "archive": {"documents": everything.height, "turns": all_turns.height, "left_out": len(left_out)},
         "written": {"documents": sessions.height, "turns": turns.height},
-        "quarantined": [{k: q[k] for k in ("what", "source_key", "source_path", "session_id", "reasons", "detail")}
-                        for q in ledger.quarantined(run_id)],
+        "quarantined": [{"what": q.what, "source_key": q.source_key, "source_path": q.source_path,
+                         "session_id": q.session_id, "reasons": ",".join(q.reasons), "detail": q.detail}
+                        for q in quarantined],
         "formats": formats,
         "turns_histogram": hist,
         "models": {"assistant_turns": ai.height, "unknown": unknown,
                    "unknown_share": round(unknown / ai.height, 4) if ai.height else 0.0},
         "redactions": dict(sorted(redactions.items())),
         "flags": _counts([f for f in everything["flag"].to_list() if f]),  # marks stand for the root
-        "accounting": {"sessions with unaccounted source": counts["sessions_unaccounted"],
-                       "unaccounted lines or records": counts["unaccounted_source"]},
-        "drift": {d["item"]: d["count"] for d in ledger.drift(run_id)},
+        "accounting": {"sessions with unaccounted source": counts.sessions_unaccounted,
+                       "unaccounted lines or records": counts.unaccounted_source},
+        "drift": {d.item: d.count for d in ledger.sessions.drift(run_id)},
         "reconciliation": _reconciliation(ledger),
     }
 

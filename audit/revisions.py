@@ -14,14 +14,13 @@ import os
 import shutil
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import orjson
 
 from models.errors import Reason, ReconstructError
 
 from .files import atomic_write, resolve_inside, temporary_for
-from .ledger import Ledger
+from .ledger import Ledger, RevisionRecord
 
 INDEX_VERSION = "LKv2.1"
 BLOB_MODE = 0o444  # a blob never changes (and is often the very inode of its document)
@@ -40,9 +39,6 @@ class AmbiguousDocument(RevisionError):
         self.session, self.matches = session, matches
         super().__init__(Reason.AMBIGUOUS_DOCUMENT, f"session id {session!r} names {len(matches)} documents, "
                          "give one path: " + ", ".join(matches))
-
-    def __reduce__(self):
-        return (AmbiguousDocument, (self.session, self.matches))
 
 
 def now() -> str:
@@ -136,20 +132,19 @@ def get_blob(out_root: Path, sha256: str) -> bytes:
 def write_index(out_root: Path, ledger: Ledger) -> Path:
     """Export the index in seed 001's schema: files by path, history by revision (deterministic)."""
     files: dict[str, list[dict[str, str]]] = {}
-    for r in ledger.revisions():
-        files.setdefault(r["output_path"], []).append(
-            {"rev": f"v{r['rev']}", "sha256": r["sha256"], "note": r["note"], "ts": r["ts"]})
+    for r in ledger.revisions.history():
+        files.setdefault(r.output_path, []).append({"rev": f"v{r.rev}", "sha256": r.sha256, "note": r.note, "ts": r.ts})
     payload = {"version": INDEX_VERSION, "files": [{"file": f, "history": h} for f, h in sorted(files.items())]}
     path = index_path(out_root)
     atomic_write(path, orjson.dumps(payload, option=orjson.OPT_INDENT_2) + b"\n")
-    ledger.set_meta(INDEXED, str(sum(len(h) for h in files.values())))
+    ledger.meta.set(INDEXED, str(sum(len(h) for h in files.values())))
     return path
 
 
 def refresh_index(out_root: Path, ledger: Ledger) -> bool:
     """Export the index unless it already holds every revision of the ledger (an unchanged rerun
     does not rewrite a file proportional to the whole output); True when written."""
-    if index_path(out_root).is_file() and ledger.meta(INDEXED) == str(ledger.revision_count()):
+    if index_path(out_root).is_file() and ledger.meta.get(INDEXED) == str(ledger.revisions.count()):
         return False
     write_index(out_root, ledger)
     return True
@@ -158,11 +153,11 @@ def refresh_index(out_root: Path, ledger: Ledger) -> bool:
 def resolve(ledger: Ledger, out_root: Path, session: str) -> str:
     """A document path relative to OUT, from that path, the path as a shell completes it (relative to
     the working folder, or absolute, inside OUT) or a session id naming one document."""
-    indexed = set(ledger.latest_revisions())
+    indexed = set(ledger.revisions.latest())
     rel = _under(out_root, session.strip())
     if rel in indexed or (rel.startswith("sessions/") and (out_root / rel).is_file()):
         return rel
-    by_id = set(ledger.paths_for_session_id(session)) | {p for p in indexed if Path(p).stem == session}
+    by_id = set(ledger.sessions.paths_for_id(session)) | {p for p in indexed if Path(p).stem == session}
     if len(by_id) == 1:
         return by_id.pop()
     if not by_id:
@@ -183,9 +178,9 @@ def _under(out_root: Path, given: str) -> str:
     return given.removeprefix("./")
 
 
-def history(ledger: Ledger, rel: str) -> list[dict[str, Any]]:
+def history(ledger: Ledger, rel: str) -> list[RevisionRecord]:
     """Revisions of a document, newest first."""
-    rows = ledger.revisions(rel)
+    rows = ledger.revisions.history(rel)
     if not rows:
         raise RevisionError(Reason.UNKNOWN_DOCUMENT, f"{rel} has no revisions")
     return list(reversed(rows))
@@ -198,18 +193,18 @@ def parse_rev(rev: str) -> int:
     return int(text)
 
 
-def revision(ledger: Ledger, rel: str, rev: str) -> dict[str, Any]:
+def revision(ledger: Ledger, rel: str, rev: str) -> RevisionRecord:
     n = parse_rev(rev)
-    for row in ledger.revisions(rel):
-        if row["rev"] == n:
+    for row in ledger.revisions.history(rel):
+        if row.rev == n:
             return row
     raise RevisionError(Reason.UNKNOWN_REVISION, f"{rel} has no revision v{n}")
 
 
-def check_current(ledger: Ledger, out_root: Path, rel: str) -> dict[str, Any]:
+def check_current(ledger: Ledger, out_root: Path, rel: str) -> RevisionRecord:
     """The latest revision of ``rel``, refusing when the file on disk is not that revision
     (changed outside the store: replacing it would lose bytes no blob holds)."""
-    rows = ledger.revisions(rel)
+    rows = ledger.revisions.history(rel)
     if not rows:
         raise RevisionError(Reason.UNKNOWN_DOCUMENT, f"{rel} has no revisions")
     latest = rows[-1]
@@ -217,9 +212,9 @@ def check_current(ledger: Ledger, out_root: Path, rel: str) -> dict[str, Any]:
         on_disk = hashlib.sha256(resolve_inside(out_root, rel).read_bytes()).hexdigest()
     except FileNotFoundError:
         on_disk = None
-    if on_disk != latest["sha256"]:
+    if on_disk != latest.sha256:
         raise RevisionError(Reason.DOCUMENT_CHANGED, f"{rel} on disk ({on_disk or 'missing'}) is not its "
-                            f"latest revision v{latest['rev']} ({latest['sha256']}); see `reconstruct verify`")
+                            f"latest revision v{latest.rev} ({latest.sha256}); see `reconstruct verify`")
     return latest
 
 
@@ -241,24 +236,24 @@ def commit(ledger: Ledger, out_root: Path, rel: str, data: bytes, note: str) -> 
         rows = None
     sha, _ = trail.document(rel, data, old, note=note, rows=rows)
     trail.commit()
-    added = ledger.add_revisions(trail.revisions)
+    added = ledger.revisions.add(trail.revisions)
     write_index(out_root, ledger)
     write_part(out_root, EDITS, part_name(f"{rel}\0{sha}"), trail.rows.frames())
-    return added[0][1] if added else ledger.revisions(rel)[-1]["rev"]
+    return added[0][1] if added else ledger.revisions.history(rel)[-1].rev
 
 
 def revert(ledger: Ledger, out_root: Path, rel: str, rev: str) -> int:
     """Make revision ``rev`` the content of ``rel`` again, as a new revision 'revert->vK'."""
     target = revision(ledger, rel, rev)
     check_current(ledger, out_root, rel)
-    data = get_blob(out_root, target["sha256"])
-    return commit(ledger, out_root, rel, data, f"revert->v{target['rev']}")
+    data = get_blob(out_root, target.sha256)
+    return commit(ledger, out_root, rel, data, f"revert->v{target.rev}")
 
 
 def verify(ledger: Ledger, out_root: Path) -> list[str]:
     """Every mismatch between documents, index and blobs (empty when all agree)."""
     problems: list[str] = []
-    latest = ledger.latest_revisions()
+    latest = ledger.revisions.latest()
     sessions = out_root / "sessions"
     on_disk = {str(p.relative_to(out_root)): p for p in sessions.rglob("*.json") if p.is_file()} \
         if sessions.is_dir() else {}
@@ -281,10 +276,10 @@ def verify(ledger: Ledger, out_root: Path) -> list[str]:
             sha = hashlib.sha256(blob.read_bytes()).hexdigest()
             if sha != blob.name:
                 problems.append(f".revisions/blobs/{blob.name}: content sha256 is {sha}")
-    for r in ledger.revisions():
-        if r["sha256"] not in present:
-            problems.append(f"{r['output_path']} v{r['rev']}: blob {r['sha256']} is missing")
-    for r in ledger.snapshots():  # a session key's snapshots are merged from their blobs (#15)
-        if r["blob_sha256"] not in present:
-            problems.append(f"snapshot {r['source_path']} of {r['session_key']}: blob {r['blob_sha256']} is missing")
+    for r in ledger.revisions.history():
+        if r.sha256 not in present:
+            problems.append(f"{r.output_path} v{r.rev}: blob {r.sha256} is missing")
+    for s in ledger.snapshots.all():  # a session key's snapshots are merged from their blobs (#15)
+        if s.blob_sha256 not in present:
+            problems.append(f"snapshot {s.source_path} of {s.session_key}: blob {s.blob_sha256} is missing")
     return problems

@@ -8,9 +8,14 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bench.floors import FLOORS
+
+if TYPE_CHECKING:
+    from flows.summary import RunSummary
 
 
 def _interactions(ledger: str, run_id: str) -> int:
@@ -20,9 +25,9 @@ def _interactions(ledger: str, run_id: str) -> int:
                           "AND status IN ('ok', 'partial')", (run_id,)).fetchone()[0]
 
 
-def _result(summary: dict, seconds: float, **extra) -> dict:
-    counts = dict(summary["counts"], interactions=_interactions(summary["ledger"], summary["run_id"]))
-    return {"seconds": seconds, "counts": counts, "shards": summary["shards"], **extra}
+def _result(summary: RunSummary, seconds: float, **extra) -> dict:
+    counts = dict(asdict(summary.counts), interactions=_interactions(summary.ledger, summary.run_id))
+    return {"seconds": seconds, "counts": counts, "shards": summary.shards, **extra}
 
 
 def core(data: str, out: str) -> dict:

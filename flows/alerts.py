@@ -12,11 +12,14 @@ notification per such event.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import asdict
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-OUTCOMES = ("quarantined", "crashed", "interrupted")
+from models.status import RunCounts, RunOutcome
+
+OUTCOMES = tuple(RunOutcome)
 EVENT_PREFIX = "reconstruct.run."
 AUTOMATION_NAME = "reconstruct: run needs attention"
 WEBHOOK_BLOCK = "reconstruct-alerts"
@@ -31,33 +34,29 @@ BODY = (  # the facts last: a long error must not push them out of a notificatio
 )
 
 
-def outcome_of(exc: BaseException) -> str:
+def outcome_of(exc: BaseException) -> RunOutcome:
     """interrupted for a stop from outside (Ctrl-C, SIGTERM, cancellation), crashed for anything else."""
     from prefect.exceptions import TerminationSignal
 
     if isinstance(exc, KeyboardInterrupt | SystemExit | asyncio.CancelledError | TerminationSignal):
-        return "interrupted"
-    return "crashed"
+        return RunOutcome.INTERRUPTED
+    return RunOutcome.CRASHED
 
 
-def needs_attention(counts: dict[str, int]) -> bool:
-    return bool(counts.get("files_quarantined") or counts.get("sessions_quarantined"))
-
-
-def ledger_counts(ledger_path: Path, run_id: str) -> dict[str, int]:
-    """The counts the ledger holds for a run that did not finish (empty when there is no ledger)."""
+def ledger_counts(ledger_path: Path, run_id: str) -> RunCounts | None:
+    """The counts the ledger holds for a run that did not finish (None when there is no ledger)."""
     from audit.ledger import Ledger
 
     if not ledger_path.is_file():
-        return {}
+        return None
     ledger = Ledger(ledger_path)
     try:
-        return ledger.run_counts(run_id)
+        return ledger.runs.counts(run_id)
     finally:
         ledger.close()
 
 
-def emit_run_event(outcome: str, run_id: str, archive: str, out: str, counts: dict[str, int],
+def emit_run_event(outcome: RunOutcome, run_id: str, archive: str, out: str, counts: RunCounts | None,
                    error: str = ""):
     """Send ``reconstruct.run.<outcome>`` (the flow run and flow are attached as related resources)."""
     from prefect.events import emit_event
@@ -66,7 +65,8 @@ def emit_run_event(outcome: str, run_id: str, archive: str, out: str, counts: di
         event=f"{EVENT_PREFIX}{outcome}",
         resource={"prefect.resource.id": f"{EVENT_PREFIX}{run_id}", "prefect.resource.name": f"{archive} {run_id}",
                   "reconstruct.archive": archive},
-        payload={"run_id": run_id, "archive": archive, "outcome": outcome, "out": out, "counts": counts,
+        payload={"run_id": run_id, "archive": archive, "outcome": str(outcome), "out": out,
+                 "counts": asdict(counts) if counts is not None else {},
                  "error": error[:2000]},
     )
 

@@ -8,9 +8,13 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from normalizers.secrets import scrub_name
+
+if TYPE_CHECKING:
+    from audit.ledger import FileRecord, QuarantineEntry
+    from flows.summary import RunSummary
 
 SUMMARY_KEY = "reconstruct-run-summary"
 QUARANTINE_KEY = "reconstruct-quarantine"
@@ -53,25 +57,25 @@ def name_flow_run(paths: list[str], run_id: str) -> str:
     return name
 
 
-def reason_counts(quarantined: list[dict[str, Any]]) -> Counter:
-    return Counter(r for q in quarantined for r in (q["reasons"] or "").split(",") if r)
+def reason_counts(quarantined: list[QuarantineEntry]) -> Counter:
+    return Counter(r for q in quarantined for r in q.reasons)
 
 
-def summary_markdown(summary: dict[str, Any], slowest: list[dict[str, Any]]) -> str:
+def summary_markdown(summary: RunSummary, slowest: list[FileRecord]) -> str:
     """Counts, quarantine reasons and the slowest files of a run."""
-    c, run_id = summary["counts"], summary["run_id"]
+    c, run_id = summary.counts, summary.run_id
     lines = [
         f"# reconstruct run {run_id}",
         "",
         "| files | skipped | files quarantined | sessions ok | partial | quarantined | seconds |",
         "|---|---|---|---|---|---|---|",
-        f"| {c['files']} | {c['files_skipped']} | {c['files_quarantined']} | {c['sessions_ok']} "
-        f"| {c['sessions_partial']} | {c['sessions_quarantined']} | {summary['seconds']:.2f} |",
+        f"| {c.files} | {c.files_skipped} | {c.files_quarantined} | {c.sessions_ok} "
+        f"| {c.sessions_partial} | {c.sessions_quarantined} | {summary.seconds:.2f} |",
         "",
         "## Quarantine reasons",
         "",
     ]
-    reasons = reason_counts(summary["quarantined"])
+    reasons = reason_counts(summary.quarantined)
     if reasons:
         lines += ["| reason | count |", "|---|---|"]
         lines += [f"| {reason} | {n} |" for reason, n in reasons.most_common()]
@@ -79,34 +83,34 @@ def summary_markdown(summary: dict[str, Any], slowest: list[dict[str, Any]]) -> 
         lines.append("Nothing quarantined.")
     lines += ["", f"## Slowest files (top {SLOWEST})", "",
               "| file | status | sessions | seconds |", "|---|---|---|---|"]
-    lines += [f"| {f['source_path']} | {f['status']} | {f['sessions']} | {f['seconds'] or 0:.3f} |" for f in slowest]
+    lines += [f"| {f.source_path} | {f.status} | {f.sessions} | {f.seconds or 0:.3f} |" for f in slowest]
     return "\n".join(lines)
 
 
-def quarantine_rows(quarantined: list[dict[str, Any]]) -> list[dict[str, str]]:
-    return [{"what": q["what"], "source": q["source_path"], "session": q["session_id"] or "",
-             "reasons": q["reasons"] or "", "detail": (q["detail"] or "")[:300]}
+def quarantine_rows(quarantined: list[QuarantineEntry]) -> list[dict[str, str]]:
+    return [{"what": str(q.what), "source": q.source_path, "session": q.session_id or "",
+             "reasons": ",".join(q.reasons), "detail": (q.detail or "")[:300]}
             for q in quarantined[:TABLE_ROWS]]
 
 
-def slowest_files(ledger_path: str, run_id: str, n: int = SLOWEST) -> list[dict[str, Any]]:
+def slowest_files(ledger_path: str, run_id: str, n: int = SLOWEST) -> list[FileRecord]:
     from audit.ledger import Ledger
 
     ledger = Ledger(Path(ledger_path))
     try:
-        rows = ledger.file_rows(run_id)
+        rows = ledger.inputs.of_run(run_id)
     finally:
         ledger.close()
-    return sorted((r for r in rows if r["seconds"] is not None), key=lambda r: -r["seconds"])[:n]
+    return sorted((r for r in rows if r.seconds is not None), key=lambda r: -r.seconds)[:n]
 
 
-def publish(summary: dict[str, Any]) -> None:
+def publish(summary: RunSummary) -> None:
     """The run's markdown summary and, when something was quarantined, the quarantine table."""
     from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
-    slowest = slowest_files(summary["ledger"], summary["run_id"])
+    slowest = slowest_files(summary.ledger, summary.run_id)
     create_markdown_artifact(key=SUMMARY_KEY, markdown=summary_markdown(summary, slowest),
-                             description=f"Run {summary['run_id']}: counts, quarantine reasons, slowest files")
-    if summary["quarantined"]:
-        create_table_artifact(key=QUARANTINE_KEY, table=quarantine_rows(summary["quarantined"]),
-                              description=f"Run {summary['run_id']}: every quarantined input and session")
+                             description=f"Run {summary.run_id}: counts, quarantine reasons, slowest files")
+    if summary.quarantined:
+        create_table_artifact(key=QUARANTINE_KEY, table=quarantine_rows(summary.quarantined),
+                              description=f"Run {summary.run_id}: every quarantined input and session")

@@ -11,7 +11,7 @@ import sys
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import orjson
 import typer
@@ -21,6 +21,11 @@ from flows import cli_views as views
 from flows.exits import ExitCode, one_line
 from flows.exits import fail as fail_with
 from models.settings import Settings
+from models.status import RunStatus
+
+if TYPE_CHECKING:
+    from audit.ledger import QuarantineEntry, RunRecord
+    from flows.summary import RunSummary
 
 app = typer.Typer(
     add_completion=False,
@@ -115,23 +120,23 @@ def read_ledger(out: Path, config: Path | None, *, write: bool = False):
 
 def known_run(ledger, run_id: str | None, out: Path) -> str:
     """``run_id``, or the latest run when None; one line and NOT_FOUND when the ledger has no such run."""
-    found = run_id or ledger.latest_run_id()
-    if found is None or not ledger.has_run(found):
+    found = run_id or ledger.runs.latest_id()
+    if found is None or not ledger.runs.exists(found):
         fail(f"no run {run_id!r} in the ledger of {out}" if run_id else f"no run yet in the ledger of {out}",
              ExitCode.NOT_FOUND)
     return found
 
 
-def _print_summary(summary: dict) -> None:
-    c = summary["counts"]
+def _print_summary(summary: RunSummary) -> None:
+    c = summary.counts
     console.print(
-        f"run {summary['run_id']}: {c['files']} files ({c['files_skipped']} skipped, "
-        f"{c['files_quarantined']} quarantined, {c['files_companion']} companions); sessions "
-        f"ok {c['sessions_ok']}, partial {c['sessions_partial']}, quarantined {c['sessions_quarantined']}; "
-        f"{summary['seconds']:.2f} s"
+        f"run {summary.run_id}: {c.files} files ({c.files_skipped} skipped, "
+        f"{c.files_quarantined} quarantined, {c.files_companion} companions); sessions "
+        f"ok {c.sessions_ok}, partial {c.sessions_partial}, quarantined {c.sessions_quarantined}; "
+        f"{summary.seconds:.2f} s"
     )
-    if summary["quarantined"]:
-        view = _quarantine_view(summary["run_id"], summary["quarantined"])
+    if summary.quarantined:
+        view = _quarantine_view(summary.run_id, summary.quarantined)
         views.show(view, view.quarantined, views.QuarantineRow, as_json=False, title="Quarantined")
 
 
@@ -209,13 +214,12 @@ def _run(paths: list[str], out: Path, settings: Settings, force: bool, allow_shr
         if not isinstance(exc, KeyboardInterrupt) and type(exc).__name__ != "TerminationSignal":
             raise
         fail("interrupted: the run is marked interrupted in the ledger; run again to finish", ExitCode.INTERRUPTED)
-    if summary.get("status") == "interrupted":
-        fail(f"interrupted: run {summary['run_id']} stopped after {summary['counts']['files']} files, all "
+    if summary.status is RunStatus.INTERRUPTED:
+        fail(f"interrupted: run {summary.run_id} stopped after {summary.counts.files} files, all "
              "recorded in the ledger; run again to finish", ExitCode.INTERRUPTED)
     console.print(f"using {server}")
     _print_summary(summary)
-    c = summary["counts"]
-    return ExitCode.QUARANTINED if (c["files_quarantined"] or c["sessions_quarantined"]) else ExitCode.OK
+    return ExitCode.QUARANTINED if summary.counts.quarantined_any else ExitCode.OK
 
 
 def _ready(embedded, use_embedded) -> None:
@@ -269,14 +273,14 @@ def rerun(
     settings = load_settings(config)
     with read_ledger(out, config) as ledger:
         run_id = known_run(ledger, run_id, out)
-        sources = ledger.failed_sources(run_id) if failed else []
-        args = orjson.loads(ledger.run(run_id)["args"])
+        sources = ledger.quarantine.failed_sources(run_id) if failed else []
+        args = orjson.loads(ledger.runs.get(run_id).args)
     if not sources:
         console.print(f"nothing to rerun in run {run_id}")
         raise typer.Exit(ExitCode.OK)
     console.print(f"rerunning {len(sources)} inputs of run {run_id}")
     raise typer.Exit(_run(list(args["paths"]), out, settings, force=True,
-                          keys=[s["source_key"] for s in sources]))
+                          keys=[s.source_key for s in sources]))
 
 
 @app.command()
@@ -284,17 +288,17 @@ def status(out: OutOpt = Path("output"), config: ConfigOpt = None,
            limit: Annotated[int, typer.Option(help="How many runs.")] = 10, as_json: JsonOpt = False) -> None:
     """Recent runs and their counts."""
     with read_ledger(out, config) as ledger:
-        view = views.StatusView(runs=[_run_row(r) for r in ledger.runs(limit)],
-                                documents_without_source=_counts(ledger.flags().values()))
+        view = views.StatusView(runs=[_run_row(r) for r in ledger.runs.recent(limit)],
+                                documents_without_source=_counts(ledger.revisions.flags().values()))
     views.show(view, view.runs, views.RunRow, as_json, title="Runs")
     if view.documents_without_source and not as_json:
         console.print("documents kept without their source: "
                       + ", ".join(f"{mark} {n}" for mark, n in sorted(view.documents_without_source.items())))
 
 
-def _run_row(r: dict) -> views.RunRow:
-    return views.RunRow(**{f: r[f] for f in views.RunRow.__dataclass_fields__ if f != "seconds"},
-                        seconds=round(r["seconds"] or 0.0, 3))
+def _run_row(r: RunRecord) -> views.RunRow:
+    return views.RunRow(**{f: getattr(r, f) for f in views.RunRow.__dataclass_fields__ if f != "seconds"},
+                        seconds=round(r.seconds or 0.0, 3))
 
 
 def _counts(values) -> dict[str, int]:
@@ -312,17 +316,17 @@ def quarantine(out: OutOpt = Path("output"), config: ConfigOpt = None,
     with read_ledger(out, config) as ledger:
         if run_id is not None:
             known_run(ledger, run_id, out)
-        view = _quarantine_view(run_id or ledger.latest_run_id(), ledger.quarantined(run_id))
+        view = _quarantine_view(run_id or ledger.runs.latest_id(), ledger.quarantine.of_run(run_id))
     if view.quarantined or as_json:
         views.show(view, view.quarantined, views.QuarantineRow, as_json, title="Quarantined")
     else:
         console.print("nothing quarantined")
 
 
-def _quarantine_view(run_id: str | None, rows: list[dict]) -> views.QuarantineView:
+def _quarantine_view(run_id: str | None, rows: list[QuarantineEntry]) -> views.QuarantineView:
     return views.QuarantineView(run_id=run_id, quarantined=[views.QuarantineRow(
-        what=q["what"], source_key=q["source_key"], source_path=q["source_path"],
-        session_id=q["session_id"], reasons=tuple((q["reasons"] or "").split(",")), detail=q["detail"]) for q in rows])
+        what=q.what, source_key=q.source_key, source_path=q.source_path,
+        session_id=q.session_id, reasons=q.reasons, detail=q.detail) for q in rows])
 
 
 @app.command()

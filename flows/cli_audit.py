@@ -10,12 +10,15 @@ from __future__ import annotations
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from flows import cli_views as views
 from flows.exits import ExitCode, fail
+
+if TYPE_CHECKING:
+    from audit.ledger import KeyListing
 
 OutOpt = Annotated[Path, typer.Option("--out", "-o", help="Output root of the runs.")]
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="TOML config file (default ./reconstruct.toml).")]
@@ -44,7 +47,7 @@ def _resolve(ledger, out: Path, session: str, as_json: bool = False) -> str:
     try:
         return revisions.resolve(ledger, out, session)
     except revisions.AmbiguousDocument as exc:
-        keys = {r["output_path"]: r["session_key"] for r in ledger.keyed_sessions()}
+        keys = {r.output_path: r.session_key for r in ledger.sessions.keyed()}
         view = views.MatchesView(session=session, matches=[
             views.MatchRow(path=p, key=keys.get(p), session_id=Path(p).stem) for p in exc.matches])
         views.show(view, view.matches, views.MatchRow, as_json, title=f"{session!r} names {len(exc.matches)} documents")
@@ -73,7 +76,7 @@ def history(session: SessionArg, out: OutOpt = Path("output"), config: ConfigOpt
     with _ledger(out, config) as ledger:
         rel = _resolve(ledger, out, session, as_json)
         view = views.HistoryView(document=rel, revisions=[
-            views.RevisionRow(rev=f"v{r['rev']}", ts=r["ts"], note=r["note"], sha256=r["sha256"])
+            views.RevisionRow(rev=f"v{r.rev}", ts=r.ts, note=r.note, sha256=r.sha256)
             for r in revisions.history(ledger, rel)])
     views.show(view, view.revisions, views.RevisionRow, as_json, title=rel)
 
@@ -92,7 +95,7 @@ def revert(
         rel = _resolve(ledger, out, session)
         target = revisions.revision(ledger, rel, to)
         revisions.check_current(ledger, out, rel)
-        rev = f"v{target['rev']}"
+        rev = f"v{target.rev}"
         if not confirmed(f"CONFIRM REVERT {session} {rev}", confirm):
             raise typer.Exit(ExitCode.PROBLEM)
         new = revisions.revert(ledger, out, rel, rev)
@@ -104,7 +107,7 @@ def verify(out: OutOpt = Path("output"), config: ConfigOpt = None, as_json: Json
     from audit import revisions
 
     with _ledger(out, config) as ledger:
-        view = views.VerifyView(problems=revisions.verify(ledger, out), checked=len(ledger.latest_revisions()))
+        view = views.VerifyView(problems=revisions.verify(ledger, out), checked=len(ledger.revisions.latest()))
     if as_json:
         typer.echo(views.dumps(view), nl=False)
     for p in [] if as_json else view.problems:
@@ -137,8 +140,8 @@ def diff(
 
     with _ledger(out, config) as ledger:
         rel = _resolve(ledger, out, session, as_json)
-        a = revisions.get_blob(out, revisions.revision(ledger, rel, rev_a)["sha256"])
-        b = revisions.get_blob(out, revisions.revision(ledger, rel, rev_b)["sha256"])
+        a = revisions.get_blob(out, revisions.revision(ledger, rel, rev_a).sha256)
+        b = revisions.get_blob(out, revisions.revision(ledger, rel, rev_b).sha256)
         if format is DiffFormat.DIFF_JSON_V1:
             sys.stdout.write(dumps(make_diff(a.decode("utf-8"), b.decode("utf-8"), rel)) + "\n")
             return
@@ -167,11 +170,11 @@ def apply_diff(
         try:
             rel = _resolve(ledger, out, to)
             latest = revisions.check_current(ledger, out, rel)
-            base = revisions.get_blob(out, latest["sha256"]).decode("utf-8")
+            base = revisions.get_blob(out, latest.sha256).decode("utf-8")
             # checksum before ranges: a diff made for another base is reported as such
             result = apply(validate(raw), base).encode("utf-8")
             _gate(result)
-            rev = f"v{latest['rev']}"
+            rev = f"v{latest.rev}"
             if not confirmed(f"CONFIRM APPLY-DIFF {to} {rev}", confirm):
                 raise typer.Exit(ExitCode.PROBLEM)
             new = revisions.commit(ledger, out, rel, result, f"apply-diff on {rev} ({diff_file.name})")
@@ -243,11 +246,9 @@ def sessions(
     as_json: JsonOpt = False,
 ) -> None:
     """Sessions by key: each one's document, its snapshots (the exports it was read from) and counts."""
-    from audit import links
-
     with _ledger(out, config) as ledger:
-        view = views.SessionsView(sessions=[_session_row(r, links.possibly_same(ledger, r["key"]))
-                                            for r in ledger.listing(key)])
+        view = views.SessionsView(sessions=[_session_row(r, ledger.links.possibly_same(r.key))
+                                            for r in ledger.sessions.listing(key)])
     if key is not None and not view.sessions:
         fail(f"no session with key {key!r}", ExitCode.NOT_FOUND)
     views.show(view, [line for r in view.sessions for line in _snapshot_lines(r)], views.SnapshotLine, as_json,
@@ -258,9 +259,9 @@ def sessions(
         views.show(view, linked, views.LinkLine, False, title="Possibly the same conversation")
 
 
-def _session_row(r: dict, possibly_same: list[dict[str, str]]) -> views.SessionRow:
-    return views.SessionRow(key=r["key"], path=r["path"], session_id=r["session_id"], status=r["status"],
-                            snapshots=[views.Snapshot(**s) for s in r["snapshots"]], counts=views.Counts(**r["counts"]),
+def _session_row(r: KeyListing, possibly_same: list[dict[str, str]]) -> views.SessionRow:
+    return views.SessionRow(key=r.key, path=r.path, session_id=r.session_id, status=r.status,
+                            snapshots=r.snapshots, counts=r.counts,
                             possibly_same=[views.PossibleLink(**x) for x in possibly_same])
 
 

@@ -19,6 +19,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from audit.ledger import KeyCounts, SnapshotSummary
+
 JSON_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
 JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON document on stdout instead of a table.")]
 
@@ -113,23 +115,6 @@ class VerifyView:
 
 
 @dataclass(frozen=True, slots=True)
-class Snapshot:
-    source_path: str
-    sha256: str
-    first: str | None
-    last: str | None
-    messages: int
-
-
-@dataclass(frozen=True, slots=True)
-class Counts:
-    new: int
-    unchanged: int
-    absent: int
-    edited: int
-
-
-@dataclass(frozen=True, slots=True)
 class PossibleLink:
     """Another key that is possibly the same conversation (evidence short of proof; ``reconstruct link``)."""
 
@@ -143,8 +128,8 @@ class SessionRow:
     path: str
     session_id: str | None
     status: str
-    snapshots: list[Snapshot]
-    counts: Counts
+    snapshots: list[SnapshotSummary]
+    counts: KeyCounts
     possibly_same: list[PossibleLink]
 
 

@@ -61,6 +61,17 @@ REASON_EXIT: dict[Reason, ExitCode] = {
     Reason.DIFF_CHECKSUM: ExitCode.PROBLEM,
     Reason.QUERY: ExitCode.USAGE,
     Reason.NOT_FOUND: ExitCode.NOT_FOUND,
+    # the environment (EnvironmentFault, the ledger's LedgerError): the command cannot start or go on
+    Reason.DISK_FULL: ExitCode.CANNOT_START,
+    Reason.OUTPUT_READ_ONLY: ExitCode.CANNOT_START,
+    Reason.OUTPUT_IO: ExitCode.CANNOT_START,
+    Reason.FILE_SYSTEM: ExitCode.CANNOT_START,
+    Reason.LEDGER_CORRUPT: ExitCode.CANNOT_START,
+    Reason.LEDGER_UNUSABLE: ExitCode.CANNOT_START,
+    Reason.PREFECT_UNAVAILABLE: ExitCode.CANNOT_START,
+    Reason.PREFECT_HOME: ExitCode.CANNOT_START,
+    Reason.TOO_MANY_OPEN_FILES: ExitCode.CANNOT_START,
+    Reason.CLUSTER_UNAVAILABLE: ExitCode.CANNOT_START,
 }
 
 
@@ -82,15 +93,11 @@ def one_line(what: str = "", otherwise: ExitCode = ExitCode.PROBLEM):
     """Errors of the pipeline, the ledger and the file system inside the block end the command as one line
     and their exit code (prefixed ``what: `` when given; ``otherwise`` for a reason the table does not
     name) instead of a traceback."""
-    from audit.ledger import LedgerError
-
     prefix = f"{what}: " if what else ""
     try:
         yield
     except ReconstructError as exc:
         fail(prefix + (f"{exc.path}: " if exc.path else "") + exc.detail, exit_for(exc, otherwise))
-    except LedgerError as exc:
-        fail(f"{prefix}{exc}", ExitCode.CANNOT_START)
     except OSError as exc:
         where = f" ({exc.filename})" if exc.filename else ""
         fail(f"{prefix}{exc.strerror or exc}{where}", ExitCode.CANNOT_START)

@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
+from audit.ledger import sqlite_reason
 from models.errors import EnvironmentFault, Reason
 
 from .exits import ExitCode
@@ -40,15 +41,6 @@ _ERRNO_REASONS = {
     errno.EMFILE: Reason.TOO_MANY_OPEN_FILES,
     errno.ENFILE: Reason.TOO_MANY_OPEN_FILES,
     errno.EIO: Reason.OUTPUT_IO,
-}
-# SQLite says what failed only in words; these are its fixed messages (sqlite3.c, sqlite3ErrStr)
-_SQLITE_REASONS = {
-    "database or disk is full": Reason.DISK_FULL,
-    "attempt to write a readonly database": Reason.OUTPUT_READ_ONLY,
-    "disk I/O error": Reason.OUTPUT_IO,
-    "unable to open database file": Reason.LEDGER_UNUSABLE,
-    "database disk image is malformed": Reason.LEDGER_CORRUPT,
-    "file is not a database": Reason.LEDGER_CORRUPT,
 }
 _WHAT = {
     Reason.DISK_FULL: "disk full",
@@ -91,8 +83,8 @@ def fault_of(exc: BaseException) -> EnvironmentFault | None:
 
 
 def _one(exc: BaseException) -> EnvironmentFault | None:
-    from audit.ledger import LedgerError
-
+    """``exc`` itself as a fault: an ``EnvironmentFault`` (the ledger's errors are) as it is, a file
+    system, SQLite or Prefect client error by its errno, message or class."""
     if isinstance(exc, EnvironmentFault):
         return exc
     if isinstance(exc, OSError) and not _prefect_unreachable(exc):
@@ -100,12 +92,8 @@ def _one(exc: BaseException) -> EnvironmentFault | None:
         reason = _ERRNO_REASONS.get(_errno_of(exc), Reason.FILE_SYSTEM)
         return EnvironmentFault(reason, exc.strerror or str(exc), path=str(where) if where else None)
     if isinstance(exc, sqlite3.Error):
-        reason = next((r for text, r in _SQLITE_REASONS.items() if text in str(exc)), None)
+        reason = sqlite_reason(exc)
         return EnvironmentFault(reason, f"SQLite: {exc}") if reason else None
-    if isinstance(exc, LedgerError):
-        cause = exc.__cause__ or exc.__context__
-        inner = fault_of(cause) if cause is not None else None
-        return EnvironmentFault(inner.reason if inner else Reason.LEDGER_UNUSABLE, str(exc))
     if _prefect_unreachable(exc):
         return EnvironmentFault(Reason.PREFECT_UNAVAILABLE, f"at {_url(exc)}: {exc or type(exc).__name__}")
     return None

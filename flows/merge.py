@@ -16,10 +16,10 @@ from pathlib import Path
 
 import polars as pl
 
-from audit import links, revisions
+from audit import revisions
 from audit.datasets import DocumentRows, part_name
 from audit.files import resolve_inside
-from audit.ledger import Ledger, ReconciliationRow, SessionRow
+from audit.ledger import Ledger, ReconciliationRow, SessionRow, SnapshotRecord
 from audit.trail import ShardTrail
 from models.errors import Reason
 from models.settings import Settings
@@ -38,9 +38,9 @@ def merge_keys(keys: list[str], out_root: Path, settings: Settings, *, ledger_pa
     """Merge and write the documents of these keys; returns their ledger rows like a shard's."""
     ledger = Ledger(ledger_path, read_only=True)
     try:
-        known = ledger.snapshots_of(keys)
-        aliased = ledger.aliased_documents(keys)
-        linked = {key: links.possibly_same(ledger, key) for key in keys}
+        known = ledger.snapshots.of(keys)
+        aliased = ledger.aliases.documents(keys)
+        linked = {key: ledger.links.possibly_same(key) for key in keys}
     finally:
         ledger.close()
     trail = ShardTrail(out_root)
@@ -55,7 +55,7 @@ def merge_keys(keys: list[str], out_root: Path, settings: Settings, *, ledger_pa
     return _committed(trail, result)
 
 
-def _merge_key(key: str, rows: list[dict], trail: ShardTrail, result: ShardResult, settings: Settings,
+def _merge_key(key: str, rows: list[SnapshotRecord], trail: ShardTrail, result: ShardResult, settings: Settings,
                allow_shrink: bool, aliased: list[str], linked: list[dict[str, str]]) -> None:
     started = time.perf_counter()
     try:
@@ -101,14 +101,14 @@ class _Mass:
         self.interactions, self.characters = interactions, characters
 
 
-def _merged(key: str, out_root: Path, rows: list[dict], settings: Settings,
+def _merged(key: str, out_root: Path, rows: list[SnapshotRecord], settings: Settings,
             linked: list[dict[str, str]]) -> tuple[dict, bytes, pl.DataFrame]:
     """The merged document of a key's snapshots, gated, with its reconciliation table. A snapshot
     resolved to the key on proof (another export of the conversation) carries its own key: the
     document says the key it is kept under, and the keys that are possibly the same conversation."""
     if not rows:
         raise ValueError("no snapshot of this key is indexed")
-    snaps = [snapshot_of(revisions.get_blob(out_root, r["blob_sha256"])) for r in rows]
+    snaps = [snapshot_of(revisions.get_blob(out_root, r.blob_sha256)) for r in rows]
     merged = merge(snaps, settings)
     doc = merged.document
     log = doc["artifacts"]["ByggLogg"]
@@ -132,13 +132,13 @@ def _reconciliation(key: str, table: pl.DataFrame) -> list[ReconciliationRow]:
                               r["unchanged"], r["absent"], r["edited"]) for r in table.iter_rows(named=True)]
 
 
-def _failed(key: str, rows: list[dict], detail: str, trail: ShardTrail, result: ShardResult, started: float,
+def _failed(key: str, rows: list[SnapshotRecord], detail: str, trail: ShardTrail, result: ShardResult, started: float,
             reason: Reason = Reason.SNAPSHOT_MERGE) -> None:
     """A key whose merge failed: its earlier document stays; a quarantine record says why."""
     record = emit.key_quarantine_relpath(key)
     trail.batch.stage_changed(resolve_inside(trail.out_root, record), emit.quarantine_record({
-        "status": "quarantined", "sessionKey": key, "reasons": [reason.value], "detail": detail,
-        "snapshots": [{"sha256": r["source_sha256"], "path": r["source_path"]} for r in rows]}))
+        "status": SessionStatus.QUARANTINED, "sessionKey": key, "reasons": [reason.value], "detail": detail,
+        "snapshots": [{"sha256": r.source_sha256, "path": r.source_path} for r in rows]}))
     result.sessions.append(SessionRow(
         key, 0, key, None, SessionStatus.QUARANTINED, [reason.value], detail, record, None, 0, 0, 0,
         round(time.perf_counter() - started, 6), session_key=key))

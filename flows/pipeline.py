@@ -35,12 +35,13 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from audit import current, datasets, revisions
 from audit.ledger import FileRow, Ledger, ledger_path_for
 from models.settings import PIPELINE_VERSION, Settings
-from models.status import DocumentMark, FileStatus, RunStatus
+from models.status import DocumentMark, FileStatus, RunOutcome, RunStatus
 from normalizers.ids import safe_path_part
 
 from . import alerts, artifacts, cluster, emit, faults, ingest, pool, snapshots
 from .merge import merge_keys
 from .shard import ShardResult, run_shard
+from .summary import RunSummary
 
 
 def plan_shards(refs: list[ingest.InputRef], settings: Settings) -> list[list[ingest.InputRef]]:
@@ -137,7 +138,7 @@ def new_run_id() -> str:
 
 def reconstruct(paths: list[ingest.Root], out_root: Path, settings: Settings, *, force: bool = False,
                 run_id: str | None = None, runner=None, progress=None, allow_shrink: bool = False,
-                keys: list[str] | None = None, merger=None) -> dict[str, Any]:
+                keys: list[str] | None = None, merger=None) -> RunSummary:
     """Run the archive through the shards and record it in the ledger; returns the run summary.
 
     Called inside the Prefect flow below; ``runner`` submits shards (a Prefect task runner's
@@ -157,9 +158,9 @@ def reconstruct(paths: list[ingest.Root], out_root: Path, settings: Settings, *,
     try:
         ledger.check()
         ledger.hold_reserve()
-        ledger.mark_interrupted()
+        ledger.runs.mark_interrupted()
         cleaned = _clean_after_unfinished(out_root, ledger)
-        ledger.start_run(run_id, _now(),
+        ledger.runs.start(run_id, _now(),
                          {"paths": [str(p) for p in paths], "out": str(out_root), "force": force,
                           "allow_shrink": allow_shrink, "pid": os.getpid(), "host": socket.gethostname(),
                           "prefect_flow_run_id": flow_run.get_id(),
@@ -206,8 +207,8 @@ def reconstruct(paths: list[ingest.Root], out_root: Path, settings: Settings, *,
         interrupted = emit.stop_requested(out_root)
         seconds = time.perf_counter() - started
         ending = RunStatus.INTERRUPTED if interrupted else RunStatus.COMPLETED
-        counts = ledger.finish_run(run_id, _now(), ending, seconds)
-        quarantined = ledger.quarantined(run_id)
+        counts = ledger.runs.finish(run_id, _now(), ending, seconds)
+        quarantined = ledger.quarantine.of_run(run_id)
         unpublished = _publish(out_root, run_id, ledger)
     except BaseException as exc:
         _end_unfinished(exc, ledger, run_id, settings, pending, started)
@@ -215,9 +216,8 @@ def reconstruct(paths: list[ingest.Root], out_root: Path, settings: Settings, *,
     finally:
         emit.clear_stop(out_root)
         ledger.close()
-    return {"run_id": run_id, "status": ending, "counts": counts, "quarantined": quarantined, "seconds": seconds,
-            "shards": len(shards), "written": written, "temporaries_removed": cleaned, "ledger": str(lpath),
-            **({"datasets_unpublished": unpublished} if unpublished else {})}
+    return RunSummary(run_id, ending, counts, quarantined, seconds, len(shards), written, cleaned, str(lpath),
+                      unpublished)
 
 
 def _publish(out_root: Path, run_id: str, ledger: Ledger) -> str | None:
@@ -228,17 +228,17 @@ def _publish(out_root: Path, run_id: str, ledger: Ledger) -> str | None:
         current.publish(out_root, ledger)
     except (OSError, pl.exceptions.PolarsError) as exc:
         reason = f"{type(exc).__name__}: {exc}"
-        ledger.set_meta(f"datasets_unpublished:{run_id}", reason)
+        ledger.meta.set(f"datasets_unpublished:{run_id}", reason)
         return reason
     return None
 
 
 def _record(result: ShardResult, out_root: Path, run_id: str, settings: Settings, ledger: Ledger) -> None:
     """Record a shard's (or a merge group's) rows in the ledger, then its dataset part."""
-    ledger.record(run_id, settings.fingerprint(), result.files, result.sessions)
-    ledger.add_revisions(result.revisions, run_id)  # the index's one writer: this process
-    ledger.add_snapshots(result.snapshots, run_id)
-    ledger.add_reconciliation(run_id, result.reconciliation)
+    ledger.inputs.record(run_id, settings.fingerprint(), result.files, result.sessions)
+    ledger.revisions.add(result.revisions, run_id)  # the index's one writer: this process
+    ledger.snapshots.add(result.snapshots, run_id)
+    ledger.snapshots.reconcile(run_id, result.reconciliation)
     _mark_superseded(result, run_id, ledger, out_root)
     datasets.adopt(out_root, run_id, result.staged)  # turns before sessions: a crash between re-reads
     if result.datasets is not None:  # after the ledger: a part's rows are always known to it
@@ -255,7 +255,7 @@ def _merge_phase(deferred: list[str], out_root: Path, run_id: str, settings: Set
                  lpath: Path, merger, allow_shrink: bool) -> int:
     """Merge the keys the shards deferred (flows/merge.py), in groups; returns the documents written.
     Skipped when the run is asked to stop: the snapshots are indexed, the next run merges them."""
-    resolved = ledger.aliases_of(deferred)  # a key resolved to another is merged as that one
+    resolved = ledger.aliases.of(deferred)  # a key resolved to another is merged as that one
     groups = plan_merges([resolved.get(k, k) for k in deferred], settings)
     if not groups or emit.stop_requested(out_root):
         return 0
@@ -274,8 +274,8 @@ def _clean_after_unfinished(out_root: Path, ledger: Ledger) -> int:
     """Remove the temporaries a killed or failed run left behind. A completed run leaves none (each
     shard committed or abandoned its batch), so after one the output, as large as the archive, is
     not walked."""
-    last = ledger.runs(1)
-    if last and last[0]["status"] == RunStatus.COMPLETED:
+    last = ledger.runs.recent(1)
+    if last and last[0].status is RunStatus.COMPLETED:
         return 0
     return emit.clean_temporaries(out_root)
 
@@ -292,9 +292,9 @@ def _end_unfinished(exc: BaseException, ledger: Ledger, run_id: str, settings: S
         ledger.release_reserve()
     try:
         if pending is not None:
-            ledger.record(run_id, settings.fingerprint(), pending.files, pending.sessions)
-            ledger.add_revisions(pending.revisions, run_id)
-        ledger.finish_run(run_id, _now(), status, time.perf_counter() - started)
+            ledger.inputs.record(run_id, settings.fingerprint(), pending.files, pending.sessions)
+            ledger.revisions.add(pending.revisions, run_id)
+        ledger.runs.finish(run_id, _now(), status, time.perf_counter() - started)
     except (sqlite3.Error, OSError) as failed:
         exc.add_note(f"{faults.UNRECORDED}: {type(failed).__name__}: {failed}")
 
@@ -317,20 +317,20 @@ def _record_missing(paths: list[ingest.Root], refs: list[ingest.InputRef], run_i
     documents (kept: nothing is deleted without confirmation) marked ``source_missing``."""
     prefixes = ["/".join(safe_path_part(p) for p in parts) for parts in ingest.root_names(paths)]
     found = {r.key for r in refs} | {part.key for r in refs for part in r.parts}  # files of a grouped conversation
-    gone = sorted(k for k, (status, _) in ledger.known_inputs().items()
+    gone = sorted(k for k, (status, _) in ledger.inputs.known().items()
                   if k not in found and status not in (FileStatus.MISSING, FileStatus.IGNORED)
                   and any(k == p or k.startswith(p + "/") for p in prefixes))
     _missing(gone, run_id, settings, ledger)
 
 
 def _missing(gone: list[str], run_id: str, settings: Settings, ledger: Ledger) -> None:
-    known = ledger.known_inputs()
-    ledger.record(run_id, settings.fingerprint(), [
+    known = ledger.inputs.known()
+    ledger.inputs.record(run_id, settings.fingerprint(), [
         FileRow(k, known[k][1] if k in known else k, None, 0, None, FileStatus.MISSING, [],
                 "no longer under the run's paths; its documents stay, marked source_missing", 0, 0.0)
         for k in gone], [])
-    ledger.mark(run_id, [(path, k, DocumentMark.SOURCE_MISSING, "the input is gone")
-                         for k in gone for path in sorted(ledger.previous_outputs(k, run_id))])
+    ledger.revisions.mark(run_id, [(path, k, DocumentMark.SOURCE_MISSING, "the input is gone")
+                                   for k in gone for path in sorted(ledger.inputs.previous_outputs(k, run_id))])
 
 
 def _mark_superseded(result: ShardResult, run_id: str, ledger: Ledger, out_root: Path) -> None:
@@ -343,12 +343,12 @@ def _mark_superseded(result: ShardResult, run_id: str, ledger: Ledger, out_root:
         now.setdefault(s.source_key, set()).add(s.output_path)
     rows = []
     for key in sorted(processed):
-        for path in sorted(ledger.previous_outputs(key, run_id) - now.get(key, set())):
+        for path in sorted(ledger.inputs.previous_outputs(key, run_id) - now.get(key, set())):
             if not (out_root / path).is_file():
                 continue
             rows.append((path, key, DocumentMark.SUPERSEDED, "the input no longer holds this session"))
     if rows:
-        ledger.mark(run_id, rows)
+        ledger.revisions.mark(run_id, rows)
 
 
 def _only(refs: list[ingest.InputRef], keys: list[str], run_id: str, settings: Settings,
@@ -406,7 +406,7 @@ def _logged(result: ShardResult, done: int, total: int, logger) -> ShardResult:
 def reconstruct_archive(paths: list[str], out: str, settings: Settings | dict[str, Any] | None = None,
                         force: bool = False, show_progress: bool = False,
                         allow_shrink: bool = False, keys: list[str] | None = None,
-                        run_id: str | None = None) -> dict[str, Any]:
+                        run_id: str | None = None) -> RunSummary:
     """Reconstruct every session of an archive into ``out`` (see docs/output.md: Output layout).
 
     Run it with ``run_archive`` (which names the run as it is created) or as a deployment: either way
@@ -432,13 +432,13 @@ def reconstruct_archive(paths: list[str], out: str, settings: Settings | dict[st
         alerts.emit_run_event(alerts.outcome_of(exc), run_id, artifacts.archive_name(paths), out,
                               alerts.ledger_counts(ledger_path_for(out_root, settings), run_id), repr(exc))
         raise
-    c = summary["counts"]
+    c = summary.counts
     logger.info("run %s: %d files (%d skipped, %d quarantined); sessions ok %d, partial %d, quarantined %d",
-                summary["run_id"], c["files"], c["files_skipped"], c["files_quarantined"],
-                c["sessions_ok"], c["sessions_partial"], c["sessions_quarantined"])
+                summary.run_id, c.files, c.files_skipped, c.files_quarantined,
+                c.sessions_ok, c.sessions_partial, c.sessions_quarantined)
     artifacts.publish(summary)
-    if alerts.needs_attention(c):
-        alerts.emit_run_event("quarantined", run_id, artifacts.archive_name(paths), out, c)
+    if c.quarantined_any:
+        alerts.emit_run_event(RunOutcome.QUARANTINED, run_id, artifacts.archive_name(paths), out, c)
     return summary
 
 
@@ -495,7 +495,7 @@ class progress_bar:
 
 def run_archive(paths: list[Path], out: Path, settings: Settings, *, force: bool = False,
                 show_progress: bool = False, allow_shrink: bool = False,
-                keys: list[str] | None = None) -> dict[str, Any]:
+                keys: list[str] | None = None) -> RunSummary:
     """Run the flow with the task runner the settings ask for (``keys``: only these inputs), named
     and tagged as it is created (no update of the run from inside it)."""
     from prefect import tags

@@ -244,7 +244,7 @@ def _prior(ledger_path: Path, refs: list[ingest.InputRef]) -> PriorRuns:
     """What the ledger knows of the shard's inputs, in one query per kind for all of them."""
     ledger = Ledger(ledger_path, read_only=True)
     try:
-        return ledger.prior([key for ref in refs for key in (ref.key, *(p.key for p in ref.parts))])
+        return ledger.inputs.prior([key for ref in refs for key in (ref.key, *(p.key for p in ref.parts))])
     finally:
         ledger.close()
 
@@ -464,7 +464,7 @@ def _emit(ref: ingest.InputRef, outcome: FileOutcome, trail: ShardTrail, result:
         _remove_stale(trail, file_rel)
     if outcome.status == FileStatus.QUARANTINED and not outcome.sessions:
         trail.batch.stage_changed(resolve_inside(trail.out_root, file_rel), emit.quarantine_record({
-            "status": "quarantined", "source": ref.name, "sha256": outcome.sha256,
+            "status": FileStatus.QUARANTINED, "source": ref.name, "sha256": outcome.sha256,
             "reasons": outcome.reasons, "detail": scrub_name(outcome.detail),
             "grammarCandidates": outcome.detection.scores if outcome.detection else None,
         }))
@@ -580,7 +580,7 @@ def _session(ref, s, trail: ShardTrail, result: ShardResult, settings: Settings 
     record = emit.quarantine_relpath(ref.key, s.ordinal)
     if s.encoded is None:
         trail.batch.stage_changed(resolve_inside(trail.out_root, record), emit.quarantine_record({
-            "status": "quarantined", "source": ref.name, "ordinal": s.ordinal, "sessionId": s.session_id,
+            "status": SessionStatus.QUARANTINED, "source": ref.name, "ordinal": s.ordinal, "sessionId": s.session_id,
             "reasons": s.reasons, "detail": scrub_name(s.detail), "failures": s.failures,
             "rejectedDocument": s.document,
         }))
@@ -623,7 +623,7 @@ def _hold_back(ref, s, trail: ShardTrail, old: bytes, latched: str, record: Path
     """The mass latch: the accepted document stays; the smaller one is kept aside with both masses."""
     before = _mass(old)
     trail.batch.stage_changed(record, emit.quarantine_record({
-        "status": "quarantined", "source": ref.name, "ordinal": s.ordinal, "sessionId": s.session_id,
+        "status": SessionStatus.QUARANTINED, "source": ref.name, "ordinal": s.ordinal, "sessionId": s.session_id,
         "reasons": [Reason.MASS_LATCH.value], "detail": latched,
         "acceptedDocument": rel,
         "mass": {"accepted": {"interactions": before[0], "characters": before[1]},
@@ -653,7 +653,7 @@ def _spooled(ref, s, trail: ShardTrail, result: ShardResult, settings: Settings 
         if s.turns is not None:
             s.turns.discard()
         trail.batch.stage_changed(resolve_inside(trail.out_root, record), emit.quarantine_record({
-            "status": "quarantined", "source": ref.name, "ordinal": s.ordinal, "sessionId": s.session_id,
+            "status": SessionStatus.QUARANTINED, "source": ref.name, "ordinal": s.ordinal, "sessionId": s.session_id,
             "reasons": [Reason.MASS_LATCH.value], "detail": latched, "acceptedDocument": rel,
             "rejectedDocument": "not kept: a streamed document"}))
         s.status, s.reasons, s.detail = SessionStatus.QUARANTINED, [Reason.MASS_LATCH.value], latched

@@ -19,9 +19,10 @@ from typing import Any
 
 import orjson
 
-from audit import links, revisions
+from audit import revisions
 from audit.files import resolve_inside
 from audit.ledger import MOVED_TO, Ledger, RevisionRow, SnapshotRow
+from audit.ledger.links import Decisions
 from normalizers.keys import chat_of, content_hash, evidence, index_print, is_system, resolvable
 
 from . import lifeline
@@ -95,11 +96,11 @@ def plan(keyed: dict[str, list[tuple[Any, Any]]], ledger_path: Path | None, run_
     if ledger_path is not None and ledger_path.is_file() and keyed:
         ledger = Ledger(ledger_path)
         try:
-            run_id = run_id or ledger.running_run()  # a runner that does not pass it: the run in progress
+            run_id = run_id or ledger.runs.running()  # a runner that does not pass it: the run in progress
             lifeline.check()  # a worker whose run is gone claims nothing
-            owners = ledger.claim(run_id, shard, keyed) if run_id else {}
-            known = ledger.snapshot_shas(keyed)
-            linked = links.linked_keys(ledger, [k for k in keyed if is_scoped(k)])
+            owners = ledger.snapshots.claim(run_id, shard, keyed) if run_id else {}
+            known = ledger.snapshots.shas(keyed)
+            linked = ledger.links.linked_keys([k for k in keyed if is_scoped(k)])
         finally:
             ledger.close()
     else:
@@ -164,7 +165,7 @@ def aliases(ledger_path: Path | None, keys: set[str]) -> dict[str, str]:
         return {}
     ledger = Ledger(ledger_path, read_only=True)
     try:
-        return ledger.aliases_of(keys)
+        return ledger.aliases.of(keys)
     finally:
         ledger.close()
 
@@ -225,41 +226,41 @@ class Resolved:
 def resolve(found: list[Prints], ledger: Ledger, tolerance: int = 60) -> Resolved:
     """Index the run's scoped prints and decide which keys are one conversation (the main process,
     after the shards): two keys of the same chat (grammar and id or title) are one on proof
-    (``keys.evidence``) or on a person's say (``audit.links``), never when a person split them; all
+    (``keys.evidence``) or on a person's say (``audit.ledger.links``), never when a person split them; all
     such keys become the one whose snapshots start earliest (then the smallest key), whatever the
     order they were met in. Evidence short of proof is recorded as a possible link."""
-    ledger.add_prints([(p.key, p.grammar, p.title, p.prints) for p in found])
-    said = links.decisions(ledger)
+    ledger.aliases.add_prints([(p.key, p.grammar, p.title, p.prints) for p in found])
+    said = ledger.links.decisions()
     unions = UnionFind()
     possible: list[tuple[str, str, str]] = []
     chats: dict[tuple[str, str], list[Prints]] = {}
     for p in found:
         chats.setdefault((p.grammar, p.title), []).append(p)
     for chat, mine in sorted(chats.items()):
-        _link(mine, ledger.prints([chat]).get(chat, []), ledger, said, unions, possible, tolerance)
+        _link(mine, ledger.aliases.prints([chat]).get(chat, []), ledger, said, unions, possible, tolerance)
     for a, b in said.same:
         unions.union(a, b)
-    linked = sorted({*links.record_possible(ledger, possible, said), *links.pending(ledger)})
+    linked = sorted({*ledger.links.record_possible(possible, said), *ledger.links.pending()})
     met = {p.key for p in found}
     merged = []
     for members in unions.groups():
-        starts = ledger.snapshots_of(members)
-        canonical = min(members, key=lambda k: (min((r["first_at"] or "" for r in starts.get(k, [])),
+        starts = ledger.snapshots.of(members)
+        canonical = min(members, key=lambda k: (min((r.first_at or "" for r in starts.get(k, [])),
                                                     default="\uffff"), k))
-        known = ledger.aliases_of(members)
+        known = ledger.aliases.of(members)
         new = [k for k in sorted(members - {canonical}) if known.get(k) != canonical]
         for k in new:
-            ledger.add_alias(k, canonical)
+            ledger.aliases.add(k, canonical)
         if new or members & met:  # a person's earlier say needs no merge again until its keys are met
             merged.append(canonical)
     return Resolved(sorted(merged), linked)
 
 
-def _link(mine: list[Prints], known: list[tuple[str, list[str]]], ledger: Ledger, said: links.Decisions,
+def _link(mine: list[Prints], known: list[tuple[str, list[str]]], ledger: Ledger, said: Decisions,
           unions: UnionFind, possible: list[tuple[str, str, str]], tolerance: int) -> None:
     """Weigh the run's sessions of one chat against the known ones: proof unites them, suggestive
     evidence is a possible link; a pair a person split stays apart."""
-    resolved = ledger.aliases_of(k for k, _ in known)
+    resolved = ledger.aliases.of(k for k, _ in known)
     for p in sorted(mine, key=lambda p: p.key):
         for key, prints in known:
             other = resolved.get(key, key)

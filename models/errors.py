@@ -48,9 +48,13 @@ class Reason(StrEnum):
     DUPLICATE_SESSION_ID = "duplicate_session_id"
     MASS_LATCH = "mass_latch"
     WRITE_ERROR = "write_error"
+    PATH_ESCAPE = "path_escape"
+    """A computed output path that would leave the output root (a bug guard: ids are made safe first)."""
     INTERNAL = "internal_error"
     # routes
     NOT_STREAMABLE = "not_streamable"
+    UNTRANSLATABLE = "untranslatable_pattern"
+    """A header pattern with no exact equivalent in Rust's regex syntax (parsers/columns.py)."""
     # configuration
     INVALID_CONFIG = "invalid_config"
     # environment
@@ -97,9 +101,9 @@ class ReconstructError(Exception):
         super().__init__(self._message())
 
     def __reduce__(self):
-        """Pickle by the constructor's arguments, so an error raised in a worker process reaches
-        the parent intact (the default would call ``cls(message)`` and fail there)."""
-        return (_rebuild, (type(self), self.reason, self.detail, self.path, self.line, self.grammar))
+        """Pickle by the instance's fields, so an error raised in a worker process reaches the parent
+        intact whatever its subclass's constructor takes (the default would call ``cls(message)``)."""
+        return (_rebuild, (type(self), dict(vars(self))))
 
     def _message(self) -> str:
         where = "".join(
@@ -157,6 +161,8 @@ class AuditError(ReconstructError):
     """A question asked of the output root cannot be answered (bad SQL, no such session or run)."""
 
 
-def _rebuild(cls: type[ReconstructError], reason: Reason, detail: str, path: str | None, line: int | None,
-             grammar: str | None) -> ReconstructError:
-    return cls(reason, detail, path=path, line=line, grammar=grammar)
+def _rebuild(cls: type[ReconstructError], fields: dict[str, object]) -> ReconstructError:
+    error = cls.__new__(cls)
+    vars(error).update(fields)
+    Exception.__init__(error, error._message())
+    return error

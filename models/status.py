@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 
 
@@ -44,3 +45,36 @@ class DocumentMark(StrEnum):
 
 
 WRITTEN = (SessionStatus.OK, SessionStatus.PARTIAL)
+
+
+class RunOutcome(StrEnum):
+    """What an alert says of a run that needs attention (``reconstruct.run.<outcome>``, flows/alerts.py)."""
+
+    QUARANTINED = "quarantined"  # it finished but quarantined an input or a session
+    CRASHED = "crashed"  # it raised
+    INTERRUPTED = "interrupted"  # Ctrl-C, SIGTERM or a cancellation stopped it
+
+
+@dataclass(frozen=True, slots=True)
+class RunCounts:
+    """What a run recorded, counted from the ledger's rows (``Runs.counts``)."""
+
+    files: int = 0
+    files_skipped: int = 0
+    files_quarantined: int = 0  # inputs with a reason of their own
+    files_failed: int = 0  # inputs with a reason of their own or of one of their sessions
+    files_companion: int = 0
+    files_ignored: int = 0
+    files_missing: int = 0
+    sessions_ok: int = 0
+    sessions_partial: int = 0
+    sessions_quarantined: int = 0
+    interactions: int = 0  # of the documents the run left, each once
+    sessions_unaccounted: int = 0
+    unaccounted_source: int = 0
+    drift_items: int = 0
+
+    @property
+    def quarantined_any(self) -> bool:
+        """The run quarantined an input or a session (exit 3, an alert)."""
+        return bool(self.files_quarantined or self.sessions_quarantined)

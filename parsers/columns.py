@@ -31,6 +31,7 @@ from datetime import timedelta, timezone
 import orjson
 import polars as pl
 
+from models.errors import Reason, ReconstructError
 from models.records import ModelRef, Turn
 from parsers.engine import TRAILING_BLANK
 
@@ -199,9 +200,12 @@ def _offset(value) -> int | None:
 
 # -- the header pattern in Rust's syntax ------------------------------------------------------
 
-class Untranslatable(ValueError):
+class Untranslatable(ReconstructError):
     """A header pattern holds a construct Rust's regex has no equivalent for (the grammar's
-    line-engine parse reads such inputs)."""
+    line-engine parse reads such inputs); ``detail`` names the construct."""
+
+    def __init__(self, construct: str) -> None:
+        super().__init__(Reason.UNTRANSLATABLE, construct)
 
 
 _DUPLICATE = "__"

@@ -29,6 +29,7 @@ from typing import Any, BinaryIO
 import orjson
 import regex
 
+from models.errors import ParseError, Reason
 from parsers.jsonload import replace_lone_surrogates
 
 BLOCK = 8 * 1024 * 1024
@@ -53,12 +54,15 @@ class Entry:
     """Lone UTF-16 surrogate escapes in the entry, read as the escape of U+FFFD (``raw`` holds them so)."""
 
 
-class SplitError(ValueError):
+class SplitError(ParseError):
     """The file is not a valid JSON array from ``start`` on: entry ``index`` could not be read."""
 
     def __init__(self, message: str, index: int, start: int) -> None:
-        super().__init__(message)
         self.index, self.start = index, start
+        super().__init__(Reason.PARSE_ERROR, message)
+
+    def _message(self) -> str:
+        return self.detail  # quoted whole inside the input's quarantine detail (flows/jsonstream.lost)
 
 
 class _Buffer:

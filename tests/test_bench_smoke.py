@@ -14,14 +14,14 @@ from models.settings import Settings
 
 
 def _files(summary: dict) -> list[tuple[str, str, str, int]]:
-    with sqlite3.connect(summary["ledger"]) as db:
+    with sqlite3.connect(summary.ledger) as db:
         return db.execute("SELECT source_key, grammar, status, sessions FROM files WHERE run_id=? "
-                          "AND status != 'companion' ORDER BY source_key", (summary["run_id"],)).fetchall()
+                          "AND status != 'companion' ORDER BY source_key", (summary.run_id,)).fetchall()
 
 
 def _interactions(summary: dict) -> int:
-    with sqlite3.connect(summary["ledger"]) as db:
-        return db.execute("SELECT SUM(interactions) FROM sessions WHERE run_id=?", (summary["run_id"],)).fetchone()[0]
+    with sqlite3.connect(summary.ledger) as db:
+        return db.execute("SELECT SUM(interactions) FROM sessions WHERE run_id=?", (summary.run_id,)).fetchone()[0]
 
 
 def test_whatsapp_is_deterministic_and_parses(tmp_path):
@@ -47,7 +47,7 @@ def test_mixed_files_parse_with_the_grammar_of_their_format(tmp_path):
     # the folder names the format; partial (e.g. a region the grammar does not account for) still counts
     assert {(key.split("/")[1], grammar) for key, grammar, _, _ in rows} == {(f, f) for f in generate.MIXED}
     assert {(status, n) for _, _, status, n in rows} <= {("ok", 1), ("partial", 1)}
-    assert run["counts"]["sessions_quarantined"] == 0 and run["counts"]["files_quarantined"] == 0
+    assert run.counts.sessions_quarantined == 0 and run.counts.files_quarantined == 0
 
 
 def test_conversations_parse(tmp_path):
@@ -55,7 +55,7 @@ def test_conversations_parse(tmp_path):
     generate.conversations(tmp_path / "chatgpt" / "conversations.json", 4, mean_bytes=2000)
     run = reconstruct([tmp_path / "chatgpt"], tmp_path / "out", Settings(), runner=None)
     assert [row[1:] for row in _files(run)] == [("chatgpt", "ok", 4)]
-    assert run["counts"]["sessions_ok"] == 4 and run["counts"]["sessions_quarantined"] == 0
+    assert run.counts.sessions_ok == 4 and run.counts.sessions_quarantined == 0
 
 
 def test_floors_run_and_do_the_whole_job(tmp_path):

@@ -19,7 +19,7 @@ import orjson
 from models.errors import AuditError, Reason
 
 from .. import current, revisions
-from ..ledger import Ledger
+from ..ledger import Ledger, SourceSeen
 from ..query import Catalog
 
 PAGE = 50  # sessions per list page
@@ -202,7 +202,7 @@ class Archive:
     # -- revisions --------------------------------------------------------------------------------
     def revisions(self, rel: str) -> list[dict[str, Any]]:
         with self.ledger() as ledger:
-            return ledger.revisions(rel)
+            return [asdict(r) for r in ledger.revisions.history(rel)]
 
     def revision(self, rel: str, rev: int) -> dict[str, Any]:
         """A revision of a document, parsed from the revision store."""
@@ -232,7 +232,7 @@ class Archive:
         if not rows:
             raise AuditError(Reason.NOT_FOUND, f"no run {run_id!r} in the ledger")
         with self.ledger() as ledger:
-            counts = ledger.run_counts(run_id)
+            counts = asdict(ledger.runs.counts(run_id))
         return {**rows[0], "counts": counts,
                 "quarantine": self.sql("SELECT * FROM quarantine WHERE run_id = ? ORDER BY source_key, ordinal",
                                        [run_id]),
@@ -265,8 +265,8 @@ class Archive:
         """An input by its sha256: where it was read, and the lines (or JSON pointer) asked for,
         from the file when it is still where a run read it with the same bytes."""
         with self.ledger() as ledger:
-            seen = ledger.sources_with_sha(sha256)
-        view: dict[str, Any] = {"sha256": sha256, "seen": [{"source_path": s["source_path"], "run_id": s["run_id"]}
+            seen = ledger.inputs.read_at(sha256)
+        view: dict[str, Any] = {"sha256": sha256, "seen": [{"source_path": s.source_path, "run_id": s.run_id}
                                                            for s in seen],
                                 "lines": list(lines) if lines else None, "pointer": pointer, "found": None,
                                 "problem": None, "excerpt": [], "value": None}
@@ -305,13 +305,13 @@ def message_changes(old: dict[str, Any], new: dict[str, Any]) -> list[dict[str, 
     return out
 
 
-def _locate(seen: list[dict[str, Any]], sha256: str) -> Path | str:
+def _locate(seen: list[SourceSeen], sha256: str) -> Path | str:
     """The file with these bytes, from the roots of the runs that read it; else why not."""
     tried = []
     for s in seen:
-        for root in orjson.loads(s["args"] or "{}").get("paths", []):
+        for root in orjson.loads(s.args or "{}").get("paths", []):
             root = Path(root)
-            candidate = root.parent / s["source_path"] if not root.is_file() else root
+            candidate = root.parent / s.source_path if not root.is_file() else root
             if candidate in tried:
                 continue
             tried.append(candidate)

@@ -69,9 +69,9 @@ def test_a_run_whose_tables_cannot_be_written_says_so(tmp_path, monkeypatch):
 
     monkeypatch.setattr(current, "publish", refuse)
     summary = reconstruct([src], tmp_path / "out", Settings(workers=1))
-    assert "No space left" in summary["datasets_unpublished"]
+    assert "No space left" in summary.datasets_unpublished
     ledger = Ledger(tmp_path / "out" / "ledger.sqlite", read_only=True)
     try:
-        assert "No space left" in ledger.meta(f"datasets_unpublished:{summary['run_id']}")
+        assert "No space left" in ledger.meta.get(f"datasets_unpublished:{summary.run_id}")
     finally:
         ledger.close()

@@ -61,7 +61,7 @@ def test_a_run_reads_no_document_it_does_not_replace(tmp_path, monkeypatch):
     _write(src, "new.txt", FOUR)
     reads = _reads_under(monkeypatch, (out / "sessions").absolute())
     summary = reconstruct([src], out, Settings(workers=1))
-    assert summary["counts"]["files_skipped"] == 4 and reads == []
+    assert summary.counts.files_skipped == 4 and reads == []
     monkeypatch.undo()
     sessions, turns = tables(out)
     assert sessions.height == 5 and turns.height == 4 * 2 + 4
@@ -77,7 +77,7 @@ def test_the_tables_hold_the_latest_revision_of_each_current_document(tmp_path):
     second = reconstruct([src], out, Settings(workers=1))
     sessions, turns = tables(out)
     by_path = dict(zip(sessions["output_path"], sessions["run_id"], strict=True))
-    assert by_path == {DOC: second["run_id"], DOC_B: first["run_id"]}
+    assert by_path == {DOC: second.run_id, DOC_B: first.run_id}
     assert turns.filter(pl.col("output_path") == DOC).height == 4
     # a revert is a revision too: the tables follow it without reading the documents again
     confirm = f"CONFIRM REVERT {DOC} v0"
@@ -85,7 +85,7 @@ def test_the_tables_hold_the_latest_revision_of_each_current_document(tmp_path):
     assert reverted.exit_code == 0, reverted.output
     sessions, turns = tables(out)
     assert turns.filter(pl.col("output_path") == DOC).height == 2
-    assert sessions.filter(pl.col("output_path") == DOC)["run_id"].to_list() == [first["run_id"]]
+    assert sessions.filter(pl.col("output_path") == DOC)["run_id"].to_list() == [first.run_id]
     # a document no longer there has no rows
     (out / DOC).unlink()
     assert tables(out)[0]["output_path"].to_list() == [DOC_B]

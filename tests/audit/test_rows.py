@@ -95,7 +95,7 @@ def test_a_run_writes_the_rows_of_the_documents_it_wrote(tmp_path):
     reconstruct([SAMPLES], out, Settings(workers=1, columnar_min_bytes=0), runner=None)
     ledger = Ledger(out / "ledger.sqlite", read_only=True)
     try:
-        latest = ledger.latest_revisions()
+        latest = ledger.revisions.latest()
     finally:
         ledger.close()
     parts = {t: pl.concat([pl.read_parquet(f) for f in sorted((out / datasets.PARTS / t).rglob("*.parquet"))])

@@ -44,7 +44,7 @@ def _blobs(out: Path) -> dict[str, bytes]:
 def _latest(out: Path, rel: str) -> str:
     ledger = Ledger(out / "ledger.sqlite", read_only=True)
     try:
-        return ledger.latest_revisions()[rel]
+        return ledger.revisions.latest()[rel]
     finally:
         ledger.close()
 
@@ -218,7 +218,7 @@ def test_the_index_is_rewritten_only_when_it_lacks_a_revision(tmp_path, monkeypa
     assert rerun() == 0  # unchanged: the index holds every revision already
     ledger = Ledger(out / "ledger.sqlite")
     try:
-        ledger.set_meta(revisions.INDEXED, "0")  # as if a run was killed before exporting it
+        ledger.meta.set(revisions.INDEXED, "0")  # as if a run was killed before exporting it
     finally:
         ledger.close()
     assert rerun() == 1
@@ -241,7 +241,7 @@ def test_temporaries_are_searched_for_only_after_a_run_that_did_not_complete(tmp
     leftover = files.temporary_for(out / DOC)
     leftover.write_bytes(b"half")
     summary = reconstruct([tmp_path / "in"], out, RunSettings(workers=1))
-    assert walks == [out] and summary["temporaries_removed"] == 1 and not leftover.exists()
+    assert walks == [out] and summary.temporaries_removed == 1 and not leftover.exists()
 
 
 @pytest.fixture(scope="module")

@@ -70,7 +70,7 @@ def test_declared_regions_are_listed_in_the_build_log(monkeypatch):
 
 
 def test_the_ledger_counts_unaccounted_sources_and_format_drift(monkeypatch, tmp_path):
-    from audit.ledger import Ledger
+    from audit.ledger import DriftItem, Ledger
     from flows.pipeline import reconstruct
 
     grammar = registry.get("transcript")
@@ -88,14 +88,13 @@ def test_the_ledger_counts_unaccounted_sources_and_format_drift(monkeypatch, tmp
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "chat.txt").write_bytes(CLEAN)
     summary = reconstruct([tmp_path / "in"], tmp_path / "out", Settings(format="transcript"), runner=None)
-    counts = summary["counts"]
-    assert counts["sessions_partial"] == 1 and counts["sessions_unaccounted"] == 1
-    assert counts["unaccounted_source"] == 2 and counts["drift_items"] == 1
-    assert counts["files_failed"] == 0, "a partial session is written, not failed"
+    counts = summary.counts
+    assert counts.sessions_partial == 1 and counts.sessions_unaccounted == 1
+    assert counts.unaccounted_source == 2 and counts.drift_items == 1
+    assert counts.files_failed == 0, "a partial session is written, not failed"
     ledger = Ledger(tmp_path / "out" / "ledger.sqlite")
     try:
-        assert ledger.drift(summary["run_id"]) == [
-            {"item": "key:reactions", "count": 2, "first": "in/chat.txt /3"}]
+        assert ledger.sessions.drift(summary.run_id) == [DriftItem("key:reactions", 2, "in/chat.txt /3")]
     finally:
         ledger.close()
 

@@ -45,7 +45,7 @@ def test_planted_secret_never_reaches_any_output(tmp_path):
     reconstruct([src], out, Settings())
     # a shrinking reparse (turns truncated): the quarantine record holds the rejected document
     second = reconstruct([src], out, Settings(max_turn_chars=12))
-    assert second["counts"]["sessions_quarantined"] >= 1
+    assert second.counts.sessions_quarantined >= 1
     runner = CliRunner()
     for fmt in ("csv", "jsonl", "parquet"):
         exported = runner.invoke(app, ["export", "--out", str(out), "--format", fmt, "--to", str(out / "exp")])

@@ -17,6 +17,7 @@ from flows.cli import app
 from flows.exits import ExitCode
 from flows.pipeline import reconstruct
 from models.settings import Settings
+from models.status import FileStatus, RunStatus
 
 runner = CliRunner()
 def _good(n: int) -> str:
@@ -72,10 +73,10 @@ def test_rerun_of_a_deleted_input_records_it_missing_and_duplicates_nothing(pref
     assert _documents(out) == before
     ledger = Ledger(out / "ledger.sqlite")
     try:
-        rows = ledger.file_rows(ledger.latest_run_id())
+        rows = ledger.inputs.of_run(ledger.runs.latest_id())
     finally:
         ledger.close()
-    assert [(r["source_key"], r["status"], r["reasons"]) for r in rows] == [("logs/sub/bad.txt", "missing", "")]
+    assert [(r.source_key, r.status, r.reasons) for r in rows] == [("logs/sub/bad.txt", FileStatus.MISSING, ())]
 
 
 # -- clear failures ---------------------------------------------------------------------------------
@@ -175,15 +176,15 @@ def test_a_full_disk_stops_the_run_marked_failed_with_what_was_written(tmp_path,
         reconstruct([src], out, Settings(workers=1))
     ledger = Ledger(out / "ledger.sqlite")
     try:
-        run = ledger.runs(1)[0]
+        run = ledger.runs.recent(1)[0]
         written = sorted(r[0] for r in ledger.db.execute("SELECT output_path FROM sessions WHERE output_sha256 "
                                                          "IS NOT NULL"))
-        indexed = sorted(ledger.latest_revisions())
+        indexed = sorted(ledger.revisions.latest())
     finally:
         ledger.close()
     # the shard's writes staged before the disk filled are made durable and recorded, and only those
     on_disk = sorted(p.relative_to(out).as_posix() for p in (out / "sessions").rglob("*.json"))
-    assert run["status"] == "failed" and len(written) == 3 and written == indexed == on_disk
+    assert run.status is RunStatus.FAILED and len(written) == 3 and written == indexed == on_disk
     assert not list(out.rglob("*.tmp"))
 
 
@@ -202,7 +203,7 @@ def test_a_full_disk_through_the_cli_is_one_line(prefect_harness, tmp_path, monk
 
 
 def test_status_on_a_ledger_of_an_older_schema_upgrades_it(tmp_path):
-    from audit.ledger import MIGRATIONS
+    from audit.ledger.schema import MIGRATIONS
 
     out = tmp_path / "out"
     out.mkdir()
@@ -216,11 +217,12 @@ def test_status_on_a_ledger_of_an_older_schema_upgrades_it(tmp_path):
 
 def _open_ledger(path: str, barrier) -> int:
     from audit.ledger import Ledger
+    from audit.ledger.schema import version
 
     barrier.wait()
     ledger = Ledger(Path(path))
     try:
-        return ledger._version()
+        return version(ledger.db)
     finally:
         ledger.close()
 

@@ -191,7 +191,7 @@ def test_a_run_id_printed_by_status_on_a_terminal_works_with_run(columns, world)
     assert max(len(line) for line in text.splitlines()) <= int(columns), text
     ledger = Ledger(world.out / "ledger.sqlite", read_only=True)
     try:
-        runs = [r["run_id"] for r in ledger.runs()]
+        runs = [r.run_id for r in ledger.runs.recent()]
     finally:
         ledger.close()
     printed = RUN_ID.findall(text)

@@ -17,7 +17,7 @@ def test_slack_export_resolves_users_through_users_json(tmp_path):
     shutil.copytree(GOLDEN / "slack" / "workspace", src, ignore=shutil.ignore_patterns("*.expected.json"))
     out = tmp_path / "out"
     summary = reconstruct([src], out, Settings())
-    assert summary["counts"]["files_companion"] == 1 and summary["counts"]["sessions_ok"] == 1
+    assert summary.counts.files_companion == 1 and summary.counts.sessions_ok == 1
     doc = orjson.loads(key_document(out, "slack", name="general.json").read_bytes())
     speakers = [i["speakerName"] for i in doc["artifacts"]["Chatthistorik"]["interactions"]]
     assert "Bo Berg" in speakers and "U02BO" not in speakers

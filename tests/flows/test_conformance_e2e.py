@@ -29,8 +29,8 @@ def test_conformance_archive_written_and_checked_independently(tmp_path):
     from tests.helpers import run_checker
 
     summary = reconstruct([CONFORMANCE / "fixtures"], tmp_path, Settings())
-    c = summary["counts"]
-    assert c["files_quarantined"] == c["sessions_quarantined"] == c["sessions_partial"] == 0, summary["quarantined"]
-    assert c["sessions_ok"] == sum(case["sessions"] for case in EXPECTED)
+    c = summary.counts
+    assert c.files_quarantined == c.sessions_quarantined == c.sessions_partial == 0, summary.quarantined
+    assert c.sessions_ok == sum(case["sessions"] for case in EXPECTED)
     proc = run_checker(tmp_path)
     assert proc.returncode == 0, proc.stdout

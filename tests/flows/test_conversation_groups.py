@@ -41,7 +41,7 @@ def test_ingest_groups_a_channel_folders_day_files(tmp_path):
 def test_a_channel_is_one_session_with_a_thread_reply_from_a_later_day_beside_its_parent(tmp_path):
     out = tmp_path / "out"
     summary = reconstruct([_export(tmp_path)], out, Settings())
-    assert summary["counts"]["sessions_ok"] == 2 and summary["counts"]["files"] == 5
+    assert summary.counts.sessions_ok == 2 and summary.counts.files == 5
     turns = _interactions(key_document(out, "slack", name="C01GENERAL.json"))
     assert [t["content"][:12] for t in turns] == ["<@U02OSKAR> ", "Welcome Oska", "Thanks, read", "Ping me if a",
                                                   "Deployed web", "Is the all-h", "15:00, room "]
@@ -55,7 +55,7 @@ def test_a_channel_is_one_session_with_a_thread_reply_from_a_later_day_beside_it
     assert files["acme-export/general/2024-04-01.json"] == files["acme-export/general/2024-04-02.json"] == "ok"
     assert ("acme-export/general", "C01GENERAL", 7) in sessions
     again = reconstruct([tmp_path / "acme-export"], out, Settings())
-    assert again["counts"]["files_skipped"] == 3
+    assert again.counts.files_skipped == 3
 
 
 def test_a_broken_day_file_makes_the_channel_partial_and_names_the_file(tmp_path):
@@ -63,7 +63,7 @@ def test_a_broken_day_file_makes_the_channel_partial_and_names_the_file(tmp_path
     (src / "general" / "2024-04-03.json").write_text('[{"type": "message", "user": "U01MAJA", "te', encoding="utf-8")
     out = tmp_path / "out"
     summary = reconstruct([src], out, Settings())
-    assert summary["counts"]["sessions_partial"] == 1
+    assert summary.counts.sessions_partial == 1
     doc = orjson.loads((key_document(out, "slack", name="C01GENERAL.json")).read_bytes())
     assert "2024-04-03.json" in doc["artifacts"]["Chatthistorik"]["coverageReason"]
 
@@ -75,7 +75,7 @@ def test_date_named_files_of_a_format_that_does_not_group_are_read_one_by_one(tm
         shutil.copy(ROOT / "sample_logs" / "discord" / "design-reviews.json", folder / f"{day}.json")
     out = tmp_path / "out"
     summary = reconstruct([tmp_path / "dce"], out, Settings())
-    assert summary["counts"]["sessions_ok"] == 2 and summary["counts"]["files"] == 2
+    assert summary.counts.sessions_ok == 2 and summary.counts.files == 2
     # the same channel read from each file: two snapshots with one sha256, one document (#15)
     assert len(list((out / "sessions" / "discord").rglob("*.json"))) == 1
 
@@ -84,7 +84,7 @@ def test_a_day_file_too_large_to_read_is_a_gap_in_its_channel(tmp_path):
     src = _export(tmp_path)
     out = tmp_path / "out"
     summary = reconstruct([src], out, Settings(max_file_bytes=700))
-    assert summary["counts"]["sessions_partial"] >= 1
+    assert summary.counts.sessions_partial >= 1
     doc = orjson.loads((key_document(out, "slack", name="C01GENERAL.json")).read_bytes())
     assert "2024-04-01.json" in doc["artifacts"]["Chatthistorik"]["coverageReason"]
     ledger = Ledger(out / "ledger.sqlite")
@@ -120,7 +120,7 @@ def test_ingest_groups_a_telegram_chats_pages_in_page_order_and_leaves_a_lone_pa
 def test_a_telegram_chats_pages_are_one_document_that_names_each_page(tmp_path):
     out = tmp_path / "out"
     summary = reconstruct([_telegram(tmp_path)], out, Settings())
-    assert summary["counts"]["sessions_ok"] == 1 and summary["counts"]["files"] == 2
+    assert summary.counts.sessions_ok == 1 and summary.counts.files == 2
     path = key_document(out, "telegram-html", name="999.json")
     doc = orjson.loads(path.read_bytes())
     parts = [i["source"]["part"] for i in doc["artifacts"]["Chatthistorik"]["interactions"]]
@@ -142,7 +142,7 @@ def test_an_undecodable_or_missing_telegram_page_makes_the_chat_partial_naming_i
     (root / "ChatExport_2021-03-14" / "messages2.html").write_bytes(b"<html>" + b"\xc3(" * 400)
     out = tmp_path / "out"
     summary = reconstruct([root], out, Settings())
-    assert summary["counts"]["sessions_partial"] == 1
+    assert summary.counts.sessions_partial == 1
     path = key_document(out, "telegram-html", name="999.json")
     reason = orjson.loads(path.read_bytes())["artifacts"]["Chatthistorik"]["coverageReason"]
     assert "messages3.html (missing)" in reason and "messages2.html (not readable)" in reason
@@ -167,7 +167,7 @@ def test_a_partitioned_discord_channel_is_one_document_where_the_whole_export_wo
     shutil.copytree(DCE, tmp_path / "dce", ignore=shutil.ignore_patterns("*.expected.json"))
     out = tmp_path / "out"
     summary = reconstruct([tmp_path / "dce"], out, Settings())
-    assert summary["counts"]["sessions_ok"] == 2 and summary["counts"]["files"] == 5
+    assert summary.counts.sessions_ok == 2 and summary.counts.files == 5
     docs = sorted((out / "sessions" / "discord").rglob("*.json"))
     assert sorted(d.name for d in docs) == ["901.json", "905.json"]
     assert docs[0].parent != docs[1].parent  # two channels, two conversations
@@ -198,7 +198,7 @@ def test_a_rerun_of_one_file_of_a_conversation_takes_the_whole_conversation():
 def _files(out):
     ledger = Ledger(out / "ledger.sqlite")
     try:
-        run = ledger.latest_run_id()
+        run = ledger.runs.latest_id()
         return dict(ledger.db.execute("SELECT source_key, status FROM files WHERE run_id=?", (run,)).fetchall())
     finally:
         ledger.close()

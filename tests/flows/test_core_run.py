@@ -27,9 +27,9 @@ def sample_run(tmp_path_factory):
 
 def test_samples_reconstruct_without_quarantine(sample_run):
     out, summary = sample_run
-    c = summary["counts"]
-    assert c["files_quarantined"] == 0 and c["sessions_quarantined"] == 0, summary["quarantined"]
-    assert c["sessions_ok"] + c["sessions_partial"] == len(_docs(out)) >= 8
+    c = summary.counts
+    assert c.files_quarantined == 0 and c.sessions_quarantined == 0, summary.quarantined
+    assert c.sessions_ok + c.sessions_partial == len(_docs(out)) >= 8
 
 
 def test_independent_checker_passes(sample_run):
@@ -68,16 +68,16 @@ def test_bad_inputs_are_quarantined_with_reasons_and_the_run_goes_on(tmp_path):
     (src / "good.txt").write_text("User: hi\nAssistant: hello\n")
     out = tmp_path / "out"
     summary = reconstruct([src], out, Settings())
-    by_source = {q["source_path"].split("/")[-1]: q["reasons"] for q in summary["quarantined"]}
+    by_source = {q.source_path.split("/")[-1]: ",".join(q.reasons) for q in summary.quarantined}
     assert by_source == {"empty.txt": "empty", "binary.dat": "binary", "mixed.txt": "undecodable",
                          "prose.txt": "no_grammar"}
-    assert summary["counts"]["sessions_ok"] == 1
+    assert summary.counts.sessions_ok == 1
     for name in by_source:
         record = orjson.loads((out / "quarantine" / "in" / name / "file.json").read_bytes())
         assert record["reasons"] and record["detail"]
     ledger = Ledger(out / "ledger.sqlite")
     try:
-        files = ledger.db.execute("SELECT COUNT(*) FROM files WHERE run_id=?", (summary["run_id"],)).fetchone()[0]
+        files = ledger.db.execute("SELECT COUNT(*) FROM files WHERE run_id=?", (summary.run_id,)).fetchone()[0]
     finally:
         ledger.close()
     assert files == 5
@@ -91,7 +91,7 @@ def test_ids_from_input_never_escape_the_output_root(tmp_path, raw_id):
     (src / "chat.txt").write_text(f"Session: {raw_id}\nUser: hi\nAssistant: hello\n")
     out = tmp_path / "out"
     summary = reconstruct([src], out, Settings())
-    assert summary["counts"]["sessions_ok"] == 1
+    assert summary.counts.sessions_ok == 1
     written = [p for p in tmp_path.rglob("*.json")]
     assert written and all(out.resolve() in p.resolve().parents for p in written)
     doc = orjson.loads(next((out / "sessions").rglob("*.json")).read_bytes())
@@ -106,6 +106,6 @@ def test_incremental_skip_and_force(tmp_path):
     out = tmp_path / "out"
     reconstruct([src], out, Settings())
     again = reconstruct([src], out, Settings())
-    assert again["counts"]["files_skipped"] == 1
+    assert again.counts.files_skipped == 1
     forced = reconstruct([src], out, Settings(), force=True)
-    assert forced["counts"]["files_skipped"] == 0 and forced["counts"]["sessions_ok"] == 1
+    assert forced.counts.files_skipped == 0 and forced.counts.sessions_ok == 1

@@ -42,9 +42,9 @@ def test_dask_run_matches_the_local_run(prefect_harness, cluster, tmp_path):
     before = _ran_on(cluster)
     summary = reconstruct_archive([str(src)], str(dask_out), settings)
     local = reconstruct([src], local_out, Settings(shard_files=3))
-    assert summary["shards"] >= 4 and _ran_on(cluster) - before >= summary["shards"]
-    assert summary["counts"] == local["counts"]
-    assert summary["counts"]["sessions_ok"] == 12 and summary["counts"]["files_quarantined"] == 1
+    assert summary.shards >= 4 and _ran_on(cluster) - before >= summary.shards
+    assert summary.counts == local.counts
+    assert summary.counts.sessions_ok == 12 and summary.counts.files_quarantined == 1
     assert _docs(dask_out) == _docs(local_out)
 
 
@@ -54,8 +54,8 @@ def test_a_deployment_run_with_a_dask_address_runs_on_dask(prefect_harness, clus
     before = _ran_on(cluster)
     summary = reconstruct_archive(paths=[str(src)], out=str(tmp_path / "out"),
                                   settings={"dask_address": cluster.scheduler_address, "shard_files": 3})
-    assert summary["counts"]["sessions_ok"] == 12
-    assert _ran_on(cluster) - before >= summary["shards"] >= 4
+    assert summary.counts.sessions_ok == 12
+    assert _ran_on(cluster) - before >= summary.shards >= 4
 
 
 def test_an_empty_dask_address_is_no_dask():
@@ -71,8 +71,8 @@ def test_a_relative_input_path_is_found_by_workers_in_another_directory(prefect_
     monkeypatch.chdir(tmp_path)
     before = _ran_on(cluster)
     summary = reconstruct_archive(["in"], "out", Settings(dask_address=cluster.scheduler_address, shard_files=3))
-    assert summary["counts"]["files_quarantined"] == 1 and summary["counts"]["sessions_ok"] == 12
-    assert _ran_on(cluster) - before >= summary["shards"]
+    assert summary.counts.files_quarantined == 1 and summary.counts.sessions_ok == 12
+    assert _ran_on(cluster) - before >= summary.shards
     assert (tmp_path / "out" / "ledger.sqlite").is_file()
 
 

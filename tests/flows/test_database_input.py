@@ -28,7 +28,7 @@ def test_a_database_is_read_whole_even_above_the_stream_limits(tmp_path):
     small = Settings(stream_bytes=1024, stream_text_bytes=1024, stream_json_bytes=1024)
     summary, docs = _run(folder, tmp_path / "small", small)
     _, whole = _run(folder, tmp_path / "whole", Settings())
-    assert summary["counts"]["sessions_ok"] == 1 and summary["counts"]["files_quarantined"] == 0
+    assert summary.counts.sessions_ok == 1 and summary.counts.files_quarantined == 0
     assert docs == whole
     assert docs[0]["artifacts"]["ByggLogg"]["source"]["encoding"] == "sqlite3"
 
@@ -40,7 +40,7 @@ def test_the_write_ahead_log_beside_a_database_is_ignored_by_rule_and_named(tmp_
     (folder / "chat.db-wal").write_bytes(b"\x37\x7f\x06\x82" + b"\x00" * 60)
     out = tmp_path / "out"
     summary, docs = _run(folder, out, Settings())
-    assert summary["counts"]["files_quarantined"] == 0
+    assert summary.counts.files_quarantined == 0
     assert any("write-ahead log" in w for w in docs[0]["artifacts"]["ByggLogg"]["warnings"])
     ledger = Ledger(out / "ledger.sqlite")
     try:

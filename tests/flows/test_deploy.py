@@ -50,12 +50,12 @@ def test_prefect_yaml_deploys_and_a_process_worker_runs_it(prefect_server, tmp_p
 
     ledger = Ledger(out / "ledger.sqlite")
     try:
-        runs = ledger.runs()
+        runs = ledger.runs.recent()
     finally:
         ledger.close()
-    assert [r["status"] for r in runs] == ["completed"]
+    assert [r.status for r in runs] == ["completed"]
     documents = len(list((out / "sessions").rglob("*.json")))
-    assert runs[0]["sessions_ok"] + runs[0]["sessions_partial"] == documents >= 20  # every example in sample_logs/
+    assert runs[0].sessions_ok + runs[0].sessions_partial == documents >= 20  # every example in sample_logs/
     with against(prefect_server):
         from prefect.client.orchestration import get_client
 

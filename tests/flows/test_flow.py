@@ -27,11 +27,11 @@ def test_flow_on_the_process_pool_matches_the_core(prefect_harness, tmp_path):
     flow_out, core_out = tmp_path / "flow", tmp_path / "core"
     summary = run_archive([ROOT / "sample_logs"], flow_out, Settings(workers=2, shard_files=2))
     core = reconstruct([ROOT / "sample_logs"], core_out, Settings(workers=1))
-    assert summary["shards"] >= 2
-    assert summary["counts"] == core["counts"]
+    assert summary.shards >= 2
+    assert summary.counts == core.counts
     assert _docs(flow_out) == _docs(core_out)
     markdown = _artifact_markdown("reconstruct-run-summary")
-    assert markdown and summary["run_id"] in markdown
+    assert markdown and summary.run_id in markdown
 
 
 def test_unchanged_inputs_are_skipped_and_force_reprocesses(prefect_harness, tmp_path):
@@ -39,6 +39,6 @@ def test_unchanged_inputs_are_skipped_and_force_reprocesses(prefect_harness, tmp
     first = run_archive([ROOT / "sample_logs"], out, Settings())
     again = run_archive([ROOT / "sample_logs"], out, Settings())
     forced = run_archive([ROOT / "sample_logs"], out, Settings(), force=True)
-    assert again["counts"]["files_skipped"] + again["counts"]["files_companion"] == first["counts"]["files"]
-    assert forced["counts"]["files_skipped"] == 0
-    assert forced["counts"]["sessions_ok"] == first["counts"]["sessions_ok"]
+    assert again.counts.files_skipped + again.counts.files_companion == first.counts.files
+    assert forced.counts.files_skipped == 0
+    assert forced.counts.sessions_ok == first.counts.sessions_ok

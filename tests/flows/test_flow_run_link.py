@@ -17,7 +17,7 @@ def test_the_runs_table_names_the_flow_run(prefect_harness, tmp_path):
     (src / "a.txt").write_text("Session: a\nUser: hi\nAssistant: hello\n")
     summary = run_archive([src], tmp_path / "out", Settings(workers=1))
     runs = pl.read_parquet(tmp_path / "out" / current.CURRENT / "runs.parquet")
-    flow_run_id = runs.filter(pl.col("run_id") == summary["run_id"])["prefect_flow_run_id"].item()
+    flow_run_id = runs.filter(pl.col("run_id") == summary.run_id)["prefect_flow_run_id"].item()
     assert flow_run_id
     with get_client(sync_client=True) as client:
         assert str(client.read_flow_run(flow_run_id).id) == flow_run_id  # a flow run Prefect knows

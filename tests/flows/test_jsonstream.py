@@ -182,7 +182,7 @@ def test_streamed_conversations_stage_the_rows_of_the_whole_read(tmp_path, monke
     whole, streamed = tmp_path / "whole", tmp_path / "streamed"
     reconstruct([src], whole, Settings())
     summary = reconstruct([src], streamed, Settings(**{**STREAMED, "stream_chunk_bytes": 3000, "workers": workers}))
-    assert summary["counts"]["sessions_quarantined"] == 1  # the duplicate
+    assert summary.counts.sessions_quarantined == 1  # the duplicate
     expected = _tables(whole)
     staged = [p for t in datasets.TABLES for p in (streamed / datasets.PARTS / t).rglob("*.parquet")]
     assert len(staged) > 4  # the batches' parts, adopted by the run
@@ -204,8 +204,8 @@ def test_documents_the_mass_latch_refuses_leave_no_rows(tmp_path, monkeypatch):
     reconstruct([src], out, settings)
     before = _tables(out)
     summary = reconstruct([src], out, settings.model_copy(update={"max_turn_chars": 2}))
-    assert summary["counts"]["sessions_quarantined"] == len(export)  # each one latched, and the duplicate
-    run = summary["run_id"]
+    assert summary.counts.sessions_quarantined == len(export)  # each one latched, and the duplicate
+    run = summary.run_id
     assert not [p for t in datasets.TABLES for p in (out / datasets.PARTS / t / run).glob("*.parquet")
                 if pl.read_parquet(p).height]  # refused: no row of them
     after = _tables(out, monkeypatch)
@@ -245,7 +245,7 @@ def test_a_conversation_quarantined_leaves_no_rows(tmp_path, monkeypatch):
     (src / "conversations.json").write_bytes(orjson.dumps(export))
     out = tmp_path / "out"
     summary = reconstruct([src], out, Settings(**{**STREAMED, "stream_chunk_bytes": 3000}))
-    assert summary["counts"]["sessions_quarantined"] == 2  # the unreadable one and the duplicate
+    assert summary.counts.sessions_quarantined == 2  # the unreadable one and the duplicate
     sessions, turns = _tables(out, monkeypatch)
     assert sessions.height == len(export) - 2 and "broken" not in sessions["session_id"].to_list()
     parts = [pl.read_parquet(p) for t in datasets.TABLES for p in (out / datasets.PARTS / t).rglob("*.parquet")]
@@ -282,15 +282,15 @@ def test_a_worker_that_dies_loses_its_batch_and_the_run_completes(tmp_path, monk
     (src / "conversations.json").write_bytes(orjson.dumps(export))
     out = tmp_path / "out"
     summary = reconstruct([src], out, Settings(**{**STREAMED, "stream_chunk_bytes": 3000, "workers": 2}))
-    assert summary["status"] == "completed"
+    assert summary.status == "completed"
     ledger = Ledger(out / "ledger.sqlite", read_only=True)
-    rows = ledger.session_rows(summary["run_id"])
+    rows = ledger.sessions.of_run(summary.run_id)
     ledger.close()
-    died = [r for r in rows if r["reasons"] == "worker_died"]
-    assert DIES_AT + 1 in [r["ordinal"] for r in died]
-    assert all("died twice" in r["detail"] and f"conversation /{r['ordinal'] - 1} " in r["detail"] for r in died)
-    assert {r["status"] for r in rows if r not in died} <= {"ok", "quarantined"}
-    assert sum(r["status"] == "ok" for r in rows) == len(export) - len(died) - 1  # and the duplicate id
+    died = [r for r in rows if r.reasons == ("worker_died",)]
+    assert DIES_AT + 1 in [r.ordinal for r in died]
+    assert all("died twice" in r.detail and f"conversation /{r.ordinal - 1} " in r.detail for r in died)
+    assert {r.status for r in rows if r not in died} <= {"ok", "quarantined"}
+    assert sum(r.status == "ok" for r in rows) == len(export) - len(died) - 1  # and the duplicate id
     assert len(died) < len(export) // 2  # only its batch
     sessions, _ = _tables(out, monkeypatch)  # the batches that landed brought their rows
     assert sessions.height == len(export) - len(died) - 1

@@ -62,7 +62,7 @@ def bad_night(prefect_server, webhook, tmp_path_factory):
         installed = CliRunner().invoke(app, ["alerts", "--webhook", webhook[0]])
         assert installed.exit_code == 0, installed.output
         summary = run_archive([archive], root / "out", Settings(shard_files=3))
-    assert summary["counts"]["files_quarantined"] == 1
+    assert summary.counts.files_quarantined == 1
     return summary
 
 
@@ -85,7 +85,7 @@ def test_prefect_client_lists_the_run_its_task_runs_and_artifacts(prefect_server
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, FlowRunFilter, FlowRunFilterId
 
-    run_id = bad_night["run_id"]
+    run_id = bad_night.run_id
     with against(prefect_server), get_client(sync_client=True) as client:
         run = _flow_run(client, run_id)
         assert run.name == f"archive {run_id}" and run.state.is_completed()
@@ -93,26 +93,26 @@ def test_prefect_client_lists_the_run_its_task_runs_and_artifacts(prefect_server
         of_run = FlowRunFilter(id=FlowRunFilterId(any_=[run.id]))
         def completed():  # the server records task run states a moment after the flow ends: wait for all
             done = [t for t in client.read_task_runs(flow_run_filter=of_run) if t.state and t.state.is_completed()]
-            return done if len(done) >= bad_night["shards"] else None
+            return done if len(done) >= bad_night.shards else None
 
         tasks = _poll(completed) or []
-        assert len(tasks) == bad_night["shards"]
+        assert len(tasks) == bad_night.shards
         assert all(t.name.startswith("reconstruct-shard") for t in tasks)
         found = client.read_artifacts(artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(
             any_=[run.id])))
     by_key = {a.key: a for a in found}
     summary = by_key[artifacts.SUMMARY_KEY]
     assert summary.type == "markdown" and run_id in summary.data
-    reason = bad_night["quarantined"][0]["reasons"]
+    reason = ",".join(bad_night.quarantined[0].reasons)
     assert f"| {reason} | 1 |" in summary.data
     assert "## Slowest files" in summary.data
     table = by_key[artifacts.QUARANTINE_KEY]
     rows = json.loads(table.data) if isinstance(table.data, str) else table.data
-    assert [r["source"] for r in rows] == [q["source_path"] for q in bad_night["quarantined"]]
+    assert [r["source"] for r in rows] == [q.source_path for q in bad_night.quarantined]
 
 
 def test_a_quarantining_run_emits_an_event_and_the_automation_notifies(prefect_server, webhook, bad_night):
-    run_id = bad_night["run_id"]
+    run_id = bad_night.run_id
     posted = _poll(lambda: [m for m in webhook[1] if run_id in m.get("body", "")], wait=90)
     assert posted, f"no notification for {run_id}; received {webhook[1]}"
     message = posted[0]
@@ -173,7 +173,7 @@ def _chromium(url: str, profile: Path, *extra: str) -> subprocess.CompletedProce
 def test_the_prefect_ui_shows_the_run_and_its_artifact(prefect_server, bad_night, tmp_path):
     from prefect.client.orchestration import get_client
 
-    run_id = bad_night["run_id"]
+    run_id = bad_night.run_id
     with against(prefect_server), get_client(sync_client=True) as client:
         flow_run_id = _flow_run(client, run_id).id
     page = f"{prefect_server.ui_url}/v2/runs/flow-run/{flow_run_id}?tab=Artifacts"

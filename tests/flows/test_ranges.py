@@ -181,10 +181,10 @@ def test_streamed_rows_that_cannot_be_written_are_a_warning_naming_the_document(
     (doc,) = (out / "sessions").rglob("*.json")
     rel = doc.relative_to(out).as_posix()
     ledger = Ledger(out / "ledger.sqlite", read_only=True)
-    (row,) = ledger.session_rows(summary["run_id"])
+    (row,) = ledger.sessions.of_run(summary.run_id)
     ledger.close()
-    assert row["status"] == "ok"
-    assert f"{rel}: its dataset rows were not written (OSError: [Errno 28] No space left for the rows)" in row["detail"]
+    assert row.status == "ok"
+    assert f"{rel}: its dataset rows were not written (OSError: [Errno 28] No space left for the rows)" in row.detail
     assert not [p for p in (out / datasets.PARTS / "turns").rglob("*") if p.is_file()]
     raw = doc.read_bytes()
     _, turns = datasets.rows(rel, hashlib.sha256(raw).hexdigest(), orjson.loads(raw))

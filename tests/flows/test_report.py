@@ -34,7 +34,7 @@ def archive(tmp_path_factory) -> Path:
     (src / "empty.txt").write_text("")
     out = root / "out"
     summary = reconstruct([src], out, Settings())
-    assert summary["counts"]["files_quarantined"] >= 1
+    assert summary.counts.files_quarantined >= 1
     result = CliRunner().invoke(app, ["report", "--out", str(out)])
     assert result.exit_code == 0, result.output
     return out
@@ -62,27 +62,27 @@ def test_printed_figures_match_the_ledger_and_datasets(archive):
     cells = _cells((archive / "report.html").read_text())
     ledger = Ledger(archive / "ledger.sqlite")
     try:
-        run_id = ledger.latest_run_id()
-        counts = ledger.run_counts(run_id)
-        quarantined = ledger.quarantined(run_id)
+        run_id = ledger.runs.latest_id()
+        counts = ledger.runs.counts(run_id)
+        quarantined = ledger.quarantine.of_run(run_id)
         fig = figures(archive, ledger)
     finally:
         ledger.close()
     assert cells["run"]["run_id"] == run_id
-    assert int(cells["status"]["ok"]) == counts["sessions_ok"]
-    assert int(cells["status"]["partial"]) == counts["sessions_partial"]
-    assert int(cells["status"]["quarantined"]) == counts["sessions_quarantined"]
-    assert int(cells["coverage"]["ok"]) == counts["sessions_ok"]
+    assert int(cells["status"]["ok"]) == counts.sessions_ok
+    assert int(cells["status"]["partial"]) == counts.sessions_partial
+    assert int(cells["status"]["quarantined"]) == counts.sessions_quarantined
+    assert int(cells["coverage"]["ok"]) == counts.sessions_ok
     reasons: dict[str, int] = {}
     for q in quarantined:
-        for r in q["reasons"].split(","):
+        for r in q.reasons:
             reasons[r] = reasons.get(r, 0) + 1
     assert {k: int(v) for k, v in cells["quarantine"].items()} == reasons and reasons
-    assert sum(int(v) for v in cells["formats"].values()) == counts["sessions_ok"] + counts["sessions_partial"]
-    assert sum(int(v) for v in cells["turns"].values()) == counts["sessions_ok"] + counts["sessions_partial"]
+    assert sum(int(v) for v in cells["formats"].values()) == counts.sessions_ok + counts.sessions_partial
+    assert sum(int(v) for v in cells["turns"].values()) == counts.sessions_ok + counts.sessions_partial
     assert int(cells["models"]["assistant_turns"]) == fig["models"]["assistant_turns"] > 0
     assert int(cells["redactions"]["openai_api_key"]) == 1
-    assert int(cells["accounting"]["sessions with unaccounted source"]) == counts["sessions_unaccounted"]
+    assert int(cells["accounting"]["sessions with unaccounted source"]) == counts.sessions_unaccounted
     assert {k: int(v) for k, v in cells.get("drift", {}).items()} == fig["drift"]
 
 

@@ -13,7 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 from audit import revisions
-from audit.ledger import MIGRATIONS, SCHEMA_VERSION, Ledger
+from audit.ledger import SCHEMA_VERSION, Ledger
+from audit.ledger.schema import MIGRATIONS
 from flows.cli import app
 from flows.pipeline import reconstruct
 from flows.shard import run_shard
@@ -167,7 +168,7 @@ def test_ledger_migrates_from_schema_1(tmp_path):
     try:
         assert SCHEMA_VERSION == 6
         assert ledger.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "6"
-        assert ledger.revisions() == []
+        assert ledger.revisions.history() == []
         # comma-joined reasons of an old ledger become rows
         rows = ledger.db.execute("SELECT source_key, ordinal, reason FROM reasons ORDER BY 2, 3").fetchall()
         assert rows == [("k", None, "no_turns"), ("k", None, "parse_error"), ("k", 2, "schema")]
@@ -198,7 +199,7 @@ def test_parallel_shards_share_the_blob_store(tmp_path):
     settings = Settings(shard_files=1, workers=3)
     out = tmp_path / "out"
     summary = reconstruct([src], out, settings, runner=_pool_runner(out, settings))
-    assert summary["shards"] >= 3
+    assert summary.shards >= 3
     index = _index(out)
     assert len(index["files"]) == 2
     assert sorted(f["file"] for f in index["files"]) == [f["file"] for f in index["files"]]

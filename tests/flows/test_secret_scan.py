@@ -17,6 +17,7 @@ import sqlite3
 import zipfile
 from pathlib import Path
 
+import orjson
 import polars as pl
 import pytest
 from typer.testing import CliRunner
@@ -153,11 +154,11 @@ def test_no_planted_secret_in_any_artifact_or_on_stdout(tmp_path, capfd, route):
     src = _inputs(tmp_path)
     out = tmp_path / "out"
     summary = reconstruct([src], out, Settings(redact_pii=True, **route))
-    assert summary["counts"]["files_quarantined"] >= 3, summary["quarantined"]
+    assert summary.counts.files_quarantined >= 3, summary.quarantined
     printed = _listings(out)
     captured = capfd.readouterr()
     printed |= {"stdout:run": captured.out.encode(), "stderr:run": captured.err.encode(),
-                "summary": json.dumps(summary).encode()}
+                "summary": orjson.dumps(summary)}
     _check_run(out, printed)
 
 

@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from audit.ledger import Ledger
+from audit.ledger import Ledger, RunRecord
 from flows.serve import healthy
+from models.status import RunStatus
 from tests.flows.conftest import against, free_port
 from tests.helpers import ROOT
 
@@ -25,12 +26,12 @@ LOADED = 3  # the machines are shared: liveness bounds three times what a quiet 
 RECONSTRUCT = [sys.executable, "-c", "from flows.cli import app; app()"]
 
 
-def _completed_runs(out: Path) -> list[dict]:
+def _completed_runs(out: Path) -> list[RunRecord]:
     if not (out / "ledger.sqlite").is_file():
         return []
     ledger = Ledger(out / "ledger.sqlite")
     try:
-        return [r for r in ledger.runs(50) if r["status"] == "completed"]
+        return [r for r in ledger.runs.recent(50) if r.status is RunStatus.COMPLETED]
     finally:
         ledger.close()
 
@@ -69,13 +70,13 @@ def test_serve_starts_its_own_server_runs_on_schedule_and_stops_cleanly(tmp_path
         server_pid = int(_wait(lambda: (home / "server.pid").is_file() and (home / "server.pid").read_text(),
                                120, proc, log))
         runs = _wait(lambda: len(_completed_runs(out)) >= 2 and _completed_runs(out), 180, proc, log)
-        spans = sorted((r["started_at"], r["finished_at"]) for r in runs)
+        spans = sorted((r.started_at, r.finished_at) for r in runs)
         assert all(later[0] >= earlier[1] for earlier, later in itertools.pairwise(spans)), spans
         listed = subprocess.run([sys.executable, "-m", "prefect", "flow-run", "ls", "--state", "COMPLETED"],
                                 env={**env, "PREFECT_API_URL": f"http://127.0.0.1:{port}/api", "COLUMNS": "250"},
                                 capture_output=True, text=True, timeout=120 * LOADED)
         for run in runs[:2]:
-            assert f"sample_logs {run['run_id']}" in listed.stdout, listed.stdout + listed.stderr
+            assert f"sample_logs {run.run_id}" in listed.stdout, listed.stdout + listed.stderr
     finally:
         proc.send_signal(signal.SIGTERM)
         code = proc.wait(90 * LOADED)

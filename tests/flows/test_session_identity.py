@@ -4,6 +4,7 @@ row, one export each), checking the documents and that no message lands under an
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 
 import orjson
@@ -19,7 +20,7 @@ from models.settings import Settings
 def _run_each(exports: list[Path], out: Path) -> None:
     for export in exports:
         summary = reconstruct([export], out, Settings(), runner=None)
-        assert summary["status"] == "completed"
+        assert summary.status == "completed"
 
 
 def _documents(out: Path) -> list[dict]:
@@ -38,11 +39,9 @@ def _write(root: Path, rel: str, data: bytes) -> Path:
 
 
 def _possible(out: Path) -> list[dict]:
-    from audit import links
-
     ledger = Ledger(out / "ledger.sqlite", read_only=True)
     try:
-        return links.possible(ledger)
+        return [asdict(r) for r in ledger.links.possible()]
     finally:
         ledger.close()
 
@@ -354,5 +353,5 @@ def test_a_streamed_chat_exported_twice_is_proved_the_same_from_its_document(tmp
     out = tmp_path / "out"
     streamed = Settings(stream_text_bytes=1, stream_chunk_bytes=256)
     for export in exports:
-        assert reconstruct([export], out, streamed, runner=None)["status"] == "completed"
+        assert reconstruct([export], out, streamed, runner=None).status == "completed"
     _one_document_each_message_once(out, lines)

@@ -93,7 +93,7 @@ def test_one_run_with_both_exports_gives_one_merged_document(exports, tmp_path):
     assert [i["content"] for i in edited] == ["Nos vemos a las 8 en punto"]
     assert [e["content"] for e in edited[0]["editHistory"]] == ["Nos vemos a las 8"]
     assert len(doc["artifacts"]["ByggLogg"]["snapshots"]) == 2
-    assert summary["counts"]["interactions"] == DISTINCT  # the ledger counts each message once
+    assert summary.counts.interactions == DISTINCT  # the ledger counts each message once
     _check(out)
 
 
@@ -116,14 +116,14 @@ def test_rerunning_either_snapshot_changes_nothing(exports, tmp_path):
     _run([second], out)
     before = _documents(out)
     with _ledger(out) as ledger:
-        count = ledger.revision_count()
+        count = ledger.revisions.count()
     for again in (first, second):
         _run([again], out, force=True)
     assert _documents(out) == before
     with _ledger(out) as ledger:
-        assert ledger.revision_count() == count
-        snaps = ledger.snapshots()
-        assert len(snaps) == 2 and len({s["session_key"] for s in snaps}) == 1
+        assert ledger.revisions.count() == count
+        snaps = ledger.snapshots.all()
+        assert len(snaps) == 2 and len({s.session_key for s in snaps}) == 1
 
 
 def test_datasets_count_each_message_once(exports, tmp_path):
@@ -155,8 +155,8 @@ def test_an_output_of_the_layout_before_keys_moves_as_a_recorded_revision(export
     _run([first.parent.parent], out, force=True)
     assert list(_documents(out)) == [rel]
     with _ledger(out) as ledger:
-        assert ledger.revisions(old)[-1]["note"] == f"moved to {rel}"
-        assert f"moved from {old}" in ledger.revisions(rel)[0]["note"]
+        assert ledger.revisions.history(old)[-1].note == f"moved to {rel}"
+        assert f"moved from {old}" in ledger.revisions.history(rel)[0].note
         assert revisions.verify(ledger, out) == []
 
 
@@ -210,7 +210,7 @@ def test_an_id_less_chat_whose_earliest_messages_changed_is_found_by_its_message
     _check(outs["backward"])
     with _ledger(outs["backward"]) as ledger:
         assert revisions.verify(ledger, outs["backward"]) == []
-        assert {r["session_key"] for r in ledger.snapshots()} == {log["sessionKey"]}
+        assert {r.session_key for r in ledger.snapshots.all()} == {log["sessionKey"]}
 
 
 def _turn(mid: str, role: str, text: str, at: int, parent: str, child: str | None) -> dict:
@@ -299,7 +299,7 @@ def test_verify_covers_the_snapshot_blobs(exports, tmp_path):
     _run(list(exports), out)
     with _ledger(out) as ledger:
         assert revisions.verify(ledger, out) == []
-        blob = ledger.snapshots()[0]["blob_sha256"]
+        blob = ledger.snapshots.all()[0].blob_sha256
     revisions.blob_path(out, blob).unlink()
     with _ledger(out) as ledger:
         assert any(blob in p and p.startswith("snapshot ") for p in revisions.verify(ledger, out))
@@ -321,8 +321,8 @@ def test_a_key_whose_merge_fails_is_quarantined_and_keeps_its_document(exports, 
     after = _documents(out)
     assert {k: after[k] for k in before} == before  # the earlier document stays; the other export keeps its own
     assert len(after) == 2
-    [failed] = [q for q in summary["quarantined"] if q["reasons"] == "snapshot_merge"]
-    assert "the snapshots disagree" in failed["detail"]
+    [failed] = [q for q in summary.quarantined if q.reasons == ("snapshot_merge",)]
+    assert "the snapshots disagree" in failed.detail
     record = orjson.loads((out / "quarantine" / "keys" / "whatsapp").glob("*/merge.json").__next__().read_bytes())
     assert record["reasons"] == ["snapshot_merge"] and len(record["snapshots"]) == 2
-    assert summary["status"] == "completed"
+    assert summary.status == "completed"

@@ -22,7 +22,7 @@ def test_streamed_and_whole_reads_give_identical_documents(tmp_path):
     whole, streamed = tmp_path / "whole", tmp_path / "streamed"
     a = reconstruct([src], whole, Settings())
     b = reconstruct([src], streamed, Settings(stream_bytes=1))
-    assert a["counts"] == b["counts"] and a["counts"]["sessions_ok"] + a["counts"]["sessions_partial"] == 100
+    assert a.counts == b.counts and a.counts.sessions_ok + a.counts.sessions_partial == 100
     assert _docs(whole) == _docs(streamed)
 
 
@@ -33,7 +33,7 @@ def test_a_truncated_stream_keeps_the_sessions_before_the_break(tmp_path):
     raw = orjson.dumps([{**c, "id": f"{c['id']}-{i}"} for i in range(3) for c in data])
     (src / "conversations.json").write_bytes(raw[: int(len(raw) * 0.8)])
     summary = reconstruct([src], tmp_path / "out", Settings(stream_bytes=1))
-    counts = summary["counts"]
-    assert counts["sessions_ok"] + counts["sessions_partial"] >= 3
-    assert counts["files_quarantined"] == 1
-    assert [q["reasons"] for q in summary["quarantined"] if q["what"] == "file"] == ["parse_error"]
+    counts = summary.counts
+    assert counts.sessions_ok + counts.sessions_partial >= 3
+    assert counts.files_quarantined == 1
+    assert [q.reasons for q in summary.quarantined if q.what == "file"] == [("parse_error",)]

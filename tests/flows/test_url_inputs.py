@@ -80,8 +80,8 @@ def test_a_memory_url_archive_gives_the_local_documents_and_records(archive, tmp
     settings = Settings(max_file_bytes=4096, shard_files=2)
     by_url = reconstruct([url], tmp_path / "url-out", settings)
     by_path = reconstruct([local], tmp_path / "local-out", settings)
-    assert by_url["counts"] == by_path["counts"]
-    assert by_url["counts"]["sessions_ok"] >= 5
+    assert by_url.counts == by_path.counts
+    assert by_url.counts.sessions_ok >= 5
     assert _docs(tmp_path / "url-out") == _docs(tmp_path / "local-out")
     url_rows, local_rows = _files(tmp_path / "url-out"), _files(tmp_path / "local-out")
     assert url_rows.keys() == local_rows.keys()
@@ -102,7 +102,7 @@ def test_a_memory_url_archive_gives_the_local_documents_and_records(archive, tmp
 
 def test_a_missing_url_root_is_recorded_unreadable(tmp_path):
     summary = reconstruct(["memory://nowhere/at-all"], tmp_path / "out", Settings())
-    assert summary["counts"]["files_quarantined"] == 1
+    assert summary.counts.files_quarantined == 1
     [(path, _, _, status, reasons)] = _files(tmp_path / "out").values()
     assert path == "memory://nowhere/at-all" and status == "quarantined" and "unreadable" in reasons
 

@@ -22,10 +22,10 @@ def _account(out: Path, summary: dict, inputs: int) -> list[tuple]:
     ledger = Ledger(out / "ledger.sqlite")
     try:
         files = ledger.db.execute("SELECT source_path, status, reasons, sessions FROM files WHERE run_id=?",
-                                  (summary["run_id"],)).fetchall()
+                                  (summary.run_id,)).fetchall()
         # the sources' sessions (a merged document's row, ordinal 0, is its session key's: #15)
         sessions = ledger.db.execute("SELECT status, output_path FROM sessions WHERE run_id=? AND ordinal > 0",
-                                     (summary["run_id"],)).fetchall()
+                                     (summary.run_id,)).fetchall()
     finally:
         ledger.close()
     assert len(files) == inputs, files
@@ -83,7 +83,7 @@ def test_same_session_id_twice_in_one_file_quarantines_the_second(tmp_path):
     src.mkdir()
     (src / "a.txt").write_text(GOOD_TRANSCRIPT + GOOD_TRANSCRIPT)
     summary = reconstruct([src], tmp_path / "out", Settings())
-    assert [q["reasons"] for q in summary["quarantined"]] == ["duplicate_session_id"]
+    assert [q.reasons for q in summary.quarantined] == [("duplicate_session_id",)]
 
 
 def test_symlink_loops_and_broken_links(tmp_path):
@@ -143,7 +143,7 @@ def test_a_session_with_a_million_turns(tmp_path):
     (src / "huge.txt").write_bytes(b"".join(b"A: m%d\nB: r%d\n" % (i, i) for i in range(500_000)))
     out = tmp_path / "out"
     summary = reconstruct([src], out, Settings())
-    assert summary["counts"]["sessions_ok"] == 1
+    assert summary.counts.sessions_ok == 1
     doc = next((out / "sessions").rglob("*.json"))
     perf = orjson.loads(doc.read_bytes())["artifacts"]["ai_protocol_performance"]
     assert perf["interactionCount"] == perf["sourceTurnCount"] == 1_000_000

@@ -77,7 +77,7 @@ def test_sigkill_mid_run_then_rerun_equals_an_uninterrupted_run(tmp_path):
     assert not [p for p in crashed.rglob("*.tmp")]
     ledger = Ledger(crashed / "ledger.sqlite")
     try:
-        statuses = [r["status"] for r in ledger.runs()]
+        statuses = [r.status for r in ledger.runs.recent()]
     finally:
         ledger.close()
     assert sorted(statuses) == ["completed", "interrupted"]

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from audit.ledger import Ledger
+from audit.ledger import Ledger, RunRecord
 from flows.pipeline import reconstruct
 from models.settings import Settings
+from models.status import RunStatus
 from tests.hardening.test_interrupts import _alive, _archive, _descendants
 from tests.helpers import ROOT
 
@@ -54,10 +55,10 @@ def _small(root: Path, n: int = 6) -> Path:
     return src
 
 
-def _run_row(out: Path) -> dict:
+def _run_row(out: Path) -> RunRecord:
     ledger = Ledger(out / "ledger.sqlite", read_only=True)
     try:
-        return ledger.runs(1)[0]
+        return ledger.runs.recent(1)[0]
     finally:
         ledger.close()
 
@@ -80,7 +81,7 @@ def _documents(out: Path) -> list[str]:
 def test_a_write_fault_is_one_line_and_the_run_is_failed_with_what_was_written(tmp_path, code, words):
     src, out = _small(tmp_path), tmp_path / "out"
     line = _one_line(_cli(["run", str(src), "--out", str(out), "--workers", "1"], inject=(code, 3)), *words)
-    assert _run_row(out)["status"] == "failed"
+    assert _run_row(out).status is RunStatus.FAILED
     assert _recorded(out) == _documents(out) and len(_documents(out)) == 3
     log = Path(line.rsplit("details in ", 1)[1])
     assert log.is_relative_to(out) and "Traceback" in log.read_text()
@@ -102,7 +103,7 @@ def test_a_real_full_disk(tmp_path, tiny_disk):
     src = _archive(tmp_path, 300)  # ~17 MB of documents for a 2 MB disk
     out = tiny_disk / "out"
     _one_line(_cli(["run", str(src), "--out", str(out)]), "disk full")
-    assert _run_row(out)["status"] == "failed"
+    assert _run_row(out).status is RunStatus.FAILED
     assert set(_recorded(out)) <= set(_documents(out)) and _recorded(out)
 
 
@@ -162,7 +163,7 @@ def test_an_output_that_turns_read_only_mid_run(tmp_path, ext4_disk):
     assert any(w in lines[0] for w in ("output not writable", "file system failed", "ledger cannot be")), lines[0]
     # the ledger lives on the same, now read-only, file system: its status cannot change, and the
     # line says so (the next run, once the output is writable, marks the run interrupted)
-    assert _run_row(out)["status"] == "running" and "could not record the run's end" in lines[0], lines[0]
+    assert _run_row(out).status is RunStatus.RUNNING and "could not record the run's end" in lines[0], lines[0]
     _gone(seen)
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from audit.ledger import Ledger
+from models.status import RunStatus
 from tests.helpers import ROOT
 
 CLI = "import sys; from flows.cli import app; sys.argv[0] = 'reconstruct'; app()"
@@ -87,11 +88,11 @@ def test_a_signal_stops_the_run_cleanly(signum, group, tmp_path):
     assert [k for k in kids if _alive(k)] == []
     ledger = Ledger(out / "ledger.sqlite")
     try:
-        run = ledger.runs(1)[0]
+        run = ledger.runs.recent(1)[0]
         recorded = {r[0] for r in ledger.db.execute("SELECT output_path FROM sessions WHERE run_id=?",
-                                                    (run["run_id"],))}
+                                                    (run.run_id,))}
     finally:
         ledger.close()
-    assert run["status"] == "interrupted"
+    assert run.status is RunStatus.INTERRUPTED
     written = {str(p.relative_to(out)) for p in (out / "sessions").rglob("*.json")}
     assert 40 <= len(written) < 400 and written == recorded

@@ -43,10 +43,10 @@ def test_non_utf8_file_names_are_recorded_and_later_runs_work(tmp_path):
     out = tmp_path / "out"
     for _ in range(2):
         summary = reconstruct([src], out, Settings())
-        files = _files(out, summary["run_id"])
+        files = _files(out, summary.run_id)
         assert len(files) == 2
     assert "in/caf\\xe9.txt" in files and "in/empty\\xff.txt" in files
-    first = _files(out, Ledger(out / "ledger.sqlite").latest_run_id())
+    first = _files(out, Ledger(out / "ledger.sqlite").runs.latest_id())
     assert first["in/empty\\xff.txt"][1] == "empty"
     record = next((out / "quarantine").rglob("file.json"))
     assert orjson.loads(record.read_bytes())["source"] == "in/empty\\xff.txt"
@@ -60,7 +60,7 @@ def test_an_input_over_the_memory_budget_is_quarantined_too_large(tmp_path):
     (src / "big.txt").write_text(GOOD_TRANSCRIPT + "User: more\n" * 200)
     out = tmp_path / "out"
     summary = reconstruct([src], out, Settings(memory_budget_bytes=4096))
-    files = _files(out, summary["run_id"])
+    files = _files(out, summary.run_id)
     assert files["in/small.txt"][0] == "ok"
     status, reasons, detail = files["in/big.txt"]
     assert (status, reasons) == ("quarantined", "too_large") and "4096" in detail
@@ -96,7 +96,7 @@ def test_a_stray_json_under_sessions_does_not_stop_runs_datasets_or_report(tmp_p
     (out / "sessions" / "other.json").write_text('{"sessionId": "x"}')
     (src / "b.txt").write_text(GOOD_TRANSCRIPT.replace("s-1", "s-2"))
     summary = reconstruct([src], out, Settings())
-    assert summary["counts"]["sessions_ok"] == 1
+    assert summary.counts.sessions_ok == 1
     from audit.datasets import tables
 
     assert tables(out)[0].height == 2
@@ -152,15 +152,15 @@ def test_a_file_with_a_failed_session_is_failed_everywhere_and_never_skipped(tmp
     out = tmp_path / "out"
     first = reconstruct([src], out, Settings())
     second = reconstruct([src], out, Settings())
-    assert second["counts"]["files_skipped"] == 1  # fine.txt only
+    assert second.counts.files_skipped == 1  # fine.txt only
     ledger = Ledger(out / "ledger.sqlite")
     try:
-        failed = [s["source_path"] for s in ledger.failed_sources(first["run_id"])]
-        listed = {q["source_path"] for q in ledger.quarantined(first["run_id"])}
+        failed = [s.source_path for s in ledger.quarantine.failed_sources(first.run_id)]
+        listed = {q.source_path for q in ledger.quarantine.of_run(first.run_id)}
         assert failed == ["in/dup.txt"] and listed == {"in/dup.txt"}
-        assert ledger.run_counts(first["run_id"])["files_failed"] == 1
+        assert ledger.runs.counts(first.run_id).files_failed == 1
         reasons = ledger.db.execute("SELECT source_key, ordinal, reason FROM reasons WHERE run_id=?",
-                                    (first["run_id"],)).fetchall()
+                                    (first.run_id,)).fetchall()
         assert reasons == [("in/dup.txt", 2, "duplicate_session_id")]
         statuses = {r[0] for r in ledger.db.execute("SELECT status FROM files")}
     finally:
@@ -173,14 +173,14 @@ def test_a_grammar_that_fails_halfway_is_rerun_not_skipped(tmp_path):
 
     ledger = Ledger(tmp_path / "ledger.sqlite")
     try:
-        ledger.start_run("r1", "2025-01-01T00:00:00Z", {}, "fp", "0")
-        ledger.record("r1", "fp", [FileRow("k", "k", "h", 1, "irc", FileStatus.PARTIAL, ["parse_error"], "boom", 1,
-                                           0.0)],
-                      [SessionRow("k", 1, "s", None, "ok", [], "", "sessions/k/s.json", "x", 1, 1, 1, 0.0)])
-        assert not ledger.prior(["k"]).unchanged("k", "h", "fp")
-        assert [s["source_key"] for s in ledger.failed_sources("r1")] == ["k"]
-        assert [q["reasons"] for q in ledger.quarantined("r1")] == ["parse_error"]
-        assert ledger.run_counts("r1")["files_quarantined"] == 1
+        ledger.runs.start("r1", "2025-01-01T00:00:00Z", {}, "fp", "0")
+        ledger.inputs.record("r1", "fp",
+                             [FileRow("k", "k", "h", 1, "irc", FileStatus.PARTIAL, ["parse_error"], "boom", 1, 0.0)],
+                             [SessionRow("k", 1, "s", None, "ok", [], "", "sessions/k/s.json", "x", 1, 1, 1, 0.0)])
+        assert not ledger.inputs.prior(["k"]).unchanged("k", "h", "fp")
+        assert [s.source_key for s in ledger.quarantine.failed_sources("r1")] == ["k"]
+        assert [q.reasons for q in ledger.quarantine.of_run("r1")] == [("parse_error",)]
+        assert ledger.runs.counts("r1").files_quarantined == 1
     finally:
         ledger.close()
 
@@ -198,12 +198,12 @@ def test_zip_entries_that_map_to_one_key_are_all_recorded_and_quarantined(tmp_pa
         zf.writestr("fine.txt", GOOD_TRANSCRIPT)
     out = tmp_path / "out"
     summary = reconstruct([src], out, Settings())
-    files = _files(out, summary["run_id"])
+    files = _files(out, summary.run_id)
     assert len(files) == 5, files
     collided = {p: v for p, v in files.items() if v[1] == "name_collision"}
     assert len(collided) == 4 and all(v[0] == "quarantined" for v in collided.values())
     assert files["in/export.zip/fine.txt"][0] == "ok"
-    assert summary["counts"]["files_quarantined"] == 4
+    assert summary.counts.files_quarantined == 4
 
 
 # -- 8. several roots: stable, distinct keys whatever the order ----------------------------------------
@@ -236,13 +236,13 @@ def test_ignored_files_and_an_output_root_inside_the_input_are_recorded(tmp_path
     out = src / "out"
     for _ in range(3):
         summary = reconstruct([src], out, Settings())
-    files = _files(out, summary["run_id"])
+    files = _files(out, summary.run_id)
     assert set(files) == {"in/.git", "in/.hidden.txt", "in/Thumbs.db", "in/.DS_Store", "in/desktop.ini",
                           "in/chat.txt", "in/out", "in/IMG-20240301-WA0001.jpg", "in/.aider.chat.history.md"}, files
     inputs = {"in/chat.txt", "in/.aider.chat.history.md"}
     assert all(files[p][0] == "ignored" and files[p][2] for p in files if p not in inputs)
     assert "output root" in files["in/out"][2] and "media" in files["in/IMG-20240301-WA0001.jpg"][2]
-    assert summary["counts"]["files_ignored"] == 7
+    assert summary.counts.files_ignored == 7
     assert not (out / "sessions" / "in" / "out").exists()
 
 
@@ -253,7 +253,7 @@ def test_utf16_inputs_are_skipped_when_unchanged(tmp_path):
     (src / "wide.txt").write_bytes(GOOD_TRANSCRIPT.encode("utf-16"))
     out = tmp_path / "out"
     reconstruct([src], out, Settings())
-    assert reconstruct([src], out, Settings())["counts"]["files_skipped"] == 1
+    assert reconstruct([src], out, Settings()).counts.files_skipped == 1
 
 
 def test_a_changed_companion_reprocesses_its_folder_and_is_read_once(tmp_path, monkeypatch):
@@ -272,11 +272,11 @@ def test_a_changed_companion_reprocesses_its_folder_and_is_read_once(tmp_path, m
     monkeypatch.setattr(ingest, "read", lambda ref, *a: reads.append(ref.name) or real_read(ref, *a))
     first = reconstruct([src], out, Settings(workers=1))
     assert reads.count("slack/users.json") == 1
-    assert reconstruct([src], out, Settings(workers=1))["counts"]["files_skipped"] == first["counts"]["files"] - 1
+    assert reconstruct([src], out, Settings(workers=1)).counts.files_skipped == first.counts.files - 1
     users = src / "users.json"
     users.write_text(users.read_text().replace("Bo Berg", "Bo Renamed"))
     third = reconstruct([src], out, Settings(workers=1))
-    assert third["counts"]["files_skipped"] == 0
+    assert third.counts.files_skipped == 0
     assert any("Bo Renamed" in d.decode() for d in _docs(out).values())
 
 
@@ -291,8 +291,8 @@ def test_a_zip_is_opened_once_per_shard_not_per_entry(tmp_path, monkeypatch):
     real = zipfile.ZipFile
     monkeypatch.setattr(archives.zipfile, "ZipFile", lambda *a, **k: opened.append(a[0]) or real(*a, **k))
     summary = reconstruct([src], tmp_path / "out", Settings(workers=1))
-    assert summary["counts"]["sessions_ok"] == 200
-    assert len(opened) <= 1 + summary["shards"], len(opened)
+    assert summary.counts.sessions_ok == 200
+    assert len(opened) <= 1 + summary.shards, len(opened)
 
 
 # -- 12. documents whose source is gone are kept and flagged; fixed inputs lose their quarantine record --
@@ -312,12 +312,12 @@ def test_a_deleted_input_keeps_its_document_flagged_source_missing(tmp_path):
     reconstruct([src], out, Settings())
     (src / "b.txt").unlink()
     summary = reconstruct([src], out, Settings())
-    assert _files(out, summary["run_id"])["in/b.txt"][0] == "missing"
-    assert summary["counts"]["files_missing"] == 1 and summary["counts"]["files_quarantined"] == 0
+    assert _files(out, summary.run_id)["in/b.txt"][0] == "missing"
+    assert summary.counts.files_missing == 1 and summary.counts.files_quarantined == 0
     assert (out / GLOBAL_DOC).is_file()
     assert _flags(out) == {GLOBAL_DOC: "source_missing"}
     again = reconstruct([src], out, Settings())  # still gone: not recorded again, still flagged
-    assert again["counts"]["files_missing"] == 0
+    assert again.counts.files_missing == 0
     assert _flags(out) == {GLOBAL_DOC: "source_missing"}
     (src / "b.txt").write_text(GLOBAL_TRANSCRIPT)
     reconstruct([src], out, Settings())
@@ -369,7 +369,7 @@ def test_a_folder_of_every_hostile_input_at_once(tmp_path):
     reconstruct([src], out, Settings(memory_budget_bytes=1 << 18))
     (out / "sessions" / "stray.json").write_text("{")
     summary = reconstruct([src], out, Settings(memory_budget_bytes=1 << 18))
-    files = _files(out, summary["run_id"])
+    files = _files(out, summary.run_id)
     assert set(files) == {"in/.git", "in/caf\\xe9.txt", "in/Thumbs.db", "in/wide.txt", "in/big.txt",
                           "in/empty.txt", "in/z.zip/a/x.txt", "in/z.zip/a/x.txt~2", "in/out"}, files
     assert files["in/big.txt"][1] == "too_large" and files["in/wide.txt"][0] == "skipped"
@@ -382,7 +382,7 @@ def test_an_input_changed_and_changed_back_is_processed_again(tmp_path):
     for text in (GLOBAL_TRANSCRIPT, GLOBAL_TRANSCRIPT.replace("hello", "changed"), GLOBAL_TRANSCRIPT):
         (src / "a.txt").write_text(text)
         summary = reconstruct([src], out, Settings())
-    assert summary["counts"]["files_skipped"] == 0
+    assert summary.counts.files_skipped == 0
     # its two contents are two snapshots of one session (a global id), both in its document (#15)
     doc = orjson.loads((out / GLOBAL_DOC).read_bytes())
     assert len(doc["artifacts"]["ByggLogg"]["snapshots"]) == 2

@@ -28,7 +28,7 @@ def run(tmp_path: Path, *builders, settings: Settings | None = None) -> tuple[di
         expected |= build(src)
     out = tmp_path / "out"
     summary = reconstruct([src], out, settings or Settings())
-    return expected, ledger_rows(out, summary["run_id"]), out
+    return expected, ledger_rows(out, summary.run_id), out
 
 
 def ledger_rows(out: Path, run_id: str) -> dict[str, tuple[str, str | None]]:

@@ -91,7 +91,7 @@ def test_no_secret_reaches_any_output_artifact(tmp_path):
     (src / f"empty-{SK}.txt").write_text("")
     out = tmp_path / "out"
     summary = reconstruct([src], out, Settings())
-    assert summary["counts"]["sessions_ok"] + summary["counts"]["sessions_partial"] == 3, summary["quarantined"]
+    assert summary.counts.sessions_ok + summary.counts.sessions_partial == 3, summary.quarantined
     ledger = Ledger(out / "ledger.sqlite")
     try:
         write_report(out, ledger)

@@ -112,7 +112,7 @@ def _session(tmp_path: Path, turns: list[str], **settings) -> dict:
         lines.append(f"{'User' if i % 2 == 0 else 'Assistant'}: {content}")
     (src / "chat.txt").write_text("\n".join(lines) + "\n")
     summary = reconstruct([src], tmp_path / "out", Settings(**settings))
-    assert summary["counts"]["sessions_ok"] + summary["counts"]["sessions_partial"] == 1, summary
+    assert summary.counts.sessions_ok + summary.counts.sessions_partial == 1, summary
     [doc] = (tmp_path / "out" / "sessions").rglob("*.json")
     return orjson.loads(doc.read_bytes())
 
