@@ -22,7 +22,6 @@ builds the tables from the ledger instead (``load``), so the files are a cache, 
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,11 +29,9 @@ import orjson
 import polars as pl
 
 from . import datasets
-from .files import atomic_write
 from .ledger import Ledger
 
 CURRENT = Path("datasets") / "current"
-STAMP = "stamp.json"
 TABLES = ("sessions", "turns", "quarantine", "runs", "reconciliation", "revisions", "terms")
 WORD = r"\w+"  # a search term: a run of word characters, lowercased (audit/browse/data.py tokenizes alike)
 UTC = pl.Datetime("us", "UTC")
@@ -69,15 +66,12 @@ def _platform() -> pl.Expr:
     return pl.col("output_path").str.split("/").list.get(1, null_on_oob=True)
 
 
-def sessions_and_turns(out_root: Path, ledger: Ledger,
-                       problems: list[str] | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """The current sessions and turns, typed and with the columns an audit asks first."""
-    sessions, turns = datasets.tables(out_root, ledger, problems)
-    keys = pl.DataFrame(ledger.document_keys(), orient="row",
-                        schema={"output_path": pl.Utf8, "output_sha256": pl.Utf8, "session_key": pl.Utf8})
-    revs = pl.DataFrame(ledger.revisions(), schema={"output_path": pl.Utf8, "rev": pl.Int64, "sha256": pl.Utf8,
-                                                   "note": pl.Utf8, "ts": pl.Utf8, "run_id": pl.Utf8})
-    counts = revs.group_by("output_path").agg(revisions=pl.len().cast(pl.Int64))
+def sessions_and_turns(out_root: Path, ledger: Ledger, problems: list[str] | None = None,
+                       only: frozenset[str] | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The current sessions and turns, typed and with the columns an audit asks first (``only``: of
+    the documents at these output paths)."""
+    sessions, turns = datasets.tables(out_root, ledger, problems, only)
+    keys, counts = document_keys(ledger), revision_counts(ledger)
     turns = turns.with_columns(_timestamp("date"))
     span = turns.group_by("output_path").agg(first_at=pl.col("date").min(), last_at=pl.col("date").max())
     sessions = (sessions.join(keys, on=["output_path", "output_sha256"], how="left")
@@ -85,13 +79,22 @@ def sessions_and_turns(out_root: Path, ledger: Ledger,
                 .with_columns(_timestamp("created_at"), _platform().alias("platform"),
                               pl.col("revisions").fill_null(0))
                 .sort("output_path"))
-    front = ["output_path", "platform", "session_key", "session_id", "created_at", "first_at", "last_at"]
+    front = ["output_path", "platform", "session_key", "session_id", "title", "created_at", "first_at", "last_at"]
     sessions = sessions.select(*front, pl.exclude(front))
     carried = sessions.select("output_path", "platform", "session_key", "run_id")
     turns = turns.join(carried, on="output_path", how="left").sort("output_path", "ordinal")
     turns = turns.select("output_path", "platform", "session_key", pl.exclude("output_path", "platform",
                                                                               "session_key"))
     return sessions, turns
+
+
+def document_keys(ledger: Ledger) -> pl.DataFrame:
+    return pl.DataFrame(ledger.document_keys(), orient="row",
+                        schema={"output_path": pl.Utf8, "output_sha256": pl.Utf8, "session_key": pl.Utf8})
+
+
+def revision_counts(ledger: Ledger) -> pl.DataFrame:
+    return revisions(ledger).group_by("output_path").agg(revisions=pl.len().cast(pl.Int64))
 
 
 def quarantine(ledger: Ledger, out_root: Path) -> pl.DataFrame:
@@ -140,48 +143,25 @@ def reconciliation(ledger: Ledger) -> pl.DataFrame:
     return table.with_columns(platform=pl.col("session_key").str.split(":").list.first())
 
 
-def terms(turns: pl.LazyFrame) -> pl.LazyFrame:
-    """The search index: each lowercased word of the contents and speaker names with the documents
-    that hold it, sorted by word (so a lookup reads the few row groups whose range holds the word)."""
+def terms(turns: pl.LazyFrame, sessions: pl.LazyFrame) -> pl.LazyFrame:
+    """The search index: each lowercased word of the contents, speaker names and titles with the
+    documents that hold it, sorted by word (so a lookup reads the few row groups whose range holds it)."""
     text = pl.concat_str([pl.col("content"), pl.col("speaker_name")], separator=" ", ignore_nulls=True)
-    return (turns.select("output_path", term=text.str.to_lowercase().str.extract_all(WORD))
-            .explode("term").drop_nulls("term").unique().sort("term", "output_path"))
+    words = pl.concat([turns.select("output_path", text=text),
+                       sessions.select("output_path", text=pl.col("title")).drop_nulls("text")])
+    return (words.select("output_path", term=pl.col("text").str.to_lowercase().str.extract_all(WORD))
+            .explode("term").drop_nulls("term").unique().sort("term", "output_path").select("term", "output_path"))
+
+
+def ledger_tables(out_root: Path, ledger: Ledger) -> dict[str, pl.DataFrame]:
+    """The tables read from the ledger alone (rewritten whole by each publication: they grow with
+    runs and revisions, not with turns)."""
+    return {"quarantine": quarantine(ledger, out_root), "runs": runs(ledger),
+            "reconciliation": reconciliation(ledger), "revisions": revisions(ledger)}
 
 
 def build(out_root: Path, ledger: Ledger, problems: list[str] | None = None) -> dict[str, pl.DataFrame]:
-    """All the tables, from the ledger and the parts."""
+    """All the tables, from the ledger and the parts, in memory (the full rebuild)."""
     sessions, turns = sessions_and_turns(out_root, ledger, problems)
-    return {"sessions": sessions, "turns": turns, "quarantine": quarantine(ledger, out_root), "runs": runs(ledger),
-            "reconciliation": reconciliation(ledger), "revisions": revisions(ledger),
-            "terms": terms(turns.lazy()).collect()}
-
-
-def publish(out_root: Path, ledger: Ledger) -> list[Path]:
-    """Write the current tables under OUT/datasets/current (each file replaced whole), then the stamp."""
-    folder = out_root / CURRENT
-    folder.mkdir(parents=True, exist_ok=True)
-    stamp = Stamp.of(ledger)
-    with contextlib.suppress(FileNotFoundError):  # a reader never pairs old files with a new stamp
-        (folder / STAMP).unlink()
-    written = []
-    for name, frame in build(out_root, ledger).items():
-        target = folder / f"{name}.parquet"
-        tmp = target.with_name(f".{target.name}.tmp")
-        frame.write_parquet(tmp, row_group_size=ROW_GROUP)
-        tmp.replace(target)
-        written.append(target)
-    atomic_write(folder / STAMP, stamp.dumps())
-    return written
-
-
-def published(out_root: Path, ledger: Ledger) -> dict[str, Path] | None:
-    """The published table files when they hold the ledger's current state, else None."""
-    folder = out_root / CURRENT
-    try:
-        stamp = orjson.loads((folder / STAMP).read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return None
-    files = {t: folder / f"{t}.parquet" for t in TABLES}
-    if stamp != orjson.loads(Stamp.of(ledger).dumps()) or not all(p.is_file() for p in files.values()):
-        return None
-    return files
+    return {"sessions": sessions, "turns": turns, **ledger_tables(out_root, ledger),
+            "terms": terms(turns.lazy(), sessions.lazy()).collect()}

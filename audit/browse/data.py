@@ -23,9 +23,10 @@ from ..query import Catalog
 
 PAGE = 50  # sessions per list page
 TURNS_PAGE = 200  # interactions per session page
-SORTS = ("last_at", "first_at", "interactions", "platform", "session_key", "status", "redactions", "revisions",
-         "source_path", "output_path")
-LIST_COLUMNS = ("output_path", "platform", "session_key", "session_id", "source_path", "interactions", "first_at",
+SORTS = ("last_at", "first_at", "interactions", "platform", "session_key", "title", "status", "redactions",
+         "revisions", "source_path", "output_path")
+LIST_COLUMNS = ("output_path", "platform", "session_key", "session_id", "title", "source_path", "interactions",
+                "first_at",
                 "last_at", "status", "coverage_reason", "redactions", "revisions", "grammar", "run_id", "flag")
 SOURCE_CONTEXT = 3  # lines shown around a span
 KEPT_DOCUMENTS = 4  # parsed documents kept for the next page of the same session
@@ -85,8 +86,9 @@ class Filters:
             terms.append("first_at < CAST(? AS TIMESTAMPTZ) + INTERVAL 1 DAY")
             args.append(self.until)
         if self.q and self.match == "substring":  # any part of a word: a scan of every turn
-            terms.append("output_path IN (SELECT output_path FROM turns WHERE content ILIKE ? OR speaker_name ILIKE ?)")
-            args += [f"%{self.q}%"] * 2
+            terms.append("(title ILIKE ? OR output_path IN "
+                         "(SELECT output_path FROM turns WHERE content ILIKE ? OR speaker_name ILIKE ?))")
+            args += [f"%{self.q}%"] * 3
         elif found is not None:  # whole words, looked up in the sorted index
             terms.append("output_path IN (SELECT unnest(?::VARCHAR[]))")
             args.append(found)
