@@ -13,7 +13,7 @@ latest revision in the ledger's index (revert and apply-diff add parts of their 
 document is still on disk; ``run_id`` (the latest run that wrote those bytes) and ``flag`` come from
 the ledger. A current document without a part row (an output made before parts existed, a part
 lost in a crash) is read once, so parts are a cache, never the truth. ``reconstruct export``
-writes the tables as single files (Parquet, CSV, JSON Lines) and compacts the parts into one.
+compacts the parts into one (``compact_parts``); the tables an auditor reads are ``audit.current``'s.
 """
 
 from __future__ import annotations
@@ -34,9 +34,6 @@ if TYPE_CHECKING:
     from .ledger import Ledger
 
 TABLES = ("sessions", "turns")
-RECONCILIATION = "reconciliation"  # a third table, from the ledger: what each snapshot brought to its key (#15)
-EXPORT_TABLES = (*TABLES, RECONCILIATION)
-FORMATS = ("parquet", "csv", "jsonl")
 PARTS = Path("datasets") / "parts"
 COMPACTED = "compacted"  # the part export leaves: the current rows of every part it read
 
@@ -356,17 +353,10 @@ def _keys(keys: list[tuple[str, str]], counts: list[int]) -> list[pl.Series]:
             for i, name in enumerate(KEY)]
 
 
-def _write_frame(frame: pl.DataFrame, target: Path, fmt: str) -> Path:
+def _write_frame(frame: pl.DataFrame, target: Path) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp")  # readers never see a half-written table
-    if fmt == "parquet":
-        frame.write_parquet(tmp)
-    elif fmt == "csv":
-        frame.write_csv(tmp)
-    elif fmt == "jsonl":
-        frame.write_ndjson(tmp)
-    else:
-        raise ValueError(f"unknown format {fmt!r}: parquet, csv or jsonl")
+    tmp = target.with_name(f".{target.name}.tmp")  # readers never see a half-written part
+    frame.write_parquet(tmp)
     tmp.replace(target)
     return target
 
@@ -380,7 +370,7 @@ def write_part(out_root: Path, run_id: str, name: str, frames: dict[str, pl.Data
     """Write a shard's (or a revert's) rows as parts of the run ``run_id``; nothing when empty."""
     if frames["sessions"].is_empty():
         return []
-    return [_write_frame(frames[t], out_root / PARTS / t / run_id / name, "parquet") for t in TABLES]
+    return [_write_frame(frames[t], out_root / PARTS / t / run_id / name) for t in TABLES]
 
 
 def adopt(out_root: Path, run_id: str, staged: list[str]) -> None:
@@ -541,28 +531,7 @@ def reconciliation(ledger: Ledger) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=RECONCILIATION_COLUMNS).select(list(RECONCILIATION_COLUMNS))
 
 
-def write(out_root: Path, fmt: str = "parquet", folder: Path | None = None, *, ledger: Ledger | None = None,
-          table: str | None = None, out_file: Path | None = None, problems: list[str] | None = None) -> list[Path]:
-    """Write sessions.<ext> and turns.<ext> (parquet, csv or jsonl) under OUT/datasets (or
-    ``folder``), and reconciliation.<ext> with a ledger; with ``table`` only that one, to ``out_file``
-    when given. With a ledger, the parts are compacted into one as well (when OUT can be written)."""
-    if fmt not in FORMATS:
-        raise ValueError(f"unknown format {fmt!r}: parquet, csv or jsonl")
-    folder = folder or out_root / "datasets"
-    if ledger is not None:
-        snap = Snapshot(out_root, ledger)
-        frames = _tables(out_root, snap, problems)
-        with contextlib.suppress(OSError):  # a read-only output: the export is still written where asked
-            compact(out_root, snap, *frames)
-    else:
-        frames = tables(out_root, None, problems)
-    written = []
-    for name, frame in zip(TABLES, frames, strict=True):
-        if table is not None and name != table:
-            continue
-        target = out_file if (out_file is not None and table is not None) else folder / f"{name}.{fmt}"
-        written.append(_write_frame(frame, target, fmt))
-    if ledger is not None and table in (None, RECONCILIATION):
-        target = out_file if (out_file is not None and table is not None) else folder / f"{RECONCILIATION}.{fmt}"
-        written.append(_write_frame(reconciliation(ledger), target, fmt))
-    return written
+def compact_parts(out_root: Path, ledger: Ledger) -> None:
+    """Replace every part by one holding the rows of the current documents (``reconstruct export``)."""
+    snap = Snapshot(out_root, ledger)
+    compact(out_root, snap, *_tables(out_root, snap, None))

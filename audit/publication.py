@@ -139,7 +139,7 @@ class Layout:
     generation: str
 
     def write(self, name: str, bucket: str, frame: pl.DataFrame) -> Path:
-        self.tables[name][bucket] = _write(frame.sort(SORT[name]), self.folder,
+        self.tables[name][bucket] = _write(frame.sort(current.ORDER[name]), self.folder,
                                            f"{name}/{bucket}-{self.generation}.parquet")
         return self.folder / self.tables[name][bucket]
 
@@ -150,9 +150,6 @@ class Layout:
             return None
         frame = pl.read_parquet(self.folder / file)
         return frame.filter(~pl.col("output_path").is_in(pl.Series(sorted(only or ()), dtype=pl.Utf8)))
-
-
-SORT = {"sessions": ["output_path"], "turns": ["output_path", "ordinal"], "terms": ["term", "output_path"]}
 
 
 def _dirty(out_root: Path, ledger: Ledger, layout: Layout) -> tuple[set[int], frozenset[str] | None]:
