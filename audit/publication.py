@@ -115,16 +115,17 @@ def publish(out_root: Path, ledger: Ledger, *, full: bool = False) -> list[Path]
     folder = out_root / current.CURRENT
     folder.mkdir(parents=True, exist_ok=True)
     stamp = orjson.loads(current.Stamp.of(ledger).dumps())
-    before = None if full else Manifest.read(folder)
+    previous = Manifest.read(folder)
+    before = None if full else previous
     generation = uuid.uuid4().hex[:12]
     tables = {t: dict(before.tables.get(t, {})) if before else {} for t in current.TABLES}
     written = _buckets(out_root, ledger, Layout(folder, before, tables, generation))
     for name, frame in current.ledger_tables(out_root, ledger).items():
-        tables[name] = {"": _write(frame, folder, f"{name}-{generation}.parquet")}
+        tables[name] = {"": write_file(frame, folder, f"{name}-{generation}.parquet")}
         written.append(folder / tables[name][""])
     manifest = Manifest(stamp, tables)
     atomic_write(folder / MANIFEST, manifest.dumps())
-    _sweep(folder, manifest.names() | (before.names() if before else set()))
+    sweep(folder, manifest.names() | (previous.names() if previous else set()))
     return written
 
 
@@ -139,7 +140,7 @@ class Layout:
     generation: str
 
     def write(self, name: str, bucket: str, frame: pl.DataFrame) -> Path:
-        self.tables[name][bucket] = _write(frame.sort(current.ORDER[name]), self.folder,
+        self.tables[name][bucket] = write_file(frame.sort(current.ORDER[name]), self.folder,
                                            f"{name}/{bucket}-{self.generation}.parquet")
         return self.folder / self.tables[name][bucket]
 
@@ -195,7 +196,7 @@ def _by_bucket(frames: dict[str, pl.DataFrame]) -> dict[str, dict[int, pl.DataFr
             for name, frame in frames.items()}
 
 
-def _write(frame: pl.DataFrame, folder: Path, name: str) -> str:
+def write_file(frame: pl.DataFrame, folder: Path, name: str) -> str:
     target = folder / name
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp")
@@ -204,7 +205,7 @@ def _write(frame: pl.DataFrame, folder: Path, name: str) -> str:
     return name
 
 
-def _sweep(folder: Path, kept: set[str]) -> None:
+def sweep(folder: Path, kept: set[str]) -> None:
     """Remove files of publications before the last two, and the files of the layout before buckets."""
     for name in LEGACY:
         (folder / name).unlink(missing_ok=True)
