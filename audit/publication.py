@@ -14,7 +14,7 @@ the turns and are rewritten whole.
 ``manifest.json`` names every file and holds the stamp (the state of the ledger they hold); it is
 replaced last and atomically, so a reader sees one publication whole. Files of the publication
 before stay one more publication (a reader may still be reading them), then go. Without a manifest
-of this layout's version, a publication rebuilds every bucket.
+of this layout's version and bucket count, a publication rebuilds every bucket.
 """
 
 from __future__ import annotations
@@ -60,12 +60,12 @@ class Manifest:
             raw = orjson.loads((folder / MANIFEST).read_bytes())
         except (OSError, orjson.JSONDecodeError):
             return None
-        if not isinstance(raw, dict) or raw.get("version") != VERSION:
+        if not isinstance(raw, dict) or raw.get("version") != VERSION or raw.get("buckets") != BUCKETS:
             return None
         return cls(raw["stamp"], raw["tables"])
 
     def dumps(self) -> bytes:
-        return orjson.dumps({"version": VERSION, "stamp": self.stamp, "tables": self.tables},
+        return orjson.dumps({"version": VERSION, "buckets": BUCKETS, "stamp": self.stamp, "tables": self.tables},
                             option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)
 
     def files(self, folder: Path) -> dict[str, list[Path]]:
