@@ -69,6 +69,28 @@ def test_incremental_publication_equals_a_full_rebuild(tmp_path):
     assert third["sessions"] != second["sessions"]
 
 
+def test_a_revert_between_runs_is_published_by_the_next_publication(tmp_path):
+    from audit import revisions
+
+    src, out = tmp_path / "in", tmp_path / "out"
+    src.mkdir()
+    for i in range(6):
+        (src / f"c{i}.txt").write_text(_chat(f"c{i}", 1))
+    grown = "7d0c9a4e-2f6d-4d8a-9c1e-7a3b6f2d0c11"  # a global id: the chat that grows stays one document
+    (src / "g.txt").write_text(_chat(grown, 1))
+    reconstruct([src], out, Settings(workers=1))
+    (src / "g.txt").write_text(_chat(grown, 3))
+    reconstruct([src], out, Settings(workers=1))
+    with closing(Ledger(out / "ledger.sqlite")) as ledger:
+        rel = next(p for p in ledger.latest_revisions() if grown in p)
+        revisions.revert(ledger, out, rel, "v0")  # a new revision, no run
+        assert publication.published(out, ledger) is None
+        publication.publish(out, ledger)
+        turns = publication.tables(out, ledger)["turns"].collect()
+    _same_as_full_rebuild(out)
+    assert turns.filter(pl.col("output_path") == rel).height == 2  # the one question and answer of v0
+
+
 def test_a_publication_without_a_manifest_rebuilds_every_bucket(tmp_path):
     src, out = tmp_path / "in", tmp_path / "out"
     src.mkdir()
