@@ -118,7 +118,7 @@ def build(folder: Path, sessions: int, turns: int, big: int = BIG) -> dict[str, 
     return _grow(folder / "out", sessions, turns)
 
 
-def _time(fn, repeat: int) -> dict[str, float]:
+def timed(fn, repeat: int) -> dict[str, float]:
     times = []
     for _ in range(repeat):
         t0 = time.perf_counter()
@@ -166,32 +166,32 @@ def measure(out: Path, repeat: int) -> dict[str, dict]:
                     q.split())
     figures = {
         "first request (views opened)": {"ms": opened},
-        "session list, page 1 (latest first)": _time(ok("/sessions"), repeat),
-        "session list, page 200 sorted by interactions": _time(ok("/sessions", sort="interactions", page=200),
+        "session list, page 1 (latest first)": timed(ok("/sessions"), repeat),
+        "session list, page 200 sorted by interactions": timed(ok("/sessions", sort="interactions", page=200),
                                                                repeat),
-        "session list filtered (platform, status, dates)": _time(
+        "session list filtered (platform, status, dates)": timed(
             ok("/sessions", platform="p3", status="ok", since="2021-01-01", until="2021-06-30"), repeat),
-        f"full-text search '{NEEDLE}' (contents and speakers)": _time(ok("/sessions", q=NEEDLE), repeat),
-        "full-text search 'agent 7' (a speaker's words)": _time(ok("/sessions", q="agent 7"), repeat),
-        "the same search's page by the plan before (a subquery per word, no plan)": _time(
+        f"full-text search '{NEEDLE}' (contents and speakers)": timed(ok("/sessions", q=NEEDLE), repeat),
+        "full-text search 'agent 7' (a speaker's words)": timed(ok("/sessions", q="agent 7"), repeat),
+        "the same search's page by the plan before (a subquery per word, no plan)": timed(
             lambda: naive_search("agent 7"), repeat),
-        f"substring search '{part}' (a scan of every turn)": _time(ok("/sessions", q=part, match="substring"),
+        f"substring search '{part}' (a scan of every turn)": timed(ok("/sessions", q=part, match="substring"),
                                                                    repeat),
-        f"session page of {n:,} interactions, page 1, document parsed": _time(
+        f"session page of {n:,} interactions, page 1, document parsed": timed(
             cold(f"/session/{big['output_path']}"), repeat),
-        f"session page of {n:,} interactions, page 1": _time(ok(f"/session/{big['output_path']}"), repeat),
-        f"session page of {n:,} interactions, page {last}": _time(ok(f"/session/{big['output_path']}", page=last),
+        f"session page of {n:,} interactions, page 1": timed(ok(f"/session/{big['output_path']}"), repeat),
+        f"session page of {n:,} interactions, page {last}": timed(ok(f"/session/{big['output_path']}", page=last),
                                                                   repeat),
-        "floor: DuckDB count(*) over the turns table": _time(
+        "floor: DuckDB count(*) over the turns table": timed(
             lambda: con.execute(f"SELECT count(*) FROM read_parquet({turns})").fetchall(), repeat),
-        f"floor: DuckDB scan content ILIKE '%{part}%'": _time(
+        f"floor: DuckDB scan content ILIKE '%{part}%'": timed(
             lambda: con.execute(f"SELECT count(DISTINCT output_path) FROM read_parquet({turns}) "
                                 f"WHERE content ILIKE '%{part}%' OR speaker_name ILIKE '%{part}%'").fetchall(),
             repeat),
-        f"floor: DuckDB lookup of '{NEEDLE}' in the terms table": _time(
+        f"floor: DuckDB lookup of '{NEEDLE}' in the terms table": timed(
             lambda: con.execute(f"SELECT count(DISTINCT output_path) FROM read_parquet({index}) "
                                 "WHERE term = ?", [NEEDLE]).fetchall(), repeat),
-        f"floor: read and parse the {n:,}-interaction document": _time(
+        f"floor: read and parse the {n:,}-interaction document": timed(
             lambda: orjson.loads((out / big["output_path"]).read_bytes()), repeat),
     }
     return figures

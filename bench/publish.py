@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import statistics
 import tempfile
 import time
 from contextlib import closing
@@ -29,6 +28,7 @@ import polars as pl
 
 from audit import current, publication
 from audit.ledger import Ledger
+from bench.browse import timed
 from bench.generate import transcript
 
 
@@ -75,15 +75,6 @@ def build(folder: Path, sessions: int, turns: int, workers: int = 2) -> dict:
             "buckets": {t: len(after.tables[t]) for t in publication.BUCKETED}}
 
 
-def _time(fn, repeat: int) -> dict[str, float]:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1000)
-    return {"median_ms": round(statistics.median(times), 1), "best_ms": round(min(times), 1)}
-
-
 def _before(out: Path, ledger: Ledger, scratch: Path) -> None:
     """The publication before buckets: every table built in memory, then one Parquet file each."""
     for name, frame in current.build(out, ledger).items():
@@ -98,16 +89,16 @@ def measure(out: Path, repeat: int) -> dict[str, dict]:
         turns = [str(p) for p in files["turns"]]
         con = duckdb.connect()
         figures = {
-            "before: every table built and written whole (what each run did)": _time(
+            "before: every table built and written whole (what each run did)": timed(
                 lambda: _before(out, ledger, Path(tmp)), repeat),
-            "floor: copy the published turns table once (read and write Parquet)": _time(
+            "floor: copy the published turns table once (read and write Parquet)": timed(
                 lambda: pl.read_parquet(turns).write_parquet(Path(tmp) / "copy.parquet"), repeat),
-            "floor: DuckDB count(*) over the turns table": _time(
+            "floor: DuckDB count(*) over the turns table": timed(
                 lambda: con.execute(f"SELECT count(*) FROM read_parquet({turns})").fetchall(), repeat),
             # last: a publication sweeps the files of the one before the last (the floors read them)
-            "publication of a run that changed nothing (state compared, ledger tables rewritten)": _time(
+            "publication of a run that changed nothing (state compared, ledger tables rewritten)": timed(
                 lambda: publication.publish(out, ledger), repeat),
-            "full rebuild into buckets (publish full=True)": _time(
+            "full rebuild into buckets (publish full=True)": timed(
                 lambda: publication.publish(out, ledger, full=True), repeat),
         }
     return figures
