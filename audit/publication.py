@@ -1,9 +1,9 @@
 """The current tables on disk, OUT/datasets/current: bucketed Parquet parts and a manifest, rewritten
 only where documents changed.
 
-``sessions``, ``turns`` and ``terms`` are split into ``BUCKETS`` buckets by a hash of the document's
-output path (``<table>/<bucket>-<generation>.parquet``, each sorted as its whole table is), so that a
-run rewrites only the buckets of the documents it changed. What changed is read from the ledger, not
+``sessions``, ``turns`` and ``terms`` are split into buckets (``BUCKETS``: 1, 64 and 16) by a hash of
+the document's output path (``<table>/<bucket>-<generation>.parquet``, each sorted as its whole table
+is), so that a run rewrites only the buckets of the documents it changed. What changed is read from the ledger, not
 from the run: each document's *state* (its bytes' sha256, session key, writing run, flag and number
 of revisions) is compared with the state the published ``sessions`` rows hold; a document whose state
 differs, that appeared or that went, marks its bucket, and the bucket is rewritten from its other
@@ -33,17 +33,21 @@ from .ledger import Ledger
 
 MANIFEST = "manifest.json"
 VERSION = 2  # of the layout and its columns: a manifest of another version is rebuilt whole
-BUCKETS = 64
-BUCKETED = ("sessions", "turns", "terms")
+BUCKETS = {"sessions": 1, "terms": 16, "turns": 64}
+"""Buckets of each table split by document: the turns, by far the largest, in the most (a run rewrites
+a 64th of them per bucket it touches); the search index in fewer, since each search reads every
+bucket's footer several times; the sessions (a row per document) whole, since every list page reads
+them. Each count divides the next, so a document's terms bucket is its turns bucket modulo 16."""
+BUCKETED = tuple(BUCKETS)
 STATE = ("output_path", "output_sha256", "session_key", "run_id", "flag", "revisions")
 """The columns of a sessions row that say whether a document's published rows still stand."""
 EMPTY = "empty"  # the manifest's bucket name of an empty table's one file (a view needs its columns)
 LEGACY = ("stamp.json", *(f"{t}.parquet" for t in current.TABLES))  # the layout before buckets
 
 
-def bucket_of(paths: pl.Series) -> pl.Series:
-    """Each output path's bucket: a stable hash (sha256), the same in every process and version."""
-    return pl.Series("bucket", [int.from_bytes(hashlib.sha256(p.encode()).digest()[:4], "big") % BUCKETS
+def bucket_of(paths: pl.Series, buckets: int) -> pl.Series:
+    """Each output path's bucket of ``buckets``: a stable hash (sha256), the same in every process and version."""
+    return pl.Series("bucket", [int.from_bytes(hashlib.sha256(p.encode()).digest()[:4], "big") % buckets
                                 for p in paths], dtype=pl.Int64)
 
 
@@ -153,20 +157,21 @@ class Layout:
         return frame.filter(~pl.col("output_path").is_in(pl.Series(sorted(only or ()), dtype=pl.Utf8)))
 
 
-def _dirty(out_root: Path, ledger: Ledger, layout: Layout) -> tuple[set[int], frozenset[str] | None]:
-    """The buckets to rewrite and the documents whose rows to build (None: all of them)."""
+def _dirty(out_root: Path, ledger: Ledger, layout: Layout) -> tuple[dict[str, set[int]], frozenset[str] | None]:
+    """The buckets of each table to rewrite and the documents whose rows to build (None: all of them)."""
     if layout.before is None:
-        return set(range(BUCKETS)), None
+        return {name: set(range(n)) for name, n in BUCKETS.items()}, None
     was = pl.concat([pl.read_parquet(f, columns=list(STATE)) for f in layout.before.files(layout.folder)["sessions"]],
                     how="vertical_relaxed")
     only = changed(state(out_root, ledger), was)
-    return set(bucket_of(pl.Series(sorted(only), dtype=pl.Utf8)).to_list()), only
+    paths = pl.Series(sorted(only), dtype=pl.Utf8)
+    return {name: set(bucket_of(paths, n).to_list()) for name, n in BUCKETS.items()}, only
 
 
 def _buckets(out_root: Path, ledger: Ledger, layout: Layout) -> list[Path]:
     """Rewrite the buckets of the changed documents; an empty table keeps one file without rows."""
     dirty, only = _dirty(out_root, ledger, layout)
-    if not dirty:
+    if only is not None and not only:
         return []
     sessions, turns = current.sessions_and_turns(out_root, ledger, None, only)
     new = {"sessions": sessions, "turns": turns, "terms": current.terms(turns.lazy(), sessions.lazy()).collect()}
@@ -174,7 +179,7 @@ def _buckets(out_root: Path, ledger: Ledger, layout: Layout) -> list[Path]:
     written = []
     for name in BUCKETED:
         layout.tables[name].pop(EMPTY, None)
-        for b in sorted(dirty):
+        for b in sorted(dirty[name]):
             rows = split[name].get(b, new[name].clear())
             old = layout.kept(name, b, only)
             frame = rows if old is None else pl.concat([old, rows], how="vertical_relaxed")
@@ -188,12 +193,14 @@ def _buckets(out_root: Path, ledger: Ledger, layout: Layout) -> list[Path]:
 
 
 def _by_bucket(frames: dict[str, pl.DataFrame]) -> dict[str, dict[int, pl.DataFrame]]:
-    """Each table's rows split by their document's bucket."""
+    """Each table's rows split by their document's bucket of that table."""
     paths = pl.concat([f["output_path"].unique() for f in frames.values()]).unique()
-    buckets = pl.DataFrame({"output_path": paths, "bucket": bucket_of(paths)})
-    return {name: {k[0]: part.drop("bucket") for k, part in
-                   frame.join(buckets, on="output_path", how="left").partition_by("bucket", as_dict=True).items()}
-            for name, frame in frames.items()}
+    out = {}
+    for name, frame in frames.items():
+        buckets = pl.DataFrame({"output_path": paths, "bucket": bucket_of(paths, BUCKETS[name])})
+        keyed = frame.join(buckets, on="output_path", how="left")
+        out[name] = {k[0]: part.drop("bucket") for k, part in keyed.partition_by("bucket", as_dict=True).items()}
+    return out
 
 
 def write_file(frame: pl.DataFrame, folder: Path, name: str) -> str:

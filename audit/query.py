@@ -37,6 +37,7 @@ class Catalog:
         self.con = duckdb.connect(":memory:")
         self.con.execute("SET TimeZone = 'UTC'")  # timestamps shown as stored, whatever the machine's zone
         self.con.execute("SET parquet_metadata_cache = true")  # a view reads many bucket files: their footers once
+        self.con.execute("SET enable_progress_bar = false")  # a long scan prints nothing on the server's console
         self._scratch: tempfile.TemporaryDirectory | None = None
         files = publication.published(out_root, ledger)
         if files is None:  # built from the ledger, written outside OUT (DuckDB reads Arrow only with pyarrow)

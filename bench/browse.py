@@ -51,7 +51,7 @@ def _synthetic_sessions(sessions: int, turns: int, run_id: str) -> pl.DataFrame:
         source_path=pl.format("in/p{}/chat{}.txt", i % 7, i), grammar=pl.lit("p") + (i % 7).cast(pl.Utf8),
         interactions=pl.lit(turns, pl.Int64), redactions=(i % 3).cast(pl.Int64), revisions=(1 + i % 2).cast(pl.Int64),
         run_id=pl.lit(run_id), bucket=publication.bucket_of(pl.Series(
-            [f"sessions/p{k % 7}/k{k}/s{k}.json" for k in range(sessions)])))
+            [f"sessions/p{k % 7}/k{k}/s{k}.json" for k in range(sessions)]), publication.BUCKETS["turns"]))
 
 
 START = pl.lit(1_600_000_000_000_000, dtype=pl.Int64)
@@ -87,17 +87,23 @@ def _grow(out: Path, sessions: int, turns: int) -> dict[str, int]:
     real_t = pl.read_parquet(files["turns"])
     synth = _synthetic_sessions(sessions, turns, real_s["run_id"][0])
     t0, tables = time.perf_counter(), {t: {} for t in publication.BUCKETED}
-    for b in range(publication.BUCKETS):
-        mine = synth.filter(pl.col("bucket") == b)
-        s = pl.concat([real_s.filter(publication.bucket_of(real_s["output_path"]) == b),
-                       mine.drop("i", "bucket")], how="diagonal_relaxed").select(real_s.columns)
-        t = pl.concat([real_t.filter(publication.bucket_of(real_t["output_path"]) == b).lazy(),
-                       _synthetic_turns(mine["i"], turns)], how="diagonal_relaxed").select(real_t.columns).collect()
-        words = current.terms(t.lazy(), s.lazy()).collect()
-        for name, frame in (("sessions", s), ("turns", t), ("terms", words)):
-            if frame.height:
-                tables[name][str(b)] = publication.write_file(frame.sort(current.ORDER[name]), folder,
-                                                          f"{name}/{b:02d}-bench.parquet")
+    n_turns, n_terms = publication.BUCKETS["turns"], publication.BUCKETS["terms"]
+    real_bucket = publication.bucket_of(real_t["output_path"], n_turns)
+    every = pl.concat([real_s, synth.drop("i", "bucket")], how="diagonal_relaxed").select(real_s.columns)
+    every_bucket = publication.bucket_of(every["output_path"], n_turns)
+    for tb in range(n_terms):  # a terms bucket holds the turns buckets equal to it modulo its count
+        words = []
+        for b in range(tb, n_turns, n_terms):
+            t = pl.concat([real_t.filter(real_bucket == b).lazy(),
+                           _synthetic_turns(synth.filter(pl.col("bucket") == b)["i"], turns)],
+                          how="diagonal_relaxed").select(real_t.columns).collect()
+            words.append(current.terms(t.lazy(), every.filter(every_bucket == b).lazy()).collect())
+            tables["turns"][str(b)] = publication.write_file(t.sort(current.ORDER["turns"]), folder,
+                                                             f"turns/{b}-bench.parquet")
+        tables["terms"][str(tb)] = publication.write_file(pl.concat(words).sort(current.ORDER["terms"]), folder,
+                                                          f"terms/{tb}-bench.parquet")
+    tables["sessions"]["0"] = publication.write_file(every.sort(current.ORDER["sessions"]), folder,
+                                                     "sessions/0-bench.parquet")
     print(f"buckets of {sessions * turns + real_t.height:,} turns with their search index: "
           f"{time.perf_counter() - t0:.1f} s")
     grown = publication.Manifest(manifest.stamp, {**manifest.tables, **tables})

@@ -47,7 +47,7 @@ def test_incremental_publication_equals_a_full_rebuild(tmp_path):
         (src / f"c{i}.txt").write_text(_chat(f"c{i}", 2, title=f"Topic {i}" if i % 2 else None))
     reconstruct([src], out, Settings(workers=1))
     first = _same_as_full_rebuild(out)
-    assert len(first["sessions"]) > 1 and "empty" not in first["sessions"]
+    assert len(first["turns"]) > 1 and "empty" not in first["sessions"]
 
     (src / "c3.txt").write_text(_chat("c3", 3, title="Topic 3"))  # changed
     (src / "new.txt").write_text(_chat("new", 1, title="zanzibar plans"))  # added
