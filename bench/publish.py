@@ -9,7 +9,7 @@ parts and the ledger, one file each: what every run did), and floors (copying th
 table once, a DuckDB count over it). Figures to stdout and ``bench/results-publish.json``. Never
 asserted by tests (no timed assertions).
 
-    python -m bench.publish                                 # 1,000 sessions x 1,000 turns = 1 M turns
+    python -m bench.publish                                 # 200 sessions x 5,000 turns = 1 M turns
     python -m bench.publish --sessions 50 --turns 100       # a quick one
 """
 
@@ -106,8 +106,8 @@ def measure(out: Path, repeat: int) -> dict[str, dict]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sessions", type=int, default=1_000)
-    parser.add_argument("--turns", type=int, default=1_000, help="turns per generated transcript")
+    parser.add_argument("--sessions", type=int, default=200)
+    parser.add_argument("--turns", type=int, default=5_000, help="turns per generated transcript")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--folder", type=Path, default=Path("bench/data/publish"))
     parser.add_argument("--repeat", type=int, default=3)
