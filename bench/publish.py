@@ -41,17 +41,24 @@ def _run(src: Path, out: Path, workers: int) -> float:
     return time.perf_counter() - t0
 
 
+def _titled(path: Path, turns: int, seed: int) -> None:
+    """A generated transcript with a title of its own: untitled id-less transcripts are all one chat
+    to the key linking, which then compares every pair of them message by message."""
+    transcript(path, turns, seed=seed)
+    path.write_text(f"Title: chat {seed}\n" + path.read_text())
+
+
 def build(folder: Path, sessions: int, turns: int, workers: int = 2) -> dict:
     """Two runs; the second's publication timed. Returns the archive's size and that figure."""
     shutil.rmtree(folder, ignore_errors=True)
     src, out = folder / "in", folder / "out"
     src.mkdir(parents=True)
     for i in range(sessions):
-        transcript(src / f"chat{i:05d}.txt", turns, seed=i)
+        _titled(src / f"chat{i:05d}.txt", turns, i)
     first = _run(src, out, workers)
     before = publication.Manifest.read(out / current.CURRENT)
-    transcript(src / "chat00000.txt", turns + 10, seed=0)  # grown: the same first turns, ten more
-    transcript(src / "added.txt", turns, seed=sessions)
+    _titled(src / "chat00000.txt", turns + 10, 0)  # grown: the same first turns, ten more
+    _titled(src / "added.txt", turns, sessions)
     timed: list[float] = []
     publish = publication.publish
 
