@@ -1,45 +1,76 @@
-"""The current tables an auditor queries as they are, published by each run under OUT/datasets/current.
+"""The current tables an auditor queries as they are: what they hold and how each is built.
 
-Seven tables, one Parquet file each, written at the end of every run (``publish``) so that no manual
-``export`` precedes a query:
+Eight tables, kept under OUT/datasets/current by every run (``audit.publication``: bucketed Parquet
+parts and a manifest) so that no manual ``export`` precedes a query:
 
 - ``sessions``: the current documents (``audit.datasets``), with ``platform`` (the folder of the
-  document's address: its session key's grammar), ``session_key``, ``created_at``, ``first_at`` and
-  ``last_at`` (its earliest and latest message time) as UTC timestamps, and ``revisions``;
+  document's address: its session key's grammar), ``session_key``, ``title`` (the document's, null
+  where its format has none), ``created_at``, ``first_at`` and ``last_at`` (its earliest and latest
+  message time) as UTC timestamps, ``status`` and ``flag`` as enums, and ``revisions``;
 - ``turns``: their interactions, with ``date`` a UTC timestamp and ``platform``, ``session_key`` and
   ``run_id`` repeated from the session;
 - ``quarantine``: every file or session a run failed, with its reason codes, its detail and the
   command that reruns it;
-- ``runs``: every run with its counts, duration and Prefect flow-run id when the flow recorded one;
+- ``runs``: every run with its status, counts, duration and Prefect flow-run id when the flow recorded one;
 - ``reconciliation``: what each snapshot of a session key brought (``audit.datasets.reconciliation``);
 - ``revisions``: the revision index of every document path;
-- ``terms``: the search index, each word of the contents and speaker names with its documents.
+- ``links``: the possible links between session keys and a person's latest decision on each (``audit.links``);
+- ``terms``: the search index, each word of the contents, speaker names and titles with its documents.
 
-``stamp.json`` beside them says which state of the ledger they hold (the latest run, its end, the
-revision count): a reader whose ledger has moved on (a revert, a run that died before publishing)
-builds the tables from the ledger instead (``load``), so the files are a cache, never the truth.
+The manifest's stamp says which state of the ledger they hold (the latest run, its end, the revision
+count): a reader whose ledger has moved on (a revert, a run that died before publishing) builds the
+tables from the ledger instead (``build``), so the files are a cache, never the truth.
 """
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import asdict, dataclass
+from enum import StrEnum
 from pathlib import Path
 
 import orjson
 import polars as pl
 
-from . import datasets
-from .files import atomic_write
+from models.status import DocumentMark, RunStatus, SessionStatus
+
+from . import datasets, links
 from .ledger import Ledger
 
 CURRENT = Path("datasets") / "current"
-STAMP = "stamp.json"
-TABLES = ("sessions", "turns", "quarantine", "runs", "reconciliation", "revisions", "terms")
+
+
+class Table(StrEnum):
+    """The current tables."""
+
+    SESSIONS = "sessions"
+    TURNS = "turns"
+    QUARANTINE = "quarantine"
+    RUNS = "runs"
+    RECONCILIATION = "reconciliation"
+    REVISIONS = "revisions"
+    LINKS = "links"
+    TERMS = "terms"
+
+
+class Quarantined(StrEnum):
+    """What a quarantine row is about."""
+
+    FILE = "file"
+    SESSION = "session"
+
+
+TABLES = tuple(t.value for t in Table)
 WORD = r"\w+"  # a search term: a run of word characters, lowercased (audit/browse/data.py tokenizes alike)
 UTC = pl.Datetime("us", "UTC")
 ROW_GROUP = 100_000  # rows per Parquet row group: small enough for a sorted column's lookups to skip most
 ISO_Z = "%Y-%m-%dT%H:%M:%SZ"
+ORDER = {"sessions": ["output_path"], "turns": ["output_path", "ordinal"], "terms": ["term", "output_path"]}
+"""The order of the rows of the tables split into buckets (each bucket, and each copy of the whole)."""
+
+
+def enum(kind: type[StrEnum]) -> pl.Enum:
+    """A column of an enum's values."""
+    return pl.Enum([m.value for m in kind])
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,29 +100,36 @@ def _platform() -> pl.Expr:
     return pl.col("output_path").str.split("/").list.get(1, null_on_oob=True)
 
 
-def sessions_and_turns(out_root: Path, ledger: Ledger,
-                       problems: list[str] | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """The current sessions and turns, typed and with the columns an audit asks first."""
-    sessions, turns = datasets.tables(out_root, ledger, problems)
-    keys = pl.DataFrame(ledger.sessions.document_keys(), orient="row",
-                        schema={"output_path": pl.Utf8, "output_sha256": pl.Utf8, "session_key": pl.Utf8})
-    revs = pl.DataFrame(ledger.revisions.history(), schema={"output_path": pl.Utf8, "rev": pl.Int64, "sha256": pl.Utf8,
-                                                   "note": pl.Utf8, "ts": pl.Utf8, "run_id": pl.Utf8})
-    counts = revs.group_by("output_path").agg(revisions=pl.len().cast(pl.Int64))
+def sessions_and_turns(out_root: Path, ledger: Ledger, problems: list[str] | None = None,
+                       only: frozenset[str] | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The current sessions and turns, typed and with the columns an audit asks first (``only``: of
+    the documents at these output paths)."""
+    sessions, turns = datasets.tables(out_root, ledger, problems, only)
+    keys, counts = document_keys(ledger), revision_counts(ledger)
     turns = turns.with_columns(_timestamp("date"))
     span = turns.group_by("output_path").agg(first_at=pl.col("date").min(), last_at=pl.col("date").max())
     sessions = (sessions.join(keys, on=["output_path", "output_sha256"], how="left")
                 .join(span, on="output_path", how="left").join(counts, on="output_path", how="left")
                 .with_columns(_timestamp("created_at"), _platform().alias("platform"),
-                              pl.col("revisions").fill_null(0))
+                              pl.col("revisions").fill_null(0), pl.col("status").cast(enum(SessionStatus)),
+                              pl.col("flag").cast(enum(DocumentMark)))
                 .sort("output_path"))
-    front = ["output_path", "platform", "session_key", "session_id", "created_at", "first_at", "last_at"]
+    front = ["output_path", "platform", "session_key", "session_id", "title", "created_at", "first_at", "last_at"]
     sessions = sessions.select(*front, pl.exclude(front))
     carried = sessions.select("output_path", "platform", "session_key", "run_id")
     turns = turns.join(carried, on="output_path", how="left").sort("output_path", "ordinal")
     turns = turns.select("output_path", "platform", "session_key", pl.exclude("output_path", "platform",
                                                                               "session_key"))
     return sessions, turns
+
+
+def document_keys(ledger: Ledger) -> pl.DataFrame:
+    return pl.DataFrame(ledger.sessions.document_keys(), orient="row",
+                        schema={"output_path": pl.Utf8, "output_sha256": pl.Utf8, "session_key": pl.Utf8})
+
+
+def revision_counts(ledger: Ledger) -> pl.DataFrame:
+    return revisions(ledger).group_by("output_path").agg(revisions=pl.len().cast(pl.Int64))
 
 
 def quarantine(ledger: Ledger, out_root: Path) -> pl.DataFrame:
@@ -103,7 +141,7 @@ def quarantine(ledger: Ledger, out_root: Path) -> pl.DataFrame:
                          "source_key": q.source_key, "source_path": q.source_path, "ordinal": q.ordinal,
                          "session_id": q.session_id, "reasons": sorted(q.reasons), "detail": q.detail,
                          "rerun": f"reconstruct rerun --out {out_root} --run {run.run_id}"})
-    schema = {"run_id": pl.Utf8, "started_at": pl.Utf8, "what": pl.Utf8, "source_key": pl.Utf8,
+    schema = {"run_id": pl.Utf8, "started_at": pl.Utf8, "what": enum(Quarantined), "source_key": pl.Utf8,
               "source_path": pl.Utf8, "ordinal": pl.Int64, "session_id": pl.Utf8, "reasons": pl.List(pl.Utf8),
               "detail": pl.Utf8, "rerun": pl.Utf8}
     return pl.DataFrame(rows, schema=schema).with_columns(_timestamp("started_at"))
@@ -119,7 +157,8 @@ def runs(ledger: Ledger) -> pl.DataFrame:
         rows.append({"seq": len(found) - i, **{k: v for k, v in asdict(run).items() if k != "args"},
                      "paths": [str(p) for p in args.get("paths", [])],
                      "prefect_flow_run_id": args.get("prefect_flow_run_id")})
-    schema = {"seq": pl.Int64, "run_id": pl.Utf8, "started_at": pl.Utf8, "finished_at": pl.Utf8, "status": pl.Utf8,
+    schema = {"seq": pl.Int64, "run_id": pl.Utf8, "started_at": pl.Utf8, "finished_at": pl.Utf8,
+              "status": enum(RunStatus),
               "config_fingerprint": pl.Utf8, "pipeline_version": pl.Utf8, "files": pl.Int64,
               "files_skipped": pl.Int64, "files_quarantined": pl.Int64, "sessions_ok": pl.Int64,
               "sessions_partial": pl.Int64, "sessions_quarantined": pl.Int64, "seconds": pl.Float64,
@@ -139,48 +178,34 @@ def reconciliation(ledger: Ledger) -> pl.DataFrame:
     return table.with_columns(platform=pl.col("session_key").str.split(":").list.first())
 
 
-def terms(turns: pl.LazyFrame) -> pl.LazyFrame:
-    """The search index: each lowercased word of the contents and speaker names with the documents
-    that hold it, sorted by word (so a lookup reads the few row groups whose range holds the word)."""
+def possible_links(ledger: Ledger) -> pl.DataFrame:
+    """The possible links between session keys, each with a person's latest decision (``undecided``
+    when none)."""
+    rows = [{"key_a": r["a"], "key_b": r["b"], "evidence": r["evidence"], "decision": r["decision"]}
+            for r in links.possible(ledger)]
+    schema = {"key_a": pl.Utf8, "key_b": pl.Utf8, "evidence": pl.Utf8, "decision": enum(links.Decision)}
+    return pl.DataFrame(rows, schema=schema)
+
+
+def terms(turns: pl.LazyFrame, sessions: pl.LazyFrame) -> pl.LazyFrame:
+    """The search index: each lowercased word of the contents, speaker names and titles with the
+    documents that hold it, sorted by word (so a lookup reads the few row groups whose range holds it)."""
     text = pl.concat_str([pl.col("content"), pl.col("speaker_name")], separator=" ", ignore_nulls=True)
-    return (turns.select("output_path", term=text.str.to_lowercase().str.extract_all(WORD))
-            .explode("term").drop_nulls("term").unique().sort("term", "output_path"))
+    words = pl.concat([turns.select("output_path", text=text),
+                       sessions.select("output_path", text=pl.col("title")).drop_nulls("text")])
+    return (words.select("output_path", term=pl.col("text").str.to_lowercase().str.extract_all(WORD))
+            .explode("term").drop_nulls("term").unique().sort("term", "output_path").select("term", "output_path"))
+
+
+def ledger_tables(out_root: Path, ledger: Ledger) -> dict[str, pl.DataFrame]:
+    """The tables read from the ledger alone (rewritten whole by each publication: they grow with
+    runs and revisions, not with turns)."""
+    return {"quarantine": quarantine(ledger, out_root), "runs": runs(ledger),
+            "reconciliation": reconciliation(ledger), "revisions": revisions(ledger), "links": possible_links(ledger)}
 
 
 def build(out_root: Path, ledger: Ledger, problems: list[str] | None = None) -> dict[str, pl.DataFrame]:
-    """All the tables, from the ledger and the parts."""
+    """All the tables, from the ledger and the parts, in memory (the full rebuild)."""
     sessions, turns = sessions_and_turns(out_root, ledger, problems)
-    return {"sessions": sessions, "turns": turns, "quarantine": quarantine(ledger, out_root), "runs": runs(ledger),
-            "reconciliation": reconciliation(ledger), "revisions": revisions(ledger),
-            "terms": terms(turns.lazy()).collect()}
-
-
-def publish(out_root: Path, ledger: Ledger) -> list[Path]:
-    """Write the current tables under OUT/datasets/current (each file replaced whole), then the stamp."""
-    folder = out_root / CURRENT
-    folder.mkdir(parents=True, exist_ok=True)
-    stamp = Stamp.of(ledger)
-    with contextlib.suppress(FileNotFoundError):  # a reader never pairs old files with a new stamp
-        (folder / STAMP).unlink()
-    written = []
-    for name, frame in build(out_root, ledger).items():
-        target = folder / f"{name}.parquet"
-        tmp = target.with_name(f".{target.name}.tmp")
-        frame.write_parquet(tmp, row_group_size=ROW_GROUP)
-        tmp.replace(target)
-        written.append(target)
-    atomic_write(folder / STAMP, stamp.dumps())
-    return written
-
-
-def published(out_root: Path, ledger: Ledger) -> dict[str, Path] | None:
-    """The published table files when they hold the ledger's current state, else None."""
-    folder = out_root / CURRENT
-    try:
-        stamp = orjson.loads((folder / STAMP).read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return None
-    files = {t: folder / f"{t}.parquet" for t in TABLES}
-    if stamp != orjson.loads(Stamp.of(ledger).dumps()) or not all(p.is_file() for p in files.values()):
-        return None
-    return files
+    return {"sessions": sessions, "turns": turns, **ledger_tables(out_root, ledger),
+            "terms": terms(turns.lazy(), sessions.lazy()).collect()}

@@ -13,7 +13,7 @@ latest revision in the ledger's index (revert and apply-diff add parts of their 
 document is still on disk; ``run_id`` (the latest run that wrote those bytes) and ``flag`` come from
 the ledger. A current document without a part row (an output made before parts existed, a part
 lost in a crash) is read once, so parts are a cache, never the truth. ``reconstruct export``
-writes the tables as single files (Parquet, CSV, JSON Lines) and compacts the parts into one.
+compacts the parts into one (``compact_parts``); the tables an auditor reads are ``audit.current``'s.
 """
 
 from __future__ import annotations
@@ -34,14 +34,11 @@ if TYPE_CHECKING:
     from .ledger import Ledger
 
 TABLES = ("sessions", "turns")
-RECONCILIATION = "reconciliation"  # a third table, from the ledger: what each snapshot brought to its key (#15)
-EXPORT_TABLES = (*TABLES, RECONCILIATION)
-FORMATS = ("parquet", "csv", "jsonl")
 PARTS = Path("datasets") / "parts"
 COMPACTED = "compacted"  # the part export leaves: the current rows of every part it read
 
 SESSION_COLUMNS = {
-    "output_path": pl.Utf8, "session_id": pl.Utf8, "created_at": pl.Utf8, "status": pl.Utf8,
+    "output_path": pl.Utf8, "session_id": pl.Utf8, "title": pl.Utf8, "created_at": pl.Utf8, "status": pl.Utf8,
     "coverage_reason": pl.Utf8, "source_path": pl.Utf8, "source_sha256": pl.Utf8, "source_lines": pl.Utf8,
     "source_pointer": pl.Utf8, "grammar": pl.Utf8, "grammar_version": pl.Utf8, "interactions": pl.Int64,
     "source_turns": pl.Int64, "redactions": pl.Int64, "redaction_types": pl.Utf8, "output_sha256": pl.Utf8,
@@ -80,7 +77,7 @@ def session_row(doc: dict[str, Any]) -> dict:
     src = log["source"]
     lines = orjson.dumps(src.get("lines")).decode() if src.get("lines") else None
     return {
-        "session_id": doc["sessionId"], "created_at": doc["createdAt"],
+        "session_id": doc["sessionId"], "title": hist.get("title"), "created_at": doc["createdAt"],
         "status": "partial" if hist.get("coverage") == "partial" else "ok",
         "coverage_reason": hist.get("coverageReason"), "source_path": src["path"],
         "source_sha256": src["sha256"], "source_lines": lines, "source_pointer": src.get("pointer"),
@@ -356,17 +353,10 @@ def _keys(keys: list[tuple[str, str]], counts: list[int]) -> list[pl.Series]:
             for i, name in enumerate(KEY)]
 
 
-def _write_frame(frame: pl.DataFrame, target: Path, fmt: str) -> Path:
+def _write_frame(frame: pl.DataFrame, target: Path) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp")  # readers never see a half-written table
-    if fmt == "parquet":
-        frame.write_parquet(tmp)
-    elif fmt == "csv":
-        frame.write_csv(tmp)
-    elif fmt == "jsonl":
-        frame.write_ndjson(tmp)
-    else:
-        raise ValueError(f"unknown format {fmt!r}: parquet, csv or jsonl")
+    tmp = target.with_name(f".{target.name}.tmp")  # readers never see a half-written part
+    frame.write_parquet(tmp)
     tmp.replace(target)
     return target
 
@@ -380,7 +370,7 @@ def write_part(out_root: Path, run_id: str, name: str, frames: dict[str, pl.Data
     """Write a shard's (or a revert's) rows as parts of the run ``run_id``; nothing when empty."""
     if frames["sessions"].is_empty():
         return []
-    return [_write_frame(frames[t], out_root / PARTS / t / run_id / name, "parquet") for t in TABLES]
+    return [_write_frame(frames[t], out_root / PARTS / t / run_id / name) for t in TABLES]
 
 
 def adopt(out_root: Path, run_id: str, staged: list[str]) -> None:
@@ -399,35 +389,47 @@ def _part_files(out_root: Path, table: str) -> list[Path]:
     return sorted(p for p in base.rglob("*.parquet") if not p.name.startswith(".")) if base.is_dir() else []
 
 
-def _read_parts(files: list[Path], table: str) -> pl.DataFrame:
+def _read_parts(files: list[Path], table: str, only: frozenset[str] | None = None) -> pl.DataFrame:
+    """The rows of the parts that hold the table's columns (``only``: of these output paths); a part
+    written before a column existed (``title``) is passed over, so its documents are read once again
+    (see ``_tables``)."""
+    columns = PART_COLUMNS[table]
+    files = [f for f in files if set(pl.read_parquet_schema(f)) >= columns.keys()]
     if not files:
-        return pl.DataFrame(schema=PART_COLUMNS[table])
-    return pl.concat([pl.read_parquet(f) for f in files], how="vertical")
+        return pl.DataFrame(schema=columns)
+    if only is None:
+        return pl.concat([pl.read_parquet(f, columns=list(columns)) for f in files], how="vertical")
+    wanted = pl.Series(sorted(only), dtype=pl.Utf8)
+    return pl.concat([pl.scan_parquet(f).select(list(columns)).filter(pl.col("output_path").is_in(wanted))
+                      for f in files], how="vertical").collect()
 
 
-def _current(out_root: Path, ledger: Ledger) -> pl.DataFrame:
-    """(output_path, output_sha256) of every current document: the index's latest revision of
-    each path still on disk."""
+def current_documents(out_root: Path, ledger: Ledger, only: frozenset[str] | None = None) -> pl.DataFrame:
+    """(output_path, output_sha256) of every current document (``only``: among these paths): the
+    index's latest revision of each path still on disk."""
     latest = ledger.revisions.latest()
-    present = [(p, h) for p, h in latest.items() if (out_root / p).is_file()]
+    present = [(p, h) for p, h in latest.items() if (only is None or p in only) and (out_root / p).is_file()]
     return pl.DataFrame(present, schema={"output_path": pl.Utf8, "output_sha256": pl.Utf8}, orient="row")
 
 
 class Snapshot:
     """The part files as listed, then the ledger's current documents: listed first, since a run
     records a shard in the ledger before it writes the shard's part, so every listed part's rows
-    are known to the ledger read after (compaction may then remove exactly the listed files)."""
+    are known to the ledger read after (compaction may then remove exactly the listed files).
+    ``only``: the documents at these output paths, not every one."""
 
-    def __init__(self, out_root: Path, ledger: Ledger) -> None:
+    def __init__(self, out_root: Path, ledger: Ledger, only: frozenset[str] | None = None) -> None:
         self.files = {t: _part_files(out_root, t) for t in TABLES}
-        self.current = _current(out_root, ledger)
+        self.only = only
+        self.current = current_documents(out_root, ledger, only)
         self.writers = ledger.sessions.writers()
         self.flags = ledger.revisions.flags()
 
 
-def tables(out_root: Path, ledger: Ledger | None = None,
-           problems: list[str] | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(sessions, turns) of every current session document under OUT/sessions (see the module's doc).
+def tables(out_root: Path, ledger: Ledger | None = None, problems: list[str] | None = None,
+           only: frozenset[str] | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(sessions, turns) of every current session document under OUT/sessions (see the module's doc);
+    ``only``: of the current documents at these output paths (with a ledger).
 
     Without a ledger (none given and none at OUT/ledger.sqlite) the documents on disk are read.
     A current document that is not a session document is left out and named in ``problems``.
@@ -440,14 +442,14 @@ def tables(out_root: Path, ledger: Ledger | None = None,
             return _from_documents(out_root, {}, {}, problems)
         ledger = Ledger(default, read_only=True)
         try:
-            return tables(out_root, ledger, problems)
+            return tables(out_root, ledger, problems, only)
         finally:
             ledger.close()
-    return _tables(out_root, Snapshot(out_root, ledger), problems)
+    return _tables(out_root, Snapshot(out_root, ledger, only), problems)
 
 
 def _tables(out_root: Path, snap: Snapshot, problems: list[str] | None) -> tuple[pl.DataFrame, pl.DataFrame]:
-    parts = {t: _read_parts(snap.files[t], t) for t in TABLES}
+    parts = {t: _read_parts(snap.files[t], t, snap.only) for t in TABLES}
     sessions = parts["sessions"].join(snap.current, on=KEY, how="semi").unique(subset=KEY, keep="first")
     turns = parts["turns"].join(snap.current, on=KEY, how="semi").unique(subset=[*KEY, "ordinal"], keep="first")
     unread = snap.current.join(sessions.select(KEY), on=KEY, how="anti")
@@ -529,28 +531,7 @@ def reconciliation(ledger: Ledger) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=RECONCILIATION_COLUMNS).select(list(RECONCILIATION_COLUMNS))
 
 
-def write(out_root: Path, fmt: str = "parquet", folder: Path | None = None, *, ledger: Ledger | None = None,
-          table: str | None = None, out_file: Path | None = None, problems: list[str] | None = None) -> list[Path]:
-    """Write sessions.<ext> and turns.<ext> (parquet, csv or jsonl) under OUT/datasets (or
-    ``folder``), and reconciliation.<ext> with a ledger; with ``table`` only that one, to ``out_file``
-    when given. With a ledger, the parts are compacted into one as well (when OUT can be written)."""
-    if fmt not in FORMATS:
-        raise ValueError(f"unknown format {fmt!r}: parquet, csv or jsonl")
-    folder = folder or out_root / "datasets"
-    if ledger is not None:
-        snap = Snapshot(out_root, ledger)
-        frames = _tables(out_root, snap, problems)
-        with contextlib.suppress(OSError):  # a read-only output: the export is still written where asked
-            compact(out_root, snap, *frames)
-    else:
-        frames = tables(out_root, None, problems)
-    written = []
-    for name, frame in zip(TABLES, frames, strict=True):
-        if table is not None and name != table:
-            continue
-        target = out_file if (out_file is not None and table is not None) else folder / f"{name}.{fmt}"
-        written.append(_write_frame(frame, target, fmt))
-    if ledger is not None and table in (None, RECONCILIATION):
-        target = out_file if (out_file is not None and table is not None) else folder / f"{RECONCILIATION}.{fmt}"
-        written.append(_write_frame(reconciliation(ledger), target, fmt))
-    return written
+def compact_parts(out_root: Path, ledger: Ledger) -> None:
+    """Replace every part by one holding the rows of the current documents (``reconstruct export``)."""
+    snap = Snapshot(out_root, ledger)
+    compact(out_root, snap, *_tables(out_root, snap, None))

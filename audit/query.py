@@ -16,7 +16,7 @@ import polars as pl
 
 from models.errors import AuditError, Reason
 
-from . import current
+from . import current, publication
 from .ledger import Ledger
 
 
@@ -24,10 +24,10 @@ def _quoted(path: Path) -> str:
     return "'" + str(path.resolve()).replace("'", "''") + "'"
 
 
-def view_statements(files: dict[str, Path]) -> list[str]:
+def view_statements(files: dict[str, list[Path]]) -> list[str]:
     """The statements that define the views over published files (also what a DuckDB shell runs)."""
-    return [f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM read_parquet({_quoted(path)});"
-            for name, path in files.items()]
+    return [f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM read_parquet([{', '.join(map(_quoted, paths))}]);"
+            for name, paths in files.items()]
 
 
 class Catalog:
@@ -36,14 +36,16 @@ class Catalog:
     def __init__(self, out_root: Path, ledger: Ledger) -> None:
         self.con = duckdb.connect(":memory:")
         self.con.execute("SET TimeZone = 'UTC'")  # timestamps shown as stored, whatever the machine's zone
+        self.con.execute("SET parquet_metadata_cache = true")  # a view reads many bucket files: their footers once
+        self.con.execute("SET enable_progress_bar = false")  # a long scan prints nothing on the server's console
         self._scratch: tempfile.TemporaryDirectory | None = None
-        files = current.published(out_root, ledger)
+        files = publication.published(out_root, ledger)
         if files is None:  # built from the ledger, written outside OUT (DuckDB reads Arrow only with pyarrow)
             self._scratch = tempfile.TemporaryDirectory(prefix="reconstruct-query-")
             files = {}
             for name, frame in current.build(out_root, ledger).items():
-                files[name] = Path(self._scratch.name) / f"{name}.parquet"
-                frame.write_parquet(files[name])
+                files[name] = [Path(self._scratch.name) / f"{name}.parquet"]
+                frame.write_parquet(files[name][0])
         self.fresh = self._scratch is None
         for statement in view_statements(files):
             self.con.execute(statement)

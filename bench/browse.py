@@ -25,8 +25,10 @@ import duckdb
 import orjson
 import polars as pl
 
-from audit import current
+from audit import current, publication
+from audit.files import atomic_write
 from bench.generate import transcript
+from models.status import SessionStatus
 
 VOCAB = ("deploy", "build", "cache", "kernel", "router", "backup", "ticket", "invoice", "schedule", "meeting",
          "review", "merge", "branch", "docker", "python", "server", "client", "window", "garden", "coffee", "train",
@@ -36,53 +38,78 @@ NEEDLE = "zanzibar"  # one interaction in 10,000 holds it: what the full-text se
 BIG = 10_000
 
 
-def _grow(out: Path, sessions: int, turns: int) -> dict[str, int]:
-    """Replace the published sessions and turns with the real rows plus synthetic ones."""
-    folder = out / current.CURRENT
-    real_s = pl.read_parquet(folder / "sessions.parquet")
-    real_t = pl.read_parquet(folder / "turns.parquet")
-    n = sessions * turns
-    idx = pl.int_range(0, sessions, dtype=pl.Int64, eager=False)
+def _synthetic_sessions(sessions: int, turns: int, run_id: str) -> pl.DataFrame:
+    """The synthetic sessions rows (seven platforms, one in 50 partial)."""
+    i = pl.col("i")
+    return pl.DataFrame({"i": range(sessions)}, schema={"i": pl.Int64}).select(
+        i=i, output_path=_path(i), platform=pl.lit("p") + (i % 7).cast(pl.Utf8),
+        session_key=pl.format("p{}:k{}", i % 7, i), session_id=pl.format("s{}", i),
+        title=pl.when(i % 3 == 0).then(pl.format("Chat {} about the budget", i)).otherwise(pl.lit(None, pl.Utf8)),
+        created_at=(START + i * 600_000_000).cast(current.UTC), first_at=(START + i * 600_000_000).cast(current.UTC),
+        last_at=(START + i * 600_000_000 + turns * 60_000_000).cast(current.UTC),
+        status=pl.when(i % 50 == 0).then(pl.lit("partial")).otherwise(pl.lit("ok")).cast(current.enum(SessionStatus)),
+        source_path=pl.format("in/p{}/chat{}.txt", i % 7, i), grammar=pl.lit("p") + (i % 7).cast(pl.Utf8),
+        interactions=pl.lit(turns, pl.Int64), redactions=(i % 3).cast(pl.Int64), revisions=(1 + i % 2).cast(pl.Int64),
+        run_id=pl.lit(run_id), bucket=publication.bucket_of(pl.Series(
+            [f"sessions/p{k % 7}/k{k}/s{k}.json" for k in range(sessions)]), publication.BUCKETS["turns"]))
 
-    def path(e: pl.Expr) -> pl.Expr:
-        return pl.format("sessions/{}/k{}/s{}.json", pl.lit("p") + (e % 7).cast(pl.Utf8), e, e)
 
-    start = pl.lit(1_600_000_000_000_000, dtype=pl.Int64)
-    synth_s = (pl.LazyFrame().select(i=idx).select(
-        output_path=path(pl.col("i")), platform=pl.lit("p") + (pl.col("i") % 7).cast(pl.Utf8),
-        session_key=pl.format("p{}:k{}", pl.col("i") % 7, pl.col("i")), session_id=pl.format("s{}", pl.col("i")),
-        created_at=(start + pl.col("i") * 600_000_000).cast(current.UTC),
-        first_at=(start + pl.col("i") * 600_000_000).cast(current.UTC),
-        last_at=(start + pl.col("i") * 600_000_000 + turns * 60_000_000).cast(current.UTC),
-        status=pl.when(pl.col("i") % 50 == 0).then(pl.lit("partial")).otherwise(pl.lit("ok")),
-        source_path=pl.format("in/p{}/chat{}.txt", pl.col("i") % 7, pl.col("i")),
-        grammar=pl.lit("p") + (pl.col("i") % 7).cast(pl.Utf8), interactions=pl.lit(turns, pl.Int64),
-        redactions=(pl.col("i") % 3).cast(pl.Int64), revisions=(1 + pl.col("i") % 2).cast(pl.Int64),
-        run_id=pl.lit(real_s["run_id"][0])))
-    j = pl.int_range(0, n, dtype=pl.Int64, eager=False)
-    content = pl.concat_str([pl.col("j").hash(seed=k).mod(len(VOCAB)).cast(pl.Int64)
+START = pl.lit(1_600_000_000_000_000, dtype=pl.Int64)
+
+
+def _path(e: pl.Expr) -> pl.Expr:
+    return pl.format("sessions/{}/k{}/s{}.json", pl.lit("p") + (e % 7).cast(pl.Utf8), e, e)
+
+
+def _synthetic_turns(ids: pl.Series, turns: int) -> pl.LazyFrame:
+    """The turns of the synthetic sessions ``ids``: eight words of VOCAB each, one in 10,000 with NEEDLE."""
+    j = pl.col("i") * turns + pl.col("o")
+    content = pl.concat_str([j.hash(seed=k).mod(len(VOCAB)).cast(pl.Int64)
                              .replace_strict(dict(enumerate(VOCAB)), return_dtype=pl.Utf8) for k in range(8)],
                             separator=" ")
-    content = pl.when(pl.col("j").hash(seed=99) % 10_000 == 0).then(content + f" {NEEDLE}").otherwise(content)
-    session = pl.col("j") // turns
-    synth_t = pl.LazyFrame().select(j=j).select(
-        output_path=path(session), platform=pl.lit("p") + (session % 7).cast(pl.Utf8),
-        session_key=pl.format("p{}:k{}", session % 7, session), ordinal=pl.col("j") % turns + 1,
-        role=pl.when(pl.col("j") % 2 == 0).then(pl.lit("user")).otherwise(pl.lit("assistant")),
-        speaker_name=pl.when(pl.col("j") % 2 == 0).then(pl.lit("User")).otherwise(pl.format("Agent {}", session % 13)),
-        date=(start + session * 600_000_000 + (pl.col("j") % turns) * 60_000_000).cast(current.UTC),
-        content=content)
-    pl.concat([real_s.lazy(), synth_s], how="diagonal_relaxed").sink_parquet(folder / ".sessions.parquet.tmp")
-    pl.concat([real_t.lazy(), synth_t], how="diagonal_relaxed").sink_parquet(folder / ".turns.parquet.tmp",
-                                                                            row_group_size=256_000)
-    for name in ("sessions", "turns"):
-        (folder / f".{name}.parquet.tmp").replace(folder / f"{name}.parquet")
-    t0 = time.perf_counter()
-    current.terms(pl.scan_parquet(folder / "turns.parquet")).sink_parquet(folder / ".terms.parquet.tmp",
-                                                                          row_group_size=current.ROW_GROUP)
-    (folder / ".terms.parquet.tmp").replace(folder / "terms.parquet")
-    print(f"search index of {n + real_t.height:,} turns: {time.perf_counter() - t0:.1f} s")
-    return {"sessions": sessions + real_s.height, "turns": n + real_t.height}
+    content = pl.when(j.hash(seed=99) % 10_000 == 0).then(content + f" {NEEDLE}").otherwise(content)
+    session = pl.col("i")
+    return pl.LazyFrame({"i": ids}).join(pl.LazyFrame({"o": range(turns)}, schema={"o": pl.Int64}), how="cross").select(
+        output_path=_path(session), platform=pl.lit("p") + (session % 7).cast(pl.Utf8),
+        session_key=pl.format("p{}:k{}", session % 7, session), ordinal=pl.col("o") + 1,
+        role=pl.when(j % 2 == 0).then(pl.lit("user")).otherwise(pl.lit("assistant")),
+        speaker_name=pl.when(j % 2 == 0).then(pl.lit("User")).otherwise(pl.format("Agent {}", session % 13)),
+        date=(START + session * 600_000_000 + pl.col("o") * 60_000_000).cast(current.UTC), content=content)
+
+
+def _grow(out: Path, sessions: int, turns: int) -> dict[str, int]:
+    """Add synthetic rows to the published sessions, turns and terms, bucket by bucket (as a run
+    publishes them), and name them in the manifest."""
+    folder = out / current.CURRENT
+    manifest = publication.Manifest.read(folder)
+    files = manifest.files(folder)
+    real_s = pl.read_parquet(files["sessions"])
+    real_t = pl.read_parquet(files["turns"])
+    synth = _synthetic_sessions(sessions, turns, real_s["run_id"][0])
+    t0, tables = time.perf_counter(), {t: {} for t in publication.BUCKETED}
+    n_turns, n_terms = publication.BUCKETS["turns"], publication.BUCKETS["terms"]
+    real_bucket = publication.bucket_of(real_t["output_path"], n_turns)
+    every = pl.concat([real_s, synth.drop("i", "bucket")], how="diagonal_relaxed").select(real_s.columns)
+    every_bucket = publication.bucket_of(every["output_path"], n_turns)
+    for tb in range(n_terms):  # a terms bucket holds the turns buckets equal to it modulo its count
+        words = []
+        for b in range(tb, n_turns, n_terms):
+            t = pl.concat([real_t.filter(real_bucket == b).lazy(),
+                           _synthetic_turns(synth.filter(pl.col("bucket") == b)["i"], turns)],
+                          how="diagonal_relaxed").select(real_t.columns).collect()
+            words.append(current.terms(t.lazy(), every.filter(every_bucket == b).lazy()).collect())
+            tables["turns"][str(b)] = publication.write_file(t.sort(current.ORDER["turns"]), folder,
+                                                             f"turns/{b}-bench.parquet")
+        tables["terms"][str(tb)] = publication.write_file(pl.concat(words).sort(current.ORDER["terms"]), folder,
+                                                          f"terms/{tb}-bench.parquet")
+    tables["sessions"]["0"] = publication.write_file(every.sort(current.ORDER["sessions"]), folder,
+                                                     "sessions/0-bench.parquet")
+    print(f"buckets of {sessions * turns + real_t.height:,} turns with their search index: "
+          f"{time.perf_counter() - t0:.1f} s")
+    grown = publication.Manifest(manifest.stamp, {**manifest.tables, **tables})
+    atomic_write(folder / publication.MANIFEST, grown.dumps())
+    publication.sweep(folder, grown.names())
+    return {"sessions": sessions + real_s.height, "turns": sessions * turns + real_t.height}
 
 
 def build(folder: Path, sessions: int, turns: int, big: int = BIG) -> dict[str, int]:
@@ -97,7 +124,7 @@ def build(folder: Path, sessions: int, turns: int, big: int = BIG) -> dict[str, 
     return _grow(folder / "out", sessions, turns)
 
 
-def _time(fn, repeat: int) -> dict[str, float]:
+def timed(fn, repeat: int) -> dict[str, float]:
     times = []
     for _ in range(repeat):
         t0 = time.perf_counter()
@@ -132,36 +159,45 @@ def measure(out: Path, repeat: int) -> dict[str, dict]:
             ok(url)()
         return go
 
-    turns = str(out / current.CURRENT / "turns.parquet")
-    index = str(out / current.CURRENT / "terms.parquet")
+    files = publication.Manifest.read(out / current.CURRENT).files(out / current.CURRENT)
+    turns, index = (str([str(p) for p in files[t]]) for t in ("turns", "terms"))
     part = NEEDLE[:5]
     con = duckdb.connect()
+    archive = client.app.state.archive
+
+    def naive_search(q: str) -> None:
+        where = " AND ".join(["output_path IN (SELECT output_path FROM terms WHERE term = ?)"] * len(q.split()))
+        archive.sql(f"SELECT count(*) AS n FROM sessions WHERE {where}", q.split())
+        archive.sql(f"SELECT * FROM sessions WHERE {where} ORDER BY last_at DESC NULLS LAST, output_path LIMIT 50",
+                    q.split())
     figures = {
         "first request (views opened)": {"ms": opened},
-        "session list, page 1 (latest first)": _time(ok("/sessions"), repeat),
-        "session list, page 200 sorted by interactions": _time(ok("/sessions", sort="interactions", page=200),
+        "session list, page 1 (latest first)": timed(ok("/sessions"), repeat),
+        "session list, page 200 sorted by interactions": timed(ok("/sessions", sort="interactions", page=200),
                                                                repeat),
-        "session list filtered (platform, status, dates)": _time(
+        "session list filtered (platform, status, dates)": timed(
             ok("/sessions", platform="p3", status="ok", since="2021-01-01", until="2021-06-30"), repeat),
-        f"full-text search '{NEEDLE}' (contents and speakers)": _time(ok("/sessions", q=NEEDLE), repeat),
-        "full-text search 'agent 7' (a speaker's words)": _time(ok("/sessions", q="agent 7"), repeat),
-        f"substring search '{part}' (a scan of every turn)": _time(ok("/sessions", q=part, match="substring"),
+        f"full-text search '{NEEDLE}' (contents and speakers)": timed(ok("/sessions", q=NEEDLE), repeat),
+        "full-text search 'agent 7' (a speaker's words)": timed(ok("/sessions", q="agent 7"), repeat),
+        "the same search's page by the plan before (a subquery per word, no plan)": timed(
+            lambda: naive_search("agent 7"), repeat),
+        f"substring search '{part}' (a scan of every turn)": timed(ok("/sessions", q=part, match="substring"),
                                                                    repeat),
-        f"session page of {n:,} interactions, page 1, document parsed": _time(
+        f"session page of {n:,} interactions, page 1, document parsed": timed(
             cold(f"/session/{big['output_path']}"), repeat),
-        f"session page of {n:,} interactions, page 1": _time(ok(f"/session/{big['output_path']}"), repeat),
-        f"session page of {n:,} interactions, page {last}": _time(ok(f"/session/{big['output_path']}", page=last),
+        f"session page of {n:,} interactions, page 1": timed(ok(f"/session/{big['output_path']}"), repeat),
+        f"session page of {n:,} interactions, page {last}": timed(ok(f"/session/{big['output_path']}", page=last),
                                                                   repeat),
-        "floor: DuckDB count(*) over turns.parquet": _time(
-            lambda: con.execute(f"SELECT count(*) FROM read_parquet('{turns}')").fetchall(), repeat),
-        f"floor: DuckDB scan content ILIKE '%{part}%'": _time(
-            lambda: con.execute(f"SELECT count(DISTINCT output_path) FROM read_parquet('{turns}') "
+        "floor: DuckDB count(*) over the turns table": timed(
+            lambda: con.execute(f"SELECT count(*) FROM read_parquet({turns})").fetchall(), repeat),
+        f"floor: DuckDB scan content ILIKE '%{part}%'": timed(
+            lambda: con.execute(f"SELECT count(DISTINCT output_path) FROM read_parquet({turns}) "
                                 f"WHERE content ILIKE '%{part}%' OR speaker_name ILIKE '%{part}%'").fetchall(),
             repeat),
-        f"floor: DuckDB lookup of '{NEEDLE}' in terms.parquet": _time(
-            lambda: con.execute(f"SELECT count(DISTINCT output_path) FROM read_parquet('{index}') "
+        f"floor: DuckDB lookup of '{NEEDLE}' in the terms table": timed(
+            lambda: con.execute(f"SELECT count(DISTINCT output_path) FROM read_parquet({index}) "
                                 "WHERE term = ?", [NEEDLE]).fetchall(), repeat),
-        f"floor: read and parse the {n:,}-interaction document": _time(
+        f"floor: read and parse the {n:,}-interaction document": timed(
             lambda: orjson.loads((out / big["output_path"]).read_bytes()), repeat),
     }
     return figures
@@ -169,8 +205,8 @@ def measure(out: Path, repeat: int) -> dict[str, dict]:
 
 def _size(out: Path) -> dict[str, int]:
     folder = out / current.CURRENT
-    return {t: pl.scan_parquet(folder / f"{t}.parquet").select(pl.len()).collect().item()
-            for t in ("sessions", "turns")}
+    files = publication.Manifest.read(folder).files(folder)
+    return {t: pl.scan_parquet(files[t]).select(pl.len()).collect().item() for t in ("sessions", "turns")}
 
 
 def main() -> None:

@@ -188,33 +188,34 @@ def export(
     config: ConfigOpt = None,
     format: Annotated[str, typer.Option("--format", help="parquet | csv | jsonl")] = "parquet",
     to: Annotated[Path | None, typer.Option("--to", help="Folder to write into (default OUT/datasets).")] = None,
-    table: Annotated[str | None, typer.Option("--table", help="sessions | turns | reconciliation (default all).")
-                     ] = None,
+    table: Annotated[str | None, typer.Option("--table", help="sessions | turns | quarantine | runs | reconciliation "
+                                              "| revisions | links | terms (default all).")] = None,
     out_file: Annotated[Path | None, typer.Option("--out-file", help="Write the one --table here.")] = None,
 ) -> None:
-    """Write the sessions, turns and reconciliation tables (one row per session document, per
-    interaction, and per snapshot of a session key)."""
-    from audit.datasets import EXPORT_TABLES, FORMATS, write
+    """Write the current tables (sessions, turns, quarantine, runs, reconciliation, revisions, links,
+    terms) as single files, with the columns and types of OUT/datasets/current."""
+    from audit.current import TABLES, Table
+    from audit.export import Format, write
     from audit.ledger import Ledger, ledger_path_for
     from flows.cli import load_settings
 
-    if format not in FORMATS:
-        fail(f"unknown format {format!r}: parquet, csv or jsonl", ExitCode.USAGE)
-    if table is not None and table not in EXPORT_TABLES:
-        fail(f"unknown table {table!r}: sessions, turns or reconciliation", ExitCode.USAGE)
+    if format not in set(Format):
+        fail(f"unknown format {format!r}: {', '.join(Format)}", ExitCode.USAGE)
+    if table is not None and table not in set(TABLES):
+        fail(f"unknown table {table!r}: {', '.join(TABLES)}", ExitCode.USAGE)
     if out_file is not None and table is None:
         table = "sessions" if "turn" not in out_file.name else "turns"
         _err(f"--out-file without --table: writing the {table} table")
     lpath = ledger_path_for(out, load_settings(config))
-    if not (out / "sessions").is_dir():
-        fail(f"no documents under {out}/sessions: nothing to export", ExitCode.CANNOT_START)
-    ledger = Ledger(lpath, read_only=True) if lpath.is_file() else None
+    if not lpath.is_file():
+        fail(f"no ledger at {lpath}: nothing has run into {out}, nothing to export", ExitCode.CANNOT_START)
+    ledger = Ledger(lpath, read_only=True)
     problems: list[str] = []
     try:
-        paths = write(out, format, to, ledger=ledger, table=table, out_file=out_file, problems=problems)
+        paths = write(out, ledger, Format(format), to or out / "datasets", table=Table(table) if table else None,
+                      out_file=out_file, problems=problems)
     finally:
-        if ledger is not None:
-            ledger.close()
+        ledger.close()
     for problem in problems:
         _err(problem)
     for path in paths:

@@ -53,10 +53,10 @@ def _shell(out: Path, ledger) -> None:
     """Open the duckdb shell on the views when it is installed, else print how to."""
     import os
 
-    from audit import current
+    from audit import current, publication
     from audit import query as sqlq
 
-    files = current.published(out, ledger)
+    files = publication.published(out, ledger)
     if files is None:
         typer.echo(f"the published tables under {out / current.CURRENT} are older than the ledger (or absent): "
                    "run `reconstruct run` again, or ask here with `reconstruct query OUT \"SELECT ...\"`", err=True)

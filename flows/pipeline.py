@@ -32,7 +32,7 @@ from prefect.futures import as_completed
 from prefect.runtime import flow_run
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from audit import current, datasets, revisions
+from audit import datasets, publication, revisions
 from audit.ledger import FileRow, Ledger, ledger_path_for
 from models.settings import PIPELINE_VERSION, Settings
 from models.status import DocumentMark, FileStatus, RunOutcome, RunStatus
@@ -221,11 +221,11 @@ def reconstruct(paths: list[ingest.Root], out_root: Path, settings: Settings, *,
 
 
 def _publish(out_root: Path, run_id: str, ledger: Ledger) -> str | None:
-    """Publish the current tables an auditor queries (audit/current.py); when they cannot be written,
+    """Publish the current tables an auditor queries (audit/publication.py); when they cannot be written,
     the reason is recorded in the ledger (meta ``datasets_unpublished:<run>``) and returned: the run's
     documents stand, and readers build the tables from the ledger (the published stamp is stale)."""
     try:
-        current.publish(out_root, ledger)
+        publication.publish(out_root, ledger)
     except (OSError, pl.exceptions.PolarsError) as exc:
         reason = f"{type(exc).__name__}: {exc}"
         ledger.meta.set(f"datasets_unpublished:{run_id}", reason)

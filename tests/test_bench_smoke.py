@@ -103,3 +103,13 @@ def test_browse_bench_builds_and_measures_every_page(tmp_path):
     figures = browse.measure(tmp_path / "browse" / "out", repeat=1)
     assert any(name.startswith("full-text search") for name in figures)
     assert "session page of 40 interactions, page 1" in figures and all(f for f in figures.values())
+
+
+def test_publish_bench_times_the_runs_incremental_publication(tmp_path):
+    from bench import publish
+
+    runs = publish.build(tmp_path / "publish", sessions=12, turns=20, workers=1)
+    assert runs["incremental_publication_ms"] > 0
+    assert 0 < runs["buckets_rewritten"]["turns"] < runs["buckets"]["turns"]  # two documents changed of 13
+    figures = publish.measure(tmp_path / "publish" / "out", repeat=1)
+    assert any(name.startswith("before:") for name in figures) and all(f for f in figures.values())

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import re
 import threading
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -18,15 +17,16 @@ import orjson
 
 from models.errors import AuditError, Reason
 
-from .. import current, revisions
+from .. import current, revisions, search
 from ..ledger import Ledger, SourceSeen
 from ..query import Catalog
 
 PAGE = 50  # sessions per list page
 TURNS_PAGE = 200  # interactions per session page
-SORTS = ("last_at", "first_at", "interactions", "platform", "session_key", "status", "redactions", "revisions",
-         "source_path", "output_path")
-LIST_COLUMNS = ("output_path", "platform", "session_key", "session_id", "source_path", "interactions", "first_at",
+SORTS = ("last_at", "first_at", "interactions", "platform", "session_key", "title", "status", "redactions",
+         "revisions", "source_path", "output_path")
+LIST_COLUMNS = ("output_path", "platform", "session_key", "session_id", "title", "source_path", "interactions",
+                "first_at",
                 "last_at", "status", "coverage_reason", "redactions", "revisions", "grammar", "run_id", "flag")
 SOURCE_CONTEXT = 3  # lines shown around a span
 KEPT_DOCUMENTS = 4  # parsed documents kept for the next page of the same session
@@ -64,8 +64,9 @@ class Filters:
             page = 1
         return cls(**known, page=page)
 
-    def where(self) -> tuple[str, list[Any]]:
-        """The SQL condition and its parameters."""
+    def where(self, found: list[str] | None = None) -> tuple[str, list[Any]]:
+        """The SQL condition and its parameters (``found``: the documents a word search kept, rarest
+        word first: ``audit.search.matching``)."""
         terms, args = ["TRUE"], []
         for column in ("platform", "status", "grammar"):
             if getattr(self, column):
@@ -85,12 +86,12 @@ class Filters:
             terms.append("first_at < CAST(? AS TIMESTAMPTZ) + INTERVAL 1 DAY")
             args.append(self.until)
         if self.q and self.match == "substring":  # any part of a word: a scan of every turn
-            terms.append("output_path IN (SELECT output_path FROM turns WHERE content ILIKE ? OR speaker_name ILIKE ?)")
-            args += [f"%{self.q}%"] * 2
-        elif self.q:  # whole words, each looked up in the sorted index
-            for word in dict.fromkeys(re.findall(current.WORD, self.q.lower())):
-                terms.append("output_path IN (SELECT output_path FROM terms WHERE term = ?)")
-                args.append(word)
+            terms.append("(title ILIKE ? OR output_path IN "
+                         "(SELECT output_path FROM turns WHERE content ILIKE ? OR speaker_name ILIKE ?))")
+            args += [f"%{self.q}%"] * 3
+        elif found is not None:  # whole words, looked up in the sorted index
+            terms.append("output_path IN (SELECT unnest(?::VARCHAR[]))")
+            args.append(found)
         return " AND ".join(terms), args
 
     def params(self, **change: Any) -> dict[str, Any]:
@@ -147,7 +148,8 @@ class Archive:
     # -- sessions ---------------------------------------------------------------------------------
     def sessions(self, filters: Filters) -> Listing:
         """One page of the list (a top-N sort: only the page's rows are kept), and how many match."""
-        where, args = filters.where()
+        found = search.matching(self.sql, filters.q) if filters.q and filters.match == "words" else None
+        where, args = filters.where(found)
         total = self.sql(f"SELECT count(*) AS n FROM sessions WHERE {where}", args)[0]["n"]
         rows = self.sql(f"SELECT {', '.join(LIST_COLUMNS)} FROM sessions WHERE {where} "
                         f"ORDER BY {filters.sort} {filters.order} NULLS LAST, output_path LIMIT {PAGE} "

@@ -145,3 +145,25 @@ def test_a_document_is_read_again_once_its_file_changes(audited, tmp_path):
     os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
     last = archive.document(CHAT)["artifacts"]["Chatthistorik"]["interactions"][3]
     assert last["content"] == "the deploy finished at one"
+
+
+def test_the_title_is_listed_sorted_and_searched(tmp_path):
+    from flows.pipeline import reconstruct
+    from models.settings import Settings
+
+    src, out = tmp_path / "in", tmp_path / "out"
+    src.mkdir()
+    (src / "a.txt").write_text("Session: a\nTitle: Quarterly zanzibar review\nUser: hi\nAssistant: hello\n")
+    (src / "b.txt").write_text("Session: b\nUser: hi there\nAssistant: hello again\n")
+    reconstruct([src], out, Settings(workers=1))
+    client = TestClient(create_app(out))
+
+    def titles(**params) -> list[str | None]:
+        answer = client.get("/sessions", params={**params, "format": "json"}).json()
+        return [s["title"] for s in answer["sessions"]]
+
+    assert titles(sort="title", order="asc") == ["Quarterly zanzibar review", None]  # null where none
+    assert titles(q="zanzibar") == ["Quarterly zanzibar review"]  # a title's words are in the index
+    assert titles(q="quarterly review") == ["Quarterly zanzibar review"]
+    assert titles(q="zanzi", match="substring") == ["Quarterly zanzibar review"]
+    assert "Quarterly zanzibar review" in client.get("/sessions").text

@@ -6,7 +6,7 @@ import shutil
 
 import polars as pl
 
-from audit import current
+from audit import current, publication
 from audit.ledger import Ledger
 from tests.audit.conftest import CHAT, KEY
 
@@ -14,7 +14,13 @@ UTC = pl.Datetime("us", "UTC")
 
 
 def _published(out) -> dict[str, pl.DataFrame]:
-    return {t: pl.read_parquet(out / current.CURRENT / f"{t}.parquet") for t in current.TABLES}
+    ledger = Ledger(out / "ledger.sqlite", read_only=True)
+    try:
+        files = publication.published(out, ledger)
+    finally:
+        ledger.close()
+    assert files is not None
+    return {t: pl.concat([pl.read_parquet(f) for f in files[t]]).sort(pl.all()) for t in current.TABLES}
 
 
 def test_each_run_publishes_the_six_tables(audited):
@@ -48,10 +54,10 @@ def test_published_tables_stale_once_the_ledger_moves_on(audited, tmp_path):
     shutil.copytree(audited, out)
     ledger = Ledger(out / "ledger.sqlite")
     try:
-        assert current.published(out, ledger) is not None
+        assert publication.published(out, ledger) is not None
         ledger.db.execute("INSERT INTO revisions VALUES (?, 2, 'x', 'revert', '2026-01-01T00:00:00Z', NULL)", (CHAT,))
         ledger.db.commit()
-        assert current.published(out, ledger) is None  # a revert since: readers build from the ledger
+        assert publication.published(out, ledger) is None  # a revert since: readers build from the ledger
     finally:
         ledger.close()
 
@@ -67,7 +73,7 @@ def test_a_run_whose_tables_cannot_be_written_says_so(tmp_path, monkeypatch):
     def refuse(*_a, **_k):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(current, "publish", refuse)
+    monkeypatch.setattr(publication, "publish", refuse)
     summary = reconstruct([src], tmp_path / "out", Settings(workers=1))
     assert "No space left" in summary.datasets_unpublished
     ledger = Ledger(tmp_path / "out" / "ledger.sqlite", read_only=True)

@@ -118,5 +118,7 @@ def test_export_compacts_the_parts_into_one_with_the_same_tables(tmp_path):
     assert [p.parent.name for p in (out / datasets.PARTS / "sessions").rglob("*.parquet")] == [datasets.COMPACTED]
     for got, expected in zip(tables(out), before, strict=True):
         assert_frame_equal(got, expected)
-    assert_frame_equal(pl.read_parquet(out / "datasets" / "sessions.parquet"), before[0])
-    assert_frame_equal(pl.read_parquet(out / "datasets" / "turns.parquet"), before[1])
+    exported = pl.read_parquet(out / "datasets" / "sessions.parquet").sort("output_path")
+    assert exported.select(before[0].columns).with_columns(pl.col(pl.Datetime).dt.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                                                          pl.col("status", "flag").cast(pl.Utf8)).equals(before[0])
+    assert pl.read_parquet(out / "datasets" / "turns.parquet")["content"].equals(before[1]["content"])

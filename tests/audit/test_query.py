@@ -11,6 +11,7 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
+from audit import current
 from audit.ledger import Ledger
 from audit.query import Catalog
 from flows.cli import app
@@ -86,7 +87,7 @@ def test_bad_sql_is_an_audit_error(catalog):
 def test_stale_tables_are_built_from_the_ledger_outside_out(audited, tmp_path):
     out = tmp_path / "out"
     shutil.copytree(audited, out)
-    (out / "datasets" / "current" / "stamp.json").unlink()
+    (out / "datasets" / "current" / "manifest.json").unlink()
     before = sorted(p.relative_to(out) for p in out.rglob("*"))
     ledger = Ledger(out / "ledger.sqlite", read_only=True)
     cat = Catalog(out, ledger)
@@ -115,4 +116,4 @@ def test_query_without_sql_tells_how_to_open_a_shell(audited, monkeypatch):
     monkeypatch.setattr(shutil, "which", lambda _name: None)
     result = runner.invoke(app, ["query", str(audited)])
     assert result.exit_code == 0
-    assert result.stdout.count("CREATE OR REPLACE VIEW") == 7 and "quarantine.parquet" in result.stdout
+    assert result.stdout.count("CREATE OR REPLACE VIEW") == len(current.TABLES) and "/quarantine-" in result.stdout

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from audit import current
+from audit import publication
+from audit.ledger import Ledger
 from flows.pipeline import run_archive
 from models.settings import Settings
 
@@ -16,7 +17,11 @@ def test_the_runs_table_names_the_flow_run(prefect_harness, tmp_path):
     src.mkdir()
     (src / "a.txt").write_text("Session: a\nUser: hi\nAssistant: hello\n")
     summary = run_archive([src], tmp_path / "out", Settings(workers=1))
-    runs = pl.read_parquet(tmp_path / "out" / current.CURRENT / "runs.parquet")
+    ledger = Ledger(tmp_path / "out" / "ledger.sqlite", read_only=True)
+    try:
+        runs = publication.tables(tmp_path / "out", ledger)["runs"].collect()
+    finally:
+        ledger.close()
     flow_run_id = runs.filter(pl.col("run_id") == summary.run_id)["prefect_flow_run_id"].item()
     assert flow_run_id
     with get_client(sync_client=True) as client:

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import polars as pl
 
-from audit.datasets import write as write_datasets
+from audit.export import Format
+from audit.export import write as write_datasets
 from audit.ledger import Ledger
 from audit.report import write_report
 from flows.pipeline import reconstruct
@@ -95,7 +96,7 @@ def test_no_secret_reaches_any_output_artifact(tmp_path):
     ledger = Ledger(out / "ledger.sqlite")
     try:
         write_report(out, ledger)
-        write_datasets(out, "csv", out / "export", ledger=ledger)
+        write_datasets(out, ledger, Format.CSV, out / "export")
     finally:
         ledger.close()
     leaks = [(rel, what) for rel, text in _texts(out).items() for what, core in CORES.items() if core in text]

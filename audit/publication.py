@@ -1,0 +1,230 @@
+"""The current tables on disk, OUT/datasets/current: bucketed Parquet parts and a manifest, rewritten
+only where documents changed.
+
+``sessions``, ``turns`` and ``terms`` are split into buckets (``BUCKETS``: 1, 64 and 16) by a hash of
+the document's output path (``<table>/<bucket>-<generation>.parquet``, each sorted as its whole table
+is), so that a run rewrites only the buckets of the documents it changed. What changed is read from the ledger, not
+from the run: each document's *state* (its bytes' sha256, session key, writing run, flag and number
+of revisions) is compared with the state the published ``sessions`` rows hold; a document whose state
+differs, that appeared or that went, marks its bucket, and the bucket is rewritten from its other
+documents' published rows and the changed documents' rows built from the parts (``audit.datasets``).
+The ledger's own tables (``quarantine``, ``runs``, ``reconciliation``, ``revisions``) are small beside
+the turns and are rewritten whole.
+
+``manifest.json`` names every file and holds the stamp (the state of the ledger they hold); it is
+replaced last and atomically, so a reader sees one publication whole. Files of the publication
+before stay one more publication (a reader may still be reading them), then go. Without a manifest
+of this layout's version and bucket count, a publication rebuilds every bucket.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+import polars as pl
+
+from . import current, datasets
+from .files import atomic_write
+from .ledger import Ledger
+
+MANIFEST = "manifest.json"
+VERSION = 2  # of the layout and its columns: a manifest of another version is rebuilt whole
+BUCKETS = {"sessions": 1, "terms": 16, "turns": 64}
+"""Buckets of each table split by document: the turns, by far the largest, in the most (a run rewrites
+a 64th of them per bucket it touches); the search index in fewer, since each search reads every
+bucket's footer several times; the sessions (a row per document) whole, since every list page reads
+them. Each count divides the next, so a document's terms bucket is its turns bucket modulo 16."""
+BUCKETED = tuple(BUCKETS)
+STATE = ("output_path", "output_sha256", "session_key", "run_id", "flag", "revisions")
+"""The columns of a sessions row that say whether a document's published rows still stand."""
+EMPTY = "empty"  # the manifest's bucket name of an empty table's one file (a view needs its columns)
+LEGACY = ("stamp.json", *(f"{t}.parquet" for t in current.TABLES))  # the layout before buckets
+
+
+def bucket_of(paths: pl.Series, buckets: int) -> pl.Series:
+    """Each output path's bucket of ``buckets``: a stable hash (sha256), the same in every process and version."""
+    return pl.Series("bucket", [int.from_bytes(hashlib.sha256(p.encode()).digest()[:4], "big") % buckets
+                                for p in paths], dtype=pl.Int64)
+
+
+@dataclass(frozen=True, slots=True)
+class Manifest:
+    """Which file holds each bucket of each table (relative to the folder), and the stamp."""
+
+    stamp: dict
+    tables: dict[str, dict[str, str]]
+
+    @classmethod
+    def read(cls, folder: Path) -> Manifest | None:
+        try:
+            raw = orjson.loads((folder / MANIFEST).read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            return None
+        if not isinstance(raw, dict) or raw.get("version") != VERSION or raw.get("buckets") != BUCKETS:
+            return None
+        return cls(raw["stamp"], raw["tables"])
+
+    def dumps(self) -> bytes:
+        return orjson.dumps({"version": VERSION, "buckets": BUCKETS, "stamp": self.stamp, "tables": self.tables},
+                            option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)
+
+    def files(self, folder: Path) -> dict[str, list[Path]]:
+        return {t: [folder / name for _, name in sorted(parts.items())] for t, parts in self.tables.items()}
+
+    def names(self) -> set[str]:
+        return {name for parts in self.tables.values() for name in parts.values()}
+
+
+def published(out_root: Path, ledger: Ledger) -> dict[str, list[Path]] | None:
+    """The published table files when they hold the ledger's current state, else None."""
+    folder = out_root / current.CURRENT
+    manifest = Manifest.read(folder)
+    if manifest is None or manifest.stamp != orjson.loads(current.Stamp.of(ledger).dumps()):
+        return None
+    files = manifest.files(folder)
+    if set(files) != set(current.TABLES) or not all(p.is_file() for paths in files.values() for p in paths):
+        return None
+    return files
+
+
+def state(out_root: Path, ledger: Ledger) -> pl.DataFrame:
+    """Every current document's state as the ledger has it now (the ``STATE`` columns)."""
+    docs = datasets.current_documents(out_root, ledger)
+    writers, flags = ledger.sessions.writers(), ledger.revisions.flags()
+    keys = docs.rows()
+    return (docs.with_columns(pl.Series("run_id", [writers.get(k) for k in keys], dtype=pl.Utf8),
+                              pl.Series("flag", [flags.get(k[0]) for k in keys], dtype=pl.Utf8))
+            .join(current.document_keys(ledger), on=["output_path", "output_sha256"], how="left")
+            .join(current.revision_counts(ledger), on="output_path", how="left")
+            .with_columns(pl.col("revisions").fill_null(0)).select(STATE))
+
+
+def changed(now: pl.DataFrame, before: pl.DataFrame) -> frozenset[str]:
+    """The output paths whose state differs between two state tables (or is in one only)."""
+    def keyed(frame: pl.DataFrame) -> pl.DataFrame:
+        return frame.select("output_path", state=pl.concat_str(
+            [pl.col(c).cast(pl.Utf8).fill_null("\x00") for c in STATE], separator="\x1f"))
+    a, b = keyed(now), keyed(before)
+    return frozenset(a.join(b, on=["output_path", "state"], how="anti")["output_path"].to_list()
+                     + b.join(a, on=["output_path", "state"], how="anti")["output_path"].to_list())
+
+
+def publish(out_root: Path, ledger: Ledger, *, full: bool = False) -> list[Path]:
+    """Bring the tables up to the ledger's state: the buckets of the documents that changed (every
+    bucket with ``full`` or without a manifest), the ledger's tables, then the manifest."""
+    folder = out_root / current.CURRENT
+    folder.mkdir(parents=True, exist_ok=True)
+    stamp = orjson.loads(current.Stamp.of(ledger).dumps())
+    previous = Manifest.read(folder)
+    before = None if full else previous
+    generation = uuid.uuid4().hex[:12]
+    tables = {t: dict(before.tables.get(t, {})) if before else {} for t in current.TABLES}
+    written = _buckets(out_root, ledger, Layout(folder, before, tables, generation))
+    for name, frame in current.ledger_tables(out_root, ledger).items():
+        tables[name] = {"": write_file(frame, folder, f"{name}-{generation}.parquet")}
+        written.append(folder / tables[name][""])
+    manifest = Manifest(stamp, tables)
+    atomic_write(folder / MANIFEST, manifest.dumps())
+    sweep(folder, manifest.names() | (previous.names() if previous else set()))
+    return written
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """One publication being written: the folder, the manifest before (None: rebuild every bucket),
+    the files of each table (updated as buckets are written) and the new files' generation."""
+
+    folder: Path
+    before: Manifest | None
+    tables: dict[str, dict[str, str]]
+    generation: str
+
+    def write(self, name: str, bucket: str, frame: pl.DataFrame) -> Path:
+        self.tables[name][bucket] = write_file(frame.sort(current.ORDER[name]), self.folder,
+                                           f"{name}/{bucket}-{self.generation}.parquet")
+        return self.folder / self.tables[name][bucket]
+
+    def kept(self, name: str, bucket: int, only: frozenset[str] | None) -> pl.DataFrame | None:
+        """The published rows of a bucket's documents that did not change (None: no such file)."""
+        file = self.before.tables.get(name, {}).get(str(bucket)) if self.before else None
+        if file is None:
+            return None
+        frame = pl.read_parquet(self.folder / file)
+        return frame.filter(~pl.col("output_path").is_in(pl.Series(sorted(only or ()), dtype=pl.Utf8)))
+
+
+def _dirty(out_root: Path, ledger: Ledger, layout: Layout) -> tuple[dict[str, set[int]], frozenset[str] | None]:
+    """The buckets of each table to rewrite and the documents whose rows to build (None: all of them)."""
+    if layout.before is None:
+        return {name: set(range(n)) for name, n in BUCKETS.items()}, None
+    was = pl.concat([pl.read_parquet(f, columns=list(STATE)) for f in layout.before.files(layout.folder)["sessions"]],
+                    how="vertical_relaxed")
+    only = changed(state(out_root, ledger), was)
+    paths = pl.Series(sorted(only), dtype=pl.Utf8)
+    return {name: set(bucket_of(paths, n).to_list()) for name, n in BUCKETS.items()}, only
+
+
+def _buckets(out_root: Path, ledger: Ledger, layout: Layout) -> list[Path]:
+    """Rewrite the buckets of the changed documents; an empty table keeps one file without rows."""
+    dirty, only = _dirty(out_root, ledger, layout)
+    if only is not None and not only:
+        return []
+    sessions, turns = current.sessions_and_turns(out_root, ledger, None, only)
+    new = {"sessions": sessions, "turns": turns, "terms": current.terms(turns.lazy(), sessions.lazy()).collect()}
+    split = _by_bucket(new)
+    written = []
+    for name in BUCKETED:
+        layout.tables[name].pop(EMPTY, None)
+        for b in sorted(dirty[name]):
+            rows = split[name].get(b, new[name].clear())
+            old = layout.kept(name, b, only)
+            frame = rows if old is None else pl.concat([old, rows], how="vertical_relaxed")
+            if frame.is_empty():
+                layout.tables[name].pop(str(b), None)
+            else:
+                written.append(layout.write(name, str(b), frame))
+        if not layout.tables[name]:
+            written.append(layout.write(name, EMPTY, new[name].clear()))
+    return written
+
+
+def _by_bucket(frames: dict[str, pl.DataFrame]) -> dict[str, dict[int, pl.DataFrame]]:
+    """Each table's rows split by their document's bucket of that table."""
+    paths = pl.concat([f["output_path"].unique() for f in frames.values()]).unique()
+    out = {}
+    for name, frame in frames.items():
+        buckets = pl.DataFrame({"output_path": paths, "bucket": bucket_of(paths, BUCKETS[name])})
+        keyed = frame.join(buckets, on="output_path", how="left")
+        out[name] = {k[0]: part.drop("bucket") for k, part in keyed.partition_by("bucket", as_dict=True).items()}
+    return out
+
+
+def write_file(frame: pl.DataFrame, folder: Path, name: str) -> str:
+    target = folder / name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.tmp")
+    frame.write_parquet(tmp, row_group_size=current.ROW_GROUP)
+    tmp.replace(target)
+    return name
+
+
+def sweep(folder: Path, kept: set[str]) -> None:
+    """Remove files of publications before the last two, and the files of the layout before buckets."""
+    for name in LEGACY:
+        (folder / name).unlink(missing_ok=True)
+    for path in folder.rglob("*.parquet"):
+        if path.relative_to(folder).as_posix() not in kept:
+            path.unlink(missing_ok=True)
+
+
+def tables(out_root: Path, ledger: Ledger, problems: list[str] | None = None) -> dict[str, pl.LazyFrame]:
+    """Every current table as it is published (a scan of its files) or, when the files do not hold
+    the ledger's state, built from the ledger and the parts in memory (``problems``: documents left out)."""
+    files = published(out_root, ledger)
+    if files is None:
+        return {name: frame.lazy() for name, frame in current.build(out_root, ledger, problems).items()}
+    return {name: pl.scan_parquet(paths) for name, paths in files.items()}
