@@ -33,8 +33,9 @@ import polars as pl
 
 from models.status import DocumentMark, RunStatus, SessionStatus
 
-from . import datasets, links
+from . import datasets
 from .ledger import Ledger
+from .ledger.links import Decision
 
 CURRENT = Path("datasets") / "current"
 
@@ -181,9 +182,9 @@ def reconciliation(ledger: Ledger) -> pl.DataFrame:
 def possible_links(ledger: Ledger) -> pl.DataFrame:
     """The possible links between session keys, each with a person's latest decision (``undecided``
     when none)."""
-    rows = [{"key_a": r["a"], "key_b": r["b"], "evidence": r["evidence"], "decision": r["decision"]}
-            for r in links.possible(ledger)]
-    schema = {"key_a": pl.Utf8, "key_b": pl.Utf8, "evidence": pl.Utf8, "decision": enum(links.Decision)}
+    rows = [{"key_a": r.a, "key_b": r.b, "evidence": r.evidence, "decision": r.decision}
+            for r in ledger.links.possible()]
+    schema = {"key_a": pl.Utf8, "key_b": pl.Utf8, "evidence": pl.Utf8, "decision": enum(Decision)}
     return pl.DataFrame(rows, schema=schema)
 
 

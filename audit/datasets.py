@@ -399,7 +399,7 @@ def _read_parts(files: list[Path], table: str, only: frozenset[str] | None = Non
         return pl.DataFrame(schema=columns)
     if only is None:
         return pl.concat([pl.read_parquet(f, columns=list(columns)) for f in files], how="vertical")
-    wanted = pl.Series(sorted(only), dtype=pl.Utf8)
+    wanted = pl.Series(sorted(only), dtype=pl.Utf8).implode()
     return pl.concat([pl.scan_parquet(f).select(list(columns)).filter(pl.col("output_path").is_in(wanted))
                       for f in files], how="vertical").collect()
 

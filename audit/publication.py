@@ -154,7 +154,7 @@ class Layout:
         if file is None:
             return None
         frame = pl.read_parquet(self.folder / file)
-        return frame.filter(~pl.col("output_path").is_in(pl.Series(sorted(only or ()), dtype=pl.Utf8)))
+        return frame.filter(~pl.col("output_path").is_in(pl.Series(sorted(only or ()), dtype=pl.Utf8).implode()))
 
 
 def _dirty(out_root: Path, ledger: Ledger, layout: Layout) -> tuple[dict[str, set[int]], frozenset[str] | None]:
