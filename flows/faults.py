@@ -27,8 +27,6 @@ from pathlib import Path
 
 from models.errors import EnvironmentFault, Reason
 
-from .exits import ExitCode
-
 LOG_FOLDER = "logs"
 
 _ERRNO_REASONS = {
@@ -111,6 +109,18 @@ def _one(exc: BaseException) -> EnvironmentFault | None:
     return None
 
 
+_STOPS = {Reason.DISK_FULL: errno.ENOSPC, Reason.OUTPUT_READ_ONLY: errno.EROFS}
+
+
+def stops_writes(exc: BaseException) -> tuple[int, str] | None:
+    """(errno, what) when ``exc`` is a full or read-only output refusing a write (a shard then stops and
+    returns what it wrote, as for ``ENOSPC``: flows/shard.py), else None. SQLite says it only in words."""
+    fault = fault_of(exc)
+    if fault is None or fault.reason not in _STOPS:
+        return None
+    return _STOPS[fault.reason], fault.detail
+
+
 def _errno_of(exc: OSError) -> int | None:
     """The errno of an OSError, also of one raised by Rust code (polars) that has it only in its
     message, as "(os error 30)"."""
@@ -154,11 +164,16 @@ def line_of(fault: EnvironmentFault, log: Path | None = None) -> str:
 def verdict(exc: BaseException, out: Path | None) -> tuple[str, int] | None:
     """The one line and the exit code for an exception that is an environment fault (its traceback
     written to a log first), or None: not a fault, the caller lets it propagate."""
+    from .exits import ExitCode  # the command line's (typer): not imported by the workers, which ask stops_writes
+
     fault = fault_of(exc)
     if fault is None:
         return None
     line = line_of(fault, write_log(exc, out))
-    if any(note.startswith(UNRECORDED) for note in getattr(exc, "__notes__", ())):
+    notes = getattr(exc, "__notes__", ())
+    if any(note.startswith(IN_FLIGHT_UNRECORDED) for note in notes):
+        line += "; the ledger could not record every document written (the next run records them)"
+    if any(note.startswith(UNRECORDED) for note in notes):
         line += "; the ledger could not record the run's end either (the next run marks it interrupted)"
     return line, ExitCode.CANNOT_START
 
@@ -166,6 +181,9 @@ def verdict(exc: BaseException, out: Path | None) -> tuple[str, int] | None:
 UNRECORDED = "the ledger could not record the run's end"
 """The note flows/pipeline.py adds to a run's exception when even its ``failed`` status could not be
 written (an output gone read-only holds the ledger too)."""
+IN_FLIGHT_UNRECORDED = "the ledger could not record what the shards in flight wrote"
+"""The note flows/pipeline.py adds when the rows of a shard that finished at the fault could not be
+recorded: its documents are on disk, and the next run records them without writing them again."""
 
 
 def log_path(out: Path | None) -> Path:

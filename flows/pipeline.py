@@ -19,6 +19,7 @@ import signal
 import socket
 import sqlite3
 import time
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -169,6 +170,7 @@ def reconstruct(paths: list[ingest.Root], out_root: Path, settings: Settings, *,
         ledger.close()
         raise
     pending: ShardResult | None = None
+    flight = InFlight()
     try:
         refs = ingest.discover(paths, settings, exclude=(out_root,))
         companions = {r.key: r for r in refs if r.companion}
@@ -180,10 +182,9 @@ def reconstruct(paths: list[ingest.Root], out_root: Path, settings: Settings, *,
         files = sum(len(r.parts) or 1 for r in refs)  # a conversation over several files counts each file
         if progress:
             progress(0, files)
-        results = runner(shards, companions, str(lpath)) if runner else (
-            run_shard(s, out_root, settings, companions=companions, ledger_path=lpath, force=force,
-                      allow_shrink=allow_shrink, run_id=run_id) for s in shards
-        )
+        results = flight.follow(runner(shards, companions, str(lpath)) if runner else flight.here(
+            shards, lambda s: run_shard(s, out_root, settings, companions=companions, ledger_path=lpath, force=force,
+                                        allow_shrink=allow_shrink, run_id=run_id)))
         done = 0
         written = 0
         deferred: list[str] = []
@@ -201,7 +202,7 @@ def reconstruct(paths: list[ingest.Root], out_root: Path, settings: Settings, *,
                 progress(done, files)
         found = snapshots.resolve(prints, ledger, settings.snapshot_time_tolerance_seconds)  # on proof only
         deferred.extend([*found.merge, *found.linked])  # a possible link is written into both documents
-        written += _merge_phase(deferred, out_root, run_id, settings, ledger, lpath, merger, allow_shrink)
+        written += _merge_phase(deferred, out_root, run_id, settings, ledger, lpath, merger, allow_shrink, flight)
         revisions.refresh_index(out_root, ledger)
         interrupted = emit.stop_requested(out_root)
         seconds = time.perf_counter() - started
@@ -210,7 +211,7 @@ def reconstruct(paths: list[ingest.Root], out_root: Path, settings: Settings, *,
         quarantined = ledger.quarantined(run_id)
         unpublished = _publish(out_root, run_id, ledger)
     except BaseException as exc:
-        _end_unfinished(exc, ledger, run_id, settings, pending, started)
+        _end_unfinished(exc, Ending(ledger, out_root, run_id, settings, started), pending, flight)
         raise
     finally:
         emit.clear_stop(out_root)
@@ -235,13 +236,23 @@ def _publish(out_root: Path, run_id: str, ledger: Ledger) -> str | None:
 
 def _record(result: ShardResult, out_root: Path, run_id: str, settings: Settings, ledger: Ledger) -> None:
     """Record a shard's (or a merge group's) rows in the ledger, then its dataset part."""
+    _record_rows(result, out_root, run_id, settings, ledger)
+    _record_parts(result, out_root, run_id)
+
+
+def _record_rows(result: ShardResult, out_root: Path, run_id: str, settings: Settings, ledger: Ledger) -> None:
+    """A shard's rows in the ledger: its inputs, sessions, revisions, snapshots and reconciliation."""
     ledger.record(run_id, settings.fingerprint(), result.files, result.sessions)
     ledger.add_revisions(result.revisions, run_id)  # the index's one writer: this process
     ledger.add_snapshots(result.snapshots, run_id)
     ledger.add_reconciliation(run_id, result.reconciliation)
     _mark_superseded(result, run_id, ledger, out_root)
+
+
+def _record_parts(result: ShardResult, out_root: Path, run_id: str) -> None:
+    """A shard's dataset part, after its rows are in the ledger (a part's rows are always known to it)."""
     datasets.adopt(out_root, run_id, result.staged)  # turns before sessions: a crash between re-reads
-    if result.datasets is not None:  # after the ledger: a part's rows are always known to it
+    if result.datasets is not None:
         datasets.write_part(out_root, run_id, result.part, result.datasets)
 
 
@@ -252,16 +263,16 @@ def _stop_if_full(result: ShardResult) -> None:
 
 
 def _merge_phase(deferred: list[str], out_root: Path, run_id: str, settings: Settings, ledger: Ledger,
-                 lpath: Path, merger, allow_shrink: bool) -> int:
+                 lpath: Path, merger, allow_shrink: bool, flight: InFlight) -> int:
     """Merge the keys the shards deferred (flows/merge.py), in groups; returns the documents written.
     Skipped when the run is asked to stop: the snapshots are indexed, the next run merges them."""
     resolved = ledger.aliases_of(deferred)  # a key resolved to another is merged as that one
     groups = plan_merges([resolved.get(k, k) for k in deferred], settings)
     if not groups or emit.stop_requested(out_root):
         return 0
-    results = merger(groups, str(lpath)) if merger else (
-        merge_keys(g, out_root, settings, ledger_path=lpath, run_id=run_id, allow_shrink=allow_shrink)
-        for g in groups)
+    results = flight.follow(merger(groups, str(lpath)) if merger else flight.here(
+        groups, lambda g: merge_keys(g, out_root, settings, ledger_path=lpath, run_id=run_id,
+                                     allow_shrink=allow_shrink)))
     written = 0
     for result in results:
         _record(result, out_root, run_id, settings, ledger)
@@ -280,23 +291,110 @@ def _clean_after_unfinished(out_root: Path, ledger: Ledger) -> int:
     return emit.clean_temporaries(out_root)
 
 
-def _end_unfinished(exc: BaseException, ledger: Ledger, run_id: str, settings: Settings,
-                    pending: ShardResult | None, started: float) -> None:
-    """Record how a run that raised ended. The workers are stopped first (nothing written after this
-    is unrecorded); at a fault the ledger's reserve is released so that the rows of a shard whose
-    recording failed, and the run's status, fit on a full disk. A ledger that cannot take even that
-    leaves the run ``running`` (the next run marks it interrupted); the log says why."""
-    pool.stop_workers()
+class InFlight:
+    """The results the run has asked for (shards, then merge groups) and not yet received. At a fault
+    the run starts no more of them and waits for these before it stops the workers: each returns
+    what it wrote, even when it met the fault too, so every document on disk is in the ledger."""
+
+    def __init__(self) -> None:
+        self.results: Iterator[ShardResult] = iter(())
+        self.stopped = False
+
+    def follow(self, results: Iterable[ShardResult]) -> Iterator[ShardResult]:
+        """The results of the phase now running (the runner's, or ``here``'s)."""
+        self.results = iter(results)
+        return self.results
+
+    def here(self, groups: list, run: Callable[[Any], ShardResult]) -> Iterator[ShardResult]:
+        """Each group run in this process, in turn, until the run stops (nothing is then in flight)."""
+        for group in groups:
+            if self.stopped:
+                return
+            yield run(group)
+
+    def drain(self) -> Iterator[ShardResult]:
+        """Stop starting (here and in the pool: flows/pool.py) and yield the results still to come."""
+        self.stopped = True
+        pool.stop_starting()
+        yield from self.results
+
+
+class Ending:
+    """What recording a run's end needs: its ledger, output, id, settings and start time."""
+
+    def __init__(self, ledger: Ledger, out_root: Path, run_id: str, settings: Settings, started: float) -> None:
+        self.ledger, self.out_root, self.run_id, self.settings, self.started = \
+            ledger, out_root, run_id, settings, started
+
+
+def _end_unfinished(exc: BaseException, end: Ending, pending: ShardResult | None, flight: InFlight) -> None:
+    """Record how a run that raised ended. At a fault the shards in flight are waited for (no other
+    starts), then the ledger's reserve is released (after the workers are done, else they would fill
+    it) so that the rows of a shard whose recording failed and of those in flight, and the run's
+    status, fit on a full disk; their dataset parts come last, where room is left. An interrupt or a
+    bug stops the workers at once. A ledger that cannot take the status leaves the run ``running``
+    (the next run marks it interrupted); the log says why."""
     status = ending_status(exc)
+    landed = []
     if status is RunStatus.FAILED:
-        ledger.release_reserve()
+        landed = _wait_for_flight(exc, flight)
+        end.ledger.release_reserve()
+        landed = _record_landed(exc, end, pending, landed)
+    pool.stop_workers()
     try:
-        if pending is not None:
-            ledger.record(run_id, settings.fingerprint(), pending.files, pending.sessions)
-            ledger.add_revisions(pending.revisions, run_id)
-        ledger.finish_run(run_id, _now(), status, time.perf_counter() - started)
+        end.ledger.finish_run(end.run_id, _now(), status, time.perf_counter() - end.started)
     except (sqlite3.Error, OSError) as failed:
         exc.add_note(f"{faults.UNRECORDED}: {type(failed).__name__}: {failed}")
+    for result in landed:
+        _part_or_note(exc, result, end)
+
+
+def _wait_for_flight(exc: BaseException, flight: InFlight) -> list[ShardResult]:
+    """The results of every shard still in flight at a fault (none starts any more): each returns what
+    it wrote, also when it met the fault too."""
+    landed: list[ShardResult] = []
+    try:
+        landed.extend(flight.drain())
+    except Exception as failed:  # a shard in flight that raised: what else runs is stopped with the workers
+        exc.add_note(f"{faults.IN_FLIGHT_UNRECORDED}: waiting for them: {type(failed).__name__}: {failed}")
+    return landed
+
+
+def _record_landed(exc: BaseException, end: Ending, pending: ShardResult | None,
+                   landed: list[ShardResult]) -> list[ShardResult]:
+    """The rows of ``pending`` (a shard whose recording failed), then of each shard that was in flight,
+    until the ledger refuses a write (what it could not take is noted on ``exc``, and the command's
+    line says so); returns the results recorded."""
+    if pending is not None and not _recorded(exc, lambda: _record_pending(pending, end)):
+        return []
+    for i, result in enumerate(landed):
+        if not _recorded(exc, lambda r=result: _record_rows(r, end.out_root, end.run_id, end.settings, end.ledger)):
+            return landed[:i]
+    return landed
+
+
+def _record_pending(pending: ShardResult, end: Ending) -> None:
+    """The rows of a shard whose recording met the fault (its inputs, sessions and revisions again)."""
+    end.ledger.record(end.run_id, end.settings.fingerprint(), pending.files, pending.sessions)
+    end.ledger.add_revisions(pending.revisions, end.run_id)
+
+
+def _recorded(exc: BaseException, write: Callable[[], Any]) -> bool:
+    """Whether ``write`` got into the ledger (else why not is noted on ``exc``)."""
+    try:
+        write()
+    except (sqlite3.Error, OSError) as failed:
+        exc.add_note(f"{faults.IN_FLIGHT_UNRECORDED}: {type(failed).__name__}: {failed}")
+        return False
+    return True
+
+
+def _part_or_note(exc: BaseException, result: ShardResult, end: Ending) -> None:
+    """A shard's dataset part at a fault, when it fits (without it, the tables read its documents)."""
+    try:
+        _record_parts(result, end.out_root, end.run_id)
+    except (OSError, pl.exceptions.PolarsError) as failed:
+        exc.add_note(f"dataset part {result.part} not written: {type(failed).__name__}: {failed}")
 
 
 def _now() -> str:
