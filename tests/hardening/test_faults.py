@@ -103,7 +103,45 @@ def test_a_real_full_disk(tmp_path, tiny_disk):
     out = tiny_disk / "out"
     _one_line(_cli(["run", str(src), "--out", str(out)]), "disk full")
     assert _run_row(out)["status"] == "failed"
-    assert set(_recorded(out)) <= set(_documents(out)) and _recorded(out)
+    assert _recorded(out) == _documents(out) and _recorded(out)  # the shards in flight recorded too
+    assert _unrecorded_by_verify(out) == []
+
+
+def _unrecorded_by_verify(out: Path) -> list[str]:
+    """What ``reconstruct verify`` finds on disk but not in the ledger's revision index (it must pass)."""
+    done = _cli(["verify", "--out", str(out)])
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return [line for line in done.stdout.splitlines() if "not in the revision index" in line]
+
+
+def test_a_full_disk_waits_for_the_shard_in_flight_and_records_it(tmp_path):
+    """Two shards in flight: one meets ENOSPC while the other has written its documents and not yet
+    returned (ordered by tests/hardening/faultinject.py, no timing). The run waits for the second and
+    records it: every document on disk is in the ledger. The input whose document did not land is
+    not recorded as done, so the next run writes it."""
+    src, out = tmp_path / "in", tmp_path / "out"
+    src.mkdir()
+    for name in ("a0", "a1", "b0", "b1"):
+        (src / f"{name}.txt").write_text(GOOD.format(i=name))
+    result = _cli(["run", str(src), "--out", str(out), "--workers", "2"], inject=("inflight", str(tmp_path)))
+    _one_line(result, "disk full")
+    assert "gave up" not in result.stderr
+    assert _run_row(out)["status"] == "failed"
+    assert _documents(out) == _recorded(out) and len(_documents(out)) == 3  # a0, b0, b1
+    assert _unrecorded_by_verify(out) == []
+    assert _cli(["run", str(src), "--out", str(out), "--workers", "1"]).returncode == 0
+    assert len(_documents(out)) == 4 and _documents(out) == _recorded(out)
+
+
+def test_no_shard_starts_once_the_run_stops_starting(tmp_path):
+    """After a fault (``pool.stop_starting``) a shard not yet begun returns an empty result at once."""
+    from flows import pool
+
+    begun = []
+    with pool.local_pool(Settings(workers=1)):
+        pool.stop_starting()
+        result, where = pool.dispatch(["x"], tmp_path, Settings(workers=1), fn=lambda *a, **k: begun.append(a))
+    assert begun == [] and result.files == [] and result.stopped is None and "stopped" in where
 
 
 # -- 2. the output turning read-only mid-run (ext4 remounts itself read-only on a metadata error) ---
@@ -298,3 +336,27 @@ def test_faults_map_to_one_place():
     for reason, exc in cases:
         assert faults.fault_of(exc).reason is reason, exc
     assert faults.fault_of(ValueError("a bug")) is None
+
+
+def test_a_ledger_that_refuses_a_shards_key_claims_stops_the_shard_as_a_full_disk_does():
+    """A worker's key claims meet SQLite's full or read-only ledger: the shard stops and returns what it
+    wrote, as at ENOSPC (flows/shard.py), instead of raising out of the pool."""
+    import errno
+
+    from audit.ledger import LedgerError
+    from flows import faults
+
+    def wrapped(inner: BaseException) -> BaseException:
+        try:
+            try:
+                raise inner
+            except sqlite3.Error:
+                raise LedgerError("ledger cannot be used") from None
+        except LedgerError as outer:
+            return outer
+
+    assert faults.stops_writes(sqlite3.OperationalError("database or disk is full"))[0] == errno.ENOSPC
+    assert faults.stops_writes(sqlite3.OperationalError("attempt to write a readonly database"))[0] == errno.EROFS
+    assert faults.stops_writes(wrapped(sqlite3.OperationalError("database or disk is full")))[0] == errno.ENOSPC
+    assert faults.stops_writes(sqlite3.OperationalError("database disk image is malformed")) is None
+    assert faults.stops_writes(ValueError("a bug")) is None
