@@ -192,8 +192,8 @@ def export(
     """Write the sessions, turns and reconciliation tables (one row per session document, per
     interaction, and per snapshot of a session key)."""
     from audit.datasets import EXPORT_TABLES, FORMATS, write
-    from audit.ledger import Ledger, ledger_path_for
-    from flows.cli import load_settings
+    from audit.ledger import ledger_path_for
+    from flows.cli import load_settings, open_ledger
 
     if format not in FORMATS:
         fail(f"unknown format {format!r}: parquet, csv or jsonl", ExitCode.USAGE)
@@ -205,7 +205,7 @@ def export(
     lpath = ledger_path_for(out, load_settings(config))
     if not (out / "sessions").is_dir():
         fail(f"no documents under {out}/sessions: nothing to export", ExitCode.CANNOT_START)
-    ledger = Ledger(lpath, read_only=True) if lpath.is_file() else None
+    ledger = open_ledger(lpath) if lpath.is_file() else None
     problems: list[str] = []
     try:
         paths = write(out, format, to, ledger=ledger, table=table, out_file=out_file, problems=problems)

@@ -273,14 +273,40 @@ def _page_of(path: Path, table: str) -> int:
 def test_a_damaged_ledger_is_one_line_naming_it(tmp_path, where):
     src, out = _ledger(tmp_path)
     path = out / "ledger.sqlite"
+    _damage(path, where)
+    result = _cli(["run", str(src), "--out", str(out), "--workers", "1"])
+    _one_line(result, "ledger damaged", str(path), "move it aside")
+
+
+def _damage(path: Path, where: str) -> None:
     with path.open("r+b") as fh:
         if where == "header":
             fh.write(b"X" * 100)
         else:  # garbage over a page in the middle that a run does not read (the aliases table)
             fh.seek((_page_of(path, "aliases") - 1) * 4096)
             fh.write(b"garbage!" * 512)
-    result = _cli(["run", str(src), "--out", str(out), "--workers", "1"])
-    _one_line(result, "ledger damaged", str(path), "move it aside")
+
+
+READ_COMMANDS = [["status"], ["quarantine"], ["sessions"], ["verify"], ["report"], ["export"],
+                 ["history", "{doc}"], ["diff", "{doc}", "v1", "v1"], ["rerun"], ["query", "SELECT 1"],
+                 ["revert", "{doc}", "--to", "v1", "--confirm", "no"], ["link", "a:1", "b:2", "--why", "test"]]
+
+
+@pytest.mark.parametrize("where", ["middle", "header"])
+def test_read_commands_check_a_damaged_ledger_as_run_does(tmp_path, where):
+    """Every command that reads the ledger runs its quick_check first: a damaged ledger gives the line
+    and exit code ``run`` gives, never a traceback nor an answer read past the damage."""
+    _, out = _ledger(tmp_path)
+    path = out / "ledger.sqlite"
+    doc = _documents(out)[0]
+    _damage(path, where)
+    for command in READ_COMMANDS:
+        args = [a.format(doc=doc) for a in command]
+        where_out = [str(out)] if command[0] == "query" else ["--out", str(out)]
+        result = _cli([*args[:1], *where_out, *args[1:]])
+        line = _one_line(result, "ledger damaged", str(path), "move it aside")
+        assert line.startswith("cannot read: "), (command, line)
+        assert not (out / "logs").exists(), command  # a read command writes nothing under OUT
 
 
 # -- 6. too few file descriptors -------------------------------------------------------------------------
