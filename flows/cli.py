@@ -6,6 +6,7 @@ Exit codes follow one table, ``flows.exits.ExitCode`` (docs/cli.md prints it); r
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 import warnings
@@ -178,7 +179,15 @@ def _print_summary(summary: dict) -> None:
 
 
 def _check_out(out: Path) -> None:
-    """The output root must be a folder this process can write (or create)."""
+    """The output root must be a folder this process can write (or create): not a file, not a
+    symbolic-link loop nor under one, not read-only (one line and exit 4 otherwise)."""
+    try:
+        os.stat(out)  # follows every link on the way: a loop anywhere is ELOOP
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        what = "is a symbolic-link loop or lies under one" if exc.errno == errno.ELOOP else "cannot be reached"
+        fail(f"cannot start: --out {out} {what} ({exc.strerror})")
     if out.exists() and not out.is_dir():
         fail(f"cannot start: --out {out} is a file, not a folder")
     probe = out if out.exists() else next((p for p in out.resolve().parents if p.exists()), None)
