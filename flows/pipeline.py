@@ -158,7 +158,7 @@ def reconstruct(paths: list[ingest.Root], out_root: Path, settings: Settings, *,
     try:
         ledger.check()
         ledger.hold_reserve()
-        ledger.mark_interrupted()
+        _end_runs_left_running(ledger)
         cleaned = _clean_after_unfinished(out_root, ledger)
         ledger.start_run(run_id, _now(),
                          {"paths": [str(p) for p in paths], "out": str(out_root), "force": force,
@@ -341,12 +341,43 @@ def _end_unfinished(exc: BaseException, end: Ending, pending: ShardResult | None
         end.ledger.release_reserve()
         landed = _record_landed(exc, end, pending, landed)
     pool.stop_workers()
+    seconds = time.perf_counter() - end.started
     try:
-        end.ledger.finish_run(end.run_id, _now(), status, time.perf_counter() - end.started)
+        end.ledger.finish_run(end.run_id, _now(), status, seconds)
     except (sqlite3.Error, OSError) as failed:
         exc.add_note(f"{faults.UNRECORDED}: {type(failed).__name__}: {failed}")
+        _keep_end(exc, end, status, seconds)
     for result in landed:
         _part_or_note(exc, result, end)
+
+
+def _keep_end(exc: BaseException, end: Ending, status: RunStatus, seconds: float) -> None:
+    """The run's end, which its ledger could not take, kept outside OUT (flows/faults.py) for the next
+    run to record (``_end_runs_left_running``); where it is kept is noted on ``exc`` for the line."""
+    fault = faults.fault_of(exc)
+    why = faults.line_of(fault) if fault is not None else f"{type(exc).__name__}: {exc}"
+    kept = faults.keep_end(faults.KeptEnd(os.path.abspath(end.ledger.path), end.run_id, str(status), _now(),
+                                          round(seconds, 3), why))
+    if kept is not None:
+        exc.add_note(f"{faults.KEPT}{kept}")
+
+
+def _end_runs_left_running(ledger: Ledger) -> None:
+    """Runs left ``running`` whose process is gone: marked interrupted (``Ledger.mark_interrupted``),
+    unless their end was kept outside OUT when the ledger could not take it (``_keep_end``: an output
+    gone read-only); such a run gets that end, its status, time and counts, and why (meta
+    ``ending:<run>``), and the kept file is removed. A kept end whose run is not left running (its
+    process lives on, or the ledger does not know it) is left as it is."""
+    kept = [(path, e) for path, e in faults.kept_ends(ledger.path)
+            if (ledger.run(e.run_id) or {}).get("status") == RunStatus.RUNNING]
+    ledger.mark_interrupted()
+    for path, e in kept:
+        if ledger.run(e.run_id)["status"] != RunStatus.INTERRUPTED:
+            continue
+        ledger.finish_run(e.run_id, e.finished_at, RunStatus(e.status), e.seconds)
+        ledger.set_meta(f"ending:{e.run_id}", f"{e.status} at {e.finished_at}: {e.why} (the ledger could not "
+                        f"take it then; kept in {path})")
+        path.unlink(missing_ok=True)
 
 
 def _wait_for_flight(exc: BaseException, flight: InFlight) -> list[ShardResult]:

@@ -4,6 +4,10 @@ fault tests.
 ``python -m tests.hardening.faultinject ERRNO AFTER run ...`` makes every document write after the
 first AFTER fail with ERRNO (ENOSPC: a full disk; EROFS: an output gone read-only).
 
+``python -m tests.hardening.faultinject readonly AFTER run ...`` is EROFS after AFTER documents with a
+ledger gone read-only too: SQLite refuses the run's ``failed`` status, as on an output a file system
+remounted read-only.
+
 ``python -m tests.hardening.faultinject inflight DIR run ... --workers 2`` sets up, in the pool's
 workers, two shards in flight at once, in this order and without any timing: the shard whose first
 input is named ``b…`` writes its documents, says so (``DIR/b-landed``) and then waits until the run
@@ -39,6 +43,21 @@ def inject(code: int, after: int) -> None:
         return real(self, target, data, mode)
 
     Batch.stage = failing
+
+
+def read_only_ledger() -> None:
+    """The ledger refuses a run's failed status as SQLite does on a read-only file system."""
+    from audit.ledger import Ledger
+    from models.status import RunStatus
+
+    real = Ledger.finish_run
+
+    def finish_run(self, run_id, finished_at, status, seconds):
+        if status is RunStatus.FAILED:
+            raise sqlite3.OperationalError("attempt to write a readonly database")
+        return real(self, run_id, finished_at, status, seconds)
+
+    Ledger.finish_run = finish_run
 
 
 def _wait_for(done, what: str) -> None:
@@ -109,6 +128,9 @@ def main() -> None:
     if name == "inflight":
         os.environ[INFLIGHT] = arg  # read by this module in the fork server (below)
         _preload_in_workers()
+    elif name == "readonly":
+        inject(errno.EROFS, int(arg))
+        read_only_ledger()
     else:
         inject(getattr(errno, name), int(arg))
     from flows.cli import app

@@ -204,6 +204,29 @@ def test_an_output_that_turns_read_only_mid_run(tmp_path, ext4_disk):
     _gone(seen)
 
 
+def test_a_run_whose_ledger_turned_read_only_is_marked_failed_by_the_next_run(tmp_path):
+    """The ledger refuses the run's failed status (read-only, as on an output remounted read-only): the
+    end is kept outside OUT, the line says where, and the next run records it as ``failed``, with its
+    time and why, instead of ``interrupted``."""
+    src, out, state = _small(tmp_path), tmp_path / "out", tmp_path / "state"
+    env = _env(XDG_STATE_HOME=str(state))
+    line = _one_line(_cli(["run", str(src), "--out", str(out), "--workers", "1"], env=env, inject=("readonly", 3)),
+                     "output not writable", "could not record the run's end", "the next run records it")
+    faulted = _run_row(out)
+    kept = list((state / "reconstruct" / "unrecorded-ends").glob("*.json"))
+    assert faulted["status"] == "running" and len(kept) == 1 and str(kept[0]) in line
+    assert not kept[0].is_relative_to(out)
+    assert _cli(["run", str(src), "--out", str(out), "--workers", "1"], env=env).returncode == 0
+    ledger = Ledger(out / "ledger.sqlite", read_only=True)
+    try:
+        row, ending = ledger.run(faulted["run_id"]), ledger.meta(f"ending:{faulted['run_id']}")
+    finally:
+        ledger.close()
+    assert row["status"] == "failed" and row["finished_at"] and row["files"] == 3, row
+    assert ending.startswith("failed at ") and "output not writable" in ending, ending
+    assert not kept[0].exists()
+
+
 def _gone(pids: set[int], patience: float = 30.0) -> None:
     deadline = time.monotonic() + patience
     while {p for p in pids if _alive(p)} and time.monotonic() < deadline:
