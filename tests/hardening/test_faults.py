@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import orjson
 import pytest
 
 from audit.ledger import Ledger
@@ -182,7 +183,8 @@ def _break_into_read_only(image: Path, mount: Path) -> None:
 def test_an_output_that_turns_read_only_mid_run(tmp_path, ext4_disk):
     image, mount = ext4_disk
     src, out = _archive(tmp_path, 1500), mount / "out"
-    proc = subprocess.Popen([str(RECONSTRUCT), "run", str(src), "--out", str(out)], cwd=ROOT, env=_env(),
+    env = _env(XDG_STATE_HOME=str(tmp_path / "state"))
+    proc = subprocess.Popen([str(RECONSTRUCT), "run", str(src), "--out", str(out)], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     seen: set[int] = set()
     while proc.poll() is None and len(list((out / "sessions").rglob("*.json"))) < 100:
@@ -199,9 +201,23 @@ def test_an_output_that_turns_read_only_mid_run(tmp_path, ext4_disk):
     assert proc.returncode == 4 and len(lines) == 1, stderr[-3000:]
     assert any(w in lines[0] for w in ("output not writable", "file system failed", "ledger cannot be")), lines[0]
     # the ledger lives on the same, now read-only, file system: its status cannot change, and the
-    # line says so (the next run, once the output is writable, marks the run interrupted)
-    assert _run_row(out)["status"] == "running" and "could not record the run's end" in lines[0], lines[0]
+    # line says so; the end is kept outside OUT, and the next run, once the output is writable, records it
+    # (the ledger itself may not even be readable now: a hot journal SQLite cannot roll back read-only)
+    assert "could not record the run's end" in lines[0] and "kept in " in lines[0], lines[0]
+    kept = Path(lines[0].rsplit("kept in ", 1)[1].split(", the next run")[0])
+    assert kept.is_relative_to(tmp_path / "state"), kept
+    run_id = orjson.loads(kept.read_bytes())["run_id"]
     _gone(seen)
+    subprocess.run(["umount", str(mount)], check=True)
+    subprocess.run(["e2fsck", "-fy", str(image)], capture_output=True)  # repairs the broken folder (exit 1)
+    subprocess.run(["mount", "-o", "loop", str(image), str(mount)], check=True)
+    again = _cli(["run", str(src), "--out", str(out)], env=env)
+    assert again.returncode == 0, again.stderr[-3000:]
+    ledger = Ledger(out / "ledger.sqlite", read_only=True)
+    try:
+        assert ledger.run(run_id)["status"] == "failed" and not kept.exists()
+    finally:
+        ledger.close()
 
 
 def test_a_run_whose_ledger_turned_read_only_is_marked_failed_by_the_next_run(tmp_path):
