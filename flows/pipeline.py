@@ -21,6 +21,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -319,12 +320,15 @@ class InFlight:
         yield from self.results
 
 
+@dataclass(frozen=True, slots=True)
 class Ending:
     """What recording a run's end needs: its ledger, output, id, settings and start time."""
 
-    def __init__(self, ledger: Ledger, out_root: Path, run_id: str, settings: Settings, started: float) -> None:
-        self.ledger, self.out_root, self.run_id, self.settings, self.started = \
-            ledger, out_root, run_id, settings, started
+    ledger: Ledger
+    out_root: Path
+    run_id: str
+    settings: Settings
+    started: float
 
 
 def _end_unfinished(exc: BaseException, end: Ending, pending: ShardResult | None, flight: InFlight) -> None:
@@ -332,10 +336,10 @@ def _end_unfinished(exc: BaseException, end: Ending, pending: ShardResult | None
     starts), then the ledger's reserve is released (after the workers are done, else they would fill
     it) so that the rows of a shard whose recording failed and of those in flight, and the run's
     status, fit on a full disk; their dataset parts come last, where room is left. An interrupt or a
-    bug stops the workers at once. A ledger that cannot take the status leaves the run ``running``
-    (the next run marks it interrupted); the log says why."""
+    bug stops the workers at once. A ledger that cannot take the status leaves the run ``running``;
+    the end is then kept outside OUT for the next run to record (``_keep_end``), and the log says why."""
     status = ending_status(exc)
-    landed = []
+    landed: list[ShardResult] = []
     if status is RunStatus.FAILED:
         landed = _wait_for_flight(exc, flight)
         end.ledger.release_reserve()

@@ -108,6 +108,7 @@ def local_pool(settings: Settings) -> Iterator[LocalPool | None]:
 
 @contextmanager
 def _pool(workers: int) -> Iterator[LocalPool]:
+    """The pool, found by ``dispatch``; its workers stopped after the block (killed if it raised)."""
     holder = LocalPool(workers)
     token = _LOCAL_POOL.set(holder)
     try:
