@@ -35,7 +35,7 @@ from prefect.runtime import flow_run
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from audit import current, datasets, revisions
-from audit.ledger import FileRow, Ledger, ledger_path_for
+from audit.ledger import FileRow, Ledger, LedgerError, ledger_path_for
 from models.settings import PIPELINE_VERSION, Settings
 from models.status import DocumentMark, FileStatus, RunStatus
 from normalizers.ids import safe_path_part
@@ -563,7 +563,7 @@ def reconstruct_archive(paths: list[str], out: str, settings: Settings | dict[st
                                   progress=progress, allow_shrink=allow_shrink, keys=keys, merger=merge)
     except BaseException as exc:
         alerts.emit_run_event(alerts.outcome_of(exc), run_id, artifacts.archive_name(paths), out,
-                              alerts.ledger_counts(ledger_path_for(out_root, settings), run_id), repr(exc))
+                              _alert_counts(exc, ledger_path_for(out_root, settings), run_id), repr(exc))
         raise
     c = summary["counts"]
     logger.info("run %s: %d files (%d skipped, %d quarantined); sessions ok %d, partial %d, quarantined %d",
@@ -573,6 +573,17 @@ def reconstruct_archive(paths: list[str], out: str, settings: Settings | dict[st
     if alerts.needs_attention(c):
         alerts.emit_run_event("quarantined", run_id, artifacts.archive_name(paths), out, c)
     return summary
+
+
+def _alert_counts(exc: BaseException, lpath: Path, run_id: str) -> dict[str, int]:
+    """The counts of a run that raised, for its alert; none when the ledger cannot be opened (the
+    fault holds it too: an output gone read-only). Noted on ``exc``, which stays the run's error: its
+    notes say whether the run's end was recorded."""
+    try:
+        return alerts.ledger_counts(lpath, run_id)
+    except (LedgerError, sqlite3.Error, OSError) as failed:
+        exc.add_note(f"the alert's counts could not be read: {type(failed).__name__}: {failed}")
+        return {}
 
 
 @contextmanager
