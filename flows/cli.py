@@ -6,6 +6,7 @@ Exit codes follow one table, ``flows.exits.ExitCode`` (docs/cli.md prints it); r
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 import warnings
@@ -104,18 +105,60 @@ def clear_failures(what: str, out: Path | None = None):
 
 @contextmanager
 def read_ledger(out: Path, config: Path | None, *, write: bool = False):
-    """The ledger of OUT, read-only unless ``write`` (works on a read-only output), closed after the
-    block; a missing, corrupt or too new ledger, and errors inside the block, end as one line."""
-    from audit.ledger import Ledger, ledger_path_for
+    """The ledger of OUT, read-only unless ``write`` (works on a read-only output), checked as a run
+    checks it and closed after the block; a missing, damaged or too new ledger, and errors inside the
+    block, end as one line."""
+    from audit.ledger import ledger_path_for
 
-    path = ledger_path_for(out, load_settings(config))
-    with one_line("cannot read"):
-        ledger = Ledger(path, read_only=not write)
+    ledger = open_ledger(ledger_path_for(out, load_settings(config)), write=write)
     try:
-        with one_line():
+        with one_line(), ledger_faults("cannot read"):
             yield ledger
     finally:
         ledger.close()
+
+
+def open_ledger(path: Path, *, write: bool = False):
+    """The ledger at ``path`` (read-only unless ``write``), its pages checked with ``quick_check`` as
+    ``run`` checks them: a damaged ledger ends a read command with the line and exit code it ends a run
+    with, never a traceback or an answer read from a damaged page."""
+    from audit.ledger import Ledger
+
+    with one_line("cannot read"), ledger_faults("cannot read"):
+        ledger = Ledger(path, read_only=not write)
+        try:
+            ledger.check()
+        except BaseException:
+            ledger.close()
+            raise
+    return ledger
+
+
+@contextmanager
+def ledger_faults(what: str):
+    """SQLite's faults in the ledger (damaged, unusable, full, read-only) inside the block end as the
+    one line and exit code of flows/faults.py, as they end a run; the traceback goes to a log in the
+    temporary folder (a read command writes nothing under OUT). A missing or too new ledger (no SQLite
+    error behind it) is left to ``one_line``, which says it as it is."""
+    import sqlite3
+
+    from audit.ledger import LedgerError
+
+    from . import faults
+
+    try:
+        yield
+    except (LedgerError, sqlite3.Error) as exc:
+        found = faults.verdict(exc, None) if _from_sqlite(exc) else None
+        if found is None:
+            raise
+        fail(f"{what}: {found[0]}", found[1])
+
+
+def _from_sqlite(exc: BaseException) -> bool:
+    import sqlite3
+
+    return isinstance(exc, sqlite3.Error) or isinstance(exc.__cause__ or exc.__context__, sqlite3.Error)
 
 
 def known_run(ledger, run_id: str | None, out: Path) -> str:
@@ -141,7 +184,15 @@ def _print_summary(summary: RunSummary) -> None:
 
 
 def _check_out(out: Path) -> None:
-    """The output root must be a folder this process can write (or create)."""
+    """The output root must be a folder this process can write (or create): not a file, not a
+    symbolic-link loop nor under one, not read-only (one line and exit 4 otherwise)."""
+    try:
+        os.stat(out)  # follows every link on the way: a loop anywhere is ELOOP
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        what = "is a symbolic-link loop or lies under one" if exc.errno == errno.ELOOP else "cannot be reached"
+        fail(f"cannot start: --out {out} {what} ({exc.strerror})")
     if out.exists() and not out.is_dir():
         fail(f"cannot start: --out {out} is a file, not a folder")
     probe = out if out.exists() else next((p for p in out.resolve().parents if p.exists()), None)

@@ -196,8 +196,8 @@ def export(
     terms) as single files, with the columns and types of OUT/datasets/current."""
     from audit.current import TABLES, Table
     from audit.export import Format, write
-    from audit.ledger import Ledger, ledger_path_for
-    from flows.cli import load_settings
+    from audit.ledger import ledger_path_for
+    from flows.cli import load_settings, open_ledger
 
     if format not in set(Format):
         fail(f"unknown format {format!r}: {', '.join(Format)}", ExitCode.USAGE)
@@ -209,7 +209,7 @@ def export(
     lpath = ledger_path_for(out, load_settings(config))
     if not lpath.is_file():
         fail(f"no ledger at {lpath}: nothing has run into {out}, nothing to export", ExitCode.CANNOT_START)
-    ledger = Ledger(lpath, read_only=True)
+    ledger = open_ledger(lpath)
     problems: list[str] = []
     try:
         paths = write(out, ledger, Format(format), to or out / "datasets", table=Table(table) if table else None,

@@ -79,10 +79,14 @@ def browse(
     import uvicorn
 
     from audit.browse.app import create_app
-    from flows.cli import load_settings
+    from audit.ledger import ledger_path_for
+    from flows.cli import load_settings, open_ledger
 
+    settings = load_settings(config)
+    if ledger_path_for(out, settings).is_file():  # checked once, as a run checks it: damaged, one line
+        open_ledger(ledger_path_for(out, settings)).close()
     typer.echo(f"browsing {out} at http://127.0.0.1:{port}/ (Ctrl-C to stop)", err=True)
-    uvicorn.run(create_app(out, load_settings(config), prefect_ui=_prefect_ui()), host="127.0.0.1", port=port,
+    uvicorn.run(create_app(out, settings, prefect_ui=_prefect_ui()), host="127.0.0.1", port=port,
                 log_level="warning")
 
 

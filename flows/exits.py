@@ -38,8 +38,8 @@ MEANING: dict[ExitCode, str] = {
     ExitCode.QUARANTINED: "`run` or `rerun` finished but quarantined an input or a session (`reconstruct "
     "quarantine` lists them)",
     ExitCode.CANNOT_START: "the environment failed the command: an input path that does not exist, `--out` "
-    "a file or read-only, no ledger under `--out` (nothing has run there) or a corrupt one, a full disk, "
-    "Prefect unavailable, a file that cannot be read, nothing under `--out` to `export`",
+    "a file, read-only or a symbolic-link loop, no ledger under `--out` (nothing has run there) or a corrupt one, "
+    "a full disk, Prefect unavailable, a file that cannot be read, nothing under `--out` to `export`",
     ExitCode.NOT_FOUND: "what the command line names is not there: an unknown `--run` id, `--key`, document, "
     "session id or revision",
     ExitCode.AMBIGUOUS: "a session id names several documents: the matches are listed on stdout (path, key, "

@@ -12,8 +12,10 @@ come from (the file system, SQLite, Prefect's HTTP client) and however they were
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
+import hashlib
 import logging
 import os
 import re
@@ -22,13 +24,14 @@ import tempfile
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+import orjson
+
 from audit.ledger import sqlite_reason
 from models.errors import EnvironmentFault, Reason
-
-from .exits import ExitCode
 
 LOG_FOLDER = "logs"
 
@@ -99,6 +102,18 @@ def _one(exc: BaseException) -> EnvironmentFault | None:
     return None
 
 
+_STOPS = {Reason.DISK_FULL: errno.ENOSPC, Reason.OUTPUT_READ_ONLY: errno.EROFS}
+
+
+def stops_writes(exc: BaseException) -> tuple[int, str] | None:
+    """(errno, what) when ``exc`` is a full or read-only output refusing a write (a shard then stops and
+    returns what it wrote, as for ``ENOSPC``: flows/shard.py), else None. SQLite says it only in words."""
+    fault = fault_of(exc)
+    if fault is None or fault.reason not in _STOPS:
+        return None
+    return _STOPS[fault.reason], fault.detail
+
+
 def _errno_of(exc: OSError) -> int | None:
     """The errno of an OSError, also of one raised by Rust code (polars) that has it only in its
     message, as "(os error 30)"."""
@@ -142,11 +157,19 @@ def line_of(fault: EnvironmentFault, log: Path | None = None) -> str:
 def verdict(exc: BaseException, out: Path | None) -> tuple[str, int] | None:
     """The one line and the exit code for an exception that is an environment fault (its traceback
     written to a log first), or None: not a fault, the caller lets it propagate."""
+    from .exits import ExitCode  # the command line's (typer): not imported by the workers, which ask stops_writes
+
     fault = fault_of(exc)
     if fault is None:
         return None
     line = line_of(fault, write_log(exc, out))
-    if any(note.startswith(UNRECORDED) for note in getattr(exc, "__notes__", ())):
+    notes = getattr(exc, "__notes__", ())
+    if any(note.startswith(IN_FLIGHT_UNRECORDED) for note in notes):
+        line += "; the ledger could not record every document written (the next run records them)"
+    kept = next((note[len(KEPT):] for note in notes if note.startswith(KEPT)), None)
+    if kept is not None:
+        line += f"; the ledger could not record the run's end either: kept in {kept}, the next run records it"
+    elif any(note.startswith(UNRECORDED) for note in notes):
         line += "; the ledger could not record the run's end either (the next run marks it interrupted)"
     return line, ExitCode.CANNOT_START
 
@@ -154,6 +177,75 @@ def verdict(exc: BaseException, out: Path | None) -> tuple[str, int] | None:
 UNRECORDED = "the ledger could not record the run's end"
 """The note flows/pipeline.py adds to a run's exception when even its ``failed`` status could not be
 written (an output gone read-only holds the ledger too)."""
+KEPT = "the run's end is kept outside the output in "
+"""The note flows/pipeline.py adds when that end was kept in a file outside OUT (``keep_end``)."""
+IN_FLIGHT_UNRECORDED = "the ledger could not record what the shards in flight wrote"
+"""The note flows/pipeline.py adds when the rows of a shard that finished at the fault could not be
+recorded: its documents are on disk, and the next run records them without writing them again."""
+
+
+@dataclass(frozen=True, slots=True)
+class KeptEnd:
+    """How a run ended when its ledger could not take it (an output gone read-only holds the ledger
+    too), kept outside OUT until a run can write that ledger again (flows/pipeline.py)."""
+
+    ledger: str  # the ledger's absolute path
+    run_id: str
+    status: str  # the status the run should have had: failed, for a fault
+    finished_at: str
+    seconds: float
+    why: str  # the fault's line, without the log
+
+
+def _kept_folders() -> list[Path]:
+    """Where ends are kept: the user's state folder (XDG_STATE_HOME, else ~/.local/state), else the
+    system's temporary folder; never under OUT, which is what failed."""
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return [Path(state) / "reconstruct" / KEPT_FOLDER, Path(tempfile.gettempdir()) / f"reconstruct-{KEPT_FOLDER}"]
+
+
+KEPT_FOLDER = "unrecorded-ends"
+
+
+def _kept_prefix(ledger: str) -> str:
+    return hashlib.sha256(ledger.encode()).hexdigest()[:16]
+
+
+def keep_end(end: KeptEnd) -> Path | None:
+    """Write ``end`` to a file of its own outside OUT (written whole, synced, renamed into place); its
+    path, or None when no folder could take it."""
+    data = orjson.dumps(asdict(end), option=orjson.OPT_INDENT_2)
+    for folder in _kept_folders():
+        target = folder / f"{_kept_prefix(end.ledger)}-{end.run_id}.json"
+        temporary = target.with_name(f".{target.name}.tmp")
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            with temporary.open("wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            temporary.replace(target)
+            return target
+        except OSError:
+            with contextlib.suppress(OSError):
+                temporary.unlink(missing_ok=True)
+    return None
+
+
+def kept_ends(ledger: Path) -> list[tuple[Path, KeptEnd]]:
+    """The ends kept for the ledger at ``ledger`` (each with its file), oldest run first; a file that
+    cannot be read as one is left where it is."""
+    name = os.path.abspath(ledger)
+    found: list[tuple[Path, KeptEnd]] = []
+    for folder in _kept_folders():
+        for path in sorted(folder.glob(f"{_kept_prefix(name)}-*.json")) if folder.is_dir() else []:
+            try:
+                end = KeptEnd(**orjson.loads(path.read_bytes()))
+            except (OSError, orjson.JSONDecodeError, TypeError):
+                continue
+            if end.ledger == name:
+                found.append((path, end))
+    return sorted(found, key=lambda item: item[1].run_id)
 
 
 def log_path(out: Path | None) -> Path:

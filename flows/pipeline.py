@@ -19,7 +19,9 @@ import signal
 import socket
 import sqlite3
 import time
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -33,7 +35,7 @@ from prefect.runtime import flow_run
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from audit import datasets, publication, revisions
-from audit.ledger import FileRow, Ledger, ledger_path_for
+from audit.ledger import FileRow, Ledger, LedgerError, ledger_path_for
 from models.settings import PIPELINE_VERSION, Settings
 from models.status import DocumentMark, FileStatus, RunOutcome, RunStatus
 from normalizers.ids import safe_path_part
@@ -158,7 +160,7 @@ def reconstruct(paths: list[ingest.Root], out_root: Path, settings: Settings, *,
     try:
         ledger.check()
         ledger.hold_reserve()
-        ledger.runs.mark_interrupted()
+        _end_runs_left_running(ledger)
         cleaned = _clean_after_unfinished(out_root, ledger)
         ledger.runs.start(run_id, _now(),
                          {"paths": [str(p) for p in paths], "out": str(out_root), "force": force,
@@ -170,6 +172,7 @@ def reconstruct(paths: list[ingest.Root], out_root: Path, settings: Settings, *,
         ledger.close()
         raise
     pending: ShardResult | None = None
+    flight = InFlight()
     try:
         refs = ingest.discover(paths, settings, exclude=(out_root,))
         companions = {r.key: r for r in refs if r.companion}
@@ -181,10 +184,9 @@ def reconstruct(paths: list[ingest.Root], out_root: Path, settings: Settings, *,
         files = sum(len(r.parts) or 1 for r in refs)  # a conversation over several files counts each file
         if progress:
             progress(0, files)
-        results = runner(shards, companions, str(lpath)) if runner else (
-            run_shard(s, out_root, settings, companions=companions, ledger_path=lpath, force=force,
-                      allow_shrink=allow_shrink, run_id=run_id) for s in shards
-        )
+        results = flight.follow(runner(shards, companions, str(lpath)) if runner else flight.here(
+            shards, lambda s: run_shard(s, out_root, settings, companions=companions, ledger_path=lpath, force=force,
+                                        allow_shrink=allow_shrink, run_id=run_id)))
         done = 0
         written = 0
         deferred: list[str] = []
@@ -202,7 +204,7 @@ def reconstruct(paths: list[ingest.Root], out_root: Path, settings: Settings, *,
                 progress(done, files)
         found = snapshots.resolve(prints, ledger, settings.snapshot_time_tolerance_seconds)  # on proof only
         deferred.extend([*found.merge, *found.linked])  # a possible link is written into both documents
-        written += _merge_phase(deferred, out_root, run_id, settings, ledger, lpath, merger, allow_shrink)
+        written += _merge_phase(deferred, out_root, run_id, settings, ledger, lpath, merger, allow_shrink, flight)
         revisions.refresh_index(out_root, ledger)
         interrupted = emit.stop_requested(out_root)
         seconds = time.perf_counter() - started
@@ -211,7 +213,7 @@ def reconstruct(paths: list[ingest.Root], out_root: Path, settings: Settings, *,
         quarantined = ledger.quarantine.of_run(run_id)
         unpublished = _publish(out_root, run_id, ledger)
     except BaseException as exc:
-        _end_unfinished(exc, ledger, run_id, settings, pending, started)
+        _end_unfinished(exc, Ending(ledger, out_root, run_id, settings, started), pending, flight)
         raise
     finally:
         emit.clear_stop(out_root)
@@ -235,13 +237,23 @@ def _publish(out_root: Path, run_id: str, ledger: Ledger) -> str | None:
 
 def _record(result: ShardResult, out_root: Path, run_id: str, settings: Settings, ledger: Ledger) -> None:
     """Record a shard's (or a merge group's) rows in the ledger, then its dataset part."""
+    _record_rows(result, out_root, run_id, settings, ledger)
+    _record_parts(result, out_root, run_id)
+
+
+def _record_rows(result: ShardResult, out_root: Path, run_id: str, settings: Settings, ledger: Ledger) -> None:
+    """A shard's rows in the ledger: its inputs, sessions, revisions, snapshots and reconciliation."""
     ledger.inputs.record(run_id, settings.fingerprint(), result.files, result.sessions)
     ledger.revisions.add(result.revisions, run_id)  # the index's one writer: this process
     ledger.snapshots.add(result.snapshots, run_id)
     ledger.snapshots.reconcile(run_id, result.reconciliation)
     _mark_superseded(result, run_id, ledger, out_root)
+
+
+def _record_parts(result: ShardResult, out_root: Path, run_id: str) -> None:
+    """A shard's dataset part, after its rows are in the ledger (a part's rows are always known to it)."""
     datasets.adopt(out_root, run_id, result.staged)  # turns before sessions: a crash between re-reads
-    if result.datasets is not None:  # after the ledger: a part's rows are always known to it
+    if result.datasets is not None:
         datasets.write_part(out_root, run_id, result.part, result.datasets)
 
 
@@ -252,16 +264,16 @@ def _stop_if_full(result: ShardResult) -> None:
 
 
 def _merge_phase(deferred: list[str], out_root: Path, run_id: str, settings: Settings, ledger: Ledger,
-                 lpath: Path, merger, allow_shrink: bool) -> int:
+                 lpath: Path, merger, allow_shrink: bool, flight: InFlight) -> int:
     """Merge the keys the shards deferred (flows/merge.py), in groups; returns the documents written.
     Skipped when the run is asked to stop: the snapshots are indexed, the next run merges them."""
     resolved = ledger.aliases.of(deferred)  # a key resolved to another is merged as that one
     groups = plan_merges([resolved.get(k, k) for k in deferred], settings)
     if not groups or emit.stop_requested(out_root):
         return 0
-    results = merger(groups, str(lpath)) if merger else (
-        merge_keys(g, out_root, settings, ledger_path=lpath, run_id=run_id, allow_shrink=allow_shrink)
-        for g in groups)
+    results = flight.follow(merger(groups, str(lpath)) if merger else flight.here(
+        groups, lambda g: merge_keys(g, out_root, settings, ledger_path=lpath, run_id=run_id,
+                                     allow_shrink=allow_shrink)))
     written = 0
     for result in results:
         _record(result, out_root, run_id, settings, ledger)
@@ -280,23 +292,149 @@ def _clean_after_unfinished(out_root: Path, ledger: Ledger) -> int:
     return emit.clean_temporaries(out_root)
 
 
-def _end_unfinished(exc: BaseException, ledger: Ledger, run_id: str, settings: Settings,
-                    pending: ShardResult | None, started: float) -> None:
-    """Record how a run that raised ended. The workers are stopped first (nothing written after this
-    is unrecorded); at a fault the ledger's reserve is released so that the rows of a shard whose
-    recording failed, and the run's status, fit on a full disk. A ledger that cannot take even that
-    leaves the run ``running`` (the next run marks it interrupted); the log says why."""
-    pool.stop_workers()
+class InFlight:
+    """The results the run has asked for (shards, then merge groups) and not yet received. At a fault
+    the run starts no more of them and waits for these before it stops the workers: each returns
+    what it wrote, even when it met the fault too, so every document on disk is in the ledger."""
+
+    def __init__(self) -> None:
+        self.results: Iterator[ShardResult] = iter(())
+        self.stopped = False
+
+    def follow(self, results: Iterable[ShardResult]) -> Iterator[ShardResult]:
+        """The results of the phase now running (the runner's, or ``here``'s)."""
+        self.results = iter(results)
+        return self.results
+
+    def here(self, groups: list, run: Callable[[Any], ShardResult]) -> Iterator[ShardResult]:
+        """Each group run in this process, in turn, until the run stops (nothing is then in flight)."""
+        for group in groups:
+            if self.stopped:
+                return
+            yield run(group)
+
+    def drain(self) -> Iterator[ShardResult]:
+        """Stop starting (here and in the pool: flows/pool.py) and yield the results still to come."""
+        self.stopped = True
+        pool.stop_starting()
+        yield from self.results
+
+
+@dataclass(frozen=True, slots=True)
+class Ending:
+    """What recording a run's end needs: its ledger, output, id, settings and start time."""
+
+    ledger: Ledger
+    out_root: Path
+    run_id: str
+    settings: Settings
+    started: float
+
+
+def _end_unfinished(exc: BaseException, end: Ending, pending: ShardResult | None, flight: InFlight) -> None:
+    """Record how a run that raised ended. At a fault the shards in flight are waited for (no other
+    starts), then the ledger's reserve is released (after the workers are done, else they would fill
+    it) so that the rows of a shard whose recording failed and of those in flight, and the run's
+    status, fit on a full disk; their dataset parts come last, where room is left. An interrupt or a
+    bug stops the workers at once. A ledger that cannot take the status leaves the run ``running``;
+    the end is then kept outside OUT for the next run to record (``_keep_end``), and the log says why."""
     status = ending_status(exc)
+    landed: list[ShardResult] = []
     if status is RunStatus.FAILED:
-        ledger.release_reserve()
+        landed = _wait_for_flight(exc, flight)
+        end.ledger.release_reserve()
+        landed = _record_landed(exc, end, pending, landed)
+    pool.stop_workers()
+    seconds = time.perf_counter() - end.started
     try:
-        if pending is not None:
-            ledger.inputs.record(run_id, settings.fingerprint(), pending.files, pending.sessions)
-            ledger.revisions.add(pending.revisions, run_id)
-        ledger.runs.finish(run_id, _now(), status, time.perf_counter() - started)
+        end.ledger.runs.finish(end.run_id, _now(), status, seconds)
     except (sqlite3.Error, OSError) as failed:
         exc.add_note(f"{faults.UNRECORDED}: {type(failed).__name__}: {failed}")
+        _keep_end(exc, end, status, seconds)
+    for result in landed:
+        _part_or_note(exc, result, end)
+
+
+def _keep_end(exc: BaseException, end: Ending, status: RunStatus, seconds: float) -> None:
+    """The run's end, which its ledger could not take, kept outside OUT (flows/faults.py) for the next
+    run to record (``_end_runs_left_running``); where it is kept is noted on ``exc`` for the line."""
+    fault = faults.fault_of(exc)
+    why = faults.line_of(fault) if fault is not None else f"{type(exc).__name__}: {exc}"
+    kept = faults.keep_end(faults.KeptEnd(os.path.abspath(end.ledger.path), end.run_id, str(status), _now(),
+                                          round(seconds, 3), why))
+    if kept is not None:
+        exc.add_note(f"{faults.KEPT}{kept}")
+
+
+def _end_runs_left_running(ledger: Ledger) -> None:
+    """Runs left ``running`` whose process is gone: marked interrupted (``Ledger.mark_interrupted``),
+    unless their end was kept outside OUT when the ledger could not take it (``_keep_end``: an output
+    gone read-only); such a run gets that end, its status, time and counts, and why (meta
+    ``ending:<run>``), and the kept file is removed. A kept end whose run is not left running (its
+    process lives on, or the ledger does not know it) is left as it is."""
+    kept = [(path, e) for path, e in faults.kept_ends(ledger.path)
+            if _status(ledger, e.run_id) is RunStatus.RUNNING]
+    ledger.runs.mark_interrupted()
+    for path, e in kept:
+        if _status(ledger, e.run_id) is not RunStatus.INTERRUPTED:
+            continue
+        ledger.runs.finish(e.run_id, e.finished_at, RunStatus(e.status), e.seconds)
+        ledger.meta.set(f"ending:{e.run_id}", f"{e.status} at {e.finished_at}: {e.why} (the ledger could not "
+                        f"take it then; kept in {path})")
+        path.unlink(missing_ok=True)
+
+
+def _status(ledger: Ledger, run_id: str) -> RunStatus | None:
+    run = ledger.runs.get(run_id)
+    return None if run is None else RunStatus(run.status)
+
+
+def _wait_for_flight(exc: BaseException, flight: InFlight) -> list[ShardResult]:
+    """The results of every shard still in flight at a fault (none starts any more): each returns what
+    it wrote, also when it met the fault too."""
+    landed: list[ShardResult] = []
+    try:
+        landed.extend(flight.drain())
+    except Exception as failed:  # a shard in flight that raised: what else runs is stopped with the workers
+        exc.add_note(f"{faults.IN_FLIGHT_UNRECORDED}: waiting for them: {type(failed).__name__}: {failed}")
+    return landed
+
+
+def _record_landed(exc: BaseException, end: Ending, pending: ShardResult | None,
+                   landed: list[ShardResult]) -> list[ShardResult]:
+    """The rows of ``pending`` (a shard whose recording failed), then of each shard that was in flight,
+    until the ledger refuses a write (what it could not take is noted on ``exc``, and the command's
+    line says so); returns the results recorded."""
+    if pending is not None and not _recorded(exc, lambda: _record_pending(pending, end)):
+        return []
+    for i, result in enumerate(landed):
+        if not _recorded(exc, lambda r=result: _record_rows(r, end.out_root, end.run_id, end.settings, end.ledger)):
+            return landed[:i]
+    return landed
+
+
+def _record_pending(pending: ShardResult, end: Ending) -> None:
+    """The rows of a shard whose recording met the fault (its inputs, sessions and revisions again)."""
+    end.ledger.inputs.record(end.run_id, end.settings.fingerprint(), pending.files, pending.sessions)
+    end.ledger.revisions.add(pending.revisions, end.run_id)
+
+
+def _recorded(exc: BaseException, write: Callable[[], Any]) -> bool:
+    """Whether ``write`` got into the ledger (else why not is noted on ``exc``)."""
+    try:
+        write()
+    except (sqlite3.Error, OSError) as failed:
+        exc.add_note(f"{faults.IN_FLIGHT_UNRECORDED}: {type(failed).__name__}: {failed}")
+        return False
+    return True
+
+
+def _part_or_note(exc: BaseException, result: ShardResult, end: Ending) -> None:
+    """A shard's dataset part at a fault, when it fits (without it, the tables read its documents)."""
+    try:
+        _record_parts(result, end.out_root, end.run_id)
+    except (OSError, pl.exceptions.PolarsError) as failed:
+        exc.add_note(f"dataset part {result.part} not written: {type(failed).__name__}: {failed}")
 
 
 def _now() -> str:
@@ -430,7 +568,7 @@ def reconstruct_archive(paths: list[str], out: str, settings: Settings | dict[st
                                   progress=progress, allow_shrink=allow_shrink, keys=keys, merger=merge)
     except BaseException as exc:
         alerts.emit_run_event(alerts.outcome_of(exc), run_id, artifacts.archive_name(paths), out,
-                              alerts.ledger_counts(ledger_path_for(out_root, settings), run_id), repr(exc))
+                              _alert_counts(exc, ledger_path_for(out_root, settings), run_id), repr(exc))
         raise
     c = summary.counts
     logger.info("run %s: %d files (%d skipped, %d quarantined); sessions ok %d, partial %d, quarantined %d",
@@ -440,6 +578,17 @@ def reconstruct_archive(paths: list[str], out: str, settings: Settings | dict[st
     if c.quarantined_any:
         alerts.emit_run_event(RunOutcome.QUARANTINED, run_id, artifacts.archive_name(paths), out, c)
     return summary
+
+
+def _alert_counts(exc: BaseException, lpath: Path, run_id: str) -> dict[str, int]:
+    """The counts of a run that raised, for its alert; none when the ledger cannot be opened (the
+    fault holds it too: an output gone read-only). Noted on ``exc``, which stays the run's error: its
+    notes say whether the run's end was recorded."""
+    try:
+        return alerts.ledger_counts(lpath, run_id)
+    except (LedgerError, sqlite3.Error, OSError) as failed:
+        exc.add_note(f"the alert's counts could not be read: {type(failed).__name__}: {failed}")
+        return {}
 
 
 @contextmanager

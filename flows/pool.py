@@ -8,6 +8,10 @@ to the cluster (flows/cluster.py). The pool is found through a context variable 
 A worker that dies (killed for memory, a segfault) breaks the pool: the pool is replaced and the
 shard is run again one input at a time, so the input that kills its worker is quarantined
 (``worker_died``) and every other input of the run is processed.
+
+A run that meets a fault (a full disk) closes the gate (``stop_starting``): a shard not yet begun
+is not begun, and the run waits for the shards already in flight and records what they wrote
+before it stops the workers (flows/pipeline.py).
 """
 
 from __future__ import annotations
@@ -62,6 +66,20 @@ class LocalPool:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
+def stop_starting() -> None:
+    """From now on no shard of this flow run starts (each returns an empty result, at once); the shards
+    already running finish and return what they wrote."""
+    gate = _GATE.get()
+    if gate is not None:
+        gate.set()
+
+
+def stopping() -> bool:
+    """Whether this flow run's gate is closed (``stop_starting``)."""
+    gate = _GATE.get()
+    return gate is not None and gate.is_set()
+
+
 def stop_workers() -> None:
     """Kill the flow run's pool workers now (a run that failed: nothing is written after its end is
     recorded); the pool is then closed."""
@@ -71,15 +89,27 @@ def stop_workers() -> None:
 
 
 _LOCAL_POOL: ContextVar[LocalPool | None] = ContextVar("reconstruct_local_pool", default=None)
+_GATE: ContextVar[threading.Event | None] = ContextVar("reconstruct_shard_gate", default=None)
 
 
 @contextmanager
 def local_pool(settings: Settings) -> Iterator[LocalPool | None]:
-    """A process pool for one flow run (none for Dask or a single worker)."""
-    if settings.dask_address or settings.workers <= 1:
-        yield None
-        return
-    holder = LocalPool(settings.workers)
+    """A process pool for one flow run (none for Dask or a single worker), and the run's gate."""
+    gate = _GATE.set(threading.Event())
+    try:
+        if settings.dask_address or settings.workers <= 1:
+            yield None
+            return
+        with _pool(settings.workers) as holder:
+            yield holder
+    finally:
+        _GATE.reset(gate)
+
+
+@contextmanager
+def _pool(workers: int) -> Iterator[LocalPool]:
+    """The pool, found by ``dispatch``; its workers stopped after the block (killed if it raised)."""
+    holder = LocalPool(workers)
     token = _LOCAL_POOL.set(holder)
     try:
         yield holder
@@ -94,7 +124,10 @@ def local_pool(settings: Settings) -> Iterator[LocalPool | None]:
 
 def dispatch(refs, out_root: Path, settings: Settings, *, fn: Callable[..., ShardResult] = run_shard,
              **kwargs) -> tuple[ShardResult, str]:
-    """Run one shard on the flow's local pool when there is one, else here; says where it ran."""
+    """Run one shard on the flow's local pool when there is one, else here; says where it ran. Once the
+    run stops starting shards (``stop_starting``), a shard not begun returns an empty result."""
+    if stopping():
+        return ShardResult(), "nowhere: the run stopped before this shard began"
     holder = _LOCAL_POOL.get()
     if holder is None:
         return fn(refs, out_root, settings, **kwargs), "this worker"

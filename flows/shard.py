@@ -11,6 +11,7 @@ import errno
 import functools
 import hashlib
 import os
+import sqlite3
 import time
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -20,7 +21,16 @@ import polars as pl
 
 from audit.datasets import part_name, settle
 from audit.files import resolve_inside
-from audit.ledger import FileRow, Ledger, PriorRuns, ReconciliationRow, RevisionRow, SessionRow, SnapshotRow
+from audit.ledger import (
+    FileRow,
+    Ledger,
+    LedgerError,
+    PriorRuns,
+    ReconciliationRow,
+    RevisionRow,
+    SessionRow,
+    SnapshotRow,
+)
 from audit.trail import ShardTrail
 from models.errors import IngestError, Reason
 from models.records import SourceText
@@ -30,7 +40,7 @@ from normalizers.assemble import RunContext
 from normalizers.secrets import scrub_name
 from parsers.text import decode, detection_sample, input_sha256, sha256_text
 
-from . import archives, emit, ingest, jsonstream, snapshots, spool
+from . import archives, emit, faults, ingest, jsonstream, snapshots, spool
 from .process import (
     DETECT_SAMPLE,
     Batch,
@@ -229,7 +239,15 @@ def run_shard(
             trail.abandon()
             raise
         result.stopped = (exc.errno, f"{exc.strerror} ({exc.filename or out_root})")  # what was written is kept
-        result.pending.clear()
+        _drop_unsettled(result)
+        _discard_rows(result)
+    except (sqlite3.Error, LedgerError) as exc:  # key claims a full or read-only ledger refused: the same stop
+        result.stopped = faults.stops_writes(exc)
+        if result.stopped is None:
+            trail.abandon()
+            _discard_rows(result)
+            raise
+        _drop_unsettled(result)
         _discard_rows(result)
     except BaseException:
         trail.abandon()  # a retried or failed shard leaves no temporaries
@@ -482,7 +500,7 @@ def _emit(ref: ingest.InputRef, outcome: FileOutcome, trail: ShardTrail, result:
 def _settle(trail: ShardTrail, result: ShardResult, settings: Settings, allow_shrink: bool,
             ledger_path: Path | None, run_id: str | None) -> None:
     """Write or defer the shard's staged sessions, their keys claimed all at once (flows/snapshots.py)."""
-    pending, result.pending = result.pending, []
+    pending = result.pending
     keys = [snapshots.key_of(s) for _, s in pending]
     resolved = snapshots.aliases(ledger_path, {k for k in keys if snapshots.is_scoped(k)})
     keys = [resolved.get(k, k) for k in keys]
@@ -490,12 +508,26 @@ def _settle(trail: ShardTrail, result: ShardResult, settings: Settings, allow_sh
     for key, item in zip(keys, pending, strict=True):
         if key is not None:
             keyed.setdefault(key, []).append(item)
-    plan = snapshots.plan(keyed, ledger_path, run_id, result.part)
-    for key, (ref, s) in zip(keys, pending, strict=True):
-        if key in plan.defer:
-            _defer(ref, s, key, trail, result)
-        else:
-            _emit_session(ref, s, trail, result, settings, allow_shrink, key)
+    settled = 0
+    try:
+        plan = snapshots.plan(keyed, ledger_path, run_id, result.part)
+        for key, (ref, s) in zip(keys, pending, strict=True):
+            if key in plan.defer:
+                _defer(ref, s, key, trail, result)
+            else:
+                _emit_session(ref, s, trail, result, settings, allow_shrink, key)
+            settled += 1
+    finally:  # what did not land stays pending: a shard that stops drops its inputs' rows (_drop_unsettled)
+        result.pending = pending[settled:]
+
+
+def _drop_unsettled(result: ShardResult) -> None:
+    """A shard that stops before its staged sessions land: the rows of their inputs go, so that no input
+    is recorded done without its documents (the next run reads it again; a document that did land
+    keeps its session row and is not written again)."""
+    keys = {key for ref, _ in result.pending for key in (ref.key, *(part.key for part in ref.parts))}
+    result.files = [f for f in result.files if f.source_key not in keys]
+    result.pending.clear()
 
 
 def _settle_rows(trail: ShardTrail, result: ShardResult) -> None:

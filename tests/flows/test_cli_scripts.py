@@ -59,6 +59,7 @@ def world(tmp_path_factory) -> World:
     (src / "a.txt").write_text(FOUR)
     reconstruct([src], root / "out", Settings())
     (root / "empty").mkdir()
+    (root / "loop").symlink_to(root / "loop")
     (root / "misspelled.toml").write_text("sourc_tz = 'UTC'\n")
     (root / "malformed.toml").write_text("source_tz = = 'x'\n")
     return World(root, root / "out")
@@ -94,6 +95,8 @@ CASES: list[tuple[ExitCode, list[str], dict[str, str] | None]] = [
     (ExitCode.USAGE, ["export", "--format", "xls", *OUT], None),
     (ExitCode.QUARANTINED, ["run", "{root}/in", "--out", "{root}/fresh", "--workers", "1"], None),
     (ExitCode.CANNOT_START, ["run", "{root}/no-such-input", "--out", "{root}/o"], None),
+    (ExitCode.CANNOT_START, ["run", "{root}/in", "--out", "{root}/loop"], None),  # a symbolic-link loop
+    (ExitCode.CANNOT_START, ["run", "{root}/in", "--out", "{root}/loop/out"], None),  # under one
     *[(ExitCode.CANNOT_START, [*command, *EMPTY], None) for command in (
         ["status"], ["quarantine"], ["sessions"], ["history", "999"], ["verify"], ["diff", "999", "v0", "v1"],
         ["report"], ["export"], ["rerun", "--failed"])],

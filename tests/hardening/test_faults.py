@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import orjson
 import pytest
 
 from audit.ledger import Ledger, RunRecord
@@ -104,7 +105,45 @@ def test_a_real_full_disk(tmp_path, tiny_disk):
     out = tiny_disk / "out"
     _one_line(_cli(["run", str(src), "--out", str(out)]), "disk full")
     assert _run_row(out).status is RunStatus.FAILED
-    assert set(_recorded(out)) <= set(_documents(out)) and _recorded(out)
+    assert _recorded(out) == _documents(out) and _recorded(out)  # the shards in flight recorded too
+    assert _unrecorded_by_verify(out) == []
+
+
+def _unrecorded_by_verify(out: Path) -> list[str]:
+    """What ``reconstruct verify`` finds on disk but not in the ledger's revision index (it must pass)."""
+    done = _cli(["verify", "--out", str(out)])
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return [line for line in done.stdout.splitlines() if "not in the revision index" in line]
+
+
+def test_a_full_disk_waits_for_the_shard_in_flight_and_records_it(tmp_path):
+    """Two shards in flight: one meets ENOSPC while the other has written its documents and not yet
+    returned (ordered by tests/hardening/faultinject.py, no timing). The run waits for the second and
+    records it: every document on disk is in the ledger. The input whose document did not land is
+    not recorded as done, so the next run writes it."""
+    src, out = tmp_path / "in", tmp_path / "out"
+    src.mkdir()
+    for name in ("a0", "a1", "b0", "b1"):
+        (src / f"{name}.txt").write_text(GOOD.format(i=name))
+    result = _cli(["run", str(src), "--out", str(out), "--workers", "2"], inject=("inflight", str(tmp_path)))
+    _one_line(result, "disk full")
+    assert "gave up" not in result.stderr
+    assert _run_row(out).status is RunStatus.FAILED
+    assert _documents(out) == _recorded(out) and len(_documents(out)) == 3  # a0, b0, b1
+    assert _unrecorded_by_verify(out) == []
+    assert _cli(["run", str(src), "--out", str(out), "--workers", "1"]).returncode == 0
+    assert len(_documents(out)) == 4 and _documents(out) == _recorded(out)
+
+
+def test_no_shard_starts_once_the_run_stops_starting(tmp_path):
+    """After a fault (``pool.stop_starting``) a shard not yet begun returns an empty result at once."""
+    from flows import pool
+
+    begun = []
+    with pool.local_pool(Settings(workers=1)):
+        pool.stop_starting()
+        result, where = pool.dispatch(["x"], tmp_path, Settings(workers=1), fn=lambda *a, **k: begun.append(a))
+    assert begun == [] and result.files == [] and result.stopped is None and "stopped" in where
 
 
 # -- 2. the output turning read-only mid-run (ext4 remounts itself read-only on a metadata error) ---
@@ -145,7 +184,8 @@ def _break_into_read_only(image: Path, mount: Path) -> None:
 def test_an_output_that_turns_read_only_mid_run(tmp_path, ext4_disk):
     image, mount = ext4_disk
     src, out = _archive(tmp_path, 1500), mount / "out"
-    proc = subprocess.Popen([str(RECONSTRUCT), "run", str(src), "--out", str(out)], cwd=ROOT, env=_env(),
+    env = _env(XDG_STATE_HOME=str(tmp_path / "state"))
+    proc = subprocess.Popen([str(RECONSTRUCT), "run", str(src), "--out", str(out)], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     seen: set[int] = set()
     while proc.poll() is None and len(list((out / "sessions").rglob("*.json"))) < 100:
@@ -162,9 +202,46 @@ def test_an_output_that_turns_read_only_mid_run(tmp_path, ext4_disk):
     assert proc.returncode == 4 and len(lines) == 1, stderr[-3000:]
     assert any(w in lines[0] for w in ("output not writable", "file system failed", "ledger cannot be")), lines[0]
     # the ledger lives on the same, now read-only, file system: its status cannot change, and the
-    # line says so (the next run, once the output is writable, marks the run interrupted)
-    assert _run_row(out).status is RunStatus.RUNNING and "could not record the run's end" in lines[0], lines[0]
+    # line says so; the end is kept outside OUT, and the next run, once the output is writable, records it
+    # (the ledger itself may not even be readable now: a hot journal SQLite cannot roll back read-only)
+    assert "could not record the run's end" in lines[0] and "kept in " in lines[0], lines[0]
+    kept = Path(lines[0].rsplit("kept in ", 1)[1].split(", the next run")[0])
+    assert kept.is_relative_to(tmp_path / "state"), kept
+    run_id = orjson.loads(kept.read_bytes())["run_id"]
     _gone(seen)
+    subprocess.run(["umount", str(mount)], check=True)
+    subprocess.run(["e2fsck", "-fy", str(image)], capture_output=True)  # repairs the broken folder (exit 1)
+    subprocess.run(["mount", "-o", "loop", str(image), str(mount)], check=True)
+    again = _cli(["run", str(src), "--out", str(out)], env=env)
+    assert again.returncode == 0, again.stderr[-3000:]
+    ledger = Ledger(out / "ledger.sqlite", read_only=True)
+    try:
+        assert ledger.runs.get(run_id).status is RunStatus.FAILED and not kept.exists()
+    finally:
+        ledger.close()
+
+
+def test_a_run_whose_ledger_turned_read_only_is_marked_failed_by_the_next_run(tmp_path):
+    """The ledger refuses the run's failed status (read-only, as on an output remounted read-only): the
+    end is kept outside OUT, the line says where, and the next run records it as ``failed``, with its
+    time and why, instead of ``interrupted``."""
+    src, out, state = _small(tmp_path), tmp_path / "out", tmp_path / "state"
+    env = _env(XDG_STATE_HOME=str(state))
+    line = _one_line(_cli(["run", str(src), "--out", str(out), "--workers", "1"], env=env, inject=("readonly", 3)),
+                     "output not writable", "could not record the run's end", "the next run records it")
+    faulted = _run_row(out)
+    kept = list((state / "reconstruct" / "unrecorded-ends").glob("*.json"))
+    assert faulted.status is RunStatus.RUNNING and len(kept) == 1 and str(kept[0]) in line
+    assert not kept[0].is_relative_to(out)
+    assert _cli(["run", str(src), "--out", str(out), "--workers", "1"], env=env).returncode == 0
+    ledger = Ledger(out / "ledger.sqlite", read_only=True)
+    try:
+        row, ending = ledger.runs.get(faulted.run_id), ledger.meta.get(f"ending:{faulted.run_id}")
+    finally:
+        ledger.close()
+    assert row.status is RunStatus.FAILED and row.finished_at and row.files == 3, row
+    assert ending.startswith("failed at ") and "output not writable" in ending, ending
+    assert not kept[0].exists()
 
 
 def _gone(pids: set[int], patience: float = 30.0) -> None:
@@ -236,14 +313,40 @@ def _page_of(path: Path, table: str) -> int:
 def test_a_damaged_ledger_is_one_line_naming_it(tmp_path, where):
     src, out = _ledger(tmp_path)
     path = out / "ledger.sqlite"
+    _damage(path, where)
+    result = _cli(["run", str(src), "--out", str(out), "--workers", "1"])
+    _one_line(result, "ledger damaged", str(path), "move it aside")
+
+
+def _damage(path: Path, where: str) -> None:
     with path.open("r+b") as fh:
         if where == "header":
             fh.write(b"X" * 100)
         else:  # garbage over a page in the middle that a run does not read (the aliases table)
             fh.seek((_page_of(path, "aliases") - 1) * 4096)
             fh.write(b"garbage!" * 512)
-    result = _cli(["run", str(src), "--out", str(out), "--workers", "1"])
-    _one_line(result, "ledger damaged", str(path), "move it aside")
+
+
+READ_COMMANDS = [["status"], ["quarantine"], ["sessions"], ["verify"], ["report"], ["export"],
+                 ["history", "{doc}"], ["diff", "{doc}", "v1", "v1"], ["rerun"], ["query", "SELECT 1"],
+                 ["revert", "{doc}", "--to", "v1", "--confirm", "no"], ["link", "a:1", "b:2", "--why", "test"]]
+
+
+@pytest.mark.parametrize("where", ["middle", "header"])
+def test_read_commands_check_a_damaged_ledger_as_run_does(tmp_path, where):
+    """Every command that reads the ledger runs its quick_check first: a damaged ledger gives the line
+    and exit code ``run`` gives, never a traceback nor an answer read past the damage."""
+    _, out = _ledger(tmp_path)
+    path = out / "ledger.sqlite"
+    doc = _documents(out)[0]
+    _damage(path, where)
+    for command in READ_COMMANDS:
+        args = [a.format(doc=doc) for a in command]
+        where_out = [str(out)] if command[0] == "query" else ["--out", str(out)]
+        result = _cli([*args[:1], *where_out, *args[1:]])
+        line = _one_line(result, "ledger damaged", str(path), "move it aside")
+        assert line.startswith("cannot read: "), (command, line)
+        assert not (out / "logs").exists(), command  # a read command writes nothing under OUT
 
 
 # -- 6. too few file descriptors -------------------------------------------------------------------------
@@ -299,3 +402,27 @@ def test_faults_map_to_one_place():
     for reason, exc in cases:
         assert faults.fault_of(exc).reason is reason, exc
     assert faults.fault_of(ValueError("a bug")) is None
+
+
+def test_a_ledger_that_refuses_a_shards_key_claims_stops_the_shard_as_a_full_disk_does():
+    """A worker's key claims meet SQLite's full or read-only ledger: the shard stops and returns what it
+    wrote, as at ENOSPC (flows/shard.py), instead of raising out of the pool."""
+    import errno
+
+    from audit.ledger import LedgerError
+    from flows import faults
+
+    def wrapped(inner: BaseException) -> BaseException:
+        try:
+            try:
+                raise inner
+            except sqlite3.Error:
+                raise LedgerError("ledger cannot be used") from None
+        except LedgerError as outer:
+            return outer
+
+    assert faults.stops_writes(sqlite3.OperationalError("database or disk is full"))[0] == errno.ENOSPC
+    assert faults.stops_writes(sqlite3.OperationalError("attempt to write a readonly database"))[0] == errno.EROFS
+    assert faults.stops_writes(wrapped(sqlite3.OperationalError("database or disk is full")))[0] == errno.ENOSPC
+    assert faults.stops_writes(sqlite3.OperationalError("database disk image is malformed")) is None
+    assert faults.stops_writes(ValueError("a bug")) is None
