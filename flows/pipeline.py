@@ -37,7 +37,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from audit import datasets, publication, revisions
 from audit.ledger import FileRow, Ledger, LedgerError, ledger_path_for
 from models.settings import PIPELINE_VERSION, Settings
-from models.status import DocumentMark, FileStatus, RunOutcome, RunStatus
+from models.status import DocumentMark, FileStatus, RunCounts, RunOutcome, RunStatus
 from normalizers.ids import safe_path_part
 
 from . import alerts, artifacts, cluster, emit, faults, ingest, pool, snapshots
@@ -580,7 +580,7 @@ def reconstruct_archive(paths: list[str], out: str, settings: Settings | dict[st
     return summary
 
 
-def _alert_counts(exc: BaseException, lpath: Path, run_id: str) -> dict[str, int]:
+def _alert_counts(exc: BaseException, lpath: Path, run_id: str) -> RunCounts | None:
     """The counts of a run that raised, for its alert; none when the ledger cannot be opened (the
     fault holds it too: an output gone read-only). Noted on ``exc``, which stays the run's error: its
     notes say whether the run's end was recorded."""
@@ -588,7 +588,7 @@ def _alert_counts(exc: BaseException, lpath: Path, run_id: str) -> dict[str, int
         return alerts.ledger_counts(lpath, run_id)
     except (LedgerError, sqlite3.Error, OSError) as failed:
         exc.add_note(f"the alert's counts could not be read: {type(failed).__name__}: {failed}")
-        return {}
+        return None
 
 
 @contextmanager

@@ -48,11 +48,13 @@ def inject(code: int, after: int) -> None:
 def read_only_ledger() -> None:
     """The ledger refuses a run's failed status as SQLite does on a read-only file system."""
     from audit.ledger import Ledger, LedgerError
+    from audit.ledger.runs import Runs
+    from models.errors import Reason
     from models.status import RunStatus
 
-    real, opened, refused = Ledger.finish_run, Ledger.__init__, []
+    real, opened, refused = Runs.finish, Ledger.__init__, []
 
-    def finish_run(self, run_id, finished_at, status, seconds):
+    def finish(self, run_id, finished_at, status, seconds):
         if status is RunStatus.FAILED:
             refused.append(run_id)
             raise sqlite3.OperationalError("attempt to write a readonly database")
@@ -60,11 +62,12 @@ def read_only_ledger() -> None:
 
     def open_(self, path, *, read_only=False):
         if refused and not read_only:  # from then on the ledger cannot be opened for writing either
-            raise LedgerError(f"ledger {path} cannot be used: attempt to write a readonly database") \
+            raise LedgerError(Reason.OUTPUT_READ_ONLY,
+                              f"ledger {path} cannot be used: attempt to write a readonly database") \
                 from sqlite3.OperationalError("attempt to write a readonly database")
         opened(self, path, read_only=read_only)
 
-    Ledger.finish_run, Ledger.__init__ = finish_run, open_
+    Runs.finish, Ledger.__init__ = finish, open_
 
 
 def _wait_for(done, what: str) -> None:

@@ -409,15 +409,16 @@ def test_a_ledger_that_refuses_a_shards_key_claims_stops_the_shard_as_a_full_dis
     wrote, as at ENOSPC (flows/shard.py), instead of raising out of the pool."""
     import errno
 
-    from audit.ledger import LedgerError
+    from audit.ledger import LedgerError, sqlite_reason
     from flows import faults
 
-    def wrapped(inner: BaseException) -> BaseException:
+    def wrapped(inner: sqlite3.Error) -> BaseException:
+        """The ledger's own error for a SQLite one, as the ledger raises it (its reason read from SQLite's words)."""
         try:
             try:
                 raise inner
-            except sqlite3.Error:
-                raise LedgerError("ledger cannot be used") from None
+            except sqlite3.Error as exc:
+                raise LedgerError(sqlite_reason(exc), "ledger cannot be used") from None
         except LedgerError as outer:
             return outer
 
