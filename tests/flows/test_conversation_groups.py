@@ -247,7 +247,7 @@ def test_a_vk_peers_pages_are_one_document_in_offset_order(tmp_path):
     assert [p.key.rsplit("/", 1)[1] for p in group.parts] == ["messages0.html", "messages50.html"]
     out = tmp_path / "out"
     summary = reconstruct([tmp_path / "vk"], out, Settings())
-    assert summary["counts"]["sessions_ok"] == 1 and summary["counts"]["files"] == 2
+    assert summary.counts.sessions_ok == 1 and summary.counts.files == 2
     doc = orjson.loads(key_document(out, "vk-html", name="2000000001.json").read_bytes())
     parts = [i["source"]["part"] for i in doc["artifacts"]["Chatthistorik"]["interactions"]]
     assert parts == ["messages50.html"] * 2 + ["messages0.html"] * 3  # oldest first: the later page holds the older

@@ -63,7 +63,7 @@ def test_prefect_yaml_deploys_and_a_process_worker_runs_it(prefect_server, tmp_p
             deployment = client.read_deployment_by_name("reconstruct-archive/nightly")
             run = client.read_flow_run(re.search(r"UUID: ([0-9a-f-]{36})", triggered).group(1))
             assert run.deployment_id == deployment.id and run.state.is_completed()
-            assert run.name == f"sample_logs {runs[0]['run_id']}" and "archive:sample_logs" in run.tags
+            assert run.name == f"sample_logs {runs[0].run_id}" and "archive:sample_logs" in run.tags
             assert deployment.schedules[0].schedule.cron == "0 2 * * *"
             assert deployment.global_concurrency_limit.limit == 1
             assert deployment.parameters["paths"] == [str(ROOT / "sample_logs")]
