@@ -23,7 +23,7 @@ from audit import revisions
 from audit.files import resolve_inside
 from audit.ledger import MOVED_TO, Ledger, RevisionRow, SnapshotRow
 from audit.ledger.links import Decisions
-from normalizers.keys import chat_of, content_hash, evidence, index_print, is_system, resolvable
+from normalizers.keys import chat_of, content_hash, evidence, identities, index_print, is_system, resolvable
 
 from . import lifeline
 
@@ -259,10 +259,18 @@ def resolve(found: list[Prints], ledger: Ledger, tolerance: int = 60) -> Resolve
 def _link(mine: list[Prints], known: list[tuple[str, list[str]]], ledger: Ledger, said: Decisions,
           unions: UnionFind, possible: list[tuple[str, str, str]], tolerance: int) -> None:
     """Weigh the run's sessions of one chat against the known ones: proof unites them, suggestive
-    evidence is a possible link; a pair a person split stays apart."""
+    evidence is a possible link; a pair a person split stays apart. Only pairs that share a message
+    identity are weighed (evidence is made of such pairs; any other says nothing), so a chat of many
+    unrelated sessions (id-less transcripts with no title) costs what its shared messages cost, not
+    every pair."""
     resolved = ledger.aliases.of(k for k, _ in known)
+    holders: dict[str, list[int]] = {}
+    for n, (_, prints) in enumerate(known):
+        for ident in identities(prints):
+            holders.setdefault(ident, []).append(n)
     for p in sorted(mine, key=lambda p: p.key):
-        for key, prints in known:
+        for n in sorted({n for ident in identities(p.prints) for n in holders.get(ident, ())}):
+            key, prints = known[n]
             other = resolved.get(key, key)
             if other == p.key or key == p.key or said.split(p.key, other):
                 continue

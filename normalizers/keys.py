@@ -265,6 +265,11 @@ class Evidence:
 NO_EVIDENCE = Evidence(0, 0, False, None)
 
 
+def identities(prints: Iterable[str]) -> set[str]:
+    """The message identities (``identity_print``) of index prints: evidence pairs only messages that share one."""
+    return {p.partition(":")[0] for p in prints}
+
+
 def _parse(prints: Sequence[str]) -> list[tuple[str, str, int | None]]:
     out = []
     for p in prints:

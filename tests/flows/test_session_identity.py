@@ -355,3 +355,29 @@ def test_a_streamed_chat_exported_twice_is_proved_the_same_from_its_document(tmp
     for export in exports:
         assert reconstruct([export], out, streamed, runner=None).status == "completed"
     _one_document_each_message_once(out, lines)
+
+
+# --- many id-less chats -------------------------------------------------------------------------------
+
+def test_many_untitled_transcripts_weigh_only_the_pairs_that_share_a_message(tmp_path, monkeypatch):
+    """Id-less transcripts with no title are all one chat to the key resolution: weighing every pair made
+    1,000 of them take more than ten minutes. Only pairs that share a message are weighed now, and two
+    exports of one conversation among them are still proved one."""
+    from flows import snapshots
+
+    calls: list[int] = []
+    real = snapshots.evidence
+    monkeypatch.setattr(snapshots, "evidence", lambda *a, **k: calls.append(1) or real(*a, **k))
+    src = tmp_path / "in"
+    src.mkdir()
+    for i in range(60):
+        (src / f"chat-{i:03d}.txt").write_text(f"User: question number {i}\nAssistant: answer number {i}\n")
+    shared = "User: the same words\nAssistant: the same reply\nUser: and more\nAssistant: said twice\n"
+    for name in ("copy-a.txt", "copy-b.txt"):
+        (src / name).write_text(shared)
+    out = tmp_path / "out"
+    summary = reconstruct([src], out, Settings(workers=1), runner=None)
+    assert summary.status == "completed"
+    assert len(calls) <= 4, f"{len(calls)} pairs weighed for 62 chats of which 2 share messages"
+    said = [_said(d) for d in _documents(out)]
+    assert len(said) == 61 and said.count(_said(next(d for d in _documents(out) if "said twice" in str(d)))) == 1
