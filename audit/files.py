@@ -1,6 +1,6 @@
 """Durable file writes under an output root: atomic replacement, never outside the root.
 
-Shared by the documents (flows/emit.py), the revision store and the datasets, so it lives here,
+Shared by the documents (flows/core/emit.py), the revision store and the datasets, so it lives here,
 below ``flows``.
 """
 
@@ -19,7 +19,7 @@ _write_guard: list[Callable[[], None]] = []
 
 def guard_writes(check: Callable[[], None]) -> None:
     """Have ``check`` run before every batch of writes in this process is made durable and visible
-    (a worker's: it ends the worker once its run is gone, flows/lifeline.py)."""
+    (a worker's: it ends the worker once its run is gone, flows/core/lifeline.py)."""
     _write_guard[:] = [check]
 
 

@@ -1,6 +1,6 @@
 """The audit trail of one shard's writes: documents with their revisions and dataset rows.
 
-A shard (flows/shard.py) hands every document it accepts to a ``ShardTrail``; the trail stages
+A shard (flows/core/shard.py) hands every document it accepts to a ``ShardTrail``; the trail stages
 the bytes in the shard's write batch, keeps each new revision in the store as a hard link to the
 written file (no second copy), and keeps the document's rows of the sessions and turns tables as
 they were taken from the assembled document (``datasets.DocumentRows``), so nothing is read back.

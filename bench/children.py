@@ -44,8 +44,8 @@ def core_pool(data: str, out: str) -> dict:
     """The core on the same local process pool the flow uses, without Prefect: the fair baseline
     for Prefect's overhead when an archive has more shards than one."""
     from flows import pool
+    from flows.core.shard import run_shard
     from flows.pipeline import reconstruct
-    from flows.shard import run_shard
     from models.settings import Settings
 
     settings = Settings()
@@ -65,8 +65,8 @@ def core_pool(data: str, out: str) -> dict:
 def shard(data: str, out: str) -> dict:
     """The core's shard alone (read, process, write documents and revision blobs), without the
     ledger and the datasets pass that ``core`` adds: the datasets read every document back whole."""
-    from flows import ingest
-    from flows.shard import run_shard
+    from flows.core import ingest
+    from flows.core.shard import run_shard
     from models.settings import Settings
 
     settings = Settings()
@@ -85,7 +85,7 @@ def _start_prefect():
     """Start Prefect's embedded server as ``reconstruct run`` does (launched, the flow imported while
     it starts, then waited for) and run an empty flow on it; returns the seconds it took (creating
     its database too, on a fresh machine) and the server (None when one is configured)."""
-    from flows.cli import prefect_env
+    from flows.cli.app import prefect_env
     from flows.serve import start_embedded, use_embedded, without_heartbeats
 
     prefect_env()

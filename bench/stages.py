@@ -2,7 +2,7 @@
 
     python -m bench.stages bench/data/full/chatgpt/conversations.json [--passes 3]
 
-Each conversation goes through the stages the streamed core runs (flows/jsonstream.py) one after the
+Each conversation goes through the stages the streamed core runs (flows/core/jsonstream.py) one after the
 other, each timed in CPU seconds of this process (a loaded machine stretches wall time far more):
 split (cut the list into entries and parse each with orjson), parse (the grammar), count (its
 independent turn count), accounting, assemble (a batch at a time, as one table), gate and encode.
@@ -18,7 +18,7 @@ from collections import defaultdict
 from itertools import islice
 from pathlib import Path
 
-from flows import batches, process
+from flows.core import batches, process
 from models.records import SourceText
 from models.settings import Settings
 from normalizers.assemble import RunContext
@@ -30,7 +30,7 @@ STAGES = ("split", "parse", "count", "accounting", "assemble", "gate+encode")
 
 def one_pass(path: Path, ctx: RunContext) -> tuple[dict[str, float], int]:
     """(CPU seconds by stage, messages) of one pass over the export, in the worker's batches of
-    ``stream_chunk_bytes``, each assembled as one table (flows/batches.py)."""
+    ``stream_chunk_bytes``, each assembled as one table (flows/core/batches.py)."""
     source = SourceText("", path.name, "0" * 64, path.stat().st_size, "utf-8")
     with path.open("rb") as fh:
         sample = fh.read(65536).decode("utf-8", "ignore")

@@ -14,7 +14,8 @@ from normalizers.secrets import scrub_name
 
 if TYPE_CHECKING:
     from audit.ledger import FileRecord, QuarantineEntry
-    from flows.summary import RunSummary
+
+    from .summary import RunSummary
 
 SUMMARY_KEY = "reconstruct-run-summary"
 QUARANTINE_KEY = "reconstruct-quarantine"

@@ -25,8 +25,8 @@ from typing import Any
 from models.errors import ClusterError, Reason
 from models.settings import Settings
 
-from .merge import merge_keys
-from .shard import ShardResult, run_shard, worker_died
+from .core.merge import merge_keys
+from .core.shard import ShardResult, run_shard, worker_died
 
 EXTRA_HINT = "pip install 'reconstruct[dask]'"
 CONNECT_SECONDS = 30
@@ -89,7 +89,7 @@ def shards(client, groups: list[list], out_root: Path, settings: Settings, *, co
 
 
 def merges(client, groups: list[list[str]], out_root: Path, settings: Settings, **kwargs) -> Iterator[ShardResult]:
-    """Run each group of deferred session keys (flows/merge.py) on the cluster; results as they complete.
+    """Run each group of deferred session keys (flows/core/merge.py) on the cluster; results as they complete.
     A group whose tasks kill every worker fails the run (no single input to quarantine)."""
     futures = [_submit(client, merge_keys, group, out_root, settings, **kwargs) for group in groups]
     for future in _as_completed(client, futures):

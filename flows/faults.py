@@ -107,7 +107,7 @@ _STOPS = {Reason.DISK_FULL: errno.ENOSPC, Reason.OUTPUT_READ_ONLY: errno.EROFS}
 
 def stops_writes(exc: BaseException) -> tuple[int, str] | None:
     """(errno, what) when ``exc`` is a full or read-only output refusing a write (a shard then stops and
-    returns what it wrote, as for ``ENOSPC``: flows/shard.py), else None. SQLite says it only in words."""
+    returns what it wrote, as for ``ENOSPC``: flows/core/shard.py), else None. SQLite says it only in words."""
     fault = fault_of(exc)
     if fault is None or fault.reason not in _STOPS:
         return None

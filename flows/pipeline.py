@@ -40,9 +40,10 @@ from models.settings import PIPELINE_VERSION, Settings
 from models.status import DocumentMark, FileStatus, RunCounts, RunOutcome, RunStatus
 from normalizers.ids import safe_path_part
 
-from . import alerts, artifacts, cluster, emit, faults, ingest, pool, snapshots
-from .merge import merge_keys
-from .shard import ShardResult, run_shard
+from . import alerts, artifacts, cluster, faults, pool
+from .core import emit, ingest, snapshots
+from .core.merge import merge_keys
+from .core.shard import ShardResult, run_shard
 from .summary import RunSummary
 
 
@@ -104,7 +105,7 @@ def process_shard(refs: Opaque, out_root: str, settings: Settings, companions: O
       persist_result=False, cache_policy=NO_CACHE)
 def process_merge(keys: Opaque, out_root: str, settings: Settings, ledger_path: str, run_id: str,
                   allow_shrink: bool = False) -> ShardResult:
-    """One group of deferred session keys merged (flows/merge.py), on the same pool as the shards."""
+    """One group of deferred session keys merged (flows/core/merge.py), on the same pool as the shards."""
     result, where = pool.dispatch(keys.value, Path(out_root), settings, fn=merge_keys, ledger_path=Path(ledger_path),
                                   run_id=run_id, allow_shrink=allow_shrink)
     get_run_logger().debug("merge of %d session keys ran on %s", len(keys.value), where)
@@ -265,7 +266,7 @@ def _stop_if_full(result: ShardResult) -> None:
 
 def _merge_phase(deferred: list[str], out_root: Path, run_id: str, settings: Settings, ledger: Ledger,
                  lpath: Path, merger, allow_shrink: bool, flight: InFlight) -> int:
-    """Merge the keys the shards deferred (flows/merge.py), in groups; returns the documents written.
+    """Merge the keys the shards deferred (flows/core/merge.py), in groups; returns the documents written.
     Skipped when the run is asked to stop: the snapshots are indexed, the next run merges them."""
     resolved = ledger.aliases.of(deferred)  # a key resolved to another is merged as that one
     groups = plan_merges([resolved.get(k, k) for k in deferred], settings)
@@ -550,7 +551,7 @@ def reconstruct_archive(paths: list[str], out: str, settings: Settings | dict[st
     Run it with ``run_archive`` (which names the run as it is created) or as a deployment: either way
     ``settings.dask_address`` sends the shards to that Dask scheduler. Paths are made absolute here, on
     the driver, before anything is shipped; a path may be a URL (``s3://``, ``gcs://``, ``file://``:
-    flows/ingest.py reads it through fsspec).
+    flows/core/ingest.py reads it through fsspec).
     """
     logger = get_run_logger()
     out_root = Path(os.path.abspath(out))  # resolved here, never on a worker with another directory

@@ -27,8 +27,8 @@ from pathlib import Path
 
 from models.settings import Settings
 
-from . import lifeline
-from .shard import ShardResult, run_shard, worker_died
+from .core import lifeline
+from .core.shard import ShardResult, run_shard, worker_died
 
 
 class LocalPool:
@@ -42,7 +42,7 @@ class LocalPool:
 
     def _new(self) -> ProcessPoolExecutor:
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["flows.shard"])
+        context.set_forkserver_preload(["flows.core.shard"])
         return ProcessPoolExecutor(max_workers=self.workers, mp_context=context, initializer=lifeline.worker_start,
                                    initargs=(lifeline.owner(),))
 

@@ -294,7 +294,7 @@ async def serve_until_stopped(plan: ServePlan, started=None) -> None:
     from prefect.deployments.runner import EntrypointType
     from prefect.runner import Runner
 
-    from flows.pipeline import reconstruct_archive
+    from .pipeline import reconstruct_archive
 
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()

@@ -16,7 +16,7 @@ import sys
 import atheris
 
 with atheris.instrument_imports():
-    from flows.process import process_bytes
+    from flows.core.process import process_bytes
     from models.settings import Settings
     from normalizers.assemble import RunContext
 

@@ -1,7 +1,7 @@
 """Interactions of a streamed session, chunk by chunk: normalisation once per distinct value, lines in polars.
 
 A session read whole is assembled with its batch (normalizers/table.py); a large text input streamed
-in chunks (flows/spool.py, flows/ranges.py) is assembled here, one turn frame
+in chunks (flows/core/spool.py, flows/core/ranges.py) is assembled here, one turn frame
 (``parsers.columns.TURN_SCHEMA``) per chunk, with what spans chunks carried along. Same document as a
 whole read (tests compare the bytes):
 

@@ -17,7 +17,7 @@ export, ``<grammar>:fp-<16 hex>``: the sha256 of the grammar, the export (source
 title (``key_title``) and the *identity prints* of its earliest ``KEY_MESSAGES`` messages that are not
 system lines (``identity_print``: the author and the content after ``identity_content``; no time).
 
-Exports of one conversation under two scoped keys become one only on proof, which flows/snapshots.py
+Exports of one conversation under two scoped keys become one only on proof, which flows/core/snapshots.py
 decides from the ledger's index of *index prints* (``index_prints``: per non-system message its
 identity print, an author print and its UTC time) with ``evidence``:
 

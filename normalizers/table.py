@@ -339,7 +339,7 @@ class ColumnAssembler:
     """The interactions of one streamed session, a turn frame (``parsers.columns.TURN_SCHEMA``) per chunk,
     through the batch's column work (one session, ordinals going on from chunk to chunk): what spans
     chunks (the speaker table, the summary) is carried along, so a session's bytes do not depend on how
-    it was cut. A range of a session read apart (flows/ranges.py, ``starting_at``) keeps the rows
+    it was cut. A range of a session read apart (flows/core/ranges.py, ``starting_at``) keeps the rows
     ``Facts.observe`` must see in session order (``facts``) and is added to the session by ``absorb``."""
 
     ctx: RunContext

@@ -91,7 +91,7 @@ class Grammar(ABC):
 
     streams_text: ClassVar[bool] = False
     """True when a large text input of this grammar can be streamed in chunks of whole turns
-    (flows/spool.py), through: ``plan(source, blocks)`` (a pre-pass over blocks of whole lines,
+    (flows/core/spool.py), through: ``plan(source, blocks)`` (a pre-pass over blocks of whole lines,
     ``(text, first line)``: what only the whole file decides, with ``lines`` and ``counted``; it may
     raise to have the input read whole), ``stream_session(source, plan)``, ``is_header(lines)`` (the
     lines a chunk may start at: turn starts of this input; a grammar whose header depends on the

@@ -156,7 +156,7 @@ def conversation_groups(folder: Path) -> dict[tuple[Path, str], list[Path]]:
 
 def load_group(paths: list[Path], names: list[str], name: str,
                companions: dict[str, str] | None = None) -> SourceText:
-    """The one source a conversation's files make (as ``flows.process.process_group`` hands it over)."""
+    """The one source a conversation's files make (as ``flows.core.process.process_group`` hands it over)."""
     parts = tuple(decode(p.read_bytes(), n) for p, n in zip(paths, names, strict=True))
     return SourceText("", name, "0" * 64, sum(x.size for x in parts), "utf-8", companions or {}, parts=parts)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.process import process_bytes
+from flows.core.process import process_bytes
 from models.errors import ReconstructError
 from models.settings import Settings
 from normalizers.assemble import RunContext
@@ -70,8 +70,8 @@ def test_streamed_inputs_give_the_oracles_bytes(path, tmp_path):
     conversation), an input's documents are the oracle's."""
     import shutil
 
-    from flows import ingest
-    from flows.shard import run_shard
+    from flows.core import ingest
+    from flows.core.shard import run_shard
 
     settings = Settings(stream_text_bytes=1, stream_json_bytes=1, stream_chunk_bytes=64)
     src = tmp_path / "in"

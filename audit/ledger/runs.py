@@ -61,7 +61,7 @@ class Runs:
         # a file with a reason of its own (nothing read, or its grammar broke after some sessions)
         own = q(f"SELECT COUNT(*) FROM files f WHERE run_id=? AND {OWN_FAILURE}", (run_id,)).fetchone()[0]
         failed = q(f"SELECT COUNT(*) FROM files f WHERE run_id=? AND {FAILED}", (run_id,)).fetchone()[0]
-        # a merged document's row (ordinal 0, flows/merge.py) is not one more session of the sources
+        # a merged document's row (ordinal 0, flows/core/merge.py) is not one more session of the sources
         sess = dict(q("SELECT status, COUNT(*) FROM sessions WHERE run_id=? AND NOT (ordinal = 0 AND output_sha256 "
                       "IS NOT NULL) GROUP BY status", (run_id,)).fetchall())
         # each document once, as the run left it: a snapshot left to its key's merge has no document of

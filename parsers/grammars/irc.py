@@ -239,7 +239,7 @@ class Irc(Grammar):
         _conclude(session, source.name, facts)
         return iter([session])
 
-    # -- streaming (flows/spool.py) ------------------------------------------------------------
+    # -- streaming (flows/core/spool.py) ------------------------------------------------------------
 
     streams_text = True
 

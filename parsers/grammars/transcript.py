@@ -275,7 +275,7 @@ class Transcript(Grammar):
             out.append(session)
         return iter(out)
 
-    # -- streaming (flows/spool.py) ------------------------------------------------------------
+    # -- streaming (flows/core/spool.py) ------------------------------------------------------------
 
     streams_text = True
 

@@ -122,7 +122,7 @@ def test_browse_command_serves_on_loopback_only(audited, monkeypatch):
     import uvicorn
     from typer.testing import CliRunner
 
-    from flows.cli import app
+    from flows.cli.app import app
 
     served = {}
     monkeypatch.setattr(uvicorn, "run", lambda application, **kw: served.update(kw, app=application))

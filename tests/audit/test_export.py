@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from audit import current, publication
 from audit.ledger import Ledger
-from flows.cli import app
+from flows.cli.app import app
 from tests.audit.conftest import CHAT
 
 runner = CliRunner()

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from audit import datasets
 from audit.datasets import tables
-from flows.cli import app
+from flows.cli.app import app
 from flows.pipeline import reconstruct
 from models.settings import Settings
 

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from audit import current
 from audit.ledger import Ledger
 from audit.query import Catalog
-from flows.cli import app
+from flows.cli.app import app
 from flows.exits import ExitCode
 from models.errors import AuditError
 from tests.audit.conftest import CHAT, KEY

@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from audit import datasets
 from audit.datasets import PART_COLUMNS, DocumentRows, Rows
 from audit.ledger import Ledger
+from flows.core.process import process_bytes
 from flows.pipeline import reconstruct
-from flows.process import process_bytes
 from models.settings import Settings
 from normalizers.assemble import RunContext
 from tests.helpers import GOLDEN, ROOT

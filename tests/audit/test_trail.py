@@ -18,8 +18,8 @@ from audit import files, revisions
 from audit.files import Batch
 from audit.ledger import Ledger
 from audit.trail import ShardTrail
-from flows import emit
-from flows.cli import app
+from flows.cli.app import app
+from flows.core import emit
 from flows.pipeline import reconstruct
 from models.settings import Settings as RunSettings
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import orjson
 
-from flows.process import process_bytes, process_group
+from flows.core.process import process_bytes, process_group
 from models.records import Region, RegionKind
 from models.settings import Settings
 from normalizers.assemble import RunContext

@@ -1,5 +1,5 @@
 """Archives read in place: every decompression failure of one entry is that entry's reason, never
-an exception that escapes (flows/archives.py)."""
+an exception that escapes (flows/core/archives.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from flows import archives, ingest
+from flows.core import archives, ingest
 from models.errors import IngestError, Reason
 from models.settings import Settings
 from tests.hardening.inputs import entry_offset, patch

@@ -12,7 +12,7 @@ from pathlib import Path
 import polars as pl
 from typer.testing import CliRunner
 
-from flows.cli import app
+from flows.cli.app import app
 from flows.pipeline import reconstruct
 from models.settings import Settings
 

@@ -7,8 +7,8 @@ from datetime import timedelta
 import yaml
 from typer.testing import CliRunner
 
-from flows.cli import app
-from flows.cli_ops import serve_parameters
+from flows.cli.app import app
+from flows.cli.ops import serve_parameters
 from flows.serve import ServePlan, no_overlap
 from tests.helpers import ROOT
 

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from audit.files import Batch
 from audit.ledger import Ledger
-from flows.cli import app
+from flows.cli.app import app
 from flows.exits import ExitCode
 from flows.pipeline import reconstruct
 from models.settings import Settings

@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 
 from audit import convdiff
 from audit.ledger import Ledger
-from flows import cli_views
-from flows.cli import app
+from flows.cli import views as cli_views
+from flows.cli.app import app
 from flows.exits import MEANING, ExitCode
 from flows.pipeline import reconstruct
 from models.errors import Reason, ReconstructError
@@ -136,7 +136,7 @@ def test_every_exit_code_has_a_case_and_a_row_in_the_docs():
 
 @pytest.mark.parametrize(("block", "code"), [("run", ExitCode.CANNOT_START), ("read", ExitCode.PROBLEM)])
 def test_a_pipeline_error_the_table_does_not_name(block, code):
-    from flows.cli import clear_failures
+    from flows.cli.app import clear_failures
     from flows.exits import one_line
 
     guard = clear_failures("run failed") if block == "run" else one_line()

@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 
 from audit.datasets import rows
-from flows.process import process_bytes
+from flows.core.process import process_bytes
 from models.settings import Settings
 from normalizers.assemble import RunContext
 from parsers import registry

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from flows.process import process_bytes
+from flows.core.process import process_bytes
 from models.settings import Settings
 from normalizers.assemble import RunContext
 from parsers import registry

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from flows.process import process_bytes
+from flows.core.process import process_bytes
 from models.settings import Settings
 from normalizers.assemble import RunContext
 from tests.helpers import CONFORMANCE

@@ -8,8 +8,8 @@ import orjson
 from typer.testing import CliRunner
 
 from audit.ledger import Ledger
-from flows import ingest
-from flows.cli import app
+from flows.cli.app import app
+from flows.core import ingest
 from flows.exits import ExitCode
 from flows.pipeline import reconstruct
 from models.settings import Settings

@@ -82,8 +82,8 @@ def test_the_input_that_kills_its_workers_is_quarantined_and_the_rest_processed(
     import dask
 
     from flows import cluster as dask_shards
-    from flows import ingest
-    from flows.shard import run_shard
+    from flows.core import ingest
+    from flows.core.shard import run_shard
 
     def deadly(refs, *args, **kwargs):  # pickled by value: the workers run it as it is
         import os

@@ -6,7 +6,7 @@ import polars as pl
 from typer.testing import CliRunner
 
 from audit.datasets import tables
-from flows.cli import app
+from flows.cli.app import app
 from flows.pipeline import reconstruct
 from models.settings import Settings
 from tests.helpers import ROOT

@@ -66,7 +66,7 @@ def test_runs_on_the_embedded_server_send_no_heartbeats_unless_asked(monkeypatch
 
 RUN = """
 import json, sys
-from flows.cli import app
+from flows.cli.app import app
 try:
     app(["run", sys.argv[1], "--out", sys.argv[2]])
 except SystemExit as exc:

@@ -15,9 +15,9 @@ import pytest
 
 from audit import datasets
 from audit.ledger import Ledger
-from flows import ingest, jsonstream
+from flows.core import ingest, jsonstream
+from flows.core.shard import run_shard
 from flows.pipeline import reconstruct
-from flows.shard import run_shard
 from models.records import SourceText
 from models.settings import Settings
 from normalizers.assemble import RunContext

@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from audit.ledger import Ledger, SessionRecord
-from flows.cli import app
+from flows.cli.app import app
 from flows.pipeline import reconstruct
 from models.settings import Settings
 from models.status import SessionStatus

@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from flows import alerts, artifacts
-from flows.cli import app
+from flows.cli.app import app
 from flows.pipeline import run_archive
 from models.settings import Settings
 from tests.flows.conftest import against
@@ -132,7 +132,7 @@ def test_a_quarantining_run_emits_an_event_and_the_automation_notifies(prefect_s
 
 
 def test_a_crashing_run_emits_its_event(prefect_server, monkeypatch, tmp_path):
-    from flows import ingest
+    from flows.core import ingest
 
     def broken(*_args, **_kwargs):
         raise OSError("the archive disk went away")

@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 
 from audit import datasets
 from audit.ledger import Ledger
-from flows import ingest, ranges
+from flows.core import ingest, ranges
+from flows.core.shard import run_shard
 from flows.pipeline import reconstruct
-from flows.shard import run_shard
 from models.errors import NotStreamable, Reason
 from models.settings import Settings
 from parsers.grammars import _whatsapp_columns

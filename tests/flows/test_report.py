@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from audit.ledger import Ledger
 from audit.report import figures
-from flows.cli import app
+from flows.cli.app import app
 from flows.pipeline import reconstruct
 from models.settings import Settings
 from tests.helpers import ROOT

@@ -15,9 +15,9 @@ from typer.testing import CliRunner
 from audit import revisions
 from audit.ledger import SCHEMA_VERSION, Ledger
 from audit.ledger.schema import MIGRATIONS
-from flows.cli import app
+from flows.cli.app import app
+from flows.core.shard import run_shard
 from flows.pipeline import reconstruct
-from flows.shard import run_shard
 from models.settings import Settings
 from tests.helpers import ROOT
 from validators.diffjson import make_diff

@@ -9,7 +9,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from flows.cli import app
+from flows.cli.app import app
 from flows.exits import ExitCode
 from models.settings import Settings
 from tests.helpers import ROOT

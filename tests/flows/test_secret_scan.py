@@ -22,7 +22,7 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app
+from flows.cli.app import app
 from flows.pipeline import reconstruct
 from models.settings import Settings
 from normalizers.secret_table import DETECTORS

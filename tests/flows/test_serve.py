@@ -23,7 +23,7 @@ from tests.flows.conftest import against, free_port
 from tests.helpers import ROOT
 
 LOADED = 3  # the machines are shared: liveness bounds three times what a quiet machine needs
-RECONSTRUCT = [sys.executable, "-c", "from flows.cli import app; app()"]
+RECONSTRUCT = [sys.executable, "-c", "from flows.cli.app import app; app()"]
 
 
 def _completed_runs(out: Path) -> list[RunRecord]:
@@ -118,7 +118,7 @@ READ_ONLY = [["status"], ["quarantine"], ["history", "x"], ["verify"], ["diff", 
 @pytest.mark.parametrize("args", [*READ_ONLY, ["formats"], ["schema"]], ids=lambda a: a[0])
 def test_read_only_commands_do_not_import_prefect(args, tmp_path):
     argv = [*args, "--out", str(tmp_path)] if args in READ_ONLY else args
-    probe = ("import sys\nfrom typer.testing import CliRunner\nfrom flows.cli import app\n"
+    probe = ("import sys\nfrom typer.testing import CliRunner\nfrom flows.cli.app import app\n"
              f"CliRunner().invoke(app, {argv!r})\n"
              "print(sorted(m for m in sys.modules if m == 'prefect' or m.startswith('prefect.')))\n")
     done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)

@@ -252,7 +252,7 @@ def _keys(out: Path) -> list[str]:
 def _cli(*args: str):
     from typer.testing import CliRunner
 
-    from flows.cli import app
+    from flows.cli.app import app
 
     done = CliRunner().invoke(app, list(args))
     assert done.exit_code == 0, done.output
@@ -363,7 +363,7 @@ def test_many_untitled_transcripts_weigh_only_the_pairs_that_share_a_message(tmp
     """Id-less transcripts with no title are all one chat to the key resolution: weighing every pair made
     1,000 of them take more than ten minutes. Only pairs that share a message are weighed now, and two
     exports of one conversation among them are still proved one."""
-    from flows import snapshots
+    from flows.core import snapshots
 
     calls: list[int] = []
     real = snapshots.evidence

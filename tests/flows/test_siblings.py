@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from flows import ingest
-from flows.ingest import InputRef
+from flows.core import ingest
+from flows.core.ingest import InputRef
 
 _NAMES = st.lists(st.tuples(st.sampled_from(["", "a", "a/b", "c"]), st.sampled_from(["x.txt", "y.jpg", "Z", "é"])),
                   max_size=12)

@@ -140,8 +140,8 @@ def test_an_output_of_the_layout_before_keys_moves_as_a_recorded_revision(export
     out = tmp_path / "out"
     _run([first], out)
     rel, _ = _only_document(out)
-    from flows import emit
-    from flows.ingest import discover
+    from flows.core import emit
+    from flows.core.ingest import discover
 
     # the layout before keys: the document under its source's path
     key = discover([first.parent.parent], Settings())[0].key
@@ -164,7 +164,7 @@ def test_sessions_command_reconciliation_dataset_and_report(exports, tmp_path):
     from typer.testing import CliRunner
 
     from audit import report
-    from flows.cli import app
+    from flows.cli.app import app
     from flows.exits import ExitCode
 
     out = tmp_path / "out"
@@ -306,7 +306,7 @@ def test_verify_covers_the_snapshot_blobs(exports, tmp_path):
 
 
 def test_a_key_whose_merge_fails_is_quarantined_and_keeps_its_document(exports, tmp_path, monkeypatch):
-    from flows import merge
+    from flows.core import merge
 
     first, second = exports
     out = tmp_path / "out"

@@ -8,9 +8,9 @@ import shutil
 import pytest
 
 from audit import revisions
-from flows import emit, ingest
-from flows.ranges import Blocks
-from flows.shard import run_shard
+from flows.core import emit, ingest
+from flows.core.ranges import Blocks
+from flows.core.shard import run_shard
 from models.settings import Settings
 from models.status import FileStatus
 from tests.parsers.test_columns import CASES
@@ -133,7 +133,7 @@ def test_a_stream_that_cannot_be_read_is_quarantined_not_read_again(tmp_path, mo
     an error writing under the output root stops the shard as any output failure does."""
     import errno
 
-    from flows import spool
+    from flows.core import spool
 
     src = tmp_path / "in"
     src.mkdir()

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from flows import ranges
+from flows.core import ranges
 from models.errors import NotStreamable
 from models.records import SourceText
 from parsers import registry

@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from audit.datasets import rows
-from flows import batches, ingest
-from flows.process import process_bytes
-from flows.shard import run_shard
+from flows.core import batches, ingest
+from flows.core.process import process_bytes
+from flows.core.shard import run_shard
 from models.errors import Reason
 from models.records import ModelRef, Turn
 from models.settings import Settings

@@ -10,7 +10,7 @@ import zipfile
 
 import pytest
 
-from flows import ingest
+from flows.core import ingest
 from flows.pipeline import reconstruct
 from models.settings import Settings
 from tests.helpers import ROOT

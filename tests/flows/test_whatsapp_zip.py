@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import zipfile
 
-from flows import ingest
+from flows.core import ingest
 from models.settings import Settings
 from parsers import registry
 from parsers.text import decode

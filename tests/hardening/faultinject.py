@@ -93,9 +93,9 @@ def _recorded_a(ledger_path: Path) -> bool:
 
 def _in_flight(folder: Path) -> None:
     """In a pool worker: the two shards of the ``inflight`` scenario (see the module's doc)."""
-    import flows.shard
+    import flows.core.shard
 
-    real = flows.shard.run_shard
+    real = flows.core.shard.run_shard
     landed = folder / "b-landed"
 
     def run_shard(refs, out_root, settings, **kwargs):
@@ -115,7 +115,7 @@ def _in_flight(folder: Path) -> None:
                 Batch.stage = restore
         return real(refs, out_root, settings, **kwargs)
 
-    flows.shard.run_shard = run_shard
+    flows.core.shard.run_shard = run_shard
 
 
 def _preload_in_workers() -> None:
@@ -127,7 +127,7 @@ def _preload_in_workers() -> None:
 
     def _new(self):
         executor = real(self)
-        multiprocessing.get_context("forkserver").set_forkserver_preload(["flows.shard", __name__])
+        multiprocessing.get_context("forkserver").set_forkserver_preload(["flows.core.shard", __name__])
         return executor
 
     pool.LocalPool._new = _new
@@ -143,7 +143,7 @@ def main() -> None:
         read_only_ledger()
     else:
         inject(getattr(errno, name), int(arg))
-    from flows.cli import app
+    from flows.cli.app import app
 
     sys.argv = ["reconstruct", *args]
     app()

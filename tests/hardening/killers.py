@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from flows.shard import run_shard
+from flows.core.shard import run_shard
 from models.errors import Reason, TransientIngestError
 
 

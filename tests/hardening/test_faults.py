@@ -406,7 +406,7 @@ def test_faults_map_to_one_place():
 
 def test_a_ledger_that_refuses_a_shards_key_claims_stops_the_shard_as_a_full_disk_does():
     """A worker's key claims meet SQLite's full or read-only ledger: the shard stops and returns what it
-    wrote, as at ENOSPC (flows/shard.py), instead of raising out of the pool."""
+    wrote, as at ENOSPC (flows/core/shard.py), instead of raising out of the pool."""
     import errno
 
     from audit.ledger import LedgerError, sqlite_reason

@@ -16,7 +16,7 @@ from audit.ledger import Ledger
 from models.status import RunStatus
 from tests.helpers import ROOT
 
-CLI = "import sys; from flows.cli import app; sys.argv[0] = 'reconstruct'; app()"
+CLI = "import sys; from flows.cli.app import app; sys.argv[0] = 'reconstruct'; app()"
 
 
 def _archive(root: Path, n: int = 400) -> Path:

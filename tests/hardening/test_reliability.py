@@ -11,7 +11,8 @@ import orjson
 import pytest
 
 from audit.ledger import Ledger
-from flows import archives, ingest, pool
+from flows import pool
+from flows.core import archives, ingest
 from flows.pipeline import only_transient, reconstruct, shard_task
 from models import errors
 from models.settings import Settings

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from flows.process import process_text
+from flows.core.process import process_text
 from models.settings import Settings
 from normalizers.assemble import RunContext
 from normalizers.keys import (

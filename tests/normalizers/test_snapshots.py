@@ -7,7 +7,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from flows.process import process_group, process_text
+from flows.core.process import process_group, process_text
 from models.settings import Settings
 from normalizers.assemble import RunContext
 from normalizers.encode import encode_document

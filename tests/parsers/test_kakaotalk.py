@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from flows.process import process_bytes
+from flows.core.process import process_bytes
 from models.settings import Settings
 from normalizers.assemble import RunContext
 from parsers import registry

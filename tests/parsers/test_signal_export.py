@@ -10,7 +10,7 @@ from datetime import datetime
 import orjson
 import pytest
 
-from flows.process import process_bytes
+from flows.core.process import process_bytes
 from models.settings import Settings
 from normalizers.assemble import RunContext
 from parsers import registry

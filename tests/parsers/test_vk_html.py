@@ -9,7 +9,7 @@ from datetime import datetime
 import orjson
 import pytest
 
-from flows.process import process_bytes, process_group
+from flows.core.process import process_bytes, process_group
 from models.settings import Settings
 from normalizers.assemble import RunContext
 from parsers import registry

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import orjson
 
-from flows.process import process_bytes
+from flows.core.process import process_bytes
 from models.settings import Settings
 from normalizers.assemble import RunContext
 from parsers import registry

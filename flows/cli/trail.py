@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from flows import cli_views as views
-from flows.exits import ExitCode, fail
+from ..exits import ExitCode, fail
+from . import views
 
 if TYPE_CHECKING:
     from audit.ledger import KeyListing
@@ -34,7 +34,7 @@ def _err(message: str) -> None:
 
 def _ledger(out: Path, config: Path | None, *, write: bool = False):
     """The run ledger of OUT (read-only unless ``write``); errors end as one line and their exit code."""
-    from flows.cli import read_ledger
+    from .app import read_ledger
 
     return read_ledger(out, config, write=write)
 
@@ -197,7 +197,8 @@ def export(
     from audit.current import TABLES, Table
     from audit.export import Format, write
     from audit.ledger import ledger_path_for
-    from flows.cli import load_settings, open_ledger
+
+    from .app import load_settings, open_ledger
 
     if format not in set(Format):
         fail(f"unknown format {format!r}: {', '.join(Format)}", ExitCode.USAGE)
@@ -232,7 +233,8 @@ def report(
 ) -> None:
     """Write a self-contained HTML audit report (inline SVG charts) from the ledger and datasets."""
     from audit.report import write_report
-    from flows.cli import known_run
+
+    from .app import known_run
 
     with _ledger(out, config) as ledger:
         path = write_report(out, ledger, known_run(ledger, run_id, out), out_file,

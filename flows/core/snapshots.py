@@ -6,7 +6,7 @@ and reads which snapshots (source sha256) earlier runs indexed. A key the shard 
 session whose source is the only snapshot known is written as today (its document is its snapshot's
 blob: the revision store keeps it, nothing else is written). Any other session is *deferred*: its
 single-snapshot document is kept as a blob of the revision store and its key is merged after the
-shards (flows/merge.py), from the set of snapshots the ledger indexes, so the document of a key
+shards (flows/core/merge.py), from the set of snapshots the ledger indexes, so the document of a key
 depends on that set only, never on run order or on which shard met which file first.
 """
 

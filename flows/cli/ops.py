@@ -12,7 +12,7 @@ import typer
 def serve_parameters(paths: list[str], out: Path, settings_overrides: dict) -> dict:
     """The flow parameters a scheduled run gets (plain values, as Prefect stores them; the settings
     this run differs from the defaults by, ``dask_address`` among them)."""
-    from flows.ingest import as_root
+    from ..core.ingest import as_root
 
     return {"paths": [str(as_root(p)) for p in paths], "out": str(out.resolve()),
             "settings": settings_overrides, "force": False, "show_progress": False}
@@ -40,9 +40,9 @@ def register(app: typer.Typer) -> None:
         a Prefect server at 127.0.0.1:PORT, else starts one (and stops it on exit). Each run is
         incremental: unchanged inputs are skipped. One run at a time: a run due while the last still
         runs is cancelled."""
-        from flows.cli import check_cluster, console, load_settings, prefect_env
-        from flows.exits import ExitCode
-        from flows.ingest import is_url
+        from ..core.ingest import is_url
+        from ..exits import ExitCode
+        from .app import check_cluster, console, load_settings, prefect_env
 
         if cron and interval:
             console.print("[red]give --cron or --interval, not both[/red]")
@@ -54,8 +54,8 @@ def register(app: typer.Typer) -> None:
         settings = load_settings(config, dask_address=dask_address)
         check_cluster(settings)
         prefect_env()
-        from flows.serve import ServePlan
-        from flows.serve import serve as serve_plan
+        from ..serve import ServePlan
+        from ..serve import serve as serve_plan
 
         plan = ServePlan(name=name, parameters=serve_parameters(paths, out, settings.model_dump(
             mode="json", exclude_defaults=True)), cron=None if interval else (cron or "0 2 * * *"),
@@ -75,15 +75,15 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Install (or replace) the automation that notifies when a run quarantines anything, crashes or is
         interrupted, on the Prefect server PREFECT_API_URL (or 127.0.0.1:4200) names."""
-        from flows.cli import console, prefect_env
-        from flows.exits import ExitCode
+        from ..exits import ExitCode
+        from .app import console, prefect_env
 
         if bool(webhook) == bool(block):
             console.print("[red]give --webhook URL or --block TYPE/NAME[/red]")
             raise typer.Exit(ExitCode.USAGE)
         prefect_env()
-        from flows import alerts as alerting
-        from flows.serve import use_running_server
+        from .. import alerts as alerting
+        from ..serve import use_running_server
 
         where = use_running_server()
         try:

@@ -1,7 +1,7 @@
 """The ``reconstruct`` command line.
 
 Exit codes follow one table, ``flows.exits.ExitCode`` (docs/cli.md prints it); read commands take
-``--json`` and print their rows through ``flows.cli_views``.
+``--json`` and print their rows through ``flows.cli.views``.
 """
 
 from __future__ import annotations
@@ -18,15 +18,17 @@ import orjson
 import typer
 from rich.console import Console
 
-from flows import cli_views as views
-from flows.exits import ExitCode, one_line
-from flows.exits import fail as fail_with
 from models.settings import Settings
 from models.status import RunStatus
 
+from ..exits import ExitCode, one_line
+from ..exits import fail as fail_with
+from . import views
+
 if TYPE_CHECKING:
     from audit.ledger import QuarantineEntry, RunRecord
-    from flows.summary import RunSummary
+
+    from ..summary import RunSummary
 
 app = typer.Typer(
     add_completion=False,
@@ -91,7 +93,7 @@ def clear_failures(what: str, out: Path | None = None):
     line and exit 4, their traceback in a log under ``out`` (flows/faults.py); other errors of the
     pipeline, the ledger and the file system end as one line and the exit-code table's code; anything
     else (a bug) propagates."""
-    from . import faults
+    from .. import faults
 
     with one_line(what, otherwise=ExitCode.CANNOT_START):
         try:
@@ -144,7 +146,7 @@ def ledger_faults(what: str):
 
     from audit.ledger import LedgerError
 
-    from . import faults
+    from .. import faults
 
     try:
         yield
@@ -202,7 +204,7 @@ def _check_out(out: Path) -> None:
 
 def _roots(paths: list[str]) -> list:
     """The run's roots: URLs as given, local paths made absolute (a Dask worker has another directory)."""
-    from flows.ingest import as_root
+    from ..core.ingest import as_root
 
     return [as_root(p) for p in paths]
 
@@ -212,8 +214,9 @@ def check_cluster(settings: Settings, *, reach: bool = False) -> None:
     answer, before the run starts its Prefect): one line and exit 4 otherwise."""
     if not settings.dask_address:
         return
-    from flows.cluster import connected, require_distributed
     from models.errors import ClusterError
+
+    from ..cluster import connected, require_distributed
 
     try:
         require_distributed()
@@ -226,7 +229,7 @@ def check_cluster(settings: Settings, *, reach: bool = False) -> None:
 
 def _run(paths: list[str], out: Path, settings: Settings, force: bool, allow_shrink: bool = False,
          keys: list[str] | None = None) -> int:
-    from flows.ingest import is_url
+    from ..core.ingest import is_url
 
     roots = _roots(paths)
     missing = [str(p) for p in roots if not is_url(p) and not p.exists() and not p.is_symlink()]
@@ -237,8 +240,8 @@ def _run(paths: list[str], out: Path, settings: Settings, force: bool, allow_shr
     _check_out(out)
     check_cluster(settings, reach=True)
     prefect_env()
-    from flows import faults
-    from flows.serve import configured_api_url, start_embedded, use_embedded, use_running_server, without_heartbeats
+    from .. import faults
+    from ..serve import configured_api_url, start_embedded, use_embedded, use_running_server, without_heartbeats
 
     with clear_failures("cannot start", out):
         faults.check_open_files(settings.workers)
@@ -249,12 +252,12 @@ def _run(paths: list[str], out: Path, settings: Settings, force: bool, allow_shr
             faults.check_prefect_home()
     embedded = start_embedded()  # starts while this process imports the flow
     try:
-        from flows.pipeline import run_archive
+        from ..pipeline import run_archive
     except Exception as exc:  # an environment problem, not an input problem
         console.print(f"[red]cannot start:[/red] Prefect is unavailable: {exc}")
         return ExitCode.CANNOT_START
     try:
-        from flows.pipeline import graceful_stop
+        from ..pipeline import graceful_stop
 
         with clear_failures("run failed", out), graceful_stop(out), faults.prefect_logs_to_file(out):
             _ready(embedded, use_embedded)
@@ -410,7 +413,10 @@ def schema(out: Annotated[Path | None, typer.Option("--out")] = None) -> None:
 
 def _register_command_groups() -> None:
     """Commands kept in their own modules (audit trail, operations) add themselves to ``app``."""
-    from flows import cli_audit, cli_browse, cli_links, cli_ops
+    from . import browse as cli_browse
+    from . import links as cli_links
+    from . import ops as cli_ops
+    from . import trail as cli_audit
 
     cli_audit.register(app)
     cli_ops.register(app)

@@ -4,7 +4,7 @@ Their entries are listed under the zip limits (entry count, total size, compress
 entry's bytes are read with every decompression failure (a damaged deflate stream, a bad CRC, an
 unknown compression method, a truncated gzip) turned into an IngestError with its own reason: one
 damaged entry is quarantined, never the run. Which entries are refused by name (absolute, ``../``,
-nested archives) is decided by the caller (flows/ingest.py) for every kind alike.
+nested archives) is decided by the caller (flows/core/ingest.py) for every kind alike.
 """
 
 from __future__ import annotations

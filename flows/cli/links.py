@@ -17,8 +17,8 @@ from typing import Annotated
 
 import typer
 
-from flows.cli_audit import ConfigOpt, OutOpt, _ledger
-from flows.exits import ExitCode, fail
+from ..exits import ExitCode, fail
+from .trail import ConfigOpt, OutOpt, _ledger
 
 KeyArg = Annotated[str, typer.Argument(help="A session key (<platform>:<id>), as `reconstruct sessions` lists it.")]
 WhyOpt = Annotated[str, typer.Option("--why", help="Why (kept in the ledger with the decision).")]
@@ -72,7 +72,8 @@ def _separate(ledger, out: Path, a: str, b: str) -> None:
     """Undo a merge of the pair: each key of it that was resolved into the other (or into the same
     third key) gets back the snapshots whose own document carries its key."""
     from audit import revisions
-    from flows.snapshots import envelope
+
+    from ..core.snapshots import envelope
 
     resolved = ledger.aliases.of([a, b])
     for key, other in ((a, b), (b, a)):

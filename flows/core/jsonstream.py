@@ -1,6 +1,6 @@
 """A large JSON list of conversations streamed entry by entry, on every worker.
 
-The JSON counterpart of flows/spool.py. A ChatGPT or Claude ``conversations.json`` (any grammar with
+The JSON counterpart of flows/core/spool.py. A ChatGPT or Claude ``conversations.json`` (any grammar with
 ``Grammar.entries``) of ``stream_json_bytes`` or more is never held whole, nor all its sessions:
 
 1. the list is split into its entries (``parsers.jsonsplit``: cut where orjson confirms, no tree
@@ -9,7 +9,7 @@ The JSON counterpart of flows/spool.py. A ChatGPT or Claude ``conversations.json
    than two batches each, else it is done here (this process is the last worker; with one worker,
    or where no child process may be started, every batch is done here): every entry is parsed by its
    grammar (``Grammar.parse_entry``), accounted, assembled and gated as the whole-file path does
-   (the batch's sessions assembled as one table, flows/batches.py), and its document written to a
+   (the batch's sessions assembled as one table, flows/core/batches.py), and its document written to a
    temporary file under ``OUT/.spool``;
 3. the batches' sessions come back in their order: ordinals and duplicate session ids are settled
    here across batches, as the whole-file path settles them, and each session is handed to
@@ -379,7 +379,7 @@ def _address(o: SessionOutcome) -> str | None:
 def _outcomes(grammar, job: Job, ctx: RunContext) -> list[tuple[int, list[SessionOutcome]]]:
     """(index, its sessions) of each entry of a batch, in order: every entry parsed with its turns as
     columns, counted and accounted, then the batch's sessions assembled as one table
-    (flows/batches.py). A batch the column route fails on has each conversation quarantined with the
+    (flows/core/batches.py). A batch the column route fails on has each conversation quarantined with the
     failure, never read by another route."""
     values = [(index, item if job.parsed else orjson.loads(item)) for index, item, *_ in job.entries]
     started = time.perf_counter()

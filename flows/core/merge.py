@@ -1,7 +1,7 @@
 """The merge phase of a run (#15), without Prefect: the deferred session keys of a group, each merged
 from every snapshot the ledger indexes for it and written as a new revision at the key's address.
 
-A key is deferred by a shard when it has two or more snapshots (flows/snapshots.py). After the shards,
+A key is deferred by a shard when it has two or more snapshots (flows/core/snapshots.py). After the shards,
 the run hands its deferred keys to this function in groups (one task per group, never per key); it
 reads the snapshots' blobs, merges them (normalizers/snapshots.py: a function of the set, so the
 document is the same whatever the order the files were met in), gates the merged document and stages

@@ -32,6 +32,7 @@ from audit.ledger import (
     SnapshotRow,
 )
 from audit.trail import ShardTrail
+from flows import faults
 from models.errors import IngestError, Reason
 from models.records import SourceText
 from models.settings import Settings
@@ -40,7 +41,7 @@ from normalizers.assemble import RunContext
 from normalizers.secrets import scrub_name
 from parsers.text import decode, detection_sample, input_sha256, sha256_text
 
-from . import archives, emit, faults, ingest, jsonstream, snapshots, spool
+from . import archives, emit, ingest, jsonstream, snapshots, spool
 from .process import (
     DETECT_SAMPLE,
     Batch,
@@ -216,7 +217,7 @@ def run_shard(
     Every write of the shard is made durable at its end, together (``ShardTrail.commit``), and
     so is what was written before an interruption or a full disk. ``allow_shrink`` lets a document
     replace an accepted one that held much more (the mass latch). Sessions are written once the
-    shard's session keys are claimed in the run (``run_id``; flows/snapshots.py).
+    shard's session keys are claimed in the run (``run_id``; flows/core/snapshots.py).
     """
     ctx = RunContext.from_settings(settings)
     prior = None
@@ -499,7 +500,7 @@ def _emit(ref: ingest.InputRef, outcome: FileOutcome, trail: ShardTrail, result:
 
 def _settle(trail: ShardTrail, result: ShardResult, settings: Settings, allow_shrink: bool,
             ledger_path: Path | None, run_id: str | None) -> None:
-    """Write or defer the shard's staged sessions, their keys claimed all at once (flows/snapshots.py)."""
+    """Write or defer the shard's staged sessions, their keys claimed all at once (flows/core/snapshots.py)."""
     pending = result.pending
     keys = [snapshots.key_of(s) for _, s in pending]
     resolved = snapshots.aliases(ledger_path, {k for k in keys if snapshots.is_scoped(k)})

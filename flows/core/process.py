@@ -57,7 +57,7 @@ class SessionOutcome:
     drift: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Format drift the grammar met: ``{"category:value": {"count": n, "first": pointer}}``."""
     spool: Any = None
-    """A streamed session's finished document: a temporary file (flows/spool.py) the shard renames
+    """A streamed session's finished document: a temporary file (flows/core/spool.py) the shard renames
     into place, instead of ``encoded``."""
     spool_sha256: str | None = None
     turns: Any = None
@@ -85,7 +85,7 @@ class FileOutcome:
     """For a conversation over several files: the files that could not be decoded, by name, with
     (reason code, detail); the conversation reads them as gaps, the ledger quarantines each file."""
     emitted: bool = False
-    """True when each session was handed to the shard as soon as it was done (flows/jsonstream.py):
+    """True when each session was handed to the shard as soon as it was done (flows/core/jsonstream.py):
     only the file's own record is left to write."""
     staged: list[Any] = field(default_factory=list)
     """Dataset parts the route staged for the documents it handed on (``audit.datasets.adopt``)."""

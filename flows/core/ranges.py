@@ -1,6 +1,6 @@
 """A large text input cut into byte ranges at turn starts, the ranges read in parallel, merged in order.
 
-The pre-pass of a streamed input (flows/spool.py) reads the raw bytes in blocks of whole lines
+The pre-pass of a streamed input (flows/core/spool.py) reads the raw bytes in blocks of whole lines
 (``raw_blocks``), decodes them (``decoded``) and hands them to the grammar's plan, which notes the
 turns before each block. ``cut`` then picks a block every ``stream_range_bytes`` and cuts at its
 first turn start: each ``Range`` knows its byte offsets, its first line and its first turn, so it

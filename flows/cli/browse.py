@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from flows.exits import ExitCode
+from ..exits import ExitCode
 
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="TOML config file (default ./reconstruct.toml).")]
 OutArg = Annotated[Path, typer.Argument(help="Output root of the runs.")]
@@ -27,8 +27,9 @@ def query(
 ) -> None:
     """SQL (DuckDB) over sessions, turns, quarantine, runs, reconciliation and revisions."""
     from audit import query as sqlq
-    from flows.cli import read_ledger
-    from flows.cli_views import show_rows
+
+    from .app import read_ledger
+    from .views import show_rows
 
     with read_ledger(out, config) as ledger:  # errors end as one line and the exit-code table's code
         if sql is None:
@@ -80,7 +81,8 @@ def browse(
 
     from audit.browse.app import create_app
     from audit.ledger import ledger_path_for
-    from flows.cli import load_settings, open_ledger
+
+    from .app import load_settings, open_ledger
 
     settings = load_settings(config)
     if ledger_path_for(out, settings).is_file():  # checked once, as a run checks it: damaged, one line

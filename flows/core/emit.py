@@ -15,7 +15,7 @@ nothing from the input can name a path outside the root. Quarantine records stay
 ``<source key>`` is the input's path below its root, prefixed by the root's name; a part ending in
 ``.json`` gets ``.d`` appended as a folder name, so no folder matches ``*.json``. Outputs of the
 layout before keys (``sessions/<source key>/...``, ``legacy_relpath``) are moved to their key's
-address when that key's document is written, as recorded revisions (flows/shard.py).
+address when that key's document is written, as recorded revisions (flows/core/shard.py).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Every path found ends as an InputRef, including the ones that cannot be read: those carry the
 reason and are quarantined by the shard, so nothing found disappears. Folders are walked without
 following symlinked folders (no loops); a symlinked file is followed only inside the input root
-(``follow_outside_links``); archives (zip, tar, tar.gz, gz: flows/archives.py) are opened in place
+(``follow_outside_links``); archives (zip, tar, tar.gz, gz: flows/core/archives.py) are opened in place
 with limits on entry count, total size and compression ratio; unsafe entry names, encrypted entries,
 links and devices inside tars, and nested archives are refused one by one with a reason.
 

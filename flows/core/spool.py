@@ -4,11 +4,11 @@ For a grammar that reads text column-wise and plans from a pre-pass (``Grammar.s
 WhatsApp, IRC, transcripts), an input above ``stream_text_bytes`` is never held whole, nor all its
 turns (a grammar without ``scan_block``, whose chunks carry state in order, is read as one range):
 
-1. pre-pass: the input is read in blocks of whole lines (flows/ranges.py ``Blocks``); the grammar
+1. pre-pass: the input is read in blocks of whole lines (flows/core/ranges.py ``Blocks``); the grammar
    takes what only the whole file can decide (WhatsApp's day/month order from every header's
    date), the independent turn count, the line count and the turns before each block
    (``Grammar.plan``); the input is cut into ranges of about ``stream_range_bytes`` at turn starts;
-2. main pass: the ranges are read on ``workers`` threads (flows/ranges.py), each in chunks cut at
+2. main pass: the ranges are read on ``workers`` threads (flows/core/ranges.py), each in chunks cut at
    the last turn start of each block; each chunk's turns become a frame, its interactions are
    assembled and encoded (normalizers.columns), checked (the gate's column and byte checks),
    accounted (line spans, prefix sums) and appended to the range's spool piece, its dataset rows

@@ -6,7 +6,7 @@ grammar reads a large input as, are held as the batch takes them once counted an
 (``prepare``, ``prepare_read``). The sessions of a batch (a shard's small inputs together, a whole
 read's sessions about ``BATCH_TURNS`` turns at a time, or a streamed batch of conversations) are
 normalised, redacted, checked and encoded as one table (``normalizers.table``), and each gets its
-envelope (``assemble_pending``). The callers (flows/process.py, flows/jsonstream.py) judge each session
+envelope (``assemble_pending``). The callers (flows/core/process.py, flows/core/jsonstream.py) judge each session
 in order. A batch the column route fails on has its sessions quarantined with the failure: no other
 route assembles them.
 """
