@@ -413,15 +413,10 @@ def schema(out: Annotated[Path | None, typer.Option("--out")] = None) -> None:
 
 def _register_command_groups() -> None:
     """Commands kept in their own modules (audit trail, operations) add themselves to ``app``."""
-    from . import browse as cli_browse
-    from . import links as cli_links
-    from . import ops as cli_ops
-    from . import trail as cli_audit
+    from . import browse, links, ops, trail
 
-    cli_audit.register(app)
-    cli_ops.register(app)
-    cli_browse.register(app)
-    cli_links.register(app)
+    for commands in (trail, ops, browse, links):
+        commands.register(app)
 
 
 _register_command_groups()
