@@ -94,6 +94,9 @@ def _one(exc: BaseException) -> EnvironmentFault | None:
         where = exc.filename if isinstance(exc.filename, str | os.PathLike) else None
         reason = _ERRNO_REASONS.get(_errno_of(exc), Reason.FILE_SYSTEM)
         return EnvironmentFault(reason, exc.strerror or str(exc), path=str(where) if where else None)
+    if _from_polars_io(exc):  # polars (Rust) says the errno only in its message: "(os error 30)"
+        reason = _ERRNO_REASONS.get(int(_RUST_ERRNO.search(str(exc)).group(1)), Reason.FILE_SYSTEM)
+        return EnvironmentFault(reason, str(exc))
     if isinstance(exc, sqlite3.Error):
         reason = sqlite_reason(exc)
         return EnvironmentFault(reason, f"SQLite: {exc}") if reason else None
@@ -124,6 +127,12 @@ def _errno_of(exc: OSError) -> int | None:
 
 
 _RUST_ERRNO = re.compile(r"\(os error (\d+)\)")
+
+
+def _from_polars_io(exc: BaseException) -> bool:
+    """A polars error that is an I/O error underneath (a Parquet part written to a full or read-only
+    output raises ``ComputeError``, not ``OSError``)."""
+    return type(exc).__module__.startswith("polars") and _RUST_ERRNO.search(str(exc)) is not None
 
 
 def _url(exc: BaseException) -> str:

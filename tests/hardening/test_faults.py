@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import orjson
+import polars
 import pytest
 
 from audit.ledger import Ledger, RunRecord
@@ -395,6 +396,9 @@ def test_faults_map_to_one_place():
         (Reason.DISK_FULL, OSError(errno.ENOSPC, "No space left on device", "/x")),
         (Reason.OUTPUT_READ_ONLY, OSError(errno.EROFS, "Read-only file system")),
         (Reason.OUTPUT_READ_ONLY, OSError("Read-only file system (os error 30): out/x.parquet.tmp")),  # polars'
+        (Reason.OUTPUT_READ_ONLY, polars.exceptions.ComputeError(  # a Parquet part written as the output turns
+            "parquet: File out of specification: underlying IO error: Read-only file system (os error 30)")),
+        (Reason.DISK_FULL, polars.exceptions.ComputeError("IO error: No space left on device (os error 28)")),
         (Reason.TOO_MANY_OPEN_FILES, OSError(errno.EMFILE, "Too many open files")),
         (Reason.LEDGER_CORRUPT, sqlite3.DatabaseError("database disk image is malformed")),
         (Reason.PREFECT_UNAVAILABLE, chained(httpx.ConnectError("refused"))),
