@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from functools import lru_cache
 from itertools import pairwise
 from typing import Any
 
@@ -18,6 +17,7 @@ import orjson
 import regex
 
 from models.records import ParsedSession, Turn
+from parsers.sample import shared
 from parsers.timeparse import parse_iso
 
 
@@ -158,13 +158,17 @@ def _slot(parent: list[Any] | None, bracket: str) -> str | None:
     return parent[3] if bracket == "[" else None
 
 
-@lru_cache(maxsize=4)
 def sample_records(sample: str) -> tuple[Record, ...]:
+    """The outermost message-like objects of a JSON sample (``_scan``), scanned once per ``Sample``."""
+    return shared(sample, "records", lambda: _scan(sample))
+
+
+def _scan(sample: str) -> tuple[Record, ...]:
     """The outermost message-like objects (two of an author, a time and a content key) of a JSON sample.
 
     The sample is usually cut short (64 KiB of a larger file), so this is a tolerant bracket-and-string
     scan, not a parse: an object still open at the end counts with the keys seen so far. Shared by the
-    human chat grammars (cached), so each one's share has the same denominator."""
+    human chat grammars, so each one's share has the same denominator."""
     stack: list[list[Any]] = []  # [bracket, start, keys, pending key, container]
     found: list[tuple[int, int, Record]] = []
     for m in _TOKEN.finditer(sample):
