@@ -42,6 +42,7 @@ def register(cls: type[Grammar]) -> type[Grammar]:
     _GRAMMARS[name] = cls()
     _ORDERED.clear()  # built again, in name order, when next asked for
     _NEEDS.clear()
+    _NEEDED_BY.clear()
     return cls
 
 
@@ -200,13 +201,11 @@ def _scores(sample: str, name: str, *, every: bool = False, holds: frozenset[str
     scores 0 without running its detector (``every``: run them all, as the tests compare). ``holds``: the
     needed strings the sample holds, when already known; ``counts``: line counts already made, by grammar."""
     sample = of(sample)
-    scores: dict[str, float] = {}
     if holds is None:
         holds = frozenset(s for s in _needs() if s in sample)
-    for grammar in all_grammars():
-        if not every and not _candidate(grammar, holds):
-            scores[grammar.name] = 0.0
-            continue
+    grammars = all_grammars()
+    scores = dict.fromkeys((g.name for g in grammars), 0.0)
+    for grammar in grammars if every else _candidates(holds):
         try:
             if counts and grammar.name in counts:
                 score = float(grammar.detect_counted(sample, name, counts[grammar.name]))
@@ -225,6 +224,22 @@ def _needs() -> list[str]:
     if not _NEEDS:
         _NEEDS[:] = sorted({s for g in all_grammars() for s in g.detect_needs} | {ESCAPE})
     return _NEEDS
+
+
+def _candidates(holds: frozenset[str]) -> list[Grammar]:
+    """The grammars worth running on a sample that holds ``holds`` of the needed strings, in name order."""
+    if ESCAPE in holds:
+        return all_grammars()
+    if not _NEEDED_BY:
+        for g in all_grammars():
+            for s in g.detect_needs or ("",):  # "": a grammar that needs nothing
+                _NEEDED_BY.setdefault(s, set()).add(g.name)
+    names = _NEEDED_BY.get("", set()).union(*(_NEEDED_BY.get(s, ()) for s in holds))
+    return [g for g in all_grammars() if g.name in names]
+
+
+_NEEDED_BY: dict[str, set[str]] = {}
+"""The grammars that need each string ("": those that need none), for ``_candidates``."""
 
 
 def conversation_of(file_name: str) -> tuple[str, str, int] | None:
