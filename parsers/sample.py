@@ -69,9 +69,13 @@ def whole_nonblank(sample: str, limit: int) -> list[str]:
 
 def json_line(sample: str, line: str) -> Any:
     """One line of the sample parsed as JSON (``BAD_JSON`` when it is not), parsed once per sample."""
-    def parse() -> Any:
-        try:
-            return orjson.loads(line)
-        except orjson.JSONDecodeError:
-            return BAD_JSON
-    return shared(sample, ("json", line), parse)
+    parsed: dict[str, Any] | None = sample.memo.setdefault("json", {}) if isinstance(sample, Sample) else None
+    if parsed is not None and line in parsed:
+        return parsed[line]
+    try:
+        value = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        value = BAD_JSON
+    if parsed is not None:
+        parsed[line] = value
+    return value

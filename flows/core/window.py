@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from models.errors import DetectionError, IngestError, Reason, ReconstructError
 from models.records import Detection, SourceText
 from parsers import registry
+from parsers.memory import paused_gc
 from parsers.text import decode
 
 from . import ingest
@@ -54,6 +55,10 @@ class Window:
         return self.loaded.pop(index, None)
 
     def _load(self, start: int) -> None:
+        with paused_gc():  # as processing one input does: nothing read or detected holds cycles
+            self._fill(start)
+
+    def _fill(self, start: int) -> None:
         self.loaded.clear()
         size = 0
         end = start
