@@ -15,7 +15,7 @@ from models.errors import Reason
 from models.settings import Settings
 from models.status import FileStatus
 from parsers import registry
-from tests.helpers import ROOT
+from tests.helpers import BREAKS_ZOOM, ROOT, break_zoom_detection
 
 SAMPLES = sorted(p for p in (ROOT / "sample_logs").rglob("*")
                  if p.is_file() and p.suffix in (".txt", ".json", ".log") and registry.conversation_of(p.name) is None)
@@ -68,17 +68,9 @@ def test_any_window_size_gives_the_same_documents(tmp_path, monkeypatch, size):
 
 def test_a_detector_that_fails_quarantines_its_input_alone(tmp_path, monkeypatch):
     """``internal``, with the failing grammar named; the other inputs of the window are read as before."""
-    zoom = registry.get("zoom")
-    original = zoom.detect_counted
-
-    def broken(sample, name, counts):
-        if "BREAKS-ZOOM" in sample:
-            raise ZeroDivisionError("a detector's bug")
-        return original(sample, name, counts)
-
-    monkeypatch.setattr(zoom, "detect_counted", broken)
+    break_zoom_detection(monkeypatch, ZeroDivisionError("a detector's bug"))
     src = _copy(tmp_path, SAMPLES[:4])
-    (src / "bad.txt").write_text("10:02:15 From Ann Lee to Everyone:\n\tBREAKS-ZOOM\n")
+    (src / "bad.txt").write_text(BREAKS_ZOOM)
     result = _run(src, tmp_path / "out")
     bad = [f for f in result.files if f.source_key.endswith("bad.txt")]
     assert len(bad) == 1 and bad[0].status is FileStatus.QUARANTINED

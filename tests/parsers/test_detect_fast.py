@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from models.errors import DetectionError, Reason
 from parsers import linecount, registry
-from tests.helpers import CONFORMANCE, GOLDEN, ROOT, load_source
+from tests.helpers import BREAKS_ZOOM, CONFORMANCE, GOLDEN, ROOT, break_zoom_detection, load_source
 from tests.parsers.test_golden import CASES
 
 SAMPLE = 65536
@@ -135,16 +135,8 @@ def test_a_mix_of_known_and_random_inputs_at_once_is_detected_as_alone():
 def test_a_detector_that_fails_fails_its_own_input_only(monkeypatch):
     """The input whose sample breaks a detector gets DetectionError ``internal`` naming that grammar;
     every other input of the batch is detected as alone."""
-    grammar = registry.get("zoom")
-    original = grammar.detect_counted
-
-    def broken(sample, name, counts):
-        if "BREAKS-ZOOM" in sample:
-            raise KeyError("the detector's bug")
-        return original(sample, name, counts)
-
-    monkeypatch.setattr(grammar, "detect_counted", broken)
-    items = [TEXTS[0], ("10:02:15 From Ann to Everyone:\n\tBREAKS-ZOOM", "meeting_saved_chat.txt"), TEXTS[1]]
+    break_zoom_detection(monkeypatch, KeyError("the detector's bug"))
+    items = [TEXTS[0], (BREAKS_ZOOM, "meeting_saved_chat.txt"), TEXTS[1]]
     batched = registry.detect_many(items, threshold=THRESHOLD)
     failed = batched[1]
     assert isinstance(failed, DetectionError) and failed.reason is Reason.INTERNAL and failed.grammar == "zoom"
