@@ -3,14 +3,17 @@ would say 0 (``Grammar.detect_needs``), on every input the tests know and on ran
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
+import regex
 from hypothesis import given
 from hypothesis import strategies as st
 
 from models.errors import DetectionError, Reason
 from parsers import linecount, registry
+from parsers.grammars import _chatjson
 from tests.helpers import BREAKS_ZOOM, CONFORMANCE, GOLDEN, ROOT, break_zoom_detection, load_source
 from tests.parsers.test_golden import CASES
 
@@ -147,3 +150,12 @@ def test_a_detector_that_fails_fails_its_own_input_only(monkeypatch):
 def test_a_forced_format_is_every_input_s_detection():
     batched = registry.detect_many(TEXTS[:3], threshold=THRESHOLD, forced="irc")
     assert batched == [registry.detect(s, n, threshold=THRESHOLD, forced="irc") for s, n in TEXTS[:3]]
+
+
+def test_the_record_scan_reads_white_space_as_the_regex_module_does():
+    """The JSON record scan runs on ``re`` for speed; its white space before a key's colon is still the
+    ``regex`` module's ``\\s`` (Unicode White_Space), not ``re``'s (which adds \\x1c-\\x1f)."""
+    every = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000)
+    assert re.findall(_chatjson._SPACE, every) == regex.findall(r"\s", every)
+    assert [r.keys for r in _chatjson.sample_records('[{"from"\x1c: "a", "text": "b", "date": 1}]')] == \
+        [frozenset({"text", "date"})]  # \x1c is no space to the scan: "from" is not a key
