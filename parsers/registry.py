@@ -22,9 +22,9 @@ from .sample import Sample, of
 
 _GRAMMARS: dict[str, Grammar] = {}
 _ORDERED: list[Grammar] = []
+"""``all_grammars``' list, built once every module is loaded (detection reads it for every input)."""
 _NEEDS: list[str] = []
 """Every needed string (``Grammar.detect_needs``) and the escape, sorted: what a sample is tested for."""
-"""``all_grammars``' list, built once every module is loaded (detection reads it for every input)."""
 _LOADED = False
 TIE_MARGIN = 1e-9
 MARGIN = 0.1
