@@ -11,6 +11,7 @@ import regex
 
 from models.records import ParsedSession, SourceText
 from models.settings import Settings
+from parsers.linecount import LineCounts, LinePatterns
 
 _DIGITS = regex.compile(r"\d+")
 
@@ -51,6 +52,10 @@ class Grammar(ABC):
     need), so the registry need not run a detector that can only say 0: a sample holding none of
     them and no ``\\u`` escape (through which JSON could spell a key another way) scores 0 unasked.
     ``tests/parsers/test_detect_fast.py`` compares both ways on every input the tests know."""
+    detect_lines: ClassVar[LinePatterns | None] = None
+    """The line patterns a detection rule that is a share of header lines counts; the grammar then scores
+    from their counts (``detect_counted``), so ``registry.detect_many`` can count them for many inputs at
+    once (``parsers/linecount.py``). None: the detector reads its sample itself."""
     companion_names: ClassVar[tuple[str, ...]] = ()
     """File names (``users.json``) that are not sessions but context for this format's files: ingest
     records them as companions and hands their text, from the source's folder or its parents, in
@@ -126,6 +131,10 @@ class Grammar(ABC):
         grammar's headers, or a continuation the grammar accepts after one) and the message-like
         objects of a JSON sample. Shares are comparable across grammars; ``registry.detect`` decides
         with a margin and the grammars' ``specificity``."""
+
+    def detect_counted(self, sample: str, name: str, counts: LineCounts) -> float:
+        """``detect``'s share from the counts of ``detect_lines`` in the sample (a grammar that declares them)."""
+        raise NotImplementedError(f"{self.name} declares no detection line patterns")
 
     @abstractmethod
     def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:

@@ -175,3 +175,20 @@ def key_document(out: Path, platform: str, ident: str = "*", name: str = "*.json
     found = sorted((out / "sessions" / platform).glob(f"{ident}/{name}"))
     assert len(found) == 1, found
     return found[0]
+
+
+BREAKS_ZOOM = "10:02:15 From Ann Lee to Everyone:\n\tBREAKS-ZOOM\n"
+"""A Zoom sample on which ``break_zoom_detection`` makes the detector fail."""
+
+
+def break_zoom_detection(monkeypatch, error: Exception) -> None:
+    """Make the zoom grammar's detector raise ``error`` on a sample holding ``BREAKS-ZOOM`` (a detector bug)."""
+    zoom = registry.get("zoom")
+    original = zoom.detect_counted
+
+    def broken(sample, name, counts):
+        if "BREAKS-ZOOM" in sample:
+            raise error
+        return original(sample, name, counts)
+
+    monkeypatch.setattr(zoom, "detect_counted", broken)

@@ -127,15 +127,21 @@ def quarantined_file(name: str, size: int, reason: Reason | str, detail: str, sh
     return FileOutcome(name, sha, size, grammar, FileStatus.QUARANTINED, [str(reason)], detail, detection, [])
 
 
-def process_text(source: SourceText, ctx: RunContext, batch: Batch | None = None) -> FileOutcome:
+def process_text(source: SourceText, ctx: RunContext, batch: Batch | None = None,
+                 detection: Detection | ReconstructError | None = None) -> FileOutcome:
     """Detect, parse and gate every session of one decoded source; with ``batch``, its sessions go to that
-    batch and the outcome stays open until the caller flushes it (see ``collect``)."""
+    batch and the outcome stays open until the caller flushes it (see ``collect``). ``detection``: the
+    source's detection (or why it has none) when the caller detected it with others
+    (``registry.detect_many``); else it is detected here."""
     started = time.perf_counter()
     try:
-        detection = registry.detect(
-            source.text[:DETECT_SAMPLE], source.name,
-            threshold=ctx.settings.detect_threshold, forced=ctx.settings.format,
-        )
+        if detection is None:
+            detection = registry.detect(
+                source.text[:DETECT_SAMPLE], source.name,
+                threshold=ctx.settings.detect_threshold, forced=ctx.settings.format,
+            )
+        elif isinstance(detection, ReconstructError):
+            raise detection
     except ReconstructError as exc:
         return quarantined_file(source.name, source.size, exc.reason, str(exc), source.sha256)
     grammar = registry.get(detection.grammar)
@@ -372,10 +378,10 @@ def _route_failed(ordinal: int, pending: batches.Pending, reason: Reason, detail
 
 def process_bytes(data: bytes, name: str, ctx: RunContext, companions: dict[str, str] | None = None,
                   siblings: tuple[str, ...] = (), decoded: SourceText | None = None,
-                  batch: Batch | None = None) -> FileOutcome:
+                  batch: Batch | None = None, detection: Detection | ReconstructError | None = None) -> FileOutcome:
     """The whole core for one input's bytes (``siblings``: names of the files beside it;
     ``decoded``: the bytes already decoded, when the caller did it to hash them; ``batch``: see
-    ``collect``)."""
+    ``collect``; ``detection``: see ``process_text``)."""
     with paused_gc():
         started = time.perf_counter()
         try:
@@ -388,7 +394,7 @@ def process_bytes(data: bytes, name: str, ctx: RunContext, companions: dict[str,
         notes = tuple(x for x in (source.encoding_guess, surrogates_note(source) if source.surrogates_count else None)
                       if x)
         own = Batch(ctx) if batch is None else batch
-        outcome = process_text(source, ctx, own)
+        outcome = process_text(source, ctx, own, detection)
         outcome.notes = notes
         outcome.seconds = time.perf_counter() - started
         return settled(own, outcome) if batch is None else outcome

@@ -52,6 +52,7 @@ from .process import (
     process_stream,
     quarantined_file,
 )
+from .window import Loaded, Window
 
 
 @dataclass(slots=True)
@@ -227,11 +228,12 @@ def run_shard(
     result = ShardResult(part=part_name(refs[0].key) if refs else "")
     trail = ShardTrail(out_root)
     held = Held(ctx)
+    ahead = _window(refs, ctx, prior, inputs)
     try:
-        for ref in refs:
+        for index, ref in enumerate(refs):
             if emit.stop_requested(out_root):  # interrupted: what is done is returned and recorded
                 break
-            _one(ref, trail, ctx, prior, inputs, result, allow_shrink, held)
+            _one(ref, trail, ctx, prior, inputs, result, allow_shrink, held, ahead.take(index))
         held.drain()
         _settle(trail, result, settings, allow_shrink, ledger_path, run_id)
         _settle_rows(trail, result)
@@ -292,8 +294,21 @@ def worker_died(ref: ingest.InputRef, out_root: Path) -> ShardResult:
     return _committed(trail, result)
 
 
+def _window(refs: list[ingest.InputRef], ctx: RunContext, prior, inputs: ShardInputs) -> Window:
+    """The shard's inputs read whole, read and detected a window at a time (flows/core/window.py)."""
+    def whole(ref: ingest.InputRef) -> bool:
+        return (not (ref.ignored or ref.parts or ref.companion or ref.problem)
+                and ref.size < _stream_limit(ref, ctx.settings)
+                and ref.size * MEMORY_PER_INPUT_BYTE <= memory_budget(ctx.settings))
+
+    def unchanged(ref: ingest.InputRef, sha: str) -> bool:
+        return prior is not None and prior.unchanged(ref.key, sha, ctx.fingerprint, inputs.context(ref)[1])
+
+    return Window(refs, whole, inputs.read, unchanged, ctx.settings.detect_threshold, ctx.settings.format)
+
+
 def _one(ref, trail: ShardTrail, ctx, prior, inputs: ShardInputs, result: ShardResult, allow_shrink: bool,
-         held: Held) -> None:
+         held: Held, loaded: Loaded | None = None) -> None:
     if ref.ignored:
         held.later(functools.partial(result.files.append, _note_row(ref, FileStatus.IGNORED, ref.ignored)))
         return
@@ -314,7 +329,7 @@ def _one(ref, trail: ShardTrail, ctx, prior, inputs: ShardInputs, result: ShardR
             emitter = _emitter(ref, trail, result, ctx.settings, allow_shrink)
             outcome = _streamed(ref, ctx, prior, inputs, context_sha, trail.out_root, emitter)
         if outcome is None:
-            outcome = _whole(ref, ctx, prior, inputs, texts, context_sha, held.batch)
+            outcome = _whole(ref, ctx, prior, inputs, texts, context_sha, held.batch, loaded)
         if isinstance(outcome, FileRow):  # unchanged since an earlier run: its row only
             held.later(functools.partial(result.files.append, outcome))
             return
@@ -381,30 +396,34 @@ def _group_rows(ref, outcome: FileOutcome, shas: list[str | None], trail: ShardT
                                     len(outcome.sessions) if i == 0 else 0, share, context_sha))
 
 
-def _whole(ref, ctx, prior, inputs: ShardInputs, texts, context_sha, batch: Batch) -> FileOutcome | FileRow:
+def _whole(ref, ctx, prior, inputs: ShardInputs, texts, context_sha, batch: Batch,
+           loaded: Loaded | None = None) -> FileOutcome | FileRow:
     """An input read whole: quarantined when it would not fit the memory budget, its skipped row when
-    unchanged, else processed into the shard's batch."""
+    unchanged, else processed into the shard's batch (``loaded``: read, decoded and detected by the
+    shard's window)."""
     budget = memory_budget(ctx.settings)
     if ref.size * MEMORY_PER_INPUT_BYTE > budget:
         return quarantined_file(ref.name, ref.size, Reason.TOO_LARGE,
                                 f"{ref.size} bytes would need about {ref.size * MEMORY_PER_INPUT_BYTE} bytes of "
                                 f"memory read whole, more than the budget of {budget} (memory_budget_bytes)")
-    try:
-        data = inputs.read(ref)
-    except IngestError as exc:
-        if exc.transient:
-            raise  # Prefect retries the shard
-        return quarantined_file(ref.name, ref.size, exc.reason, str(exc))
-    decoded = None
+    if loaded is None:
+        try:
+            loaded = Loaded(inputs.read(ref), None, None)
+        except IngestError as exc:
+            if exc.transient:
+                raise  # Prefect retries the shard
+            return quarantined_file(ref.name, ref.size, exc.reason, str(exc))
+    data, decoded = loaded.data, loaded.decoded
     if prior is not None:
         try:  # decoded once: the hash the ledger keys on is the decoded text's, and processing reads it
-            decoded = decode(data, ref.name)
+            decoded = decoded or decode(data, ref.name)
             sha = decoded.sha256
         except IngestError:
             sha = input_sha256(data)
         if prior.unchanged(ref.key, sha, ctx.fingerprint, context_sha):
             return _note_row(ref, FileStatus.SKIPPED, UNCHANGED, sha, context_sha)
-    return process_bytes(data, ref.name, ctx, texts, siblings=ref.siblings, decoded=decoded, batch=batch)
+    return process_bytes(data, ref.name, ctx, texts, siblings=ref.siblings, decoded=decoded, batch=batch,
+                         detection=loaded.detection)
 
 
 UNCHANGED = "unchanged since an earlier run with the same settings"

@@ -55,6 +55,7 @@ from parsers.base import Grammar
 from parsers.columns import TURN_SCHEMA, rust_pattern, split_lines
 from parsers.engine import split_blocks
 from parsers.registry import register
+from parsers.sample import nonblank
 from parsers.sessions import file_name_id
 from parsers.timeparse import clock_24h
 
@@ -120,7 +121,7 @@ def explained_share(sample: str) -> float:
     """Author lines, continuation stamps, dividers and every line after the first author line
     (message lines) over the sample's non-blank lines; 0 when author lines are too rare to make
     the text a Discord paste (under 5% of the lines)."""
-    lines = [ln for ln in sample.split("\n")[:2000] if ln.strip()]
+    lines = nonblank(sample, 2000)
     if not lines:
         return 0.0
     heads = [i for i, ln in enumerate(lines) if (m := HEADER.match(ln)) and m["name"]]

@@ -63,6 +63,7 @@ from parsers.columns import split_lines
 from parsers.engine import line_patterns, scan, trim_blank_tail
 from parsers.memory import paused_gc
 from parsers.registry import register
+from parsers.sample import nonblank
 from parsers.sessions import file_name_id
 
 from . import _whatsapp_columns as columns
@@ -173,7 +174,7 @@ def explained_share(sample: str, name: str) -> float:
     follow a header (continuations of a multi-line message). Continuations only count when headers
     are frequent enough to make the text a chat (a tenth of the lines). Without WhatsApp's own shapes
     (``_native``) the share is discounted below the detection threshold: a generic transcript wins."""
-    lines = [ln for ln in sample.split("\n")[:SAMPLE_LINES] if ln.strip()]
+    lines = nonblank(sample, SAMPLE_LINES)
     if not lines:
         return 0.0
     hits = []
