@@ -138,6 +138,31 @@ def content_hash(content: str, kind: str = "message") -> str:
     return hashlib.sha256(identity_content(content, kind).encode("utf-8", "surrogatepass")).hexdigest()
 
 
+_JOIN = "\x00"
+"""What ``identity_contents`` joins a column with: no whitespace, unchanged by NFC and the typography
+table, and a boundary NFC never composes or reorders across (a starter that composes with nothing)."""
+
+
+def identity_contents(contents: Sequence[str], kinds: Sequence[str]) -> list[str]:
+    """``identity_content`` of each (content, kind) of two columns, the text normalised once over the
+    column joined (NFC, line ends, whitespace and typography are per character or per whitespace run,
+    and none crosses ``_JOIN``); a column in which a content holds ``_JOIN`` itself cannot be cut
+    back apart, so its contents are read one by one (the same values)."""
+    texts = [MEDIA if kind == "media" else content for content, kind in zip(contents, kinds, strict=True)]
+    joined = _JOIN.join(texts)
+    if joined.count(_JOIN) != max(len(texts) - 1, 0):
+        return [identity_content(c, k) for c, k in zip(contents, kinds, strict=True)]
+    joined = unicodedata.normalize("NFC", joined.replace("\r\n", "\n").replace("\r", "\n"))
+    joined = _SPACE.sub(" ", _SPACE.sub(" ", joined).translate(_TYPOGRAPHY))
+    return [piece.strip() for piece in joined.split(_JOIN)] if texts else []
+
+
+def content_hashes(contents: Sequence[str], kinds: Sequence[str]) -> list[str]:
+    """``content_hash`` of each (content, kind) of two columns (``identity_contents``)."""
+    return [hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+            for text in identity_contents(contents, kinds)]
+
+
 def _h16(*parts: str) -> str:
     return hashlib.sha256("\x1f".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
@@ -149,8 +174,22 @@ def identity_print(author: str, digest: str) -> str:
 
 def index_print(author: str, date: str | None, digest: str) -> str:
     """What the ledger's index keeps of a message: ``<identity print>:<author print>:<UTC epoch or ''>``."""
-    seconds = "" if not date else str(int(datetime.fromisoformat(date.replace("Z", "+00:00")).timestamp()))
-    return f"{identity_print(author, digest)}:{_h16(author)[:8]}:{seconds}"
+    return f"{identity_print(author, digest)}:{_h16(author)[:8]}:{_epoch(date)}"
+
+
+def column_index_prints(authors: Sequence[str], dates: Sequence[str | None], contents: Sequence[str],
+                        kinds: Sequence[str]) -> list[str]:
+    """``index_print`` of each non-system message of four columns, in order: the contents hashed as
+    one column (``content_hashes``), each author's print made once."""
+    keep = [n for n, kind in enumerate(kinds) if not is_system(kind)]
+    digests = content_hashes([contents[n] for n in keep], [kinds[n] for n in keep])
+    author_prints = {author: _h16(author)[:8] for author in {authors[n] for n in keep}}
+    return [f"{identity_print(authors[n], digest)}:{author_prints[authors[n]]}:{_epoch(dates[n])}"
+            for n, digest in zip(keep, digests, strict=True)]
+
+
+def _epoch(date: str | None) -> str:
+    return "" if not date else str(int(datetime.fromisoformat(date.replace("Z", "+00:00")).timestamp()))
 
 
 def is_system(kind: str) -> bool:

@@ -512,11 +512,13 @@ def _settle(trail: ShardTrail, result: ShardResult, settings: Settings, allow_sh
     settled = 0
     try:
         plan = snapshots.plan(keyed, ledger_path, run_id, result.part)
-        for key, (ref, s) in zip(keys, pending, strict=True):
+        # printed a batch at a time, before a streamed document moves
+        found = snapshots.prints_in_batches((key, s) for key, (_, s) in zip(keys, pending, strict=True))
+        for key, (ref, s), prints in zip(keys, pending, found, strict=True):
             if key in plan.defer:
-                _defer(ref, s, key, trail, result)
+                _defer(ref, s, key, trail, result, prints)
             else:
-                _emit_session(ref, s, trail, result, settings, allow_shrink, key)
+                _emit_session(ref, s, trail, result, settings, allow_shrink, key, prints)
             settled += 1
     finally:  # what did not land stays pending: a shard that stops drops its inputs' rows (_drop_unsettled)
         result.pending = pending[settled:]
@@ -558,9 +560,9 @@ def _session_row(ref: ingest.InputRef, s, rel: str | None, sha: str | None, key:
 
 
 def _emit_session(ref: ingest.InputRef, s, trail: ShardTrail, result: ShardResult, settings: Settings | None,
-                  allow_shrink: bool, key: str | None = None) -> None:
-    """Stage one session's document or record, and its ledger row (and its snapshot, when written)."""
-    found = snapshots.prints_of(key, s) if key is not None else None  # before a streamed document moves
+                  allow_shrink: bool, key: str | None = None, found: snapshots.Prints | None = None) -> None:
+    """Stage one session's document or record, and its ledger row (and its snapshot, when written;
+    ``found``: its index prints, when its key is scoped)."""
     rel, sha = _session(ref, s, trail, result, settings, allow_shrink, key)
     result.landed[id(s)] = (rel, sha) if rel is not None and sha is not None else None
     if key is not None and sha is not None:
@@ -574,22 +576,18 @@ def _emit_session(ref: ingest.InputRef, s, trail: ShardTrail, result: ShardResul
     result.sessions.append(_session_row(ref, s, rel, sha, key))
 
 
-def _defer(ref: ingest.InputRef, s, key: str, trail: ShardTrail, result: ShardResult) -> None:
+def _defer(ref: ingest.InputRef, s, key: str, trail: ShardTrail, result: ShardResult,
+           found: snapshots.Prints | None) -> None:
     """A session whose key has other snapshots: kept as a blob, its key merged after the shards."""
     rel = emit.document_relpath(key, s.session_id)
-    _add_prints(key, s, result)
+    if found is not None:
+        result.prints.append(found)
     result.snapshots.append(snapshots.snapshot_row(key, s, snapshots.keep_snapshot(trail.out_root, s)))
     result.deferred.append(key)
     _migrate(ref, s, rel, trail)
     _remove_stale(trail, emit.quarantine_relpath(ref.key, s.ordinal))
     s.detail = "; ".join(x for x in (s.detail, "a snapshot of its key: merged with the others after the shards") if x)
     result.sessions.append(_session_row(ref, s, rel, None, key))
-
-
-def _add_prints(key: str, s, result: ShardResult) -> None:
-    found = snapshots.prints_of(key, s)
-    if found is not None:
-        result.prints.append(found)
 
 
 def _migrate(ref: ingest.InputRef, s, rel: str, trail: ShardTrail) -> str:
