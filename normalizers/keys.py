@@ -141,20 +141,24 @@ def content_hash(content: str, kind: str = "message") -> str:
 _JOIN = "\x00"
 """What ``identity_contents`` joins a column with: no whitespace, unchanged by NFC and the typography
 table, and a boundary NFC never composes or reorders across (a starter that composes with nothing)."""
+_UNSPLIT = ("\x1c", "\x1d", "\x1e", "\x1f")
+"""Characters ``str.split`` and ``strip`` read as whitespace but ``_SPACE`` does not (the only ones)."""
 
 
 def identity_contents(contents: Sequence[str], kinds: Sequence[str]) -> list[str]:
     """``identity_content`` of each (content, kind) of two columns, the text normalised once over the
-    column joined (NFC, line ends, whitespace and typography are per character or per whitespace run,
-    and none crosses ``_JOIN``); a column in which a content holds ``_JOIN`` itself cannot be cut
-    back apart, so its contents are read one by one (the same values)."""
+    column joined: NFC, line ends and typography are per character and do not cross ``_JOIN``, and
+    ``_SPACE`` runs collapsed and stripped are what ``str.split`` cuts at. A column that holds ``_JOIN``
+    or an ``_UNSPLIT`` character (ASCII separators, never seen in chat text) has its contents read one
+    by one, the same values by the same rules."""
     texts = [MEDIA if kind == "media" else content for content, kind in zip(contents, kinds, strict=True)]
     joined = _JOIN.join(texts)
-    if joined.count(_JOIN) != max(len(texts) - 1, 0):
+    if not texts:
+        return []
+    if joined.count(_JOIN) != len(texts) - 1 or any(c in joined for c in _UNSPLIT):
         return [identity_content(c, k) for c, k in zip(contents, kinds, strict=True)]
     joined = unicodedata.normalize("NFC", joined.replace("\r\n", "\n").replace("\r", "\n"))
-    joined = _SPACE.sub(" ", _SPACE.sub(" ", joined).translate(_TYPOGRAPHY))
-    return [piece.strip() for piece in joined.split(_JOIN)] if texts else []
+    return [piece.strip() for piece in " ".join(joined.translate(_TYPOGRAPHY).split()).split(_JOIN)]
 
 
 def content_hashes(contents: Sequence[str], kinds: Sequence[str]) -> list[str]:

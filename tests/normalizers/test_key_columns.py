@@ -4,9 +4,12 @@ turns, surrogates, typography, the join character itself)."""
 
 from __future__ import annotations
 
+from unittest import mock
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from normalizers import keys
 from normalizers.keys import (
     Message,
     column_index_prints,
@@ -24,6 +27,9 @@ _SPECIAL = ["\r", "\n", "\r\n", " ", "\t", "\x00", "\x1c", "\x1f", "\x85", "\u00
 _TEXT = st.lists(st.one_of(st.sampled_from(_SPECIAL), st.characters(), st.text(max_size=4)), max_size=12).map("".join)
 _KINDS = st.sampled_from(["message", "media", "system", "code"])
 _TURNS = st.lists(st.tuples(_TEXT, _KINDS), max_size=20)
+# Without the join character and the ASCII separators: the column is read as one text, never turn by turn.
+_JOINABLE = st.lists(st.tuples(_TEXT.map(lambda t: t.translate(dict.fromkeys(map(ord, "\x00\x1c\x1d\x1e\x1f")))),
+                               _KINDS), max_size=20)
 
 
 @settings(max_examples=400, deadline=None)
@@ -32,6 +38,15 @@ def test_a_column_of_contents_reads_as_each_content_alone(turns):
     contents, kinds = [c for c, _ in turns], [k for _, k in turns]
     assert identity_contents(contents, kinds) == [identity_content(c, k) for c, k in turns]
     assert content_hashes(contents, kinds) == [content_hash(c, k) for c, k in turns]
+
+
+@settings(max_examples=400, deadline=None)
+@given(turns=_JOINABLE)
+def test_a_joinable_column_is_normalised_as_one_text(turns):
+    contents, kinds = [c for c, _ in turns], [k for _, k in turns]
+    want = [identity_content(c, k) for c, k in turns]
+    with mock.patch.object(keys, "identity_content", side_effect=AssertionError("read turn by turn")):
+        assert identity_contents(contents, kinds) == want
 
 
 @settings(max_examples=200, deadline=None)
