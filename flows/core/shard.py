@@ -20,7 +20,6 @@ import orjson
 import polars as pl
 
 from audit.datasets import part_name, settle
-from audit.files import resolve_inside
 from audit.ledger import (
     FileRow,
     Ledger,
@@ -482,13 +481,13 @@ def _emit(ref: ingest.InputRef, outcome: FileOutcome, trail: ShardTrail, result:
     if not outcome.reasons:  # processed without a file-level failure: an old record would be stale
         _remove_stale(trail, file_rel)
     if outcome.status == FileStatus.QUARANTINED and not outcome.sessions:
-        trail.batch.stage_changed(resolve_inside(trail.out_root, file_rel), emit.quarantine_record({
+        trail.batch.stage_changed(trail.resolve(file_rel), emit.quarantine_record({
             "status": FileStatus.QUARANTINED, "source": ref.name, "sha256": outcome.sha256,
             "reasons": outcome.reasons, "detail": scrub_name(outcome.detail),
             "grammarCandidates": outcome.detection.scores if outcome.detection else None,
         }))
     elif outcome.detail and outcome.reasons:
-        trail.batch.stage_changed(resolve_inside(trail.out_root, file_rel), emit.quarantine_record({
+        trail.batch.stage_changed(trail.resolve(file_rel), emit.quarantine_record({
             "status": outcome.status, "source": ref.name, "sha256": outcome.sha256,
             "reasons": outcome.reasons, "detail": scrub_name(outcome.detail),
         }))
@@ -610,14 +609,14 @@ def _session(ref, s, trail: ShardTrail, result: ShardResult, settings: Settings 
         return _spooled(ref, s, trail, result, settings, allow_shrink, key)
     record = emit.quarantine_relpath(ref.key, s.ordinal)
     if s.encoded is None:
-        trail.batch.stage_changed(resolve_inside(trail.out_root, record), emit.quarantine_record({
+        trail.batch.stage_changed(trail.resolve(record), emit.quarantine_record({
             "status": SessionStatus.QUARANTINED, "source": ref.name, "ordinal": s.ordinal, "sessionId": s.session_id,
             "reasons": s.reasons, "detail": scrub_name(s.detail), "failures": s.failures,
             "rejectedDocument": s.document,
         }))
         return record, None
     rel = emit.document_relpath(key, s.session_id)
-    target = resolve_inside(trail.out_root, rel)
+    target = trail.resolve(rel)
     old = _read(target)
     note, latched = _migrate(ref, s, rel, trail), None
     if old is not None and old != s.encoded and settings is not None:
@@ -628,7 +627,7 @@ def _session(ref, s, trail: ShardTrail, result: ShardResult, settings: Settings 
             s.detail = "; ".join(x for x in (s.detail, f"mass latch overridden (--allow-shrink): {latched}") if x)
             latched = None
     if latched:
-        _hold_back(ref, s, trail, old, latched, resolve_inside(trail.out_root, record), rel)
+        _hold_back(ref, s, trail, old, latched, trail.resolve(record), rel)
         return record, None
     try:
         sha, changed = trail.document(rel, s.encoded, old, note=note, rows=s.rows, target=target)
@@ -647,7 +646,7 @@ def _remove_stale(trail: ShardTrail, rel: str) -> None:
     """Remove a quarantine record its input no longer earns (the input was fixed) once the shard's
     writes are in place; most inputs have none, so the path is resolved only when it exists."""
     if os.path.exists(os.path.join(trail.out_root, rel)):
-        trail.batch.remove_after(resolve_inside(trail.out_root, rel))
+        trail.batch.remove_after(trail.resolve(rel))
 
 
 def _hold_back(ref, s, trail: ShardTrail, old: bytes, latched: str, record: Path, rel: str) -> None:
@@ -683,7 +682,7 @@ def _spooled(ref, s, trail: ShardTrail, result: ShardResult, settings: Settings 
         Path(s.spool).unlink(missing_ok=True)
         if s.turns is not None:
             s.turns.discard()
-        trail.batch.stage_changed(resolve_inside(trail.out_root, record), emit.quarantine_record({
+        trail.batch.stage_changed(trail.resolve(record), emit.quarantine_record({
             "status": SessionStatus.QUARANTINED, "source": ref.name, "ordinal": s.ordinal, "sessionId": s.session_id,
             "reasons": [Reason.MASS_LATCH.value], "detail": latched, "acceptedDocument": rel,
             "rejectedDocument": "not kept: a streamed document"}))

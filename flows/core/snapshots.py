@@ -22,7 +22,6 @@ from typing import Any
 import orjson
 
 from audit import revisions
-from audit.files import resolve_inside
 from audit.ledger import MOVED_TO, Ledger, RevisionRow, SnapshotRow
 from audit.ledger.links import Decisions
 from normalizers.keys import chat_of, column_index_prints, evidence, identities, is_system, resolvable
@@ -134,7 +133,7 @@ def move_here(trail, rel: str, olds: list[str]) -> str:
     for ``rel`` ("" when nothing moves)."""
     moved = []
     for old in olds:
-        target = resolve_inside(trail.out_root, old)
+        target = trail.resolve(old)
         with open(target, "rb") as fh:
             sha = hashlib.file_digest(fh, "sha256").hexdigest()
         revisions.keep(trail.out_root, target, sha)
