@@ -322,3 +322,22 @@ def test_a_trail_checks_a_folder_once_and_a_leaf_each_time(tmp_path):
         trail.resolve("sessions/a/x.json")
     with pytest.raises(files.PathEscape):
         trail.resolve("sessions/a/../../../outside.json")
+
+
+def test_a_batch_removes_a_leftover_temporary_only_where_one_can_be(tmp_path, monkeypatch):
+    """A folder the batch made itself is empty: no leftover temporary is looked for there. In a folder
+    that was there before, a read-only temporary a killed process of the same pid left is replaced."""
+    old = tmp_path / "old"
+    old.mkdir()
+    leftover = files.temporary_for(old / "a.json")
+    leftover.write_bytes(b"half")
+    leftover.chmod(0o444)
+    real, unlinked = Path.unlink, []
+    monkeypatch.setattr(Path, "unlink", lambda self, *a, **k: unlinked.append(self) or real(self, *a, **k))
+    batch = Batch()
+    batch.stage(old / "a.json", b"new")
+    for n in range(5):
+        batch.stage(tmp_path / "new" / f"k{n}" / "doc.json", b"{}")
+    batch.commit()
+    assert unlinked == [leftover]
+    assert (old / "a.json").read_bytes() == b"new" and (tmp_path / "new" / "k4" / "doc.json").read_bytes() == b"{}"
