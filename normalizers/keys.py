@@ -184,11 +184,12 @@ def index_print(author: str, date: str | None, digest: str) -> str:
 def column_index_prints(authors: Sequence[str], dates: Sequence[str | None], contents: Sequence[str],
                         kinds: Sequence[str]) -> list[str]:
     """``index_print`` of each non-system message of four columns, in order: the contents hashed as
-    one column (``content_hashes``), each author's print made once."""
+    one column (``content_hashes``), each author's print and each time's epoch made once."""
     keep = [n for n, kind in enumerate(kinds) if not is_system(kind)]
     digests = content_hashes([contents[n] for n in keep], [kinds[n] for n in keep])
     author_prints = {author: _h16(author)[:8] for author in {authors[n] for n in keep}}
-    return [f"{identity_print(authors[n], digest)}:{author_prints[authors[n]]}:{_epoch(dates[n])}"
+    epochs = {date: _epoch(date) for date in {dates[n] for n in keep}}
+    return [f"{identity_print(authors[n], digest)}:{author_prints[authors[n]]}:{epochs[dates[n]]}"
             for n, digest in zip(keep, digests, strict=True)]
 
 
