@@ -59,7 +59,7 @@ from typing import Any
 from models.records import ParsedSession, Region, RegionKind, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
-from parsers.columns import split_lines
+from parsers.columns import LineTable, split_lines
 from parsers.engine import line_patterns, scan, trim_blank_tail
 from parsers.memory import paused_gc
 from parsers.registry import register
@@ -221,30 +221,38 @@ class WhatsApp(Grammar):
 
     columnar = True
 
-    def parse_columns(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession] | None:
-        """The same sessions as ``parse``, with the turns as a frame (``session.frame``); None when
-        the header pattern cannot run in polars (then ``parse`` is the way)."""
-        text = source.text
-        lines = split_lines(text)
-        heads = columns.headers(lines, _REST)
+    def table_min_bytes(self, settings: Settings) -> int:
+        return 0  # every input: a batch's chats are one table
+
+    def parse_columns(self, sources: list[SourceText], settings: Settings) -> list[list[ParsedSession]] | None:
+        """The sessions of ``parse`` for each source, with the turns as frames (``session.frame``), all
+        sources read as one table of lines; None when the header pattern cannot run in polars."""
+        texts = [s.text for s in sources]
+        table = LineTable.of(texts)
+        heads = columns.headers(table.lines, _REST)
         if heads is None:
             return None
-        session = _session(source, text)
-        runs = columns.date_runs(heads)
-        decided = date_order(runs)
-        reader = _Reader(source.siblings)
-        chunk = columns.turn_frame(lines, heads, decided.order, reader)
-        session.frame = chunk.frame
-        if chunk.frame.height:
-            first = int(heads.ok.arg_true()[0])
-            session.meta["dialect"] = "ios" if heads.groups["open"][first] is not None else "android"
-            _preamble(session, "\n".join(lines.head(first).to_list()) + ("\n" if first else ""), first)
-        starts = chunk.frame["line_start"]
-        if not runs:
-            _headerless(session, text)
-        _conclude(session, runs, decided, chunk.bad, lambda i: int(starts[i]))
-        _attachments(session, chunk.extras, source.siblings)
-        return iter([session])
+        at = heads.ok.arg_true()
+        cuts = table.split(at)
+        runs = columns.date_runs_by_text(heads, table.source.filter(heads.ok), cuts)
+        decided = [date_order(r) for r in runs]
+        chunks = columns.turn_frames(table, heads, [d.order for d in decided], [_Reader(s.siblings) for s in sources])
+        firsts = at.gather([c for c, d in pairwise(cuts) if d > c]).to_list()
+        opens = heads.groups["open"].gather(firsts).to_list()
+        out = []
+        for i, source in enumerate(sources):
+            session, chunk = _session(source, texts[i]), chunks[i]
+            session.frame = chunk.frame
+            if chunk.frame.height:
+                first, is_ios = firsts.pop(0) - table.bounds[i], opens.pop(0) is not None
+                session.meta["dialect"] = "ios" if is_ios else "android"
+                _preamble(session, "\n".join(table.lines_of(i).head(first).to_list()) + ("\n" if first else ""), first)
+            if not runs[i]:
+                _headerless(session, texts[i])
+            _conclude(session, runs[i], decided[i], chunk.bad, chunk.frame["line_start"].__getitem__)
+            _attachments(session, chunk.extras, source.siblings)
+            out.append([session])
+        return out
 
     streams_text = True
     is_header = staticmethod(columns.header_lines)
