@@ -46,9 +46,9 @@ def test_a_secret_a_dst_gap_and_a_fact_in_one_chat():
     assert b'"heuristicsNamed": [' in columnar.sessions[0].encoded
 
 
-def test_a_run_reads_a_frame_only_above_columnar_min_bytes(monkeypatch):
-    """Short chats are parsed turn by turn (a frame per file costs more than it saves), long ones as a
-    frame of lines; the bytes are the same either way."""
+def test_a_chat_of_any_size_is_read_in_a_table_of_lines(monkeypatch):
+    """WhatsApp reads a short chat as it reads a long one, in a table of lines (``columnar_min_bytes`` no
+    longer sends it turn by turn); with ``columnar`` off it is parsed turn by turn; the bytes are the same."""
     text = "".join(f"1/{1 + i // 100}/24, 10:{i % 60:02d} - Ann: message number {i}\n" for i in range(200)).encode()
     grammar = registry.get("whatsapp")
     framed, real = [], type(grammar).parse_columns
@@ -57,4 +57,5 @@ def test_a_run_reads_a_frame_only_above_columnar_min_bytes(monkeypatch):
     for limit in (len(text), len(text) + 1):
         outcome = process_bytes(text, "chat.txt", RunContext.from_settings(Settings(columnar_min_bytes=limit)))
         encoded[limit] = outcome.sessions[0].encoded
-    assert framed == [1] and encoded[len(text)] == encoded[len(text) + 1] is not None
+    off = process_bytes(text, "chat.txt", RunContext.from_settings(Settings(columnar=False)))
+    assert framed == [1, 1] and encoded[len(text)] == encoded[len(text) + 1] == off.sessions[0].encoded is not None
