@@ -176,7 +176,8 @@ def read_table(unread: list[Unread], batch: Batch) -> None:
         read = grammar.parse_columns([u.source for u in unread], settings)
     except Exception as exc:  # recorded on each input of the table; the run goes on
         error = exc if isinstance(exc, ReconstructError) else ParseError(
-            Reason.PARSE_ERROR, f"the table of {len(unread)} {grammar.name} inputs failed: {failure(exc)}",
+            Reason.PARSE_ERROR, f"the table of {len(unread)} {grammar.name} input{'s' * (len(unread) != 1)} failed: "
+            f"{failure(exc)}",
             grammar=grammar.name)
         read = [_raising(error)] * len(unread)
     for u, sessions in zip(unread, read or [None] * len(unread), strict=True):
