@@ -179,7 +179,7 @@ def read_table(unread: list[Unread], batch: Batch) -> None:
             Reason.PARSE_ERROR, f"the table of {len(unread)} {grammar.name} input{'s' * (len(unread) != 1)} failed: "
             f"{failure(exc)}",
             grammar=grammar.name)
-        read = [_raising(error)] * len(unread)
+        read = [_raising(error) for _ in unread]  # a generator each: one is spent once raised
     for u, sessions in zip(unread, read or [None] * len(unread), strict=True):
         sessions = grammar.parse(u.source, settings) if sessions is None else sessions
         take_all(sessions, u.outcome, u.owner, batch, u.started)

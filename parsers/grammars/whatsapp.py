@@ -59,7 +59,7 @@ from typing import Any
 from models.records import ParsedSession, Region, RegionKind, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
-from parsers.columns import LineTable, split_lines
+from parsers.columns import LineTable, each_source, split_lines
 from parsers.engine import line_patterns, scan, trim_blank_tail
 from parsers.memory import paused_gc
 from parsers.registry import register
@@ -237,22 +237,26 @@ class WhatsApp(Grammar):
         runs = columns.date_runs_by_text(heads, table.source.filter(heads.ok), cuts)
         decided = [date_order(r) for r in runs]
         chunks = columns.turn_frames(table, heads, [d.order for d in decided], [_Reader(s.siblings) for s in sources])
-        firsts = at.gather([c for c, d in pairwise(cuts) if d > c]).to_list()
-        opens = heads.groups["open"].gather(firsts).to_list()
-        out = []
-        for i, source in enumerate(sources):
-            session, chunk = _session(source, texts[i]), chunks[i]
+        headed = [i for i, (c, d) in enumerate(pairwise(cuts)) if d > c]
+        rows = at.gather([cuts[i] for i in headed])
+        first_header = dict(zip(headed, zip(rows.to_list(), heads.groups["open"].gather(rows).to_list(), strict=True),
+                                strict=True))  # text -> (row of its first header, that header's "[")
+
+        def sessions(i: int) -> list[ParsedSession]:
+            session, chunk, source = _session(sources[i], texts[i]), chunks[i], sources[i]
             session.frame = chunk.frame
             if chunk.frame.height:
-                first, is_ios = firsts.pop(0) - table.bounds[i], opens.pop(0) is not None
-                session.meta["dialect"] = "ios" if is_ios else "android"
+                row, opening = first_header[i]
+                first = row - table.bounds[i]
+                session.meta["dialect"] = "ios" if opening is not None else "android"
                 _preamble(session, "\n".join(table.lines_of(i).head(first).to_list()) + ("\n" if first else ""), first)
             if not runs[i]:
                 _headerless(session, texts[i])
             _conclude(session, runs[i], decided[i], chunk.bad, chunk.frame["line_start"].__getitem__)
             _attachments(session, chunk.extras, source.siblings)
-            out.append([session])
-        return out
+            return [session]
+
+        return each_source(list(range(len(sources))), sessions)
 
     streams_text = True
     is_header = staticmethod(columns.header_lines)
