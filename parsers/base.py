@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from typing import Any, BinaryIO, ClassVar
 
@@ -118,10 +118,17 @@ class Grammar(ABC):
     columnar: ClassVar[bool] = False
     """True when ``parse_columns`` gives the sessions with their turns as a frame."""
 
-    def parse_columns(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession] | None:
-        """The sessions of ``parse``, each with ``frame`` set instead of ``turns``; None when this
-        input cannot be read column-wise (``parse`` then reads it)."""
+    def parse_columns(self, sources: list[SourceText], settings: Settings
+                      ) -> list[Iterable[ParsedSession] | None] | None:
+        """The sessions of ``parse`` of each source, each with ``frame`` set instead of ``turns``, the
+        sources read as one table of lines (``parsers.columns.LineTable``); None for a source that
+        cannot be read column-wise, or for all (``parse`` then reads it). A source whose own reading
+        fails gives its failure when its sessions are iterated (``columns.each_source``)."""
         return None
+
+    def table_min_bytes(self, settings: Settings) -> int:
+        """The size from which an input is read in a table of lines (``parse_columns``)."""
+        return settings.columnar_min_bytes
 
     @abstractmethod
     def detect(self, sample: str, name: str) -> float:

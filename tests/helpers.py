@@ -97,6 +97,12 @@ def session_snapshot(session: ParsedSession, counted: int) -> dict[str, Any]:
     }
 
 
+def columns_of(grammar, source: SourceText, settings: Settings | None = None) -> list[ParsedSession] | None:
+    """A line grammar's sessions of one source read as a table of lines (``parse_columns``), or None."""
+    read = grammar.parse_columns([source], settings or Settings())
+    return None if read is None or read[0] is None else list(read[0])
+
+
 def text_source(text: str, name: str) -> SourceText:
     """A canonical text as the source of one file (tests that write their input inline)."""
     return SourceText(text, name, "0" * 64, len(text.encode()), "utf-8")

@@ -52,7 +52,7 @@ import regex
 from models.records import ParsedSession, Region, RegionKind, ShapedLine, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
-from parsers.columns import TURN_SCHEMA, rust_pattern, split_lines
+from parsers.columns import TURN_SCHEMA, each_source, rust_pattern, split_lines
 from parsers.engine import split_blocks
 from parsers.registry import register
 from parsers.sample import nonblank
@@ -185,7 +185,10 @@ class DiscordText(Grammar):
 
     columnar = True
 
-    def parse_columns(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession] | None:
+    def parse_columns(self, sources: list[SourceText], settings: Settings) -> list:
+        return each_source(sources, lambda source: self._columns(source, settings))
+
+    def _columns(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession] | None:
         """The session of ``parse`` with its turns as a frame (``_discord_columns``)."""
         text = source.text
         lines = split_lines(text)

@@ -53,7 +53,7 @@ from models.errors import NotStreamable, Reason
 from models.records import ParsedSession, Region, RegionKind, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
-from parsers.columns import line_test, split_lines, unnamed
+from parsers.columns import each_source, line_test, split_lines, unnamed
 from parsers.engine import split_blocks
 from parsers.linecount import LineCounts, LinePatterns, count
 from parsers.registry import register
@@ -238,7 +238,10 @@ class Irc(Grammar):
 
     columnar = True
 
-    def parse_columns(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession] | None:
+    def parse_columns(self, sources: list[SourceText], settings: Settings) -> list:
+        return each_source(sources, lambda source: self._columns(source, settings))
+
+    def _columns(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession] | None:
         """The same session as ``parse``, with its turns as a frame (``_irc_columns``)."""
         text = source.text
         dialect = _dialect(text[:65536])[0] or "supybot"
