@@ -51,7 +51,7 @@ from models.errors import NotStreamable, Reason
 from models.records import ParsedSession, Region, RegionKind, ShapedLine, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
-from parsers.columns import each_source, line_test, rust_pattern, split_lines, unnamed
+from parsers.columns import LineTable, failed, line_test, rust_pattern, split_lines, unnamed
 from parsers.engine import Block, split_blocks, trim_blank_tail
 from parsers.grammars.markdown import candidate as md_candidate
 from parsers.grammars.markdown import without_said
@@ -252,31 +252,28 @@ class Transcript(Grammar):
 
     columnar = True
 
-    def parse_columns(self, sources: list[SourceText], settings: Settings) -> list:
-        return each_source(sources, lambda source: self._columns(source, settings))
+    def table_min_bytes(self, settings: Settings) -> int:
+        return 0  # every input: a batch's transcripts are one table
 
-    def _columns(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession] | None:
-        """The sessions of ``parse`` with their turns as frames (``_transcript_columns``)."""
-        text = source.text
-        out = []
-        for seg in sessions_of(text, source.name):
-            zone, day, default_model = _front(seg.front)
-            lines = split_lines(text[seg.start:seg.end])
-            found = columns.header_rows(lines, RUST_HEADER, _plausible)
-            if found is None:
-                return None
-            heads, rows = found
-            labels = columns.Labels()
-            labels.add(rows)
-            chunk = columns.turn_frame(lines, heads, rows, _reading(labels, day, zone, default_model),
-                                       seg.first_line, 0)
-            session = _new_session(text, seg, zone)
+    def parse_columns(self, sources: list[SourceText], settings: Settings) -> list | None:
+        """The sessions of ``parse`` of each source, with their turns as frames (``_transcript_columns``):
+        each source's segments (and their front matter) decided on its own, then every segment of every
+        source read as one table of lines; None when the header pattern cannot run in polars."""
+        decided = [_segments(source) for source in sources]
+        parts = [(i, seg, front) for i, d in enumerate(decided) if isinstance(d, list) for seg, front in d]
+        chunks = _segment_chunks([sources[i].text[seg.start:seg.end] for i, seg, _ in parts],
+                                 [(seg, front) for _, seg, front in parts])
+        if chunks is None:
+            return None
+        out: list = [failed(d) if isinstance(d, Exception) else [] for d in decided]
+        for (i, seg, (zone, _, _)), chunk in zip(parts, chunks, strict=True):
+            session = _new_session(sources[i].text, seg, zone)
             _absorb(session, chunk)
             if chunk.clock_only:
                 session.warnings.append(_clock_only(chunk.clock_only))
             session.frame = chunk.frame
-            out.append(session)
-        return iter(out)
+            out[i].append(session)
+        return out
 
     # -- streaming (flows/core/spool.py) ------------------------------------------------------------
 
@@ -344,6 +341,31 @@ class Transcript(Grammar):
         return count
 
 
+
+
+def _segments(source: SourceText) -> list | Exception:
+    """A source's sessions' segments, each with its front matter read (zone, day, model); the failure of
+    this source's own decision, for it alone."""
+    try:
+        return [(seg, _front(seg.front)) for seg in sessions_of(source.text, source.name)]
+    except Exception as exc:  # raised where this source's sessions are taken (columns.failed)
+        return exc
+
+
+def _segment_chunks(texts: list[str], segs: list) -> list[columns.Chunk] | None:
+    """The turns of segments, all read as one table of lines, each with its own labels and front matter."""
+    if not texts:
+        return []
+    table = LineTable.of(texts)
+    found = columns.header_rows(table.lines, RUST_HEADER, _plausible)
+    if found is None:
+        return None
+    heads, rows = found
+    rows = rows.with_columns(src=table.source.filter(heads.ok))
+    labels = columns.labels_by_text(rows, len(texts))
+    readings = [_reading(lb, day, zone, model) for lb, (_, (zone, day, model)) in zip(labels, segs, strict=True)]
+    texts_ = columns.Texts(readings, [seg.first_line for seg, _ in segs], [0] * len(texts))
+    return columns.turn_frames(table, heads, rows, texts_)
 
 
 def sessions_of(text: str, name: str) -> list:
@@ -444,7 +466,7 @@ def _role_word(label: str) -> bool:
 def _reading(labels: columns.Labels, day, zone, default_model) -> columns.Reading:
     return columns.Reading(labels.accepted(_role_word), labels.shapes, lambda lb: _speaker_of(lb, default_model),
                            lambda raw: _read_time(raw, day, zone)[0], lambda raw: _read_time(raw, day, zone)[1] == 1,
-                           fast_times=zone is None)
+                           fast_times=zone is None, context=(zone, day, default_model))
 
 
 def _absorb(session: ParsedSession, chunk: columns.Chunk) -> None:
