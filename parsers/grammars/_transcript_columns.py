@@ -176,7 +176,8 @@ def turn_frames(table: LineTable, heads: LineHeaders, rows: pl.DataFrame, texts:
     s = rows.filter(start)
     turns = group_turns(_pieces(table.lines, heads, rows, is_start), is_start, 1, table)
     cuts = table.split(turns["at"])
-    chunks = [Chunk(pl.DataFrame(schema=TURN_SCHEMA), turns=cuts[i + 1] - cuts[i]) for i in range(len(table))]
+    empty = pl.DataFrame(schema=TURN_SCHEMA)
+    chunks = [Chunk(empty, turns=cuts[i + 1] - cuts[i]) for i in range(len(table))]
     _before_first(chunks, table, heads, is_start, texts)
     _kept_as_text(chunks, table, heads, rows, start, is_start, texts)
     of_text, readings = texts.contexts()
@@ -243,7 +244,7 @@ def _times(raw: pl.Series, ctx: pl.Series | None, readings: list[Reading]
     if ctx is None:
         r = readings[0]
         time, offset = iso_times(raw, r.when, fast=r.fast_times)
-        return time, offset, per_distinct(raw, r.clock_only, pl.Boolean).fill_null(False)
+        return time, offset, _clock_only(raw, time, r)
     time = pl.repeat(None, len(raw), dtype=pl.Datetime("us"), eager=True).alias("time")
     offset = pl.repeat(None, len(raw), dtype=pl.Int64, eager=True).alias("offset")
     clock = pl.repeat(False, len(raw), dtype=pl.Boolean, eager=True)
@@ -252,8 +253,14 @@ def _times(raw: pl.Series, ctx: pl.Series | None, readings: list[Reading]
         part = raw.gather(at)
         t, o = iso_times(part, r.when, fast=r.fast_times)
         time, offset = time.scatter(at, t), offset.scatter(at, o)
-        clock = clock.scatter(at, per_distinct(part, r.clock_only, pl.Boolean).fill_null(False))
+        clock = clock.scatter(at, _clock_only(part, t, r))
     return time, offset, clock
+
+
+def _clock_only(raw: pl.Series, time: pl.Series, reading: Reading) -> pl.Series:
+    """Whether each stamp is a clock time with no day to put it on: asked only of stamps without a time."""
+    untimed = pl.select(pl.when(time.is_null()).then(raw)).to_series()
+    return per_distinct(untimed, reading.clock_only, pl.Boolean).fill_null(False)
 
 
 def _pieces(lines: pl.Series, heads: LineHeaders, rows: pl.DataFrame, is_start: pl.Series) -> pl.Series:

@@ -378,6 +378,8 @@ def export_headers(text: str, seg):
     its text then starts after them, and their ``Title:`` and ``Model:`` go to its front values."""
     body = text[seg.start:seg.end]
     lines = body.split("\n")
+    if not _may_export(lines):
+        return seg
     found = [(i, m) for i, ln in enumerate(lines) if (m := HEADER.match(ln)) and _speaker_label(m)]
     counts = Counter(_speaker_label(m) for _, m in found)
     speakers = {lb for lb, n in counts.items() if n >= 2 or _role_word(lb)}
@@ -399,6 +401,19 @@ def export_headers(text: str, seg):
     seg.start = min(seg.start + sum(len(ln) + 1 for ln in lines[:last + 1]), seg.end)
     seg.first_line += last + 1
     return seg
+
+
+def _may_export(lines: list[str]) -> bool:
+    """Whether the first labelled header may be an export header line: one with a time, or with a key
+    that is no export key and a value that lists nothing (so cannot name two speakers), is not, and
+    the session has none; only then are all its headers read."""
+    for line in lines:
+        m = HEADER.match(line)
+        if m is None or (label := _speaker_label(m)) is None:
+            continue
+        return not (m["ts"] or m["iso"]) and (label.strip().lower() in EXPORT_KEYS
+                                              or _LISTED.search(line[m.end():]) is not None)
+    return False
 
 
 def _export_line(label: str, value: str, speakers: set[str]) -> bool:
