@@ -73,6 +73,32 @@ def test_a_failing_columnar_route_is_recorded_not_retried(tmp_path, monkeypatch)
         assert not (out / "sessions").exists() or not _documents(out)
 
 
+
+def test_a_transcript_is_read_by_the_same_table_functions_whole_or_streamed(tmp_path, monkeypatch):
+    """A transcript read in a batch's table and one streamed in chunks go through the same table function:
+    a bug in it quarantines the input on both routes, named, and nothing else reads it."""
+    from parsers.grammars import _transcript_columns
+
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "chat.txt").write_text("".join(f"{['User', 'Assistant'][i % 2]}: message {i}\nmore\n" for i in range(40)))
+    whole, streamed = _run(src, tmp_path / "w"), _run(src, tmp_path / "s", stream_text_bytes=1, stream_chunk_bytes=256)
+    assert _documents(tmp_path / "w") == _documents(tmp_path / "s") and whole.written == streamed.written == 1
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("table bug")
+
+    monkeypatch.setattr(_transcript_columns, "turn_frames", broken)
+    for out, values, route in ((tmp_path / "b", {}, "the table of 1 transcript inputs failed"),
+                               (tmp_path / "c", {"stream_text_bytes": 1, "stream_chunk_bytes": 256},
+                                "the streamed route failed")):
+        got = _run(src, out, **values)
+        (row,) = got.files
+        assert row.status is FileStatus.QUARANTINED and not got.sessions
+        assert route in row.detail and "RuntimeError: table bug" in row.detail, row.detail
+        assert not (out / "sessions").exists() or not _documents(out)
+
+
 def _chat(n: int) -> str:
     return "".join(f"1/{1 + i // 100}/24, 10:{i % 60:02d} - Ann: message number {i}\n" for i in range(n))
 
