@@ -8,6 +8,11 @@ timestamped, or seen twice) is decided once per distinct label from its count; a
 not start a turn is a line of the turn above it (with the same warning), or a preamble region
 before the first turn; names, roles, models (``Assistant (openai:gpt-4o)``, front matter
 ``model:``, in the optional ``model`` column) and times are read once per distinct value.
+
+A table of lines holds many texts (a batch's segments, or one streamed chunk): each step is one polars
+call for all of them; what a text decides for itself (its accepted labels and stamp shapes, its front
+matter's day, zone and model: ``Texts``) is joined to its rows by the text's number, and values are
+read once per distinct value and front-matter context.
 """
 
 from __future__ import annotations
@@ -234,7 +239,8 @@ def _speakers(s: pl.DataFrame, ctx: pl.Series | None, readings: list[Reading]) -
     for key in named:
         c, label = _unkeyed(key, ctx)
         read[key] = readings[c].speaker(label)
-    return {k: keys.replace_strict(named, [read[n][i] for n in named], default=None, return_dtype=pl.Utf8)
+    which = keys.replace_strict(named, range(len(named)), default=None, return_dtype=pl.UInt32)
+    return {k: pl.Series([read[n][i] for n in named], dtype=pl.Utf8).gather(which)
             for i, k in enumerate(("speaker", "role", "kind", "model"))}
 
 

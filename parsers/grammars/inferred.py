@@ -20,7 +20,8 @@ Decisions:
   clock time alone has no date, so its time stays None (raw kept, one warning). A header without
   a time keeps its text in ``extra.header``. Roles come from role words (``Assistant``), else user.
 - Read as columns too (``parse_columns``: the inferred header translated to Rust's syntax with its
-  prefix captured); an inferred header Rust cannot express is read by the line engine.
+  prefix captured): each log learns its header on its own, then a batch's logs of one learnt header
+  are one table of lines; an inferred header Rust cannot express is read by the line engine.
 - Lines before the first header are kept in meta as the preamble and declared as a preamble region.
 """
 
@@ -293,13 +294,12 @@ def _turn_frames(table: LineTable, heads) -> list[tuple[pl.DataFrame, int, int]]
     """Each text's turn frame, and its counts of clock-only and unreadable times."""
     turns = group_turns(heads.pieces(table.lines), heads.ok, 1, table)
     h = heads.groups.filter(heads.ok)
-    stamps = {p: _stamp_of(p) for p in h["prefix"].unique().to_list()}
-    keys = list(stamps)
     prefix = h["prefix"]
-    raw = prefix.replace_strict(keys, [stamps[k][0] for k in keys], return_dtype=pl.Utf8)
-    when = prefix.replace_strict(keys, [stamps[k][1] for k in keys], return_dtype=pl.Datetime("us"))
-    bad = prefix.replace_strict(keys, [stamps[k][2] for k in keys], return_dtype=pl.Int64)
-    clock = prefix.replace_strict(keys, [stamps[k][3] for k in keys], return_dtype=pl.Int64)
+    keys = prefix.unique().to_list()
+    read = [_stamp_of(k) for k in keys]
+    which = prefix.replace_strict(keys, range(len(keys)), return_dtype=pl.UInt32)  # each row's distinct prefix
+    raw, when, bad, clock = (pl.Series([r[j] for r in read], dtype=dtype).gather(which) for j, dtype in
+                             enumerate((pl.Utf8, pl.Datetime("us"), pl.Int64, pl.Int64)))
     speaker = h["name"].str.strip_chars(PY_SPACE)
     # A header without a time keeps its text (stripped) as extra.header, when it has a prefix at all.
     plain = (raw.is_null() & (prefix.str.strip_chars(PY_SPACE).str.len_chars() > 0)).arg_true()

@@ -13,7 +13,9 @@ A line that starts with a timestamp of the same shape as the session's header ti
 no ``Name:`` (``[10:05] Bob joined the call``) is a notice of its own (B2: never merged into the
 turn before); a line whose timestamp has another shape is text of the turn it is in.
 
-Read as columns (``_transcript_columns``, the same sessions) and, above ``stream_text_bytes``,
+Read as columns (``_transcript_columns``, the same sessions), every segment of every transcript of a
+batch in one table of lines (each segment's labels and front matter decided on its own), and, above
+``stream_text_bytes``,
 streamed in chunks when every header line starts a turn and there is no front matter or ``Session:``
 line (the acceptance rule needs every label's count: ``plan`` counts them first).
 
