@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from models.records import SourceText
@@ -176,6 +176,10 @@ _TRANSCRIPT = st.tuples(_T_FRONT, st.lists(st.one_of(_T_LINE, _T_EXTRA), max_siz
 
 @settings(max_examples=150, deadline=None)
 @given(st.lists(_TRANSCRIPT, min_size=1, max_size=5))
+@example(["---\ntimezone: Europe/Stockholm\nmodel: openai:gpt-4o\n---\n[2025-08-24 10:00:00] User: a\nAssistant: b\n",
+          "---\ntimezone: Mars/Olympus\n---\nUser: a\n", "", "---\ntimezone: Asia/Tokyo\ndate: 2025-01-02\n---\n"
+          "[10:00] Cy: a\n[10:05] notice\nNote: kept\nCy: b\nSession: two\n[10:00] Cy: c\n",
+          "Title: T\nParticipants: Ann, Bob\n\nAnn: hi\nBob: yo\n[10:00] Ann: clock\nAssistant: m\n"])
 def test_any_mix_of_transcripts_in_one_table(texts):
     """Transcripts with and without headers, empty, with sessions, export headers, labels accepted or not,
     front matter of their own (a day, a zone, a model, a zone that fails): one table, each its own."""
