@@ -78,8 +78,9 @@ def _last_line(text: str, start: int, end: int) -> int:
 
 def _may_name_sessions(text: str) -> bool:
     """Whether a ``Session:`` line may be in the text: its key, case folded (a superset of what the
-    pattern's case-insensitive match accepts), is there. Most texts have none: no scan of every line."""
-    folded = text.casefold()
+    pattern's case-insensitive match accepts, with its ``İ`` for ``i``), is there. Most texts have none:
+    no scan of every line."""
+    folded = text.casefold().replace("i\u0307", "i")  # "İ".casefold() is "i" and a combining dot
     return "session" in folded or "conversation" in folded
 
 

@@ -106,7 +106,7 @@ def test_a_model_speaker_of_a_gemini_chat_stays_a_speaker():
 _SCANNED = st.lists(st.sampled_from([
     "User: hi", "Assistant: yo", "Title: T", "Participants: Ann, Bob", "With: Ann and Bob", "Ann: hi", "Bob: yo",
     "Model: m", "[10:00] Date: x", "Notes: a, b", "", "text", "Session: two", "SESSION_ID: x", "conversation id: y",
-    "ſession: long s", "```", "  # Session: z",
+    "ſession: long s", "SESS\u0130ON: dotted", "```", "  # Session: z",
 ]), max_size=10).map("\n".join)
 
 
