@@ -195,11 +195,11 @@ def turn_frames(table: LineTable, heads: LineHeaders, rows: pl.DataFrame, texts:
     content = turns["body"].str.strip_chars_start(" \t")
     content = pl.select(pl.when(content.str.starts_with("\n") & plain_next).then(content.str.slice(1))
                         .otherwise(content)).to_series()
+    base = _line_base(table, turns, texts)
     frame = pl.DataFrame({
         "speaker": fields["speaker"].fill_null("System"), "role": fields["role"].fill_null("system"),
         "kind": fields["kind"].fill_null("notice"), "content": content, "time": time, "time_raw": s["stamp"],
-        "line_start": turns["line_start"] + _line_base(table, turns, texts),
-        "line_end": turns["line_end"] + _line_base(table, turns, texts),
+        "line_start": turns["line_start"] + base, "line_end": turns["line_end"] + base,
         "extra": pl.repeat(None, turns.height, dtype=pl.Utf8, eager=True), "offset": offset,
         "model": fields["model"],
     })
