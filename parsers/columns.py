@@ -127,6 +127,12 @@ def _failed(error: Exception):
     yield
 
 
+def failed(error: Exception):
+    """The sessions of a source whose own reading raised ``error``: none, then the failure, raised
+    where its sessions are taken (``each_source``'s contract for a table read by hand)."""
+    return _failed(error)
+
+
 def group_turns(pieces: pl.Series, is_header: pl.Series, first_line: int = 1, table: LineTable | None = None
                 ) -> pl.DataFrame:
     """One row per header: its row index (``at``), its line span, and ``body``: its own piece joined

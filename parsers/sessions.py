@@ -76,11 +76,20 @@ def _last_line(text: str, start: int, end: int) -> int:
     return _line_of(text, max(start, end - 1))
 
 
+def _may_name_sessions(text: str) -> bool:
+    """Whether a ``Session:`` line may be in the text: its key, case folded (a superset of what the
+    pattern's case-insensitive match accepts, with its ``İ`` for ``i``), is there. Most texts have none:
+    no scan of every line."""
+    folded = text.casefold().replace("i\u0307", "i")  # "İ".casefold() is "i" and a combining dot
+    return "session" in folded or "conversation" in folded
+
+
 def segments(text: str, name: str) -> list[Segment]:
     """Split a text source into sessions at ``Session:`` lines (never inside fenced code), after front matter."""
     front, body_start = front_matter(text)
     fences = fenced_regions(text, body_start) if "```" in text or "~~~" in text else []
-    marks = [m for m in SESSION_LINE.finditer(text, body_start) if not any(a < m.start() < b for a, b in fences)]
+    marks = [m for m in SESSION_LINE.finditer(text, body_start) if not any(a < m.start() < b for a, b in fences)] \
+        if _may_name_sessions(text) else []
     out: list[Segment] = []
     if not marks or text[body_start:marks[0].start()].strip():
         first_end = marks[0].start() if marks else len(text)

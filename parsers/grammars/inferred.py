@@ -20,7 +20,8 @@ Decisions:
   clock time alone has no date, so its time stays None (raw kept, one warning). A header without
   a time keeps its text in ``extra.header``. Roles come from role words (``Assistant``), else user.
 - Read as columns too (``parse_columns``: the inferred header translated to Rust's syntax with its
-  prefix captured); an inferred header Rust cannot express is read by the line engine.
+  prefix captured): each log learns its header on its own, then a batch's logs of one learnt header
+  are one table of lines; an inferred header Rust cannot express is read by the line engine.
 - Lines before the first header are kept in meta as the preamble and declared as a preamble region.
 """
 
@@ -43,14 +44,14 @@ from parsers.base import Grammar
 from parsers.columns import (
     PY_SPACE,
     TURN_SCHEMA,
+    LineTable,
     Untranslatable,
-    each_source,
+    failed,
     group_turns,
     line_headers,
     nonblank,
     per_distinct,
     rust_pattern,
-    split_lines,
 )
 from parsers.engine import split_blocks
 from parsers.registry import register
@@ -179,35 +180,32 @@ class Inferred(Grammar):
 
     columnar = True
 
-    def parse_columns(self, sources: list[SourceText], settings: Settings) -> list:
-        return each_source(sources, lambda source: self._columns(source, settings))
+    def table_min_bytes(self, settings: Settings) -> int:
+        return 0  # every input: a batch's logs of one learnt header are one table
 
-    def _columns(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession] | None:
-        """The session of ``parse`` with its turns as a frame: the inferred header translated to Rust's
-        syntax (with its prefix captured), stamps, names and roles read once per distinct value."""
-        text = source.text
-        found = infer(text)
-        if found is None:
-            return iter(())
-        pattern = found[0]
-        at = pattern.index("(?P<name>")
-        try:
-            rust = rust_pattern(regex.compile(f"^(?P<prefix>{pattern[1:at]}){pattern[at:]}", regex.MULTILINE))
-        except Untranslatable:
-            return None
-        lines = split_lines(text)
-        heads = line_headers(lines, rust)
-        if heads is None:
-            return None
-        session = _new_session(pattern, text)
-        first = heads.first()
-        head = lines if first is None else lines.head(first)
-        if len(head) and nonblank(head).any():
-            _preamble(session, "\n".join(head.to_list()), (1, len(head)))
-        frame, clock_only, unreadable = _turn_frame(lines, heads)
-        session.frame = frame
-        _conclude(session, found, source.name, frame.height, clock_only, unreadable)
-        return iter([session])
+    def parse_columns(self, sources: list[SourceText], settings: Settings) -> list:
+        """The session of ``parse`` of each source with its turns as a frame: each source's header learnt
+        on its own (``infer``), then the sources of each distinct learnt pattern read as one table of lines
+        (the pattern translated to Rust's syntax with its prefix captured); None for the sources of a
+        pattern Rust cannot express."""
+        out: list = [None] * len(sources)
+        learnt: dict[str, list[int]] = {}
+        found: list = [None] * len(sources)
+        for i, source in enumerate(sources):
+            try:
+                found[i] = infer(source.text)
+            except Exception as exc:  # this source's own failure, raised where its sessions are taken
+                out[i] = failed(exc)
+                continue
+            if found[i] is None:
+                out[i] = iter(())
+            else:
+                learnt.setdefault(found[i][0], []).append(i)
+        for pattern, members in learnt.items():
+            read = _pattern_table(pattern, [sources[i] for i in members], [found[i] for i in members])
+            for i, sessions in zip(members, read, strict=True):
+                out[i] = sessions
+        return out
 
     def count_turns(self, raw: Any) -> int:
         # The pattern travels with the raw text; its matches are counted line by line, without the
@@ -215,6 +213,42 @@ class Inferred(Grammar):
         pattern, text = raw
         compiled = regex.compile(pattern)
         return sum(1 for line in text.split("\n") if compiled.match(line))
+
+
+def _pattern_table(pattern: str, sources: list[SourceText], found: list) -> list:
+    """The sessions of sources that share a learnt header pattern, read as one table of lines; None
+    for each when the pattern cannot run in polars."""
+    at = pattern.index("(?P<name>")
+    try:
+        rust = rust_pattern(regex.compile(f"^(?P<prefix>{pattern[1:at]}){pattern[at:]}", regex.MULTILINE))
+    except Untranslatable:
+        return [None] * len(sources)
+    table = LineTable.of([s.text for s in sources])
+    heads = line_headers(table.lines, rust)
+    if heads is None:
+        return [None] * len(sources)
+    out = []
+    for i, (source, (frame, clock_only, unreadable), preamble) in enumerate(zip(
+            sources, _turn_frames(table, heads), _preambles(table, heads), strict=True)):
+        session = _new_session(pattern, source.text)
+        if preamble:
+            _preamble(session, "\n".join(table.lines_of(i).head(preamble).to_list()), (1, preamble))
+        session.frame = frame
+        _conclude(session, found[i], source.name, frame.height, clock_only, unreadable)
+        out.append(iter([session]))
+    return out
+
+
+def _preambles(table: LineTable, heads) -> list[int]:
+    """For each text, how many lines precede its first header when any of them is not blank, else 0."""
+    at = heads.ok.arg_true()
+    cuts = table.split(at)
+    n = len(table)
+    firsts = iter(at.gather([cuts[i] for i in range(n) if cuts[i] < cuts[i + 1]]).to_list())
+    stops = [next(firsts) if cuts[i] < cuts[i + 1] else table.bounds[i + 1] for i in range(n)]
+    filled = pl.concat([pl.Series([0], dtype=pl.Int64), nonblank(table.lines).cast(pl.Int64).cum_sum()])
+    counts = filled.gather([*table.bounds[:-1], *stops]).to_list()
+    return [stops[i] - table.bounds[i] if counts[n + i] > counts[i] else 0 for i in range(n)]
 
 
 def _new_session(pattern: str, text: str) -> ParsedSession:
@@ -256,26 +290,30 @@ def _conclude(session: ParsedSession, found: tuple[str, float, list[int]], name:
                                                     "source": name}))
 
 
-def _turn_frame(lines: pl.Series, heads) -> tuple[pl.DataFrame, int, int]:
-    """The turn frame, and the counts of clock-only and unreadable times."""
-    turns = group_turns(heads.pieces(lines), heads.ok)
+def _turn_frames(table: LineTable, heads) -> list[tuple[pl.DataFrame, int, int]]:
+    """Each text's turn frame, and its counts of clock-only and unreadable times."""
+    turns = group_turns(heads.pieces(table.lines), heads.ok, 1, table)
     h = heads.groups.filter(heads.ok)
-    stamps = {p: _stamp_of(p) for p in h["prefix"].unique().to_list()}
-    keys = list(stamps)
     prefix = h["prefix"]
-    raw = prefix.replace_strict(keys, [stamps[k][0] for k in keys], return_dtype=pl.Utf8)
-    when = prefix.replace_strict(keys, [stamps[k][1] for k in keys], return_dtype=pl.Datetime("us"))
-    bad = prefix.replace_strict(keys, [stamps[k][2] for k in keys], return_dtype=pl.Int64)
-    clock = prefix.replace_strict(keys, [stamps[k][3] for k in keys], return_dtype=pl.Int64)
+    keys = prefix.unique().to_list()
+    read = [_stamp_of(k) for k in keys]
+    which = prefix.replace_strict(keys, range(len(keys)), return_dtype=pl.UInt32)  # each row's distinct prefix
+    raw, when, bad, clock = (pl.Series([r[j] for r in read], dtype=dtype).gather(which) for j, dtype in
+                             enumerate((pl.Utf8, pl.Datetime("us"), pl.Int64, pl.Int64)))
     speaker = h["name"].str.strip_chars(PY_SPACE)
     # A header without a time keeps its text (stripped) as extra.header, when it has a prefix at all.
     plain = (raw.is_null() & (prefix.str.strip_chars(PY_SPACE).str.len_chars() > 0)).arg_true()
-    matched = heads.matched(lines).filter(heads.ok).gather(plain).to_list()
-    extra = pl.Series([None] * h.height, dtype=pl.Utf8).scatter(
+    matched = heads.matched(table.lines).filter(heads.ok).gather(plain).to_list()
+    extra = pl.repeat(None, h.height, dtype=pl.Utf8, eager=True).scatter(
         plain, pl.Series([orjson.dumps({"header": m.strip()}).decode() for m in matched], dtype=pl.Utf8))
     frame = pl.DataFrame({
         "speaker": speaker, "role": per_distinct(speaker, role_of, pl.Utf8), "content": turns["body"],
         "time": when, "time_raw": raw, "line_start": turns["line_start"], "line_end": turns["line_end"],
         "extra": extra,
     }).with_columns(kind=pl.lit("message", pl.Utf8)).select(list(TURN_SCHEMA))
-    return frame, int(clock.sum()), int(bad.sum())
+    cuts = table.split(turns["at"])
+    zero = pl.Series([0], dtype=pl.Int64)
+    clocks = pl.concat([zero, clock.cum_sum()]).gather(cuts).to_list()
+    bads = pl.concat([zero, bad.cum_sum()]).gather(cuts).to_list()
+    return [(frame.slice(cuts[i], cuts[i + 1] - cuts[i]), clocks[i + 1] - clocks[i], bads[i + 1] - bads[i])
+            for i in range(len(table))]

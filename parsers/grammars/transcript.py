@@ -13,7 +13,9 @@ A line that starts with a timestamp of the same shape as the session's header ti
 no ``Name:`` (``[10:05] Bob joined the call``) is a notice of its own (B2: never merged into the
 turn before); a line whose timestamp has another shape is text of the turn it is in.
 
-Read as columns (``_transcript_columns``, the same sessions) and, above ``stream_text_bytes``,
+Read as columns (``_transcript_columns``, the same sessions), every segment of every transcript of a
+batch in one table of lines (each segment's labels and front matter decided on its own), and, above
+``stream_text_bytes``,
 streamed in chunks when every header line starts a turn and there is no front matter or ``Session:``
 line (the acceptance rule needs every label's count: ``plan`` counts them first).
 
@@ -51,7 +53,7 @@ from models.errors import NotStreamable, Reason
 from models.records import ParsedSession, Region, RegionKind, ShapedLine, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
-from parsers.columns import each_source, line_test, rust_pattern, split_lines, unnamed
+from parsers.columns import LineTable, failed, line_test, rust_pattern, split_lines, unnamed
 from parsers.engine import Block, split_blocks, trim_blank_tail
 from parsers.grammars.markdown import candidate as md_candidate
 from parsers.grammars.markdown import without_said
@@ -252,31 +254,28 @@ class Transcript(Grammar):
 
     columnar = True
 
-    def parse_columns(self, sources: list[SourceText], settings: Settings) -> list:
-        return each_source(sources, lambda source: self._columns(source, settings))
+    def table_min_bytes(self, settings: Settings) -> int:
+        return 0  # every input: a batch's transcripts are one table
 
-    def _columns(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession] | None:
-        """The sessions of ``parse`` with their turns as frames (``_transcript_columns``)."""
-        text = source.text
-        out = []
-        for seg in sessions_of(text, source.name):
-            zone, day, default_model = _front(seg.front)
-            lines = split_lines(text[seg.start:seg.end])
-            found = columns.header_rows(lines, RUST_HEADER, _plausible)
-            if found is None:
-                return None
-            heads, rows = found
-            labels = columns.Labels()
-            labels.add(rows)
-            chunk = columns.turn_frame(lines, heads, rows, _reading(labels, day, zone, default_model),
-                                       seg.first_line, 0)
-            session = _new_session(text, seg, zone)
+    def parse_columns(self, sources: list[SourceText], settings: Settings) -> list | None:
+        """The sessions of ``parse`` of each source, with their turns as frames (``_transcript_columns``):
+        each source's segments (and their front matter) decided on its own, then every segment of every
+        source read as one table of lines; None when the header pattern cannot run in polars."""
+        decided = [_segments(source) for source in sources]
+        parts = [(i, seg, front) for i, d in enumerate(decided) if isinstance(d, list) for seg, front in d]
+        chunks = _segment_chunks([sources[i].text[seg.start:seg.end] for i, seg, _ in parts],
+                                 [(seg, front) for _, seg, front in parts])
+        if chunks is None:
+            return None
+        out: list = [failed(d) if isinstance(d, Exception) else [] for d in decided]
+        for (i, seg, (zone, _, _)), chunk in zip(parts, chunks, strict=True):
+            session = _new_session(sources[i].text, seg, zone)
             _absorb(session, chunk)
             if chunk.clock_only:
                 session.warnings.append(_clock_only(chunk.clock_only))
             session.frame = chunk.frame
-            out.append(session)
-        return iter(out)
+            out[i].append(session)
+        return out
 
     # -- streaming (flows/core/spool.py) ------------------------------------------------------------
 
@@ -346,6 +345,31 @@ class Transcript(Grammar):
 
 
 
+def _segments(source: SourceText) -> list | Exception:
+    """A source's sessions' segments, each with its front matter read (zone, day, model); the failure of
+    this source's own decision, for it alone."""
+    try:
+        return [(seg, _front(seg.front)) for seg in sessions_of(source.text, source.name)]
+    except Exception as exc:  # raised where this source's sessions are taken (columns.failed)
+        return exc
+
+
+def _segment_chunks(texts: list[str], segs: list) -> list[columns.Chunk] | None:
+    """The turns of segments, all read as one table of lines, each with its own labels and front matter."""
+    if not texts:
+        return []
+    table = LineTable.of(texts)
+    found = columns.header_rows(table.lines, RUST_HEADER, _plausible)
+    if found is None:
+        return None
+    heads, rows = found
+    rows = rows.with_columns(src=table.source.filter(heads.ok))
+    labels = columns.labels_by_text(rows, len(texts))
+    readings = [_reading(lb, day, zone, model) for lb, (_, (zone, day, model)) in zip(labels, segs, strict=True)]
+    texts_ = columns.Texts(readings, [seg.first_line for seg, _ in segs], [0] * len(texts))
+    return columns.turn_frames(table, heads, rows, texts_)
+
+
 def sessions_of(text: str, name: str) -> list:
     """The sessions' segments (parsers/sessions.py), each with its export header lines declared."""
     return [export_headers(text, seg) for seg in segments(text, name)]
@@ -356,6 +380,8 @@ def export_headers(text: str, seg):
     its text then starts after them, and their ``Title:`` and ``Model:`` go to its front values."""
     body = text[seg.start:seg.end]
     lines = body.split("\n")
+    if not _may_export(lines):
+        return seg
     found = [(i, m) for i, ln in enumerate(lines) if (m := HEADER.match(ln)) and _speaker_label(m)]
     counts = Counter(_speaker_label(m) for _, m in found)
     speakers = {lb for lb, n in counts.items() if n >= 2 or _role_word(lb)}
@@ -377,6 +403,19 @@ def export_headers(text: str, seg):
     seg.start = min(seg.start + sum(len(ln) + 1 for ln in lines[:last + 1]), seg.end)
     seg.first_line += last + 1
     return seg
+
+
+def _may_export(lines: list[str]) -> bool:
+    """Whether the first labelled header may be an export header line: one with a time, or with a key
+    that is no export key and a value that lists nothing (so cannot name two speakers), is not, and
+    the session has none; only then are all its headers read."""
+    for line in lines:
+        m = HEADER.match(line)
+        if m is None or (label := _speaker_label(m)) is None:
+            continue
+        return not (m["ts"] or m["iso"]) and (label.strip().lower() in EXPORT_KEYS
+                                              or _LISTED.search(line[m.end():]) is not None)
+    return False
 
 
 def _export_line(label: str, value: str, speakers: set[str]) -> bool:
@@ -444,7 +483,7 @@ def _role_word(label: str) -> bool:
 def _reading(labels: columns.Labels, day, zone, default_model) -> columns.Reading:
     return columns.Reading(labels.accepted(_role_word), labels.shapes, lambda lb: _speaker_of(lb, default_model),
                            lambda raw: _read_time(raw, day, zone)[0], lambda raw: _read_time(raw, day, zone)[1] == 1,
-                           fast_times=zone is None)
+                           fast_times=zone is None, context=(zone, day, default_model))
 
 
 def _absorb(session: ParsedSession, chunk: columns.Chunk) -> None:

@@ -46,19 +46,27 @@ def test_a_secret_a_dst_gap_and_a_fact_in_one_chat():
     assert b'"heuristicsNamed": [' in columnar.sessions[0].encoded
 
 
-def test_a_chat_of_any_size_is_read_in_a_table_of_lines(monkeypatch):
-    """WhatsApp reads a short chat as it reads a long one, in a table of lines (``columnar_min_bytes`` no
-    longer sends it turn by turn); with ``columnar`` off it is parsed turn by turn; the bytes are the same."""
-    text = "".join(f"1/{1 + i // 100}/24, 10:{i % 60:02d} - Ann: message number {i}\n" for i in range(200)).encode()
-    grammar = registry.get("whatsapp")
-    framed, real = [], type(grammar).parse_columns
-    monkeypatch.setattr(type(grammar), "parse_columns", lambda self, *a: framed.append(1) or real(self, *a))
+_SHORT = {"whatsapp": "1/1/24, 10:00 - Ann: hi\n1/1/24, 10:01 - Bob: yo\n",
+          "transcript": "User: hi\nAssistant: yo\n",
+          "inferred": "<<2024/03/01 10:00>> alice | a\n<<2024/03/01 10:01>> bob | b\n<<2024/03/01 10:02>> alice | c\n"}
+
+
+@pytest.mark.parametrize("grammar", sorted(_SHORT))
+def test_a_run_reads_every_input_of_a_table_grammar_as_a_frame(grammar, monkeypatch):
+    """A grammar whose batch is one table of lines reads even the shortest input in it, whatever
+    ``columnar_min_bytes`` says; the bytes are the turn-by-turn parse's."""
+    text = _SHORT[grammar].encode()
+    g = registry.get(grammar)
+    framed, real = [], type(g).parse_columns
+    monkeypatch.setattr(type(g), "parse_columns", lambda self, *a: framed.append(1) or real(self, *a))
     encoded = {}
-    for limit in (len(text), len(text) + 1):
+    for limit in (0, len(text) + 1):
         outcome = process_bytes(text, "chat.txt", RunContext.from_settings(Settings(columnar_min_bytes=limit)))
-        encoded[limit] = outcome.sessions[0].encoded
-    off = process_bytes(text, "chat.txt", RunContext.from_settings(Settings(columnar=False)))
-    assert framed == [1, 1] and encoded[len(text)] == encoded[len(text) + 1] == off.sessions[0].encoded is not None
+        assert outcome.grammar == grammar
+        encoded[limit] = [s.encoded for s in outcome.sessions]
+    records = process_bytes(text, "chat.txt", RunContext.from_settings(Settings(columnar=False)))
+    assert framed == [1, 1] and encoded[0] == encoded[len(text) + 1] == [s.encoded for s in records.sessions]
+    assert encoded[0] and None not in encoded[0]
 
 
 def _batch_of(texts: dict[str, str], settings: Settings | None = None):

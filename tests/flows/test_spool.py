@@ -50,6 +50,23 @@ def test_blocks_are_whole_lines_of_the_canonical_text(size):
     assert [n for _, n in blocks] == [1 + "".join(t for t, _ in blocks[:i]).count("\n") for i in range(len(blocks))]
 
 
+def _both_routes_fail_on(src, tmp_path, monkeypatch, module, grammar: str, chunk_bytes: int) -> None:
+    """With ``module.turn_frames`` broken, the input is quarantined with the route and the failure named,
+    read in a table and streamed; no other route writes its documents."""
+    def broken(*args, **kwargs):
+        raise RuntimeError("columnar bug")
+
+    monkeypatch.setattr(module, "turn_frames", broken)  # both routes read through it
+    for out, values, route in ((tmp_path / "b", {"columnar_min_bytes": 0}, f"the table of 1 {grammar} input failed"),
+                               (tmp_path / "c", {"stream_text_bytes": 1, "stream_chunk_bytes": chunk_bytes},
+                                "the streamed route failed")):
+        got = _run(src, out, **values)
+        (row,) = got.files
+        assert row.status is FileStatus.QUARANTINED and not got.sessions
+        assert route in row.detail and "RuntimeError: columnar bug" in row.detail, row.detail
+        assert not (out / "sessions").exists() or not _documents(out)
+
+
 def test_a_failing_columnar_route_is_recorded_not_retried(tmp_path, monkeypatch):
     """No silent fallback: a bug in the column-wise or streamed route quarantines the input with the
     route and the failure named; no other route writes its documents."""
@@ -58,20 +75,20 @@ def test_a_failing_columnar_route_is_recorded_not_retried(tmp_path, monkeypatch)
     src = tmp_path / "in"
     src.mkdir()
     shutil.copy(WHATSAPP[0], src / WHATSAPP[0].name)
+    _both_routes_fail_on(src, tmp_path, monkeypatch, _whatsapp_columns, "whatsapp", 64)
 
-    def broken(*args, **kwargs):
-        raise RuntimeError("columnar bug")
 
-    monkeypatch.setattr(_whatsapp_columns, "turn_frames", broken)
-    for out, values, route in ((tmp_path / "b", {}, "the table of 1 whatsapp input failed"),
-                               (tmp_path / "c", {"stream_text_bytes": 1, "stream_chunk_bytes": 64},
-                                "the streamed route failed")):
-        got = _run(src, out, **values)
-        (row,) = got.files
-        assert row.status is FileStatus.QUARANTINED and not got.sessions
-        assert route in row.detail and "RuntimeError: columnar bug" in row.detail, row.detail
-        assert not (out / "sessions").exists() or not _documents(out)
+def test_a_transcript_is_read_by_the_same_table_functions_whole_or_streamed(tmp_path, monkeypatch):
+    """A transcript read in a batch's table and one streamed in chunks give the same document, through
+    the same table function: a bug in it quarantines the input on both routes, named."""
+    from parsers.grammars import _transcript_columns
 
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "chat.txt").write_text("".join(f"{['User', 'Assistant'][i % 2]}: message {i}\nmore\n" for i in range(40)))
+    whole, streamed = _run(src, tmp_path / "w"), _run(src, tmp_path / "s", stream_text_bytes=1, stream_chunk_bytes=256)
+    assert _documents(tmp_path / "w") == _documents(tmp_path / "s") and whole.written == streamed.written == 1
+    _both_routes_fail_on(src, tmp_path, monkeypatch, _transcript_columns, "transcript", 256)
 
 def _chat(n: int) -> str:
     return "".join(f"1/{1 + i // 100}/24, 10:{i % 60:02d} - Ann: message number {i}\n" for i in range(n))

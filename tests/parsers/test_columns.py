@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from models.records import SourceText
@@ -16,6 +16,7 @@ from parsers.grammars._whatsapp_columns import header_dates, header_lines, heade
 from parsers.grammars.whatsapp import _REST
 from parsers.text import decode
 from tests.helpers import CONFORMANCE, GOLDEN, ROOT, columns_of, session_snapshot
+from tests.test_line_columns import _INF_LINE, _T_LINE
 
 COLUMNAR = [g.name for g in registry.all_grammars() if g.columnar]
 
@@ -133,3 +134,118 @@ def test_any_mix_of_chats_in_one_table(chats):
     texts = [text + ("\n" if newline and text else "") for text, newline in chats]
     sources = [SourceText(t, f"WhatsApp Chat with {i}.txt", "0" * 64, len(t), "utf-8") for i, t in enumerate(texts)]
     _one_table_reads_like_each_alone("whatsapp", sources)
+
+
+
+def _outcome(take, *args) -> list | str:
+    """What ``take(*args)`` gives, or the name of the error it raised (a source's own failure)."""
+    try:
+        return take(*args)
+    except Exception as exc:  # compared by its type: the same failure on both routes
+        return type(exc).__name__
+
+
+def _lined(grammar, source: SourceText) -> list:
+    return [session_snapshot(s, grammar.count_turns(s.raw)) for s in grammar.parse(source, Settings())]
+
+
+def _one_table_reads_like_the_line_engine(grammar: str, sources: list[SourceText]) -> None:
+    """Every source of one table of lines gets the sessions, or the failure, of its line-engine parse."""
+    g = registry.get(grammar)
+    together = g.parse_columns(sources, Settings())
+    assert together is not None and len(together) == len(sources)
+    for source, sessions in zip(sources, together, strict=True):
+        assert sessions is not None, source.name
+        assert _outcome(_snapshots, g, sessions) == _outcome(_lined, g, source), source.name
+
+
+def _source(text: str, name: str) -> SourceText:
+    return SourceText(text, name, "0" * 64, len(text.encode()), "utf-8")
+
+
+# Front matter that each transcript decides for itself: no day, a day for clock times, a zone and a model,
+# another zone, a zone that does not exist (that source's own failure).
+_T_FRONT = st.sampled_from(["", "---\ndate: 2025-08-24\n---\n", "---\ntitle: T\nsession_id: abc\n---\n",
+                            "---\ntimezone: Europe/Stockholm\nmodel: openai:gpt-4o\n---\n",
+                            "---\ntimezone: Asia/Tokyo\ndate: 2025-01-02\n---\n", "---\ntimezone: Mars/Olympus\n---\n"])
+_T_EXTRA = st.sampled_from(["Title: A chat", "Participants: Ann, Bob", "Session: two", "Ann: again", "Bob (work): hi",
+                            "[10:00] Cy: clock", "[10:05] notice"])
+_TRANSCRIPT = st.tuples(_T_FRONT, st.lists(st.one_of(_T_LINE, _T_EXTRA), max_size=10), st.booleans()).map(
+    lambda t: t[0] + "\n".join(t[1]) + ("\n" if t[2] and t[1] else ""))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_TRANSCRIPT, min_size=1, max_size=5))
+@example(["---\ntimezone: Europe/Stockholm\nmodel: openai:gpt-4o\n---\n[2025-08-24 10:00:00] User: a\nAssistant: b\n",
+          "---\ntimezone: Mars/Olympus\n---\nUser: a\n", "", "---\ntimezone: Asia/Tokyo\ndate: 2025-01-02\n---\n"
+          "[10:00] Cy: a\n[10:05] notice\nNote: kept\nCy: b\nSession: two\n[10:00] Cy: c\n",
+          "Title: T\nParticipants: Ann, Bob\n\nAnn: hi\nBob: yo\n[10:00] Ann: clock\nAssistant: m\n"])
+def test_any_mix_of_transcripts_in_one_table(texts):
+    """Transcripts with and without headers, empty, with sessions, export headers, labels accepted or not,
+    front matter of their own (a day, a zone, a model, a zone that fails): one table, each its own."""
+    _one_table_reads_like_the_line_engine("transcript", [_source(t, f"chat-{i}.txt") for i, t in enumerate(texts)])
+
+
+_HASH_LINE = st.one_of(
+    st.builds(lambda n, who, t: f"#{n} [{who}] {t}", st.integers(1, 99), st.sampled_from(["maria", "it-bot", "Jon"]),
+              st.text(alphabet="ab (:)", max_size=6)),
+    st.sampled_from(["", "still jammed", "Exported by ChatVault"]),
+)
+_INFERRED = st.one_of(st.lists(_INF_LINE, max_size=10), st.lists(_HASH_LINE, max_size=10),
+                      st.lists(st.one_of(_INF_LINE, _HASH_LINE), max_size=10)).map(lambda ls: "\n".join(ls) + "\n")
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_INFERRED, min_size=1, max_size=6))
+def test_any_mix_of_inferred_logs_in_one_table(texts):
+    """Logs of two header shapes and of none, mixed and empty: each learns its own header, and the logs
+    of one learnt header share a table."""
+    _one_table_reads_like_the_line_engine("inferred", [_source(t, f"log-{i}.log") for i, t in enumerate(texts)])
+
+
+_T_BATCH = ["User: hi\nAssistant: yo\n", "---\ndate: 2025-08-24\n---\n[10:00] Ann: a\n[10:01] Bob: b\n",
+            "Session: one\nUser: a\nSession: two\nUser: b\n", ""]
+_I_BATCH = ["<<2024/03/01 10:00>> alice | a\n<<2024/03/01 10:01>> bob | b\n<<2024/03/01 10:02>> alice | c\n",
+            "#41 [maria] a\n#42 [jon] b\n#43 [maria] c\n",
+            "<<2024/03/02 10:00>> carol | a\n<<2024/03/02 10:01>> dave | b\nmore\n<<2024/03/02 10:02>> carol | c\n",
+            "no header here\n"]
+
+
+@pytest.mark.parametrize(("grammar", "module", "step", "texts", "tables"), [
+    ("transcript", "parsers.grammars._transcript_columns", "header_rows", _T_BATCH, 1),
+    ("inferred", "parsers.grammars.inferred", "line_headers", _I_BATCH, 2),  # two learnt headers
+])
+def test_a_batch_is_one_table_per_step(grammar, module, step, texts, tables, monkeypatch):
+    """The header pattern runs once over the whole batch (once per distinct learnt header), not per input."""
+    import importlib
+
+    mod = importlib.import_module(module)
+    calls, run = [], getattr(mod, step)
+    monkeypatch.setattr(mod, step, lambda lines, *args: calls.append(len(lines)) or run(lines, *args))
+    sources = [_source(t, f"in-{i}.txt") for i, t in enumerate(texts)]
+    _one_table_reads_like_the_line_engine(grammar, sources)
+    assert len(calls) == tables
+
+
+def test_an_inferred_log_whose_own_learning_fails_fails_alone(monkeypatch):
+    from parsers.grammars import inferred
+
+    learn = inferred.infer
+
+    def failing(text):
+        if text.startswith("#41"):
+            raise ValueError("cannot learn")
+        return learn(text)
+
+    monkeypatch.setattr(inferred, "infer", failing)
+    sources = [_source(t, f"in-{i}.log") for i, t in enumerate(_I_BATCH)]
+    read = registry.get("inferred").parse_columns(sources, Settings())
+    with pytest.raises(ValueError, match="cannot learn"):
+        list(read[1])
+    for i in (0, 2, 3):
+        assert _snapshots(inferred.Inferred(), read[i]) == _lined(inferred.Inferred(), sources[i])
+
+
+@pytest.mark.parametrize("grammar", ["transcript", "inferred", "whatsapp"])
+def test_every_input_of_the_grammar_goes_through_the_table(grammar):
+    assert registry.get(grammar).table_min_bytes(Settings()) == 0

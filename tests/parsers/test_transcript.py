@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from models.records import SourceText
 from models.settings import Settings
@@ -99,3 +101,27 @@ def test_export_title_and_model_are_read():
 def test_a_model_speaker_of_a_gemini_chat_stays_a_speaker():
     (s,) = _parse("Model: Hello, how can I help?\nUser: hi\nModel: hello again\n")
     assert [t.speaker for t in s.turns] == ["Model", "User", "Model"]
+
+
+_SCANNED = st.lists(st.sampled_from([
+    "User: hi", "Assistant: yo", "Title: T", "Participants: Ann, Bob", "With: Ann and Bob", "Ann: hi", "Bob: yo",
+    "Model: m", "[10:00] Date: x", "Notes: a, b", "", "text", "Session: two", "SESSION_ID: x", "conversation id: y",
+    "ſession: long s", "SESS\u0130ON: dotted", "```", "  # Session: z",
+]), max_size=10).map("\n".join)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_SCANNED)
+def test_the_scans_skipped_where_no_such_line_can_be_change_nothing(text):
+    """The pre-checks that spare a text the Session-line and export-header scans only skip scans that
+    would find nothing: with both forced to scan, every segment is the same."""
+    from parsers import sessions
+    from parsers.grammars import transcript
+
+    fast = transcript.sessions_of(text, "chat.txt")
+    may_name, may_export = sessions._may_name_sessions, transcript._may_export
+    try:
+        sessions._may_name_sessions, transcript._may_export = (lambda text: True), (lambda lines: True)
+        assert transcript.sessions_of(text, "chat.txt") == fast
+    finally:
+        sessions._may_name_sessions, transcript._may_export = may_name, may_export
