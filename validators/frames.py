@@ -174,18 +174,12 @@ def _sessions(items: Sequence[FrameSession], texts: list[FrameText]) -> tuple[pl
     """One row per session (its extent, and where its text's window starts in the prefix column) and
     the prefix column: each text's sums over the lines its sessions of this batch reach (a text read
     over many batches is not copied whole each time)."""
-    window: dict[int, tuple[int, int]] = {}
-    for item in items:
-        first, last = item.extent
-        lo, hi = window.get(id(item.source), (first - 1, last))
-        window[id(item.source)] = (min(lo, first - 1), max(hi, last))
+    window = _windows(items)
     bases: dict[int, tuple[int, int, int]] = {}
     parts = []
     base = 0
     for t in texts:
         lo, hi = window[id(t)]
-        lo = min(max(lo, 0), t.count)
-        hi = min(max(hi, lo), t.count)
         bases[id(t)] = (base, lo, hi)
         parts.append(t.prefix.slice(lo, hi - lo + 1))
         base += hi - lo + 1
@@ -195,6 +189,32 @@ def _sessions(items: Sequence[FrameSession], texts: list[FrameText]) -> tuple[pl
         "session": pl.Int64, "first": pl.Int64, "last": pl.Int64, "base": pl.Int64, "lo": pl.Int64,
         "hi": pl.Int64, "key": pl.Int64, "count": pl.Int64})
     return sessions, pl.concat(parts)
+
+
+def _windows(items: Sequence[FrameSession]) -> dict[int, tuple[int, int]]:
+    """By ``id`` of each text: (lo, hi), its lines lo+1..hi hold every extent of its sessions here."""
+    window: dict[int, tuple[int, int]] = {}
+    for item in items:
+        first, last = item.extent
+        lo, hi = window.get(id(item.source), (first - 1, last))
+        window[id(item.source)] = (min(lo, first - 1), max(hi, last))
+    out = {}
+    for item in items:
+        lo, hi = window[id(item.source)]
+        count = item.source.count
+        lo = min(max(lo, 0), count)
+        out[id(item.source)] = (lo, min(max(hi, lo), count))
+    return out
+
+
+def _shaped_in(t: FrameText, lo: int, hi: int) -> pl.DataFrame:
+    """The text's shaped lines among lines lo+1..hi (a text read over many batches is not scanned
+    whole each time)."""
+    if lo == 0 and hi == t.count:
+        return t.shaped
+    line = t.shaped["line"]
+    start, stop = line.search_sorted(lo + 1, "left"), line.search_sorted(hi, "right")
+    return t.shaped.slice(start, stop - start)
 
 
 def _spans(items: Sequence[FrameSession]) -> pl.DataFrame:
@@ -249,7 +269,9 @@ def _census(items: Sequence[FrameSession], sessions: pl.DataFrame, spans: pl.Dat
             out: list[Accounting]) -> None:
     """The lines shaped like a turn start in each session's extent that are no turn start, are not
     declared and lie in no declared region: noted as possibly merged turns."""
-    shaped = [t.shaped for t in {id(i.source): i.source for i in items}.values() if t.shaped is not None]
+    window = _windows(items)
+    texts = {id(i.source): i.source for i in items}.values()
+    shaped = [_shaped_in(t, *window[id(t)]) for t in texts if t.shaped is not None]
     if not shaped:
         return
     c = pl.col

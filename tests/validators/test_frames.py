@@ -94,8 +94,10 @@ def _text_sessions(draw):
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(_text_sessions(), min_size=1, max_size=4), st.randoms(use_true_random=False))
-def test_generated_layouts_account_in_one_batch_as_one_session_at_a_time(texts, rnd):
+@given(st.lists(_text_sessions(), min_size=1, max_size=4), st.randoms(use_true_random=False), st.data())
+def test_generated_layouts_account_in_batches_as_one_session_at_a_time(texts, rnd, data):
+    """Sessions taken in order, text by text, and accounted in one batch or two (a text's sessions may
+    straddle them, as a large read's do), the sessions of a batch in any order."""
     deferred, expected = [], []
     for text, shape, sessions in texts:
         product = Accountant([(None, text)], lines=True, shape=SHAPES[shape])
@@ -104,11 +106,12 @@ def test_generated_layouts_account_in_one_batch_as_one_session_at_a_time(texts, 
             last = i == len(sessions) - 1
             deferred.append(product.defer(parsed, last))
             expected.append(oracle.account(parsed, last))
-    order = list(range(len(deferred)))
-    rnd.shuffle(order)  # the batch's order is not the texts' order
-    got = account_frames([deferred[i] for i in order])
-    for i, found in zip(order, got, strict=True):
-        assert found == expected[i]
+    cut = data.draw(st.integers(0, len(deferred)))
+    for batch in (list(range(cut)), list(range(cut, len(deferred)))):
+        rnd.shuffle(batch)  # the batch's order is not the texts' order
+        got = account_frames([deferred[i] for i in batch])
+        for i, found in zip(batch, got, strict=True):
+            assert found == expected[i]
 
 
 def test_a_shape_rusts_regex_can_say_is_matched_as_a_column_and_one_with_a_lookaround_is_not():
@@ -120,3 +123,15 @@ def test_a_shape_rusts_regex_can_say_is_matched_as_a_column_and_one_with_a_looka
 
 def test_an_empty_batch_accounts_nothing():
     assert account_frames([]) == []
+
+
+def test_a_later_batch_finds_a_swallowed_header_on_the_first_line_it_reads():
+    text = "#### a\nx\n#### b\n#### c\n"
+    sessions = [ParsedSession(None, "none", [], lines=(a, b), frame=pl.DataFrame({"line_start": [s], "line_end": [e]}))
+                for (a, b), (s, e) in [((1, 2), (1, 2)), ((3, 4), (4, 4))]]
+    product = Accountant([(None, text)], lines=True, shape=SHAPES["rust"])
+    oracle = PerSession([(None, text)], lines=True, shape=SHAPES["rust"])
+    deferred = [product.defer(s, i == 1) for i, s in enumerate(sessions)]
+    expected = [oracle.account(s, i == 1) for i, s in enumerate(sessions)]
+    got = account_frames(deferred[:1]) + account_frames(deferred[1:])  # two batches
+    assert got == expected and got[1].merged_listed == ["line 3"]
