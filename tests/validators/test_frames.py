@@ -15,18 +15,10 @@ from models.records import ParsedSession, Region, RegionKind, ShapedLine
 from models.settings import Settings
 from parsers import registry
 from parsers.text import decode
-from tests.helpers import CONFORMANCE, GOLDEN, ROOT
+from tests.helpers import known_inputs
 from tests.oracle.frames import PerSession
 from validators.accounting import Accountant
 from validators.frames import _rust_shape, account_frames
-
-
-def _inputs() -> list[Path]:
-    found = [p for p in sorted(GOLDEN.rglob("*")) if p.is_file() and not p.name.endswith(".expected.json")]
-    found += [p for p in sorted((ROOT / "sample_logs").rglob("*")) if p.is_file()]
-    if CONFORMANCE.is_dir():
-        found += [p for p in sorted((CONFORMANCE / "fixtures").rglob("*")) if p.is_file()]
-    return found
 
 
 def _frame_sessions(path: Path, columns: Settings):
@@ -46,7 +38,7 @@ def test_every_known_input_is_accounted_in_one_batch_as_one_session_at_a_time():
     """All frame sessions of all goldens, samples and conformance inputs accounted in ONE call."""
     columns = Settings(columnar_min_bytes=0)
     deferred, expected, names = [], [], []
-    for path in _inputs():
+    for path in known_inputs():
         read = _frame_sessions(path, columns)
         if read is None:
             continue
