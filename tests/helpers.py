@@ -27,6 +27,15 @@ CHECKER = SHARED / "tools" / "check_session_docs.py"
 UPDATE_GOLDEN = os.environ.get("RECONSTRUCT_UPDATE_GOLDEN") == "1"
 
 
+def known_inputs() -> list[Path]:
+    """Every golden, sample and conformance input (the conformance set when ../shared holds it)."""
+    found = [p for p in sorted(GOLDEN.rglob("*")) if p.is_file() and not p.name.endswith(".expected.json")]
+    found += [p for p in sorted((ROOT / "sample_logs").rglob("*")) if p.is_file()]
+    if CONFORMANCE.is_dir():
+        found += [p for p in sorted((CONFORMANCE / "fixtures").rglob("*")) if p.is_file()]
+    return found
+
+
 def shared_path(path: Path) -> Path:
     """A path under ../shared, or the calling test skipped with the reason: ../shared is optional."""
     if not path.exists():

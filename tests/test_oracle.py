@@ -13,18 +13,9 @@ from models.settings import Settings
 from normalizers.assemble import RunContext
 from parsers.text import decode
 from tests import oracle
-from tests.helpers import CONFORMANCE, GOLDEN, ROOT
+from tests.helpers import known_inputs
 
-
-def _inputs() -> list[Path]:
-    found = [p for p in sorted(GOLDEN.rglob("*")) if p.is_file() and not p.name.endswith(".expected.json")]
-    found += [p for p in sorted((ROOT / "sample_logs").rglob("*")) if p.is_file()]
-    if CONFORMANCE.is_dir():
-        found += [p for p in sorted((CONFORMANCE / "fixtures").rglob("*")) if p.is_file()]
-    return found
-
-
-INPUTS = _inputs()
+INPUTS = known_inputs()
 # the product's defaults; every line input read as a frame of lines whatever its size; and settings that
 # change what the batch does to each turn (zone and personal data, reported secrets, cut turns, identity)
 SETTINGS = {"defaults": Settings(), "columns": Settings(columnar_min_bytes=0),

@@ -2,18 +2,20 @@
 
 Every session comes here: a grammar that appends turns to a column builder (``parsers.turncols.
 TurnColumns``: ChatGPT, Claude) gives it as is; any other's turn records, and the frame of lines a line
-grammar reads a large input as, are held as the batch takes them once counted and accounted
-(``prepare``, ``prepare_read``). The sessions of a batch (a shard's small inputs together, a whole
-read's sessions about ``BATCH_TURNS`` turns at a time, or a streamed batch of conversations) are
-normalised, redacted, checked and encoded as one table (``normalizers.table``), and each gets its
-envelope (``assemble_pending``). The callers (flows/core/process.py, flows/core/jsonstream.py) judge each session
-in order. A batch the column route fails on has its sessions quarantined with the failure: no other
-route assembles them.
+grammar reads an input as, are held as the batch takes them once counted and accounted
+(``prepare``, ``prepare_read``); a session read as a frame is accounted with the other frame sessions
+of its batch, as one table, when the batch is judged (``account_deferred``). The sessions of a batch
+(a shard's small inputs together, a whole read's sessions about ``BATCH_TURNS`` turns at a time, or a
+streamed batch of conversations) are normalised, redacted, checked and encoded as one table
+(``normalizers.table``), and each gets its envelope (``assemble_pending``). The callers
+(flows/core/process.py, flows/core/jsonstream.py) judge each session in order. A batch the column
+route fails on has its sessions quarantined with the failure: no other route assembles them.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +27,7 @@ from normalizers.table import assemble_batch
 from parsers.turncols import TurnColumns, batch_frame
 from validators import gate
 from validators.accounting import Accounting, account_records
+from validators.frames import FrameSession, account_frames
 
 TABLE_BYTES = 4 * 1024 * 1024
 """Bytes of input a batch holds unread before it reads them, a table of lines per grammar."""
@@ -40,17 +43,21 @@ def columnar(parsed: ParsedSession) -> bool:
 
 @dataclass(slots=True)
 class Pending:
-    """A session counted and accounted, waiting for its batch."""
+    """A session counted and accounted (or with its accounting deferred to the batch), waiting for its batch."""
 
     parsed: ParsedSession
     counted: int
-    accounting: Accounting
+    accounting: Accounting | None
     seconds: float
+    deferred: FrameSession | None = None
+    """A frame session's spans and extent, accounted with the batch's others (``account_deferred``)."""
 
 
-def prepare_read(parsed: ParsedSession, grammar, accounting: Accounting) -> Pending:
+def prepare_read(parsed: ParsedSession, grammar, accounting: Accounting | None,
+                 deferred: FrameSession | None = None) -> Pending:
     """Count one session whose grammar built turn records or read a frame of lines (accounted by the
-    caller), then hold its turns as the batch takes them (a builder, or the frame) and drop its raw value."""
+    caller, or ``deferred`` to the batch), then hold its turns as the batch takes them (a builder, or the
+    frame) and drop its raw value."""
     started = time.perf_counter()
     counted = grammar.count_turns(parsed.raw)
     parsed.raw = None
@@ -58,7 +65,14 @@ def prepare_read(parsed: ParsedSession, grammar, accounting: Accounting) -> Pend
         parsed.turns, parsed.frame = parsed.frame, None
     else:
         parsed.turns = TurnColumns.of(parsed.turns)
-    return Pending(parsed, counted, accounting, time.perf_counter() - started)
+    return Pending(parsed, counted, accounting, time.perf_counter() - started, deferred)
+
+
+def account_deferred(pending: Iterable[Pending]) -> None:
+    """Account the batch's frame sessions, all in one table (``frames.account_frames``)."""
+    waiting = [p for p in pending if p.deferred is not None]
+    for p, found in zip(waiting, account_frames([p.deferred for p in waiting]), strict=True):
+        p.accounting, p.deferred = found, None
 
 
 def prepare(parsed: ParsedSession, grammar) -> Pending:

@@ -254,8 +254,9 @@ class Batch:
 
 def collect(parsed_sessions, grammar, source: SourceText, detection: Detection, ctx: RunContext,
             started: float, batch: Batch) -> FileOutcome:
-    """Count, account and hand to ``batch`` every session a grammar yields; a grammar failure keeps
-    what came before. The outcome is open until the caller has flushed the batch and ``finish``-ed it
+    """Count, account and hand to ``batch`` every session a grammar yields (a session read as a frame
+    is accounted with the batch's others when the batch is judged); a grammar failure keeps what came
+    before. The outcome is open until the caller has flushed the batch and ``finish``-ed it
     (``settled`` does both)."""
     outcome, owner = opened(grammar, source, detection)
     return take_all(parsed_sessions, outcome, owner, batch, started)
@@ -290,11 +291,14 @@ def settled(batch: Batch, outcome: FileOutcome) -> FileOutcome:
 
 
 def _take(ordinal: int, parsed, last: bool, accountant: Accountant, owner: Owner, batch: Batch) -> None:
-    """One parsed session, counted and accounted, into the batch."""
+    """One parsed session, counted and accounted (a frame session's extent taken now, its accounting
+    left to the batch), into the batch."""
     if isinstance(parsed.turns, batches.TurnColumns) and parsed.frame is None:
         pending = batches.prepare(parsed, owner.grammar)
     else:
-        pending = batches.prepare_read(parsed, owner.grammar, accountant.account(parsed, last))
+        deferred = accountant.defer(parsed, last)
+        accounting = None if deferred is not None else accountant.account(parsed, last)
+        pending = batches.prepare_read(parsed, owner.grammar, accounting, deferred)
     batch.add(ordinal, pending, owner)
 
 
@@ -395,8 +399,11 @@ def judge_batch(pending: list[tuple[int, batches.Pending, Owner]], ctx: RunConte
                 ) -> list[SessionOutcome]:
     """Judge a batch of prepared sessions, in order, each with its ordinal and its input. Should the
     column route fail on the batch, its sessions are quarantined with the failure (never assembled
-    again by another route). A session whose source fields cannot be encoded is quarantined alone."""
-    table = [(p, owner) for _, p, owner in pending if batches.columnar(p.parsed)]
+    again by another route). A session whose source fields cannot be encoded is quarantined alone. The
+    batch's frame sessions are accounted first, together; should that fail, they are quarantined with
+    the failure and the others judged."""
+    unaccounted = _account(pending)
+    table = [(p, owner) for _, p, owner in pending if batches.columnar(p.parsed) and id(p) not in unaccounted]
     try:
         built = dict(zip((id(p) for p, _ in table), batches.assemble_pending(table, ctx, rows), strict=True))
     except Exception as exc:  # recorded on each of the batch's sessions; the run goes on
@@ -405,6 +412,9 @@ def judge_batch(pending: list[tuple[int, batches.Pending, Owner]], ctx: RunConte
     out = []
     for ordinal, p, owner in pending:
         b = built.get(id(p))
+        if id(p) in unaccounted:
+            out.append(_route_failed(ordinal, p, Reason.INTERNAL, unaccounted[id(p)]))
+            continue
         if b is None:
             out.append(_route_failed(ordinal, p, Reason.JSON_SYNTAX, "a source field cannot be serialised as JSON: "
                                      f"{p.parsed.turns.why}"))
@@ -416,6 +426,20 @@ def judge_batch(pending: list[tuple[int, batches.Pending, Owner]], ctx: RunConte
         _tally(outcome, p.parsed, p.accounting)
         out.append(outcome)
     return out
+
+
+def _account(pending: list[tuple[int, batches.Pending, Owner]]) -> dict[int, str]:
+    """Account the batch's frame sessions (``batches.account_deferred``); when that fails, the failure
+    for each of them, by ``id`` of its pending entry (left with an empty accounting)."""
+    try:
+        batches.account_deferred(p for _, p, _ in pending)
+    except Exception as exc:  # recorded on each frame session of the batch; the others go on
+        detail = f"the accounting of the batch's frame sessions failed: {failure(exc)}"
+        waiting = [p for _, p, _ in pending if p.deferred is not None]
+        for p in waiting:
+            p.accounting, p.deferred = Accounting("lines"), None
+        return {id(p): detail for p in waiting}
+    return {}
 
 
 def _route_failed(ordinal: int, pending: batches.Pending, reason: Reason, detail: str) -> SessionOutcome:
