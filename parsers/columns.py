@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import timedelta, timezone
+from itertools import accumulate
 
 import orjson
 import polars as pl
@@ -104,6 +105,29 @@ class LineTable:
     def lines_of(self, i: int) -> pl.Series:
         return self.lines.slice(self.bounds[i], self.bounds[i + 1] - self.bounds[i])
 
+    def subset(self, texts: list[int]) -> LineTable:
+        """The table of some of its texts (ascending indices), numbered from 0 in that order."""
+        if len(texts) == len(self):
+            return self
+        keep = self.source.is_in(texts)
+        sizes = [self.bounds[i + 1] - self.bounds[i] for i in texts]
+        source = self.source.filter(keep).replace_strict(texts, range(len(texts)), return_dtype=pl.UInt32)
+        return LineTable(self.lines.filter(keep), source, [0, *accumulate(sizes)])
+
+    def row_in_text(self) -> pl.Series:
+        """Each row's index among its own text's lines."""
+        starts = pl.Series(self.bounds[:-1], dtype=pl.Int64)
+        return pl.int_range(len(self.lines), dtype=pl.Int64, eager=True) - starts.gather(self.source)
+
+    def counts(self, flags: pl.Series, source: pl.Series | None = None) -> list[int]:
+        """How many rows each text has flagged (``source``: the text of each flag, the table's own by
+        default)."""
+        src = (self.source if source is None else source).filter(flags.fill_null(False))
+        out = [0] * len(self)
+        for i, n in zip(*src.value_counts(name="n").to_dict(as_series=False).values(), strict=True):
+            out[i] = n
+        return out
+
     def split(self, rows: pl.Series) -> list[int]:
         """For ascending row numbers (a column of turns' ``at``), the index of the first of each text's,
         and their count at the end: text ``i`` owns ``rows[out[i]:out[i + 1]]``."""
@@ -113,13 +137,16 @@ class LineTable:
 def each_source(sources: list, read) -> list:
     """A table read done one source at a time (``read(source)``: its sessions or None): a source whose
     read raises gives its failure when its sessions are iterated, the others theirs."""
-    out = []
-    for source in sources:
-        try:
-            out.append(read(source))
-        except Exception as exc:  # the source's own failure, raised where its sessions are taken
-            out.append(_failed(exc))
-    return out
+    return [own(read, source) for source in sources]
+
+
+def own(read, *args):
+    """``read(*args)``: one source's sessions (or None); when it raises, its failure, raised when its
+    sessions are taken, so that the other sources of a table keep theirs."""
+    try:
+        return read(*args)
+    except Exception as exc:  # the source's own failure, raised where its sessions are taken
+        return _failed(exc)
 
 
 def _failed(error: Exception):

@@ -133,3 +133,61 @@ def test_any_mix_of_chats_in_one_table(chats):
     texts = [text + ("\n" if newline and text else "") for text, newline in chats]
     sources = [SourceText(t, f"WhatsApp Chat with {i}.txt", "0" * 64, len(t), "utf-8") for i, t in enumerate(texts)]
     _one_table_reads_like_each_alone("whatsapp", sources)
+
+
+_IRC_BODY = st.sampled_from(["<ann> hi #chan", "<@bob> yo", "* ann waves", "-ann- notice", "plain",
+                             "-!- ann [~a@h] has joined #chan", "*** bob has quit", "-- Mode #x [+o ann] by bob"])
+_IRC_MARKER = {"irssi": ["--- Day changed Thu Oct 18 2012", "--- Log opened Feb 30 2012", "--- Log closed"],
+               "bracketed": ["--- Day changed Sat Mar 02 2024", "--- Log opened Thu Oct 18 09:00:00 2012"],
+               "xchat": ["**** BEGIN LOGGING AT Mon Dec 31 21:11:55 2001", "**** ENDING LOGGING AT Tue Jan 1 2002"],
+               "weechat": ["2012-10-18 09:30:30\t****  Beginning of log  ****"], "supybot": []}
+
+
+def _irc_line(dialect: str, i: int, body: str) -> str:
+    clock = f"{i % 25:02d}:{i * 7 % 61:02d}"
+    nick, _, rest = body.partition(" ")
+    return {"supybot": f"2012-10-18T09:{i % 60:02d}:30+0{i % 3}00  {body}",
+            "weechat": f"2012-10-18 09:{i % 60:02d}:3{i % 10}\t{nick.strip('<>')}\t{rest}",
+            "irssi": f"{clock} {body}", "bracketed": f"[{clock}:0{i % 10}] {body}",
+            "xchat": f"{('dec', 'jan', 'feb', 'xyz')[i % 4]} {i % 32:2d} {clock}:00 {body}"}[dialect]
+
+
+@st.composite
+def _irc_text(draw) -> str:
+    dialect = draw(st.sampled_from(sorted(_IRC_MARKER)))
+    rows = draw(st.lists(st.one_of(st.tuples(st.just("turn"), _IRC_BODY),
+                                   st.tuples(st.just("cont"), st.sampled_from(["  continued", "", "#other"])),
+                                   st.tuples(st.just("marker"), st.sampled_from(_IRC_MARKER[dialect] or [""]))),
+                         max_size=10))
+    lines = [_irc_line(dialect, i, body) if kind == "turn" else body for i, (kind, body) in enumerate(rows)]
+    return "\n".join(lines)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.one_of(_irc_text(), st.just(""), st.text(alphabet="ab<> \n#", max_size=10)),
+                          st.sampled_from(["x.log", "#chan_2024-03-01.log", "chat_42.log", "net_#rust_20240301.log"]),
+                          st.booleans()), min_size=1, max_size=5))
+def test_any_mix_of_irc_logs_in_one_table(logs):
+    """Logs of every dialect, with and without headers or logger lines, empty, dated by their names or
+    not: one table, each log read as alone and as the line engine reads it."""
+    sources = [SourceText(t + ("\n" if nl and t else ""), name, "0" * 64, len(t), "utf-8") for t, name, nl in logs]
+    _one_table_reads_like_each_alone("irc", sources)
+    g = registry.get("irc")
+    for source, sessions in zip(sources, g.parse_columns(sources, Settings()), strict=True):
+        lined = [session_snapshot(s, g.count_turns(s.raw)) for s in g.parse(source, Settings())]
+        assert _snapshots(g, sessions) == lined
+
+
+def test_a_batch_of_irc_logs_is_one_table_per_dialect(monkeypatch):
+    """The header pattern runs once per dialect over all of a batch's logs, not once per log."""
+    from parsers.grammars import _irc_columns
+
+    calls = []
+    real = _irc_columns.line_headers
+    monkeypatch.setattr(_irc_columns, "line_headers", lambda lines, rust: calls.append(len(lines)) or real(lines, rust))
+    texts = ["2012-10-18T09:30:30+0000  <ann> hi\n", "10:00 <ann> a\n10:01 <bob> b\n",
+             "2012-10-18T09:31:30+0000  <bob> yo\n", "--- Day changed Thu Oct 18 2012\n10:02 <cy> c\n"]
+    sources = [SourceText(t, f"{i}.log", "0" * 64, len(t), "utf-8") for i, t in enumerate(texts)]
+    read = registry.get("irc").parse_columns(sources, Settings())
+    assert sorted(calls) == [2, 4]  # supybot's two lines, irssi's four
+    assert [len(next(iter(s)).frame) for s in read] == [1, 2, 1, 1]
