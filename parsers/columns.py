@@ -128,6 +128,18 @@ class LineTable:
             out[i] = n
         return out
 
+    def preambles(self, ok: pl.Series) -> list[int]:
+        """For each text, how many of its lines come before its first flagged line (all of them when
+        none is) when any of those holds anything but whitespace: its preamble; else 0."""
+        at = ok.arg_true()
+        cuts = self.split(at)
+        owned = [i for i in range(len(self)) if cuts[i] < cuts[i + 1]]
+        first = dict(zip(owned, at.gather([cuts[i] for i in owned]).to_list(), strict=True))
+        ends = [first.get(i, self.bounds[i + 1]) for i in range(len(self))]
+        seen = pl.concat([pl.Series([0], dtype=pl.Int64), nonblank(self.lines).cast(pl.Int64).cum_sum()])
+        filled = (seen.gather(ends) - seen.gather(self.bounds[:-1])).to_list()
+        return [end - start if n else 0 for start, end, n in zip(self.bounds[:-1], ends, filled, strict=True)]
+
     def split(self, rows: pl.Series) -> list[int]:
         """For ascending row numbers (a column of turns' ``at``), the index of the first of each text's,
         and their count at the end: text ``i`` owns ``rows[out[i]:out[i + 1]]``."""

@@ -28,7 +28,6 @@ from parsers.columns import (
     group_turns,
     iso_times,
     line_headers,
-    nonblank,
     per_distinct,
     rust_pattern,
 )
@@ -129,18 +128,10 @@ def turn_frames(table: LineTable, dialect: str, rust: str, days: list, from_name
 
 def _preambles(chunks: list[Chunk], table: LineTable, heads: LineHeaders) -> None:
     """Lines before the first header of each text: its preamble, when not blank."""
-    at = heads.ok.arg_true()
-    cuts = table.split(at)
-    owned = [i for i in range(len(table)) if cuts[i] < cuts[i + 1]]
-    first = dict(zip(owned, at.gather([cuts[i] for i in owned]).to_list(), strict=True))
-    ends = [first.get(i, table.bounds[i + 1]) for i in range(len(table))]
-    seen = pl.concat([pl.Series([0], dtype=pl.Int64), nonblank(table.lines).cast(pl.Int64).cum_sum()])
-    filled = (seen.gather(ends) - seen.gather(table.bounds[:-1])).to_list()
-    for i, chunk in enumerate(chunks):
-        if filled[i]:
-            head = table.lines.slice(table.bounds[i], ends[i] - table.bounds[i])
-            chunk.preamble = "\n".join(head.to_list())
-            chunk.regions.append(Region(RegionKind.PREAMBLE, "text before the first log line", lines=(1, len(head))))
+    for i, (chunk, n) in enumerate(zip(chunks, table.preambles(heads.ok), strict=True)):
+        if n:
+            chunk.preamble = "\n".join(table.lines.slice(table.bounds[i], n).to_list())
+            chunk.regions.append(Region(RegionKind.PREAMBLE, "text before the first log line", lines=(1, n)))
 
 
 def _markers(chunks: list[Chunk], table: LineTable, blocks: pl.DataFrame, src: pl.Series, dialect: str) -> None:

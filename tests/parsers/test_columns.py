@@ -191,3 +191,46 @@ def test_a_batch_of_irc_logs_is_one_table_per_dialect(monkeypatch):
     read = registry.get("irc").parse_columns(sources, Settings())
     assert sorted(calls) == [2, 4]  # supybot's two lines, irssi's four
     assert [len(next(iter(s)).frame) for s in read] == [1, 2, 1, 1]
+
+
+_D_LINE = st.one_of(
+    st.builds(lambda n, t, s: f"{n}{t} — {s}", st.sampled_from(["Maya Chen", "Bob", "### Ann", "Deploy"]),
+              st.sampled_from(["", " BOT"]),
+              st.sampled_from(["08/11/2023 1:30 PM", "13.08.2023 23:59", "11/08/2023 23:50", "Today at 5:03 AM",
+                               "2023-08-11 11:58 PM", "31/02/2023 10:00", "08/13/2023 10:00"])),
+    st.sampled_from(["[1:31 PM]", "[12:03 AM]", "[00:10]", "[1:32 PM]shared line", "August 12, 2023",
+                     "↪ @Maya Chen shipping it", "┌──@Bob: text", "plain text (edited)", "", "  ", "#channel"]),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.lists(_D_LINE, max_size=8).map("\n".join),
+                          st.sampled_from(["paste.txt", "chat_42.txt"]), st.booleans()), min_size=1, max_size=5))
+def test_any_mix_of_discord_pastes_in_one_table(pastes):
+    """Pastes with and without author lines, empty, day-first beside month-first, starting with a
+    continuation stamp or ending with a reply context: one table, each read as alone and as the line
+    engine reads it."""
+    sources = [SourceText(t + ("\n" if nl and t else ""), name, "0" * 64, len(t), "utf-8") for t, name, nl in pastes]
+    _one_table_reads_like_each_alone("discord-text", sources)
+    g = registry.get("discord-text")
+    for source, sessions in zip(sources, g.parse_columns(sources, Settings()), strict=True):
+        lined = [session_snapshot(s, g.count_turns(s.raw)) for s in g.parse(source, Settings())]
+        assert _snapshots(g, sessions) == lined
+
+
+def test_a_batch_of_discord_pastes_is_one_table(monkeypatch):
+    """The header pattern runs once over all of a batch's pastes, not once per paste."""
+    from parsers.grammars import _discord_columns
+
+    calls = []
+    real = _discord_columns.line_headers
+    monkeypatch.setattr(_discord_columns, "line_headers",
+                        lambda lines, rust: calls.append(len(lines)) or real(lines, rust))
+    texts = ["Ann — 13/08/2023 10:00\nhi\n[10:01]\nyo\n", "Bob — 08/13/2023 10:00\nhey\n", "",
+             "[10:00]\n↪ @Ann hi\nAnn — 13.08.2023 10:00\nok\n"]
+    sources = [SourceText(t, f"{i}.txt", "0" * 64, len(t), "utf-8") for i, t in enumerate(texts)]
+    read = registry.get("discord-text").parse_columns(sources, Settings())
+    assert calls == [10]
+    frames = [next(iter(s)).frame for s in read]
+    assert [f.height for f in frames] == [2, 1, 0, 1]
+    assert frames[1]["time"].dt.day().to_list() == [13]  # its own month-first order beside a day-first paste
