@@ -135,6 +135,16 @@ def test_any_mix_of_chats_in_one_table(chats):
     _one_table_reads_like_each_alone("whatsapp", sources)
 
 
+def _in_one_table_as_alone_and_by_line(grammar: str, texts: list[tuple[str, str, bool]]) -> None:
+    """(text, file name, final newline) in one table: each read as alone, and as the line engine reads it."""
+    sources = [SourceText(t + ("\n" if nl and t else ""), name, "0" * 64, len(t), "utf-8") for t, name, nl in texts]
+    _one_table_reads_like_each_alone(grammar, sources)
+    g = registry.get(grammar)
+    for source, sessions in zip(sources, g.parse_columns(sources, Settings()), strict=True):
+        lined = [session_snapshot(s, g.count_turns(s.raw)) for s in g.parse(source, Settings())]
+        assert _snapshots(g, sessions) == lined
+
+
 _IRC_BODY = st.sampled_from(["<ann> hi #chan", "<@bob> yo", "* ann waves", "-ann- notice", "plain",
                              "-!- ann [~a@h] has joined #chan", "*** bob has quit", "-- Mode #x [+o ann] by bob"])
 _IRC_MARKER = {"irssi": ["--- Day changed Thu Oct 18 2012", "--- Log opened Feb 30 2012", "--- Log closed"],
@@ -170,12 +180,7 @@ def _irc_text(draw) -> str:
 def test_any_mix_of_irc_logs_in_one_table(logs):
     """Logs of every dialect, with and without headers or logger lines, empty, dated by their names or
     not: one table, each log read as alone and as the line engine reads it."""
-    sources = [SourceText(t + ("\n" if nl and t else ""), name, "0" * 64, len(t), "utf-8") for t, name, nl in logs]
-    _one_table_reads_like_each_alone("irc", sources)
-    g = registry.get("irc")
-    for source, sessions in zip(sources, g.parse_columns(sources, Settings()), strict=True):
-        lined = [session_snapshot(s, g.count_turns(s.raw)) for s in g.parse(source, Settings())]
-        assert _snapshots(g, sessions) == lined
+    _in_one_table_as_alone_and_by_line("irc", logs)
 
 
 def test_a_batch_of_irc_logs_is_one_table_per_dialect(monkeypatch):
@@ -210,12 +215,7 @@ def test_any_mix_of_discord_pastes_in_one_table(pastes):
     """Pastes with and without author lines, empty, day-first beside month-first, starting with a
     continuation stamp or ending with a reply context: one table, each read as alone and as the line
     engine reads it."""
-    sources = [SourceText(t + ("\n" if nl and t else ""), name, "0" * 64, len(t), "utf-8") for t, name, nl in pastes]
-    _one_table_reads_like_each_alone("discord-text", sources)
-    g = registry.get("discord-text")
-    for source, sessions in zip(sources, g.parse_columns(sources, Settings()), strict=True):
-        lined = [session_snapshot(s, g.count_turns(s.raw)) for s in g.parse(source, Settings())]
-        assert _snapshots(g, sessions) == lined
+    _in_one_table_as_alone_and_by_line("discord-text", pastes)
 
 
 def test_a_batch_of_discord_pastes_is_one_table(monkeypatch):
