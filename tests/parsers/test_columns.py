@@ -234,3 +234,28 @@ def test_a_batch_of_discord_pastes_is_one_table(monkeypatch):
     frames = [next(iter(s)).frame for s in read]
     assert [f.height for f in frames] == [2, 1, 0, 1]
     assert frames[1]["time"].dt.day().to_list() == [13]  # its own month-first order beside a day-first paste
+
+
+@pytest.mark.parametrize(("grammar", "module", "step", "texts"), [
+    ("irc", "irc", "_conclude", ["2012-10-18T09:30:30+0000  <ann> hi\n", "10:00 <bob> yo\n", "10:01 <cy> c\n"]),
+    ("discord-text", "discord_text", "_date_order", ["Ann — 13/08/2023 10:00\nhi\n", "Bob — 08/13/2023 10:00\nyo\n",
+                                                     "Cy — 01/02/2023 10:00\nc\n"]),
+])
+def test_a_text_whose_own_decision_fails_fails_alone(grammar, module, step, texts, monkeypatch):
+    """One text's own decision raising gives its failure, when its sessions are taken, and to it only."""
+    import importlib
+
+    mod = importlib.import_module(f"parsers.grammars.{module}")
+    real = getattr(mod, step)
+
+    def failing(session, *args):
+        if "bob" in str(session.raw).lower():
+            raise RuntimeError("its own failure")
+        return real(session, *args)
+
+    monkeypatch.setattr(mod, step, failing)
+    sources = [SourceText(t, f"{i}.txt", "0" * 64, len(t), "utf-8") for i, t in enumerate(texts)]
+    first, second, third = registry.get(grammar).parse_columns(sources, Settings())
+    assert next(iter(first)).frame.height == 1 and next(iter(third)).frame.height == 1
+    with pytest.raises(RuntimeError, match="its own failure"):
+        list(second)
