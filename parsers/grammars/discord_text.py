@@ -190,6 +190,8 @@ class DiscordText(Grammar):
     def parse_columns(self, sources: list[SourceText], settings: Settings) -> list:
         """The sessions of ``parse`` with the turns as frames (``_discord_columns``), every source in one
         table of lines; each paste decides its own day/month order. None when polars cannot run the header."""
+        if not sources:
+            return []
         texts = [s.text for s in sources]
         table = LineTable.of(texts)
         heads = columns.headers(table, _RUST["header"], _RUST["markdown"], _RUST["author_like"])

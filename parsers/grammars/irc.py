@@ -231,6 +231,8 @@ class Irc(Grammar):
         """The same sessions as ``parse``, with the turns as frames (``_irc_columns``): every source in one
         table of lines, each dialect's texts read together; None for a dialect's texts when polars
         cannot run its header."""
+        if not sources:
+            return []
         texts = [s.text for s in sources]
         table = LineTable.of(texts)
         dialects = _dialects(table, texts)

@@ -196,6 +196,7 @@ def test_a_batch_of_irc_logs_is_one_table_per_dialect(monkeypatch):
     read = registry.get("irc").parse_columns(sources, Settings())
     assert sorted(calls) == [2, 4]  # supybot's two lines, irssi's four
     assert [len(next(iter(s)).frame) for s in read] == [1, 2, 1, 1]
+    assert registry.get("irc").parse_columns([], Settings()) == []  # an empty batch: no table
 
 
 _D_LINE = st.one_of(
@@ -234,6 +235,7 @@ def test_a_batch_of_discord_pastes_is_one_table(monkeypatch):
     frames = [next(iter(s)).frame for s in read]
     assert [f.height for f in frames] == [2, 1, 0, 1]
     assert frames[1]["time"].dt.day().to_list() == [13]  # its own month-first order beside a day-first paste
+    assert registry.get("discord-text").parse_columns([], Settings()) == []  # an empty batch: no table
 
 
 @pytest.mark.parametrize(("grammar", "module", "step", "texts"), [
