@@ -4,9 +4,11 @@ The same session as ``discord_text.py``'s line-engine parse (tests compare the t
 sample input and on generated pastes): the header is the grammar's own without its two lookaheads,
 tested on the lines themselves (an author line is no Markdown heading or quote; a reply context is
 followed by an author-like line); every turn takes the groups of the author line above it by a
-forward fill; dates and clocks are read once per distinct value; the few rows that carry extra
-fields (edited, a bot tag, a relative day, a reply) build them in Python, and so does the midnight
-rule of a continuation stamp (its clock earlier than the message before it by the same author line).
+forward fill within its own paste; dates and clocks are read once per distinct value; the midnight
+rule of a continuation stamp (its clock earlier than the message before it by the same author line)
+is a column too (``_midnight``); the few rows that carry extra fields (edited, a bot tag, a relative
+day, a reply) build them in Python. A batch's pastes are one table of lines, each paste's date order
+its own.
 """
 
 from __future__ import annotations

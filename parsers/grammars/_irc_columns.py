@@ -6,7 +6,9 @@ conformance input, and on generated logs): the header is the dialect's own patte
 columns (their Rust forms below spell Python's ``\\s`` as ``str.isspace`` sees it); the event lines
 (joins, quits, modes...) go through ``irc.event_of`` in Python, one per row; ISO stamps are read as
 a column (``columns.iso_times``); irssi's clock times take the day of the last ``Day changed`` /
-``Log opened`` line above them, carried from chunk to chunk by ``Chunk.day``.
+``Log opened`` line above them in their own log, carried from chunk to chunk by ``Chunk.day``.
+A batch's logs of one dialect are one table of lines (``turn_frames``); a streamed chunk is a table
+of one text (``turn_frame``).
 """
 
 from __future__ import annotations

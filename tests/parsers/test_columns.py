@@ -261,3 +261,28 @@ def test_a_text_whose_own_decision_fails_fails_alone(grammar, module, step, text
     assert next(iter(first)).frame.height == 1 and next(iter(third)).frame.height == 1
     with pytest.raises(RuntimeError, match="its own failure"):
         list(second)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.one_of(st.none(), st.integers(0, 24 * 60 - 1))), max_size=20))
+def test_midnight_wraps_as_columns_as_turn_by_turn(rows):
+    """``_midnight`` moves the turns the line engine's walk moves: a turn whose clock, on its author
+    line's day, is more than 12 h before the previous readable turn of that author line is a day on."""
+    from datetime import datetime, timedelta
+
+    import polars as pl
+
+    from parsers.grammars._discord_columns import _midnight, midnight_passed
+
+    rows = sorted(rows, key=lambda r: r[0])  # an author line's turns are consecutive
+    day = datetime(2023, 8, 11)
+    base = [None if m is None else day + timedelta(days=a, minutes=m) for a, m in rows]
+    expected, previous = list(base), None
+    for i, (when, (by, _)) in enumerate(zip(base, rows, strict=True)):
+        if when is None:
+            continue
+        if previous is not None and previous[0] == by and midnight_passed(previous[1], when):
+            when = expected[i] = when + timedelta(days=1)
+        previous = (by, when)
+    got = _midnight(pl.Series(base, dtype=pl.Datetime("us")), pl.Series([a for a, _ in rows], dtype=pl.Int64))
+    assert got.to_list() == expected
