@@ -207,13 +207,17 @@ class DiscordText(Grammar):
             names[src].append(name)
         extra, starts = columns.extras(frame, columns.replies(heads, table, frame),
                                        [sorted(n, key=len, reverse=True) for n in names])
-        frame = frame.with_columns(time=time, extra=extra, kind=pl.lit("message", pl.Utf8),
-                                   own_start=frame["line_start"], line_start=starts)
+        shaped: list[list[ShapedLine]] = [[] for _ in sources]  # a turn a reply context opens
+        for src, line, start in frame.select("src", "line_start", starts.alias("start")).filter(
+                pl.col("line_start") != pl.col("start")).iter_rows():
+            shaped[src].append(ShapedLine(line, _under_reply(start)))
         cuts = table.split(frame["at"])
+        frame = frame.with_columns(time=time, extra=extra, kind=pl.lit("message", pl.Utf8),
+                                   line_start=starts).select(list(TURN_SCHEMA))
         out = []
         for i, o in enumerate(opened):
             mine = frame.slice(cuts[i], cuts[i + 1] - cuts[i])
-            out.append(own(_concluded, o[0], mine, relative[i], unreadable[i], found.continued[i])
+            out.append(own(_concluded, o[0], mine, shaped[i], (relative[i], unreadable[i], found.continued[i]))
                        if isinstance(o, tuple) else o)
         return out
 
@@ -242,14 +246,13 @@ def _opened(source: SourceText, regions: list[Region], runs: list[tuple[str, int
     return session, _date_order(session, runs)
 
 
-def _concluded(session: ParsedSession, frame: pl.DataFrame, relative: int, unreadable: int, continued: bool
+def _concluded(session: ParsedSession, frame: pl.DataFrame, shaped: list[ShapedLine], notes: tuple[int, int, bool]
                ) -> list[ParsedSession]:
-    """A paste's session with its turn frame: its time notes, and the lines a reply context adds to a turn."""
-    _time_notes(session, relative, unreadable, continued)
-    moved = frame.filter(pl.col("own_start") != pl.col("line_start"))
-    session.shaped = [ShapedLine(line, _under_reply(start))
-                      for line, start in moved.select("own_start", "line_start").iter_rows()]
-    session.frame = frame.select(list(TURN_SCHEMA))
+    """A paste's session with its turn frame: its time notes (relative, unreadable, continued), and the
+    lines a reply context adds to a turn."""
+    _time_notes(session, *notes)
+    session.shaped = shaped
+    session.frame = frame
     return [session]
 
 
