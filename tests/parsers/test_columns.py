@@ -286,3 +286,24 @@ def test_midnight_wraps_as_columns_as_turn_by_turn(rows):
         previous = (by, when)
     got = _midnight(pl.Series(base, dtype=pl.Datetime("us")), pl.Series([a for a, _ in rows], dtype=pl.Int64))
     assert got.to_list() == expected
+
+
+def test_a_batch_of_turn_frames_is_one_frame_as_frame_by_frame():
+    """``turncols.batch_frame`` joins runs of frame sessions at once: the rows of one frame per session."""
+    import polars as pl
+
+    from parsers.turncols import BATCH_SCHEMA, TurnColumns, _rows_frame, batch_frame, frame_turns
+
+    texts = ["2012-10-18T09:30:30+0200  <ann> a\n2012-10-18T09:31:30Z  <bob> b\n", "10:00 <cy> c\n", "",
+             "Ann — 13/08/2023 10:00\nhi\n"]
+    frames = [next(iter(registry.get(g).parse_columns([SourceText(t, "x.log", "0" * 64, len(t), "utf-8")],
+                                                         Settings())[0])).frame
+              for g, t in zip(["irc", "irc", "irc", "discord-text"], texts, strict=True)]
+    own = TurnColumns()
+    own.add("Ann", "user", "typed")
+    builders = [frames[0], frames[1], own, frames[2], frames[3], frames[0], TurnColumns()]
+    expected = pl.concat([frame_turns(b, i) if isinstance(b, pl.DataFrame) else _rows_frame([i] * len(b.rows), b.rows)
+                          for i, b in enumerate(builders)], how="vertical")
+    got = batch_frame(builders)
+    assert got.schema == pl.Schema(BATCH_SCHEMA)
+    assert got.to_dicts() == expected.to_dicts()
