@@ -307,3 +307,12 @@ def test_a_batch_of_turn_frames_is_one_frame_as_frame_by_frame():
     got = batch_frame(builders)
     assert got.schema == pl.Schema(BATCH_SCHEMA)
     assert got.to_dicts() == expected.to_dicts()
+
+
+def test_a_long_irc_log_decides_its_dialect_on_its_sample_in_a_table():
+    """A log longer than its 64 KiB sample is decided on the sample, as ``parse`` decides it, beside short logs."""
+    weechat = "".join(f"2012-10-18 09:{i % 60:02d}:30\tann\tline {i}\n" for i in range(2000))
+    long = "#chan notes\n" + "x" * 70000 + "\n" + weechat  # past its sample: only the note and filler
+    short = "10:00 <bob> yo\n"
+    _in_one_table_as_alone_and_by_line("irc", [(long, "a.log", False), (short, "b.log", True),
+                                               (weechat, "c.log", True)])
