@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import timedelta, timezone
+from itertools import accumulate
 
 import orjson
 import polars as pl
@@ -83,6 +84,8 @@ class LineTable:
 
     @classmethod
     def of(cls, texts: list[str]) -> LineTable:
+        if not texts:
+            return cls(split_lines(""), pl.Series("source", [], pl.UInt32), [0])
         if len(texts) == 1:  # one text: no list column to build
             return cls.of_lines(split_lines(texts[0]))
         split = pl.DataFrame({"text": texts}).select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("source"), pl.when(
@@ -104,6 +107,41 @@ class LineTable:
     def lines_of(self, i: int) -> pl.Series:
         return self.lines.slice(self.bounds[i], self.bounds[i + 1] - self.bounds[i])
 
+    def subset(self, texts: list[int]) -> LineTable:
+        """The table of some of its texts (ascending indices), numbered from 0 in that order."""
+        if len(texts) == len(self):
+            return self
+        keep = self.source.is_in(texts)
+        sizes = [self.bounds[i + 1] - self.bounds[i] for i in texts]
+        source = self.source.filter(keep).replace_strict(texts, range(len(texts)), return_dtype=pl.UInt32)
+        return LineTable(self.lines.filter(keep), source, [0, *accumulate(sizes)])
+
+    def row_in_text(self) -> pl.Series:
+        """Each row's index among its own text's lines."""
+        starts = pl.Series(self.bounds[:-1], dtype=pl.Int64)
+        return pl.int_range(len(self.lines), dtype=pl.Int64, eager=True) - starts.gather(self.source)
+
+    def counts(self, flags: pl.Series, source: pl.Series | None = None) -> list[int]:
+        """How many rows each text has flagged (``source``: the text of each flag, the table's own by
+        default)."""
+        src = (self.source if source is None else source).filter(flags.fill_null(False))
+        out = [0] * len(self)
+        for i, n in zip(*src.value_counts(name="n").to_dict(as_series=False).values(), strict=True):
+            out[i] = n
+        return out
+
+    def preambles(self, ok: pl.Series) -> list[int]:
+        """For each text, how many of its lines come before its first flagged line (all of them when
+        none is) when any of those holds anything but whitespace: its preamble; else 0."""
+        at = ok.arg_true()
+        cuts = self.split(at)
+        owned = [i for i in range(len(self)) if cuts[i] < cuts[i + 1]]
+        first = dict(zip(owned, at.gather([cuts[i] for i in owned]).to_list(), strict=True))
+        ends = [first.get(i, self.bounds[i + 1]) for i in range(len(self))]
+        seen = pl.concat([pl.Series([0], dtype=pl.Int64), nonblank(self.lines).cast(pl.Int64).cum_sum()])
+        filled = (seen.gather(ends) - seen.gather(self.bounds[:-1])).to_list()
+        return [end - start if n else 0 for start, end, n in zip(self.bounds[:-1], ends, filled, strict=True)]
+
     def split(self, rows: pl.Series) -> list[int]:
         """For ascending row numbers (a column of turns' ``at``), the index of the first of each text's,
         and their count at the end: text ``i`` owns ``rows[out[i]:out[i + 1]]``."""
@@ -113,13 +151,16 @@ class LineTable:
 def each_source(sources: list, read) -> list:
     """A table read done one source at a time (``read(source)``: its sessions or None): a source whose
     read raises gives its failure when its sessions are iterated, the others theirs."""
-    out = []
-    for source in sources:
-        try:
-            out.append(read(source))
-        except Exception as exc:  # the source's own failure, raised where its sessions are taken
-            out.append(_failed(exc))
-    return out
+    return [own(read, source) for source in sources]
+
+
+def own(read, *args):
+    """``read(*args)``: one source's sessions (or None); when it raises, its failure, raised when its
+    sessions are taken, so that the other sources of a table keep theirs."""
+    try:
+        return read(*args)
+    except Exception as exc:  # the source's own failure, raised where its sessions are taken
+        return _failed(exc)
 
 
 def _failed(error: Exception):

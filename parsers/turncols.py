@@ -139,20 +139,38 @@ def _model_json(model: ModelRef) -> str:
 
 def batch_frame(builders: list[TurnColumns | pl.DataFrame]) -> pl.DataFrame:
     """The turns of a batch of sessions as one frame (``BATCH_SCHEMA``), session ``i`` the ``i``-th builder:
-    a ``TurnColumns``, or the turn frame of a session a line grammar read as a frame (``frame_turns``)."""
+    a ``TurnColumns``, or the turn frame of a session a line grammar read as a frame (``frame_turns``).
+    Each run of consecutive frames is one concatenation and one ``frame_turns``, not one per session."""
     pieces: list[pl.DataFrame] = []
     session: list[int] = []
     rows: list[tuple] = []
+    frames: list[tuple[int, pl.DataFrame]] = []
     for i, builder in enumerate(builders):
         if isinstance(builder, pl.DataFrame):
-            pieces.extend((_rows_frame(session, rows), frame_turns(builder, i)))
-            session, rows = [], []
+            if rows:
+                pieces.append(_rows_frame(session, rows))
+                session, rows = [], []
+            frames.append((i, builder))
             continue
+        if frames:
+            pieces.append(_frames_turns(frames))
+            frames = []
         rows.extend(builder.rows)
         session.extend([i] * len(builder.rows))
+    if frames:
+        pieces.append(_frames_turns(frames))
     pieces.append(_rows_frame(session, rows))
     pieces = [p for p in pieces if p.height] or pieces[-1:]
     return pieces[0] if len(pieces) == 1 else pl.concat(pieces, how="vertical")
+
+
+def _frames_turns(frames: list[tuple[int, pl.DataFrame]]) -> pl.DataFrame:
+    """``frame_turns`` of consecutive sessions' turn frames, as one frame."""
+    if len(frames) == 1:
+        return frame_turns(frames[0][1], frames[0][0])
+    joined = pl.concat([f for _, f in frames], how="diagonal_relaxed")
+    at = pl.Series([i for i, _ in frames], dtype=pl.Int64).repeat_by(pl.Series([f.height for _, f in frames]))
+    return frame_turns(joined, at.explode().drop_nulls())
 
 
 def _rows_frame(session: list[int], rows: list[tuple]) -> pl.DataFrame:
@@ -162,7 +180,7 @@ def _rows_frame(session: list[int], rows: list[tuple]) -> pl.DataFrame:
                         + [pl.Series(k, v, dtype=BATCH_SCHEMA[k]) for k, v in zip(_COLUMNS, columns, strict=True)])
 
 
-def frame_turns(frame: pl.DataFrame, session: int) -> pl.DataFrame:
+def frame_turns(frame: pl.DataFrame, session: int | pl.Series) -> pl.DataFrame:
     """A line grammar's turn frame (``parsers.columns.TURN_SCHEMA``, with its optional ``model`` and
     ``offset`` columns) in the batch's columns: every model it names is the turn's own, no pointer."""
     given = set(frame.columns)
@@ -170,6 +188,7 @@ def frame_turns(frame: pl.DataFrame, session: int) -> pl.DataFrame:
     def column(name: str) -> pl.Expr:
         return pl.col(name) if name in given else pl.lit(None)
 
-    fixed = {"session": pl.lit(session), "explicit": pl.lit(True), "pointer": pl.lit(None), "part": pl.lit(None),
+    at = pl.lit(session) if isinstance(session, int) else session  # one session, or each row's
+    fixed = {"session": at, "explicit": pl.lit(True), "pointer": pl.lit(None), "part": pl.lit(None),
              "base": pl.lit(None), "offset": column("offset"), "model": column("model")}
     return frame.select((fixed[k] if k in fixed else pl.col(k)).cast(t).alias(k) for k, t in BATCH_SCHEMA.items())

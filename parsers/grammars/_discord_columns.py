@@ -4,15 +4,16 @@ The same session as ``discord_text.py``'s line-engine parse (tests compare the t
 sample input and on generated pastes): the header is the grammar's own without its two lookaheads,
 tested on the lines themselves (an author line is no Markdown heading or quote; a reply context is
 followed by an author-like line); every turn takes the groups of the author line above it by a
-forward fill; dates and clocks are read once per distinct value; the few rows that carry extra
-fields (edited, a bot tag, a relative day, a reply) build them in Python, and so does the midnight
-rule of a continuation stamp (its clock earlier than the message before it by the same author line).
+forward fill within its own paste; dates and clocks are read once per distinct value; the midnight
+rule of a continuation stamp (its clock earlier than the message before it by the same author line)
+is a column too (``_midnight``); the few rows that carry extra fields (edited, a bot tag, a relative
+day, a reply) build them in Python. A batch's pastes are one table of lines, each paste's date order
+its own.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_right
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -20,29 +21,32 @@ import orjson
 import polars as pl
 
 from models.records import Region, RegionKind
-from parsers.columns import PY_SPACE, TURN_SCHEMA, group_turns, line_headers, nonblank, per_distinct
+from parsers.columns import PY_SPACE, LineTable, group_turns, line_headers, per_distinct
 
 
 @dataclass(slots=True)
 class Paste:
-    """What the columnar parse found besides the turn frame."""
+    """What the columnar parse found besides the turn frame, for each text of a line table."""
 
     frame: pl.DataFrame
-    regions: list[tuple[int, Region]] = field(default_factory=list)
-    """(row of the block, region): the line engine declares them in block order."""
-    runs: list[tuple[str, int]] = field(default_factory=list)
-    continued: bool = False
-    """Some turn is a continuation stamp (its date is its author line's)."""
+    """Every text's turns, in order; ``src`` the text of each."""
+    regions: list[list[Region]]
+    """Each text's declared regions, in the order the line engine declares them (block order)."""
+    runs: list[list[tuple[str, int]]]
+    continued: list[bool]
+    """Some turn of the text is a continuation stamp (its date is its author line's)."""
 
 
-def headers(lines: pl.Series, rust: str, markdown: str, author_like: str):
+def headers(table: LineTable, rust: str, markdown: str, author_like: str):
     """The header lines (``discord_text.HEADER``; the three patterns in Rust's syntax), None when
-    polars cannot run them."""
+    polars cannot run them. A reply context is followed by an author-like line of its own text."""
+    lines = table.lines
     heads = line_headers(lines, rust)
     if heads is None:
         return None
     g = heads.groups
-    next_author = lines.str.contains(author_like).fill_null(False).shift(-1, fill_value=False)
+    same_text = (table.source.shift(-1) == table.source).fill_null(False)
+    next_author = lines.str.contains(author_like).fill_null(False).shift(-1, fill_value=False) & same_text
     heading = lines.str.contains(markdown).fill_null(False)
     bad = (g["name"].is_not_null() & heading) | (g["reply"].is_not_null() & ~next_author)
     heads.ok = heads.ok & ~bad.fill_null(False)
@@ -53,14 +57,15 @@ EMPTY_STAMP = ("a time stamp with no text under it: the message it stamps (an at
                " copied as text, so it is no turn")
 
 
-def paste(lines: pl.Series, heads, edited: tuple[str, ...]) -> Paste:
-    """The turn frame before times and extra fields, and the declared regions (see the module docstring)."""
-    blocks = group_turns(heads.pieces(lines), heads.ok)
-    g = heads.groups.filter(heads.ok).with_row_index("block").with_columns(at=blocks["at"])
-    author = pl.when(pl.col("name").is_not_null()).then(pl.col("block")).forward_fill()
+def paste(table: LineTable, heads, edited: tuple[str, ...]) -> Paste:
+    """The turn frame before times and extra fields, and the declared regions (see the module docstring);
+    a continuation stamp takes the author line above it in its own text only."""
+    blocks = group_turns(heads.pieces(table.lines), heads.ok, table=table)
+    g = heads.groups.filter(heads.ok).with_row_index("block").with_columns(
+        at=blocks["at"], src=table.source.filter(heads.ok))
+    author = pl.when(pl.col("name").is_not_null()).then(pl.col("block")).forward_fill().over("src")
     g = g.with_columns(author=author, blank=blocks["body"].str.strip_chars(PY_SPACE) == "")
-    out = Paste(pl.DataFrame(schema=TURN_SCHEMA))
-    _regions(out, lines, heads, g, blocks)
+    regions = _regions(table, heads, g, blocks)
     turn = ((pl.col("name").is_not_null() | (pl.col("cstamp").is_not_null() & ~pl.col("blank")))
             & pl.col("author").is_not_null())
     rows = g.with_columns(body=blocks["body"], line_start=blocks["line_start"],
@@ -71,28 +76,29 @@ def paste(lines: pl.Series, heads, edited: tuple[str, ...]) -> Paste:
     body = pl.select(pl.when(body.str.starts_with("\n")).then(body.str.slice(1)).otherwise(body)).to_series()
     body, was_edited = _edited(body, edited)
     raw = pl.select(pl.when(rows["name"].is_not_null()).then(rows["stamp"]).otherwise(rows["cstamp"])).to_series()
-    out.frame = pl.DataFrame({
+    frame = pl.DataFrame({
         "speaker": by["name"].str.strip_chars(PY_SPACE),
         "role": pl.select(pl.when(by["tag"].is_not_null()).then(pl.lit("other")).otherwise(pl.lit("user"))
                           ).to_series(),
         "content": body, "time_raw": raw, "line_start": rows["line_start"], "line_end": rows["line_end"],
         "author": rows["author"], "date": by["date"], "clock": by["clock"], "rel": by["rel"], "tag": by["tag"],
-        "edited": was_edited, "at": rows["at"], "block": rows["block"],
+        "edited": was_edited, "at": rows["at"], "block": rows["block"], "src": rows["src"],
     })
-    out.continued = bool((rows["name"].is_null() & by["rel"].is_null()).any())
-    dates = out.frame.select(pl.col("date"), pl.int_range(pl.len()).alias("i"), pl.col("author")).filter(
+    continued = [n > 0 for n in table.counts(rows["name"].is_null() & by["rel"].is_null(), rows["src"])]
+    return Paste(frame, regions, _runs(frame, len(table)), continued)
+
+
+def _runs(frame: pl.DataFrame, texts: int) -> list[list[tuple[str, int]]]:
+    """(date, index of its first turn in its text) per run of equal dates of the turns' author lines,
+    for each text: a run never goes on into the next text."""
+    dates = frame.select(pl.col("date"), pl.int_range(pl.len()).over("src").alias("i"), pl.col("src")).filter(
         pl.col("date").is_not_null())
-    out.runs = _runs(dates)
+    starts = dates.filter(((pl.col("date") != pl.col("date").shift(1)) | (pl.col("src") != pl.col("src").shift(1)))
+                          .fill_null(True))
+    out: list[list[tuple[str, int]]] = [[] for _ in range(texts)]
+    for date, i, src in starts.iter_rows():
+        out[src].append((date, i))
     return out
-
-
-def _runs(dates: pl.DataFrame) -> list[tuple[str, int]]:
-    """(date, index of its first turn) per run of equal dates of the turns' author lines."""
-    runs: list[tuple[str, int]] = []
-    for date, i in zip(dates["date"].to_list(), dates["i"].to_list(), strict=True):
-        if not runs or runs[-1][0] != date:
-            runs.append((date, i))
-    return runs
 
 
 def _edited(body: pl.Series, markers: tuple[str, ...]) -> tuple[pl.Series, pl.Series]:
@@ -108,41 +114,41 @@ def _edited(body: pl.Series, markers: tuple[str, ...]) -> tuple[pl.Series, pl.Se
     return out, found
 
 
-def _regions(out: Paste, lines: pl.Series, heads, g: pl.DataFrame, blocks: pl.DataFrame) -> None:
-    """The preamble, the date dividers, and continuation stamps before any author line."""
-    first = heads.first()
-    head = lines if first is None else lines.head(first)
-    if len(head) and nonblank(head).any():
-        out.regions.append((-1, Region(RegionKind.PREAMBLE, "text before the first author line (a channel title or"
-                                       " a note)", lines=(1, len(head)))))
-    spans = blocks.select("line_start", "line_end")
-    for i in g.filter(pl.col("divider").is_not_null())["block"].to_list():
-        out.regions.append((i, Region(RegionKind.BOILERPLATE, "the client's date divider",
-                                      lines=(spans["line_start"][i], spans["line_end"][i]))))
-    early = g.filter(pl.col("cstamp").is_not_null() & pl.col("author").is_null())["block"].to_list()
-    for i in early:
-        out.regions.append((i, Region(RegionKind.PREAMBLE, "a continuation stamp before the first author line",
-                                      lines=(spans["line_start"][i], spans["line_end"][i]))))
-    empty = g.filter(pl.col("cstamp").is_not_null() & pl.col("author").is_not_null() & pl.col("blank"))
-    for i in empty["block"].to_list():
-        out.regions.append((i, Region(RegionKind.BOILERPLATE, EMPTY_STAMP,
-                                      lines=(spans["line_start"][i], spans["line_end"][i]))))
-    out.regions.sort(key=lambda r: r[0])
+_PREAMBLE = "text before the first author line (a channel title or a note)"
+_EARLY = "a continuation stamp before the first author line"
 
 
-def times(frame: pl.DataFrame, day_of, clock) -> tuple[pl.Series, int, int]:
-    """Each turn's time (its author line's date in the file's order, its own clock; a clock earlier
-    than the message before it by the same author line means midnight passed), and the counts of
-    relative-day and unreadable turns."""
-    day = per_distinct(frame["date"], day_of, pl.Datetime("us"))
+def _regions(table: LineTable, heads, g: pl.DataFrame, blocks: pl.DataFrame) -> list[list[Region]]:
+    """Each text's preamble, date dividers, continuation stamps before any author line and stamps
+    with no text (one Python step per such block)."""
+    out: list[list[tuple[int, Region]]] = [
+        [(-1, Region(RegionKind.PREAMBLE, _PREAMBLE, lines=(1, n)))] if n else [] for n in table.preambles(heads.ok)]
+    spans = blocks.select("line_start", "line_end").with_columns(block=g["block"], src=g["src"])
+    stamp, author = pl.col("cstamp").is_not_null(), pl.col("author").is_not_null()
+    for kind, reason, test in ((RegionKind.BOILERPLATE, "the client's date divider", pl.col("divider").is_not_null()),
+                               (RegionKind.PREAMBLE, _EARLY, stamp & ~author),
+                               (RegionKind.BOILERPLATE, EMPTY_STAMP, stamp & author & pl.col("blank"))):
+        for start, end, block, src in spans.filter(g.select(test.fill_null(False)).to_series()).iter_rows():
+            out[src].append((block, Region(kind, reason, lines=(start, end))))
+    return [[r for _, r in sorted(mine, key=lambda r: r[0])] for mine in out]
+
+
+def times(frame: pl.DataFrame, table: LineTable, orders: list[str], day_of, clock
+          ) -> tuple[pl.Series, list[int], list[int]]:
+    """Each turn's time (its author line's date in its text's day/month order, its own clock; a clock
+    earlier than the message before it by the same author line means midnight passed), and each
+    text's counts of relative-day and unreadable turns."""
+    order = pl.Series(orders, dtype=pl.Utf8).gather(frame["src"])
+    keyed = pl.select(pl.concat_str(order, frame["date"], separator="|")).to_series()
+    day = per_distinct(keyed, lambda k: day_of(k[4:], k[:3]), pl.Datetime("us"))
     # the author line's own stamp reads its clock group; a continuation stamp is a clock itself
     is_author = frame["block"] == frame["author"]
     text = pl.select(pl.when(is_author).then(frame["clock"]).otherwise(frame["time_raw"])).to_series()
     delta = per_distinct(text, clock, pl.Duration("us"))
     base = pl.select(pl.when(frame["rel"].is_null()).then(day + delta)).to_series()
-    relative = int(frame["rel"].is_not_null().sum())
-    unreadable = int((frame["rel"].is_null() & base.is_null()).sum())
-    return _midnight(base, frame["author"]), relative, unreadable
+    relative = frame["rel"].is_not_null()
+    return (_midnight(base, frame["author"]), table.counts(relative, frame["src"]),
+            table.counts(~relative & base.is_null(), frame["src"]))
 
 
 WRAP = timedelta(hours=12)
@@ -158,30 +164,32 @@ def midnight_passed(previous: datetime, when: datetime) -> bool:
 
 def _midnight(base: pl.Series, author: pl.Series) -> pl.Series:
     """A continuation's time one day on when its clock wrapped past midnight after the readable turn
-    before it, of the same author line (``discord_text._times``)."""
-    values, authors = base.to_list(), author.to_list()
-    previous = None
-    for i, (when, by) in enumerate(zip(values, authors, strict=True)):
-        if when is None:
-            continue
-        if previous is not None and previous[0] == by and midnight_passed(previous[1], when):
-            when = values[i] = when + timedelta(days=1)
-        previous = (by, when)
-    return pl.Series("time", values, dtype=pl.Datetime("us"))
+    before it, of the same author line (``discord_text._times``), as columns. Every turn of an author
+    line is on its day, and one wrap moves a turn by one day at most: a turn is moved when the last
+    step of its author line's clock that was more than ``WRAP`` back or at least ``WRAP`` on was
+    back (a step back after a moved turn, compared with that turn's time, is the same step)."""
+    f = pl.DataFrame({"t": base, "a": author}).with_row_index("r").filter(pl.col("t").is_not_null())
+    step = pl.col("t") - pl.col("t").shift(1).over("a")
+    f = f.with_columns(moved=pl.when(step < -WRAP).then(True).when(step >= WRAP).then(False))
+    f = f.with_columns(moved=pl.col("moved").forward_fill().over("a").fill_null(False))
+    moved = f.filter(pl.col("moved"))
+    if not moved.height:
+        return base.alias("time")
+    return base.scatter(moved["r"], moved["t"] + timedelta(days=1)).alias("time")
 
 
-def extras(frame: pl.DataFrame, replies: dict[int, tuple[str, int]], names: list[str]) -> tuple[pl.Series, list]:
-    """The extra fields of the rows that have any (in the line engine's key order) and each turn's
-    first line (a reply context above it is part of the turn)."""
-    rows = (frame["edited"] | frame["tag"].is_not_null() | frame["rel"].is_not_null()).to_list()
-    starts = frame["line_start"].to_list()
-    out: list[str | None] = []
-    for i, (flag, edited, tag, rel) in enumerate(zip(rows, frame["edited"].to_list(), frame["tag"].to_list(),
-                                                    frame["rel"].to_list(), strict=True)):
-        reply = replies.get(i)
-        if not flag and reply is None:
-            out.append(None)
-            continue
+def extras(frame: pl.DataFrame, replies: dict[int, tuple[str, int]], names: list[list[str]]
+           ) -> tuple[pl.Series, pl.Series]:
+    """The extra fields of the rows that have any (in the line engine's key order), built in Python for
+    those rows only, and each turn's first line (a reply context above it is part of the turn)."""
+    flagged = (frame["edited"] | frame["tag"].is_not_null() | frame["rel"].is_not_null()).arg_true().to_list()
+    rows = sorted(set(flagged) | set(replies))
+    starts = frame["line_start"]
+    if not rows:
+        return pl.repeat(None, frame.height, dtype=pl.Utf8, eager=True).alias("extra"), starts
+    picked = frame.select("edited", "tag", "rel", "src").gather(rows)
+    out, moved, first = [], [], []
+    for i, (edited, tag, rel, src) in zip(rows, picked.iter_rows(), strict=True):
         extra: dict[str, Any] = {}
         if edited:
             extra["edited"] = True
@@ -189,24 +197,29 @@ def extras(frame: pl.DataFrame, replies: dict[int, tuple[str, int]], names: list
             extra["bot"] = tag
         if rel:
             extra["relativeDay"] = rel
-        if reply is not None:
-            to = next((n for n in names if reply[0] == n or reply[0].startswith(n + " ")), reply[0].split(" ", 1)[0])
+        if (reply := replies.get(i)) is not None:
+            to = next((n for n in names[src] if reply[0] == n or reply[0].startswith(n + " ")),
+                      reply[0].split(" ", 1)[0])
             extra["replyTo"] = to
             extra["replyPreview"] = reply[0][len(to):].strip() or None
-            starts[i] = reply[1]
+            moved.append(i)
+            first.append(reply[1])
         out.append(orjson.dumps(extra).decode() if extra else None)
-    return pl.Series("extra", out, dtype=pl.Utf8), starts
+    extra = pl.repeat(None, frame.height, dtype=pl.Utf8, eager=True).scatter(rows, pl.Series(out, dtype=pl.Utf8))
+    if moved:
+        starts = starts.scatter(moved, pl.Series(first, dtype=starts.dtype))
+    return extra.alias("extra"), starts
 
 
-def replies(heads, lines: pl.Series, frame: pl.DataFrame) -> dict[int, tuple[str, int]]:
-    """Turn index -> (reply context, its line): a context belongs to the next turn (the last one
-    before it wins)."""
+def replies(heads, table: LineTable, frame: pl.DataFrame) -> dict[int, tuple[str, int]]:
+    """Turn index -> (reply context, its line in its text): a context belongs to the next turn of its
+    text (the last one before it wins)."""
     g = heads.groups.filter(heads.ok).with_row_index("block").with_columns(
-        line=heads.ok.arg_true() + 1).filter(pl.col("reply").is_not_null())
-    turn_blocks = frame["block"].to_list()
-    out: dict[int, tuple[str, int]] = {}
-    for block, text, line in g.select("block", "reply", "line").iter_rows():
-        i = bisect_right(turn_blocks, block)
-        if i < len(turn_blocks):
-            out[i] = (text.strip(), line)
-    return out
+        line=table.row_in_text().filter(heads.ok) + 1, src=table.source.filter(heads.ok)).filter(
+        pl.col("reply").is_not_null())
+    if not g.height:
+        return {}
+    turn = frame["block"].search_sorted(g["block"], "right")
+    found = g.with_columns(turn=turn).filter(pl.col("turn") < frame.height)
+    found = found.filter(frame["src"].gather(found["turn"]) == found["src"])
+    return {i: (text.strip(), line) for i, text, line in found.select("turn", "reply", "line").iter_rows()}

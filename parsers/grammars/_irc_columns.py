@@ -6,7 +6,9 @@ conformance input, and on generated logs): the header is the dialect's own patte
 columns (their Rust forms below spell Python's ``\\s`` as ``str.isspace`` sees it); the event lines
 (joins, quits, modes...) go through ``irc.event_of`` in Python, one per row; ISO stamps are read as
 a column (``columns.iso_times``); irssi's clock times take the day of the last ``Day changed`` /
-``Log opened`` line above them, carried from chunk to chunk by ``Chunk.day``.
+``Log opened`` line above them in their own log, carried from chunk to chunk by ``Chunk.day``.
+A batch's logs of one dialect are one table of lines (``turn_frames``); a streamed chunk is a table
+of one text (``turn_frame``).
 """
 
 from __future__ import annotations
@@ -24,10 +26,11 @@ from parsers.columns import (
     PY_SPACE,
     TURN_SCHEMA,
     LineHeaders,
+    LineTable,
     group_turns,
     iso_times,
     line_headers,
-    nonblank,
+    per_distinct,
     rust_pattern,
 )
 from parsers.timeparse import from_parts, parse_iso
@@ -83,48 +86,64 @@ def turn_frame(lines: pl.Series, dialect: str, rust: str, day: datetime | None, 
                from_name: bool = False) -> Chunk | None:
     """The turn frame of these lines (``first_line``: the number of the first); ``day``: the day in
     force before them (a logger line's, or the file name's when ``from_name``). None when polars
-    cannot run the header pattern."""
-    heads = line_headers(lines, rust)
+    cannot run the header pattern (``turn_frames`` of a table of one text)."""
+    chunks = turn_frames(LineTable.of_lines(lines), dialect, rust, [day], [from_name], first_line)
+    return None if chunks is None else chunks[0]
+
+
+def turn_frames(table: LineTable, dialect: str, rust: str, days: list, from_names: list[bool], first_line: int = 1
+                ) -> list[Chunk] | None:
+    """The chunk of each text of a line table, all in one dialect: each text's clock times take its own
+    day (``days[i]``, the file name's when ``from_names[i]``) until a logger line of its own sets one.
+    None when polars cannot run the header pattern."""
+    heads = line_headers(table.lines, rust)
     if heads is None:
         return None
-    blocks = group_turns(heads.pieces(lines), heads.ok, first_line)
-    chunk = Chunk(pl.DataFrame(schema=TURN_SCHEMA), day=day, from_name=from_name)
-    _preamble(chunk, lines, heads, first_line)
-    g = heads.groups.filter(heads.ok)
+    blocks = group_turns(heads.pieces(table.lines), heads.ok, first_line, table)
+    chunks = [Chunk(pl.DataFrame(schema=TURN_SCHEMA), day=d, from_name=f)
+              for d, f in zip(days, from_names, strict=True)]
+    if first_line == 1:
+        _preambles(chunks, table, heads)
+    g, src = heads.groups.filter(heads.ok), table.source.filter(heads.ok)
+    offset = None
     if dialect in ("irssi", "bracketed", "xchat"):  # irc.CLOCK_ONLY
         marker = g["marker"].is_not_null()
-        _markers(chunk, blocks.filter(marker), dialect)
-        times = _irssi_times(chunk, g, marker, blocks["body"])
-        g, blocks = g.filter(~marker), blocks.filter(~marker)
-        time, offset = times[0].filter(~marker), None
+        _markers(chunks, table, blocks.filter(marker), src.filter(marker), dialect)
+        time = _clock_times(chunks, table, g, marker, blocks["body"], src).filter(~marker)
+        g, blocks, src = g.filter(~marker), blocks.filter(~marker), src.filter(~marker)
         raw = g["clock"]
     else:
         if "marker" in g.columns:  # weechat's info lines
             marker = g["marker"].is_not_null()
-            _markers(chunk, blocks.filter(marker), dialect)
-            g, blocks = g.filter(~marker), blocks.filter(~marker)
+            _markers(chunks, table, blocks.filter(marker), src.filter(marker), dialect)
+            g, blocks, src = g.filter(~marker), blocks.filter(~marker), src.filter(~marker)
         raw = g["ts"]
         time, offset = iso_times(raw, parse_iso)
-        chunk.bad = int((time.is_null()).sum())
-    chunk.frame = _shaped(chunk, _rewritten(blocks["body"], dialect), time, raw, offset, blocks)
-    return chunk
+        for chunk, bad in zip(chunks, table.counts(time.is_null(), src), strict=True):
+            chunk.bad = bad
+    frame = _shaped(chunks, table, _rewritten(blocks["body"], dialect), time, raw, offset, blocks, src)
+    cuts = table.split(blocks["at"])
+    for i, chunk in enumerate(chunks):
+        chunk.frame = frame.slice(cuts[i], cuts[i + 1] - cuts[i])
+    return chunks
 
 
-def _preamble(chunk: Chunk, lines: pl.Series, heads: LineHeaders, first_line: int) -> None:
-    """Lines before the first header of a text's first lines: its preamble, when not blank."""
-    if first_line != 1:
-        return
-    first = heads.first()
-    head = lines if first is None else lines.head(first)
-    if len(head) and nonblank(head).any():
-        chunk.preamble = "\n".join(head.to_list())
-        chunk.regions.append(Region(RegionKind.PREAMBLE, "text before the first log line", lines=(1, len(head))))
+def _preambles(chunks: list[Chunk], table: LineTable, heads: LineHeaders) -> None:
+    """Lines before the first header of each text: its preamble, when not blank."""
+    for i, (chunk, n) in enumerate(zip(chunks, table.preambles(heads.ok), strict=True)):
+        if n:
+            chunk.preamble = "\n".join(table.lines.slice(table.bounds[i], n).to_list())
+            chunk.regions.append(Region(RegionKind.PREAMBLE, "text before the first log line", lines=(1, n)))
 
 
-def _markers(chunk: Chunk, blocks: pl.DataFrame, dialect: str) -> None:
-    chunk.markers = blocks.height
-    for start, end in zip(blocks["line_start"].to_list(), blocks["line_end"].to_list(), strict=True):
-        chunk.regions.append(Region(RegionKind.BOILERPLATE, marker_reason(dialect), lines=(start, end)))
+def _markers(chunks: list[Chunk], table: LineTable, blocks: pl.DataFrame, src: pl.Series, dialect: str) -> None:
+    """The logger's own lines of each text: counted, and declared (one Python step per such line)."""
+    for chunk, n in zip(chunks, table.counts(pl.repeat(True, len(src), eager=True), src), strict=True):
+        chunk.markers = n
+    reason = marker_reason(dialect)
+    for i, start, end in zip(src.to_list(), blocks["line_start"].to_list(), blocks["line_end"].to_list(),
+                             strict=True):
+        chunks[i].regions.append(Region(RegionKind.BOILERPLATE, reason, lines=(start, end)))
 
 
 def marker_reason(dialect: str) -> str:
@@ -140,35 +159,56 @@ def marker_reason(dialect: str) -> str:
 UNSET = object()
 
 
-def _irssi_times(chunk: Chunk, g: pl.DataFrame, marker: pl.Series, bodies: pl.Series):
-    """Every header's time: the day the last logger line above it set (``chunk.day`` before the
-    first), plus its clock; counts the undated and unreadable turns and leaves the last day."""
-    sets = [day_setter(b) if m else UNSET for b, m in zip(bodies.to_list(), marker.to_list(), strict=True)]
-    setter = [i if s is not UNSET else None for i, s in enumerate(sets)]
-    values = pl.Series([s if s is not UNSET else None for s in sets], dtype=pl.Datetime("us"))
-    last = pl.Series(setter, dtype=pl.Int64).forward_fill()
-    day = pl.select(pl.when(last.is_null()).then(pl.lit(chunk.day, pl.Datetime("us")))
-                    .otherwise(values.gather(last.fill_null(0)))).to_series()
+def _clock_times(chunks: list[Chunk], table: LineTable, g: pl.DataFrame, marker: pl.Series, bodies: pl.Series,
+                 src: pl.Series) -> pl.Series:
+    """Every header's time: the day the last logger line above it in its text set (its chunk's
+    ``day`` before the first), plus its clock; counts each text's undated and unreadable turns and
+    leaves each chunk the day in force at its end. Python runs once per logger line."""
+    rows = marker.arg_true().to_list()
+    sets = [(r, s) for r, s in zip(rows, map(day_setter, bodies.gather(rows).to_list()), strict=True) if s is not UNSET]
+    n = len(marker)
+    setter = pl.repeat(None, n, dtype=pl.Int64, eager=True)
+    values = pl.repeat(None, n, dtype=pl.Datetime("us"), eager=True)
+    if sets:
+        at = [r for r, _ in sets]
+        setter = setter.scatter(at, at)
+        values = values.scatter(at, pl.Series([s for _, s in sets], dtype=pl.Datetime("us")))
+    last = pl.DataFrame({"i": setter, "s": src}).select(pl.col("i").forward_fill().over("s")).to_series()
+    start = pl.Series([c.day for c in chunks], dtype=pl.Datetime("us")).gather(src)
+    day = pl.select(pl.when(last.is_null()).then(start).otherwise(values.gather(last.fill_null(0)))).to_series()
     turn = ~marker
-    if chunk.from_name:
-        chunk.named = int((turn & last.is_null() & day.is_not_null()).sum())
-    for s in reversed(sets):
-        if s is not UNSET:
-            chunk.day, chunk.from_name = s, False
-            break
-    if "mon" in g.columns:  # a stamp with its month and day (xchat): the day in force gives the year
-        rows = zip(day.to_list(), turn.to_list(), g.select("mon", "dd", "h", "mi", "s").iter_rows(), strict=True)
-        time = pl.Series([clock_time(d, *row) if d is not None and t else None for d, t, row in rows],
-                         dtype=pl.Datetime("us"))
-        valid = time.is_not_null()
-    else:
-        h, mi, s = (g[c].cast(pl.Int64, strict=False) for c in ("h", "mi", "s"))
-        s = s.fill_null(0)
-        valid = (h <= 23) & (mi <= 59) & (s <= 59)
-        time = pl.select(pl.when(valid).then(day + pl.duration(hours=h, minutes=mi, seconds=s))).to_series()
-    chunk.undated = int((turn & day.is_null()).sum())
-    chunk.bad = int((turn & day.is_not_null() & ~valid).sum())
-    return time, day
+    named = table.counts(turn & last.is_null() & day.is_not_null(), src)
+    for chunk, count in zip(chunks, named, strict=True):
+        chunk.named = count if chunk.from_name else 0
+    owners = src.gather([r for r, _ in sets]).to_list()
+    for i, (_, s) in zip(owners, sets, strict=True):  # the last logger line of a text leaves its day
+        chunks[i].day, chunks[i].from_name = s, False
+    time = _stamp_times(g, day) if "mon" in g.columns else _clock_on(day, g)
+    valid = time.is_not_null()
+    for chunk, undated, bad in zip(chunks, table.counts(turn & day.is_null(), src),
+                                   table.counts(turn & day.is_not_null() & ~valid, src), strict=True):
+        chunk.undated, chunk.bad = undated, bad
+    return time
+
+
+def _clock_on(day: pl.Series, g: pl.DataFrame) -> pl.Series:
+    """The clock of each header on its day; null when the clock is no clock time."""
+    h, mi, s = (g[c].cast(pl.Int64, strict=False) for c in ("h", "mi", "s"))
+    s = s.fill_null(0)
+    valid = (h <= 23) & (mi <= 59) & (s <= 59)
+    return pl.select(pl.when(valid).then(day + pl.duration(hours=h, minutes=mi, seconds=s))).to_series()
+
+
+def _stamp_times(g: pl.DataFrame, day: pl.Series) -> pl.Series:
+    """``clock_time`` of each xchat stamp (its month and day, the year of the day in force), its date
+    read once per distinct (year, month, day)."""
+    month = g["mon"].str.to_lowercase().replace_strict(list(MONTHS), list(MONTHS.values()), default=None,
+                                                       return_dtype=pl.Int64)
+    year = day.dt.year().cast(pl.Int64) + (month < day.dt.month().cast(pl.Int64)).cast(pl.Int64)
+    dd = g["dd"].str.strip_chars(" ").cast(pl.Int64, strict=False)
+    key = pl.select(pl.concat_str(year, month, dd, separator="-")).to_series()
+    date = per_distinct(key, lambda k: from_parts(*map(int, k.split("-"))), pl.Datetime("us"))
+    return _clock_on(date, g)
 
 
 def clock_time(day: datetime, mon: str | None, dd: str | None, h: str, mi: str, s: str | None) -> datetime | None:
@@ -204,8 +244,8 @@ WEECHAT_EVENTS = ["-->", "<--", "--", "=!="]
 """weechat's prefixes of lines nobody said: joins, parts and quits, other events, errors."""
 
 
-def _shaped(chunk: Chunk, body: pl.Series, time: pl.Series, raw: pl.Series, offset, blocks: pl.DataFrame
-            ) -> pl.DataFrame:
+def _shaped(chunks: list[Chunk], table: LineTable, body: pl.Series, time: pl.Series, raw: pl.Series, offset,
+            blocks: pl.DataFrame, src: pl.Series) -> pl.DataFrame:
     """Speaker, role, kind, content and extra of each turn by the first line shape it has."""
     frame = pl.DataFrame({"body": body})
     found = {k: frame.select(pl.col("body").str.extract_groups(p)).unnest("body") for k, p in SHAPES.items()}
@@ -232,10 +272,14 @@ def _shaped(chunk: Chunk, body: pl.Series, time: pl.Series, raw: pl.Series, offs
     frame = _events(frame, (shape == "event").arg_true())
     if offset is not None:
         frame = frame.with_columns(offset=offset)
-    sys_rows = frame.filter(pl.col("role") == "system")["content"]
-    chunk.channels = set(_channels(sys_rows))
-    firsts = frame["time"].drop_nulls()
-    chunk.first_day = firsts[0].date() if len(firsts) else None
+    system = (frame["role"] == "system").fill_null(False)
+    for i, channel in _channels(frame["content"].filter(system), src.filter(system)):
+        chunks[i].channels.add(channel)
+    dated = frame["time"].is_not_null()
+    firsts = pl.DataFrame({"s": src.filter(dated), "t": frame["time"].filter(dated)}).unique("s", keep="first",
+                                                                                             maintain_order=True)
+    for i, first in firsts.iter_rows():
+        chunks[i].first_day = first.date()
     return frame
 
 
@@ -251,9 +295,12 @@ def _events(frame: pl.DataFrame, rows: pl.Series) -> pl.DataFrame:
     return frame.with_columns(frame["kind"].scatter(rows, kinds), frame["extra"].scatter(rows, extras))
 
 
-def _channels(texts: pl.Series) -> list[str]:
-    found = texts.str.extract_all(CHANNEL).explode().drop_nulls().unique()
-    return found.str.strip_chars_start(PY_SPACE + "([").to_list()
+def _channels(texts: pl.Series, src: pl.Series | None = None) -> list:
+    """The distinct channels the texts name (with ``src``: (text index, channel) pairs)."""
+    found = pl.DataFrame({"s": src if src is not None else pl.zeros(len(texts), pl.UInt32, eager=True),
+                          "c": texts.str.extract_all(CHANNEL)}).explode("c").drop_nulls("c")
+    found = found.with_columns(pl.col("c").str.strip_chars_start(PY_SPACE + "([")).unique(maintain_order=True)
+    return found["c"].to_list() if src is None else found.rows()
 
 
 def day_setter(body: str) -> Any:

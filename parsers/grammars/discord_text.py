@@ -52,7 +52,7 @@ import regex
 from models.records import ParsedSession, Region, RegionKind, ShapedLine, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
-from parsers.columns import TURN_SCHEMA, each_source, rust_pattern, split_lines
+from parsers.columns import TURN_SCHEMA, LineTable, own, rust_pattern
 from parsers.engine import split_blocks
 from parsers.registry import register
 from parsers.sample import nonblank
@@ -185,33 +185,42 @@ class DiscordText(Grammar):
 
     columnar = True
 
-    def parse_columns(self, sources: list[SourceText], settings: Settings) -> list:
-        return each_source(sources, lambda source: self._columns(source, settings))
+    def table_min_bytes(self, settings: Settings) -> int:
+        return 0  # every input: a batch's pastes are one table
 
-    def _columns(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession] | None:
-        """The session of ``parse`` with its turns as a frame (``_discord_columns``)."""
-        text = source.text
-        lines = split_lines(text)
-        heads = columns.headers(lines, _RUST["header"], _RUST["markdown"], _RUST["author_like"])
+    def parse_columns(self, sources: list[SourceText], settings: Settings) -> list:
+        """The sessions of ``parse`` with the turns as frames (``_discord_columns``), every source in one
+        table of lines; each paste decides its own day/month order. None when polars cannot run the header."""
+        if not sources:
+            return []
+        texts = [s.text for s in sources]
+        table = LineTable.of(texts)
+        heads = columns.headers(table, _RUST["header"], _RUST["markdown"], _RUST["author_like"])
         if heads is None:
             return None
-        sid = file_name_id(source.name)
-        session = ParsedSession(sid, "file-name" if sid else "none", [], raw=text)
-        session.lines = (1, line_count(text))
-        found = columns.paste(lines, heads, EDITED)
-        session.regions.extend(r for _, r in found.regions)
-        order = _date_order(session, found.runs)
+        found = columns.paste(table, heads, EDITED)
+        opened = [own(_opened, source, found.regions[i], found.runs[i]) for i, source in enumerate(sources)]
+        orders = [o[1].order if isinstance(o, tuple) else "dmy" for o in opened]  # a failed paste: its rows unused
         frame = found.frame
-        time, relative, unreadable = columns.times(frame, lambda d: day_of(d, order.order), _clock)
-        _time_notes(session, relative, unreadable, found.continued)
-        names = sorted(set(frame["speaker"].to_list()), key=len, reverse=True)
-        extra, starts = columns.extras(frame, columns.replies(heads, lines, frame), names)
-        session.shaped = [ShapedLine(own, _under_reply(start))
-                          for own, start in zip(frame["line_start"].to_list(), starts, strict=True) if own != start]
-        session.frame = frame.with_columns(
-            time=time, extra=extra, line_start=pl.Series(starts, dtype=pl.Int64),
-            kind=pl.lit("message", pl.Utf8)).select(list(TURN_SCHEMA))
-        return iter([session])
+        time, relative, unreadable = columns.times(frame, table, orders, day_of, _clock)
+        names: list[list[str]] = [[] for _ in sources]
+        for src, name in frame.select("src", "speaker").unique().iter_rows():
+            names[src].append(name)
+        extra, starts = columns.extras(frame, columns.replies(heads, table, frame),
+                                       [sorted(n, key=len, reverse=True) for n in names])
+        shaped: list[list[ShapedLine]] = [[] for _ in sources]  # a turn a reply context opens
+        for src, line, start in frame.select("src", "line_start", starts.alias("start")).filter(
+                pl.col("line_start") != pl.col("start")).iter_rows():
+            shaped[src].append(ShapedLine(line, _under_reply(start)))
+        cuts = table.split(frame["at"])
+        frame = frame.with_columns(time=time, extra=extra, kind=pl.lit("message", pl.Utf8),
+                                   line_start=starts).select(list(TURN_SCHEMA))
+        out = []
+        for i, o in enumerate(opened):
+            mine = frame.slice(cuts[i], cuts[i + 1] - cuts[i])
+            out.append(own(_concluded, o[0], mine, shaped[i], (relative[i], unreadable[i], found.continued[i]))
+                       if isinstance(o, tuple) else o)
+        return out
 
     def count_turns(self, raw: Any) -> int:
         """Author lines, and stamp lines with text of their own (on the line, or the next non-blank line
@@ -227,6 +236,25 @@ class DiscordText(Grammar):
                 count += bool(after.strip() or (following and not _COUNT_AUTHOR.match(following)
                                                 and not _COUNT_STAMP.match(following)))
         return count
+
+
+def _opened(source: SourceText, regions: list[Region], runs: list[tuple[str, int]]) -> tuple[ParsedSession, DateOrder]:
+    """A paste's session before its turns: its id, lines and regions, and its own day/month order."""
+    sid = file_name_id(source.name)
+    session = ParsedSession(sid, "file-name" if sid else "none", [], raw=source.text)
+    session.lines = (1, line_count(source.text))
+    session.regions.extend(regions)
+    return session, _date_order(session, runs)
+
+
+def _concluded(session: ParsedSession, frame: pl.DataFrame, shaped: list[ShapedLine], notes: tuple[int, int, bool]
+               ) -> list[ParsedSession]:
+    """A paste's session with its turn frame: its time notes (relative, unreadable, continued), and the
+    lines a reply context adds to a turn."""
+    _time_notes(session, *notes)
+    session.shaped = shaped
+    session.frame = frame
+    return [session]
 
 
 def _replies(turns: list[Turn]) -> None:

@@ -53,7 +53,7 @@ from models.errors import NotStreamable, Reason
 from models.records import ParsedSession, Region, RegionKind, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
-from parsers.columns import each_source, line_test, split_lines, unnamed
+from parsers.columns import LineTable, line_test, nonblank, own, split_lines, unnamed
 from parsers.engine import split_blocks
 from parsers.linecount import LineCounts, LinePatterns, count
 from parsers.registry import register
@@ -238,23 +238,27 @@ class Irc(Grammar):
 
     columnar = True
 
-    def parse_columns(self, sources: list[SourceText], settings: Settings) -> list:
-        return each_source(sources, lambda source: self._columns(source, settings))
+    def table_min_bytes(self, settings: Settings) -> int:
+        return 0  # every input: a batch's logs are one table
 
-    def _columns(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession] | None:
-        """The same session as ``parse``, with its turns as a frame (``_irc_columns``)."""
-        text = source.text
-        dialect = _dialect(text[:65536])[0] or "supybot"
-        day = file_day(source.name) if dialect in CLOCK_ONLY else None
-        chunk = columns.turn_frame(split_lines(text), dialect, RUST[dialect], day, 1, day is not None)
-        if chunk is None:
-            return None
-        session = _new_session(dialect, text, line_count(text))
-        facts = Facts()
-        _absorb(session, facts, chunk)
-        session.frame = chunk.frame
-        _conclude(session, source.name, facts)
-        return iter([session])
+    def parse_columns(self, sources: list[SourceText], settings: Settings) -> list:
+        """The same sessions as ``parse``, with the turns as frames (``_irc_columns``): every source in one
+        table of lines, each dialect's texts read together; None for a dialect's texts when polars
+        cannot run its header."""
+        if not sources:
+            return []
+        texts = [s.text for s in sources]
+        table = LineTable.of(texts)
+        dialects = _dialects(table, texts)
+        out: list = [None] * len(sources)
+        for dialect in dict.fromkeys(dialects):
+            mine = [i for i, d in enumerate(dialects) if d == dialect]
+            days = [file_day(sources[i].name) if dialect in CLOCK_ONLY else None for i in mine]
+            chunks = columns.turn_frames(table.subset(mine), dialect, RUST[dialect], days,
+                                         [d is not None for d in days])
+            for k, i in enumerate(mine):
+                out[i] = None if chunks is None else own(_read, sources[i], dialect, chunks[k])
+        return out
 
     # -- streaming (flows/core/spool.py) ------------------------------------------------------------
 
@@ -363,6 +367,36 @@ def file_day(name: str) -> datetime | None:
     """The date a log's file name holds (its base name: ``#chan_2024-03-01.log``), or None."""
     m = FILE_DATE.search(PurePosixPath(name).name)
     return from_parts(int(m["y"]), int(m["m"]), int(m["d"])) if m else None
+
+
+def _dialects(table: LineTable, texts: list[str]) -> list[str]:
+    """Each text's dialect as ``_dialect`` decides it from its first 64 KiB: the dialect whose header
+    starts the most of its first 300 lines (non-blank), tested once over the whole table; a text
+    longer than its sample is decided on the sample itself."""
+    early = (table.row_in_text() < 300) & nonblank(table.lines)
+    hits = {name: table.counts(table.lines.str.contains(test).fill_null(False) & early)
+            for name, test in _TESTS.items()}
+    out = []
+    for i, text in enumerate(texts):
+        if len(text) > 65536:
+            out.append(_dialect(text[:65536])[0] or "supybot")
+            continue
+        best, most = "supybot", 0
+        for name, counts in hits.items():
+            if counts[i] > most:
+                best, most = name, counts[i]
+        out.append(best)
+    return out
+
+
+def _read(source: SourceText, dialect: str, chunk: columns.Chunk) -> list[ParsedSession]:
+    """A log's session from its chunk of the table: what the log tells beyond its turns, decided on its own."""
+    session = _new_session(dialect, source.text, line_count(source.text))
+    facts = Facts()
+    _absorb(session, facts, chunk)
+    session.frame = chunk.frame
+    _conclude(session, source.name, facts)
+    return [session]
 
 
 def _new_session(dialect: str, text: str, lines: int) -> ParsedSession:

@@ -228,6 +228,8 @@ class WhatsApp(Grammar):
     def parse_columns(self, sources: list[SourceText], settings: Settings) -> list[list[ParsedSession]] | None:
         """The sessions of ``parse`` for each source, with the turns as frames (``session.frame``), all
         sources read as one table of lines; None when the header pattern cannot run in polars."""
+        if not sources:
+            return []
         texts = [s.text for s in sources]
         table = LineTable.of(texts)
         heads = columns.headers(table.lines, _REST)

@@ -33,3 +33,20 @@ def test_offsets_zones_and_models_give_the_record_paths_bytes(name, text, settin
     assert columnar.sessions[0].encoded is not None
     grammar = registry.get(columnar.grammar)  # the frame was read, not refused for the turn-by-turn parse
     assert columns_of(grammar, decode(data, name), settings) is not None
+
+
+DISCORD = "Maya Chen — 08/11/2023 1:30 PM\nthe build is green\n[1:31 PM]\nshipping it (edited)\n"
+
+
+@pytest.mark.parametrize(("name", "text"), [("chan.log", IRC), ("paste.txt", DISCORD)], ids=["irc", "discord-text"])
+def test_a_small_input_is_read_in_the_table(name, text, monkeypatch):
+    """However small, an IRC log or a Discord paste is read in its batch's table of lines, never by ``parse``."""
+    data = text.encode()
+    grammar = registry.get(process_bytes(data, name, RunContext.from_settings(Settings())).grammar)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("read by parse")
+
+    monkeypatch.setattr(type(grammar), "parse", refuse)
+    got = process_bytes(data, name, RunContext.from_settings(Settings()))
+    assert len(data) < Settings().columnar_min_bytes and got.sessions and got.sessions[0].encoded is not None

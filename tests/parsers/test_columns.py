@@ -249,3 +249,191 @@ def test_an_inferred_log_whose_own_learning_fails_fails_alone(monkeypatch):
 @pytest.mark.parametrize("grammar", ["transcript", "inferred", "whatsapp"])
 def test_every_input_of_the_grammar_goes_through_the_table(grammar):
     assert registry.get(grammar).table_min_bytes(Settings()) == 0
+
+
+def _in_one_table_as_alone_and_by_line(grammar: str, texts: list[tuple[str, str, bool]]) -> None:
+    """(text, file name, final newline) in one table: each read as alone, and as the line engine reads it."""
+    sources = [SourceText(t + ("\n" if nl and t else ""), name, "0" * 64, len(t), "utf-8") for t, name, nl in texts]
+    _one_table_reads_like_each_alone(grammar, sources)
+    g = registry.get(grammar)
+    for source, sessions in zip(sources, g.parse_columns(sources, Settings()), strict=True):
+        lined = [session_snapshot(s, g.count_turns(s.raw)) for s in g.parse(source, Settings())]
+        assert _snapshots(g, sessions) == lined
+
+
+_IRC_BODY = st.sampled_from(["<ann> hi #chan", "<@bob> yo", "* ann waves", "-ann- notice", "plain",
+                             "-!- ann [~a@h] has joined #chan", "*** bob has quit", "-- Mode #x [+o ann] by bob"])
+_IRC_MARKER = {"irssi": ["--- Day changed Thu Oct 18 2012", "--- Log opened Feb 30 2012", "--- Log closed"],
+               "bracketed": ["--- Day changed Sat Mar 02 2024", "--- Log opened Thu Oct 18 09:00:00 2012"],
+               "xchat": ["**** BEGIN LOGGING AT Mon Dec 31 21:11:55 2001", "**** ENDING LOGGING AT Tue Jan 1 2002"],
+               "weechat": ["2012-10-18 09:30:30\t****  Beginning of log  ****"], "supybot": []}
+
+
+def _irc_line(dialect: str, i: int, body: str) -> str:
+    clock = f"{i % 25:02d}:{i * 7 % 61:02d}"
+    nick, _, rest = body.partition(" ")
+    return {"supybot": f"2012-10-18T09:{i % 60:02d}:30+0{i % 3}00  {body}",
+            "weechat": f"2012-10-18 09:{i % 60:02d}:3{i % 10}\t{nick.strip('<>')}\t{rest}",
+            "irssi": f"{clock} {body}", "bracketed": f"[{clock}:0{i % 10}] {body}",
+            "xchat": f"{('dec', 'jan', 'feb', 'xyz')[i % 4]} {i % 32:2d} {clock}:00 {body}"}[dialect]
+
+
+@st.composite
+def _irc_text(draw) -> str:
+    dialect = draw(st.sampled_from(sorted(_IRC_MARKER)))
+    rows = draw(st.lists(st.one_of(st.tuples(st.just("turn"), _IRC_BODY),
+                                   st.tuples(st.just("cont"), st.sampled_from(["  continued", "", "#other"])),
+                                   st.tuples(st.just("marker"), st.sampled_from(_IRC_MARKER[dialect] or [""]))),
+                         max_size=10))
+    lines = [_irc_line(dialect, i, body) if kind == "turn" else body for i, (kind, body) in enumerate(rows)]
+    return "\n".join(lines)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.one_of(_irc_text(), st.just(""), st.text(alphabet="ab<> \n#", max_size=10)),
+                          st.sampled_from(["x.log", "#chan_2024-03-01.log", "chat_42.log", "net_#rust_20240301.log"]),
+                          st.booleans()), min_size=1, max_size=5))
+def test_any_mix_of_irc_logs_in_one_table(logs):
+    """Logs of every dialect, with and without headers or logger lines, empty, dated by their names or
+    not: one table, each log read as alone and as the line engine reads it."""
+    _in_one_table_as_alone_and_by_line("irc", logs)
+
+
+def test_a_batch_of_irc_logs_is_one_table_per_dialect(monkeypatch):
+    """The header pattern runs once per dialect over all of a batch's logs, not once per log."""
+    from parsers.grammars import _irc_columns
+
+    calls = []
+    real = _irc_columns.line_headers
+    monkeypatch.setattr(_irc_columns, "line_headers", lambda lines, rust: calls.append(len(lines)) or real(lines, rust))
+    texts = ["2012-10-18T09:30:30+0000  <ann> hi\n", "10:00 <ann> a\n10:01 <bob> b\n",
+             "2012-10-18T09:31:30+0000  <bob> yo\n", "--- Day changed Thu Oct 18 2012\n10:02 <cy> c\n"]
+    sources = [SourceText(t, f"{i}.log", "0" * 64, len(t), "utf-8") for i, t in enumerate(texts)]
+    read = registry.get("irc").parse_columns(sources, Settings())
+    assert sorted(calls) == [2, 4]  # supybot's two lines, irssi's four
+    assert [len(next(iter(s)).frame) for s in read] == [1, 2, 1, 1]
+    assert registry.get("irc").parse_columns([], Settings()) == []  # an empty batch: no table
+
+
+_D_LINE = st.one_of(
+    st.builds(lambda n, t, s: f"{n}{t} — {s}", st.sampled_from(["Maya Chen", "Bob", "### Ann", "Deploy"]),
+              st.sampled_from(["", " BOT"]),
+              st.sampled_from(["08/11/2023 1:30 PM", "13.08.2023 23:59", "11/08/2023 23:50", "Today at 5:03 AM",
+                               "2023-08-11 11:58 PM", "31/02/2023 10:00", "08/13/2023 10:00"])),
+    st.sampled_from(["[1:31 PM]", "[12:03 AM]", "[00:10]", "[1:32 PM]shared line", "August 12, 2023",
+                     "↪ @Maya Chen shipping it", "┌──@Bob: text", "plain text (edited)", "", "  ", "#channel"]),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.lists(_D_LINE, max_size=8).map("\n".join),
+                          st.sampled_from(["paste.txt", "chat_42.txt"]), st.booleans()), min_size=1, max_size=5))
+def test_any_mix_of_discord_pastes_in_one_table(pastes):
+    """Pastes with and without author lines, empty, day-first beside month-first, starting with a
+    continuation stamp or ending with a reply context: one table, each read as alone and as the line
+    engine reads it."""
+    _in_one_table_as_alone_and_by_line("discord-text", pastes)
+
+
+def test_a_batch_of_discord_pastes_is_one_table(monkeypatch):
+    """The header pattern runs once over all of a batch's pastes, not once per paste."""
+    from parsers.grammars import _discord_columns
+
+    calls = []
+    real = _discord_columns.line_headers
+    monkeypatch.setattr(_discord_columns, "line_headers",
+                        lambda lines, rust: calls.append(len(lines)) or real(lines, rust))
+    texts = ["Ann — 13/08/2023 10:00\nhi\n[10:01]\nyo\n", "Bob — 08/13/2023 10:00\nhey\n", "",
+             "[10:00]\n↪ @Ann hi\nAnn — 13.08.2023 10:00\nok\n"]
+    sources = [SourceText(t, f"{i}.txt", "0" * 64, len(t), "utf-8") for i, t in enumerate(texts)]
+    read = registry.get("discord-text").parse_columns(sources, Settings())
+    assert calls == [10]
+    frames = [next(iter(s)).frame for s in read]
+    assert [f.height for f in frames] == [2, 1, 0, 1]
+    assert frames[1]["time"].dt.day().to_list() == [13]  # its own month-first order beside a day-first paste
+    assert registry.get("discord-text").parse_columns([], Settings()) == []  # an empty batch: no table
+
+
+@pytest.mark.parametrize(("grammar", "module", "step", "texts"), [
+    ("irc", "irc", "_conclude", ["2012-10-18T09:30:30+0000  <ann> hi\n", "10:00 <bob> yo\n", "10:01 <cy> c\n"]),
+    ("discord-text", "discord_text", "_date_order", ["Ann — 13/08/2023 10:00\nhi\n", "Bob — 08/13/2023 10:00\nyo\n",
+                                                     "Cy — 01/02/2023 10:00\nc\n"]),
+])
+def test_a_text_whose_own_decision_fails_fails_alone(grammar, module, step, texts, monkeypatch):
+    """One text's own decision raising gives its failure, when its sessions are taken, and to it only."""
+    import importlib
+
+    mod = importlib.import_module(f"parsers.grammars.{module}")
+    real = getattr(mod, step)
+
+    def failing(session, *args):
+        if "bob" in str(session.raw).lower():
+            raise RuntimeError("its own failure")
+        return real(session, *args)
+
+    monkeypatch.setattr(mod, step, failing)
+    sources = [SourceText(t, f"{i}.txt", "0" * 64, len(t), "utf-8") for i, t in enumerate(texts)]
+    first, second, third = registry.get(grammar).parse_columns(sources, Settings())
+    assert next(iter(first)).frame.height == 1 and next(iter(third)).frame.height == 1
+    with pytest.raises(RuntimeError, match="its own failure"):
+        list(second)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.one_of(st.none(), st.integers(0, 24 * 60 - 1))), max_size=20))
+def test_midnight_wraps_as_columns_as_turn_by_turn(rows):
+    """``_midnight`` moves the turns the line engine's walk moves: a turn whose clock, on its author
+    line's day, is more than 12 h before the previous readable turn of that author line is a day on."""
+    from datetime import datetime, timedelta
+
+    import polars as pl
+
+    from parsers.grammars._discord_columns import _midnight, midnight_passed
+
+    rows = sorted(rows, key=lambda r: r[0])  # an author line's turns are consecutive
+    day = datetime(2023, 8, 11)
+    base = [None if m is None else day + timedelta(days=a, minutes=m) for a, m in rows]
+    expected, previous = list(base), None
+    for i, (when, (by, _)) in enumerate(zip(base, rows, strict=True)):
+        if when is None:
+            continue
+        if previous is not None and previous[0] == by and midnight_passed(previous[1], when):
+            when = expected[i] = when + timedelta(days=1)
+        previous = (by, when)
+    got = _midnight(pl.Series(base, dtype=pl.Datetime("us")), pl.Series([a for a, _ in rows], dtype=pl.Int64))
+    assert got.to_list() == expected
+
+
+def test_a_batch_of_turn_frames_is_one_frame_as_frame_by_frame():
+    """``turncols.batch_frame`` joins runs of frame sessions at once: the rows of one frame per session."""
+    import polars as pl
+
+    from parsers.turncols import BATCH_SCHEMA, TurnColumns, _rows_frame, batch_frame, frame_turns
+
+    texts = ["2012-10-18T09:30:30+0200  <ann> a\n2012-10-18T09:31:30Z  <bob> b\n", "10:00 <cy> c\n", "",
+             "Ann — 13/08/2023 10:00\nhi\n"]
+    frames = [next(iter(registry.get(g).parse_columns([SourceText(t, "x.log", "0" * 64, len(t), "utf-8")],
+                                                         Settings())[0])).frame
+              for g, t in zip(["irc", "irc", "irc", "discord-text"], texts, strict=True)]
+    own = TurnColumns()
+    own.add("Ann", "user", "typed")
+    builders = [frames[0], frames[1], own, frames[2], frames[3], frames[0], TurnColumns()]
+    expected = pl.concat([frame_turns(b, i) if isinstance(b, pl.DataFrame) else _rows_frame([i] * len(b.rows), b.rows)
+                          for i, b in enumerate(builders)], how="vertical")
+    got = batch_frame(builders)
+    assert got.schema == pl.Schema(BATCH_SCHEMA)
+    assert got.to_dicts() == expected.to_dicts()
+
+
+def test_a_long_irc_log_decides_its_dialect_on_its_sample_in_a_table():
+    """A log longer than its 64 KiB sample is decided on the sample, as ``parse`` decides it, beside short logs."""
+    weechat = "".join(f"2012-10-18 09:{i % 60:02d}:30\tann\tline {i}\n" for i in range(2000))
+    long = "#chan notes\n" + "x" * 70000 + "\n" + weechat  # past its sample: only the note and filler
+    short = "10:00 <bob> yo\n"
+    _in_one_table_as_alone_and_by_line("irc", [(long, "a.log", False), (short, "b.log", True),
+                                               (weechat, "c.log", True)])
+
+
+@pytest.mark.parametrize("grammar", COLUMNAR)
+def test_an_empty_batch_reads_nothing(grammar):
+    assert registry.get(grammar).parse_columns([], Settings()) == []

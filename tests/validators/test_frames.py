@@ -15,7 +15,7 @@ from models.records import ParsedSession, Region, RegionKind, ShapedLine
 from models.settings import Settings
 from parsers import registry
 from parsers.text import decode
-from tests.helpers import known_inputs
+from tests.helpers import columns_of, known_inputs
 from tests.oracle.frames import PerSession
 from validators.accounting import Accountant
 from validators.frames import _rust_shape, account_frames
@@ -28,8 +28,8 @@ def _frame_sessions(path: Path, columns: Settings):
         grammar = registry.get(registry.detect(source.text[:65536], path.name, threshold=0.5).grammar)
         if not grammar.columnar:
             return None
-        sessions = grammar.parse_columns(source, columns)
-        return None if sessions is None else (grammar, source, list(sessions))
+        sessions = columns_of(grammar, source, columns)
+        return None if sessions is None else (grammar, source, sessions)
     except ReconstructError:
         return None
 
