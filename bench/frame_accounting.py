@@ -1,7 +1,7 @@
 """The accounting's share of a shard of small line inputs read as frames, and the CPU per file.
 
 Every input of DIR (default: the quick set's WhatsApp files, bench/data/quick/mixed/whatsapp) is
-processed into one batch with ``Settings(columnar_min_bytes=0)`` (every line input a frame session),
+processed into one batch with the default settings (every line input a frame session),
 then settled; one warm-up pass first. ``time``: CPU time (``time.process_time``) of one pass per
 file. ``profile``: under cProfile, the cumulative time of the accounting (``Accountant.account`` and
 ``defer``, ``batches.account_deferred``) beside the whole pass, and how many polars queries ran.
@@ -51,7 +51,7 @@ def _profile(data: list[tuple[bytes, str]], ctx: RunContext) -> str:
 
 def main(mode: str, folder: Path) -> None:
     data = [(p.read_bytes(), p.name) for p in sorted(folder.rglob("*")) if p.is_file()]
-    ctx = RunContext.from_settings(Settings(columnar_min_bytes=0))
+    ctx = RunContext.from_settings(Settings())
     _pass(data, ctx)  # warm-up: imports, compiled patterns
     if mode == "profile":
         figure = _profile(data, ctx)

@@ -77,11 +77,6 @@ class Settings(BaseSettings):
         "transcripts...) as one frame of lines, and stream the largest; off: every input is parsed turn by turn "
         "into the shard's batch (same documents)."
     )
-    columnar_min_bytes: int = Field(
-        16 * 1024, ge=0, description="Smaller line inputs are parsed turn by turn into the shard's batch even "
-        "when their grammar reads a frame of lines (same documents: a frame per file costs more than it saves "
-        "on a short chat)."
-    )
     stream_text_bytes: int = Field(
         16 * 1024**2, ge=1, description="Text inputs this large are streamed when their grammar can (columnar "
         "line grammars: memory bounded by a chunk)."
@@ -188,6 +183,12 @@ class Settings(BaseSettings):
         return self.mass_latch_overrides.get(dataset, self.mass_latch_threshold)
 
 
+RETIRED = {
+    "columnar_min_bytes": "every line input is now read in its batch's table of lines, whatever its size",
+}
+"""Settings that earlier versions had, with why they went: a config that still names one is told so."""
+
+
 def closest(name: str, known: list[str]) -> str:
     """`` (did you mean 'X'?)`` with the known name closest to ``name``, or nothing when none is close."""
     near = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
@@ -200,6 +201,8 @@ def _first_problem(exc: ValidationError) -> str:
     where = ".".join(str(x) for x in first["loc"]) or "settings"
     more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
     if first["type"] == "extra_forbidden":
+        if where in RETIRED:
+            return f"the setting {where!r} no longer exists: {RETIRED[where]}; remove it{more}"
         return f"unknown setting {where!r}{closest(where, list(Settings.model_fields))}{more}"
     return f"{where}: {first['msg']}{more}"
 
@@ -209,6 +212,10 @@ def _check_environment(environ: Any) -> None:
     known = [ENV_PREFIX + name.upper() for name in Settings.model_fields]
     for name in sorted(environ):
         if name.upper().startswith(ENV_PREFIX) and name.upper() not in {*known, *OTHER_VARIABLES}:
+            retired = RETIRED.get(name[len(ENV_PREFIX):].lower())
+            if retired:
+                raise ConfigError(Reason.INVALID_CONFIG, f"{name} names a setting that no longer exists: {retired}; "
+                                  "unset it")
             raise ConfigError(Reason.INVALID_CONFIG, f"unknown setting in the environment: {name}"
                               + closest(name.upper(), known))
 

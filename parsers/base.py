@@ -126,10 +126,6 @@ class Grammar(ABC):
         fails gives its failure when its sessions are iterated (``columns.each_source``)."""
         return None
 
-    def table_min_bytes(self, settings: Settings) -> int:
-        """The size from which an input is read in a table of lines (``parse_columns``)."""
-        return settings.columnar_min_bytes
-
     @abstractmethod
     def detect(self, sample: str, name: str) -> float:
         """The share in [0, 1] of the sample's records that this grammar explains under its rules.

@@ -147,17 +147,17 @@ def process_text(source: SourceText, ctx: RunContext, batch: Batch | None = None
     grammar = registry.get(detection.grammar)
     own = Batch(ctx) if batch is None else batch
     outcome, owner = opened(grammar, source, detection)
-    if _by_table(grammar, source, ctx.settings):
+    if _by_table(grammar, ctx.settings):
         own.read_later(Unread(source, outcome, owner, started))
     else:
         take_all(grammar.parse(source, ctx.settings), outcome, owner, own, started)
     return settled(own, outcome) if batch is None else outcome
 
 
-def _by_table(grammar, source: SourceText, settings) -> bool:
-    """Whether a line grammar reads this input in a table of lines with the batch's other inputs of
-    that grammar (``Grammar.parse_columns``)."""
-    return grammar.columnar and settings.columnar and source.size >= grammar.table_min_bytes(settings)
+def _by_table(grammar, settings) -> bool:
+    """Whether a grammar reads its inputs in a table of lines with the batch's other inputs of that
+    grammar (``Grammar.parse_columns``), whatever their size."""
+    return grammar.columnar and settings.columnar
 
 
 @dataclass(slots=True)

@@ -185,9 +185,6 @@ class DiscordText(Grammar):
 
     columnar = True
 
-    def table_min_bytes(self, settings: Settings) -> int:
-        return 0  # every input: a batch's pastes are one table
-
     def parse_columns(self, sources: list[SourceText], settings: Settings) -> list:
         """The sessions of ``parse`` with the turns as frames (``_discord_columns``), every source in one
         table of lines; each paste decides its own day/month order. None when polars cannot run the header."""

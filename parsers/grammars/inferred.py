@@ -180,9 +180,6 @@ class Inferred(Grammar):
 
     columnar = True
 
-    def table_min_bytes(self, settings: Settings) -> int:
-        return 0  # every input: a batch's logs of one learnt header are one table
-
     def parse_columns(self, sources: list[SourceText], settings: Settings) -> list:
         """The session of ``parse`` of each source with its turns as a frame: each source's header learnt
         on its own (``infer``), then the sources of each distinct learnt pattern read as one table of lines

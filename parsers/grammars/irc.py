@@ -238,9 +238,6 @@ class Irc(Grammar):
 
     columnar = True
 
-    def table_min_bytes(self, settings: Settings) -> int:
-        return 0  # every input: a batch's logs are one table
-
     def parse_columns(self, sources: list[SourceText], settings: Settings) -> list:
         """The same sessions as ``parse``, with the turns as frames (``_irc_columns``): every source in one
         table of lines, each dialect's texts read together; None for a dialect's texts when polars

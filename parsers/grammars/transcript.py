@@ -254,9 +254,6 @@ class Transcript(Grammar):
 
     columnar = True
 
-    def table_min_bytes(self, settings: Settings) -> int:
-        return 0  # every input: a batch's transcripts are one table
-
     def parse_columns(self, sources: list[SourceText], settings: Settings) -> list | None:
         """The sessions of ``parse`` of each source, with their turns as frames (``_transcript_columns``):
         each source's segments (and their front matter) decided on its own, then every segment of every

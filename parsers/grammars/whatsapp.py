@@ -222,9 +222,6 @@ class WhatsApp(Grammar):
 
     columnar = True
 
-    def table_min_bytes(self, settings: Settings) -> int:
-        return 0  # every input: a batch's chats are one table
-
     def parse_columns(self, sources: list[SourceText], settings: Settings) -> list[list[ParsedSession]] | None:
         """The sessions of ``parse`` for each source, with the turns as frames (``session.frame``), all
         sources read as one table of lines; None when the header pattern cannot run in polars."""

@@ -23,8 +23,8 @@ SAMPLES = ROOT / "sample_logs"
 INPUTS = sorted(p for p in [*GOLDEN.rglob("*"), *SAMPLES.rglob("*")]
                 if p.is_file() and not p.name.endswith(".expected.json"))
 # line inputs as frames of lines whatever their size, every input turn by turn into the batch, and PII
-ROUTES = {"columnar": Settings(columnar_min_bytes=0), "batch": Settings(columnar=False),
-          "pii": Settings(columnar_min_bytes=0, redact_pii=True, source_tz="Europe/Stockholm")}
+ROUTES = {"columnar": Settings(), "batch": Settings(columnar=False),
+          "pii": Settings(redact_pii=True, source_tz="Europe/Stockholm")}
 
 
 def _part(rows: Rows) -> dict[str, list[dict]]:
@@ -92,7 +92,7 @@ def test_a_part_frame_has_the_part_columns_whatever_the_mix():
 def test_a_run_writes_the_rows_of_the_documents_it_wrote(tmp_path):
     """End to end: every current document's part rows are its bytes' rows, and every one has them."""
     out = tmp_path / "out"
-    reconstruct([SAMPLES], out, Settings(workers=1, columnar_min_bytes=0), runner=None)
+    reconstruct([SAMPLES], out, Settings(workers=1), runner=None)
     ledger = Ledger(out / "ledger.sqlite", read_only=True)
     try:
         latest = ledger.revisions.latest()

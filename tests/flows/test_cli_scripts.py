@@ -277,6 +277,17 @@ def test_a_misspelled_setting_in_the_config_file_names_the_closest(world):
     assert result.stderr.count("\n") == 1 and "'sourc_tz'" in result.stderr and "'source_tz'" in result.stderr
 
 
+def test_a_retired_setting_says_why_it_went(world):
+    """A config or environment still naming a setting that earlier versions had is told it went, and why."""
+    config = world.root / "retired.toml"
+    config.write_text("columnar_min_bytes = 16384\n")
+    for result in (cli("status", "--out", str(world.out), "--config", str(config)),
+                   cli("status", "--out", str(world.out), env={"RECONSTRUCT_COLUMNAR_MIN_BYTES": "0"})):
+        assert result.exit_code == ExitCode.USAGE
+        assert result.stderr.count("\n") == 1 and "no longer exists" in result.stderr, result.stderr
+        assert "table of lines" in result.stderr
+
+
 @pytest.mark.parametrize(("variable", "closest"), [("RECONSTRUCT_WORKRES", "RECONSTRUCT_WORKERS"),
                                                     ("reconstruct_source_tzz", "RECONSTRUCT_SOURCE_TZ")])
 def test_a_misspelled_environment_variable_names_the_closest(variable, closest, world):

@@ -13,8 +13,7 @@ from normalizers.assemble import RunContext
 from parsers import registry
 from tests.parsers.test_columns import CASES
 
-# columnar_min_bytes=0: the small cases read as frames too (a run parses short chats turn by turn)
-SETTINGS = [Settings(columnar_min_bytes=0, **values) for values in (
+SETTINGS = [Settings(**values) for values in (
     {}, {"source_tz": "Europe/Stockholm", "redact_pii": True}, {"secrets_policy": "report"}, {"max_turn_chars": 20})]
 
 
@@ -37,7 +36,7 @@ def test_frame_documents_equal_the_turn_by_turn_parse(grammar, path, settings):
 def test_a_secret_a_dst_gap_and_a_fact_in_one_chat():
     text = ("3/26/23, 2:30 - Ann: key sk-abcdefghijklmnopqrstuvwxyz012345 and H-17\n"
             "3/26/23, 3:10 - Bob: ```bash\nls -la\n```\n10/29/23, 2:30 - Ann: twice\n")
-    settings = Settings(source_tz="Europe/Stockholm", columnar_min_bytes=0)
+    settings = Settings(source_tz="Europe/Stockholm")
     columnar = process_bytes(text.encode(), "chat.txt", RunContext.from_settings(settings))
     records = process_bytes(text.encode(), "chat.txt",
                             RunContext.from_settings(settings.model_copy(update={"columnar": False})))
@@ -53,20 +52,18 @@ _SHORT = {"whatsapp": "1/1/24, 10:00 - Ann: hi\n1/1/24, 10:01 - Bob: yo\n",
 
 @pytest.mark.parametrize("grammar", sorted(_SHORT))
 def test_a_run_reads_every_input_of_a_table_grammar_as_a_frame(grammar, monkeypatch):
-    """A grammar whose batch is one table of lines reads even the shortest input in it, whatever
-    ``columnar_min_bytes`` says; the bytes are the turn-by-turn parse's."""
+    """A grammar whose batch is one table of lines reads even the shortest input in it; the bytes are
+    the turn-by-turn parse's."""
     text = _SHORT[grammar].encode()
     g = registry.get(grammar)
     framed, real = [], type(g).parse_columns
     monkeypatch.setattr(type(g), "parse_columns", lambda self, *a: framed.append(1) or real(self, *a))
-    encoded = {}
-    for limit in (0, len(text) + 1):
-        outcome = process_bytes(text, "chat.txt", RunContext.from_settings(Settings(columnar_min_bytes=limit)))
-        assert outcome.grammar == grammar
-        encoded[limit] = [s.encoded for s in outcome.sessions]
+    outcome = process_bytes(text, "chat.txt", RunContext.from_settings(Settings()))
+    assert outcome.grammar == grammar
+    encoded = [s.encoded for s in outcome.sessions]
     records = process_bytes(text, "chat.txt", RunContext.from_settings(Settings(columnar=False)))
-    assert framed == [1, 1] and encoded[0] == encoded[len(text) + 1] == [s.encoded for s in records.sessions]
-    assert encoded[0] and None not in encoded[0]
+    assert framed == [1] and encoded == [s.encoded for s in records.sessions]
+    assert encoded and None not in encoded
 
 
 def _batch_of(texts: dict[str, str], settings: Settings | None = None):

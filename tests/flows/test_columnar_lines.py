@@ -19,8 +19,7 @@ TRANSCRIPT = ("---\ntimezone: Europe/Stockholm\nmodel: openai:gpt-4o@2024-08-06\
               "Assistant (anthropic:claude-3-opus): another model\n[2025-10-26 02:30:00] User: twice\n")
 
 
-# columnar_min_bytes=0: these short logs read as frames too (a run parses short chats turn by turn)
-SETTINGS = [Settings(columnar_min_bytes=0), Settings(source_tz="America/New_York", columnar_min_bytes=0)]
+SETTINGS = [Settings(), Settings(source_tz="America/New_York")]
 
 
 @pytest.mark.parametrize("settings", SETTINGS, ids=["utc", "zone"])
@@ -49,4 +48,4 @@ def test_a_small_input_is_read_in_the_table(name, text, monkeypatch):
 
     monkeypatch.setattr(type(grammar), "parse", refuse)
     got = process_bytes(data, name, RunContext.from_settings(Settings()))
-    assert len(data) < Settings().columnar_min_bytes and got.sessions and got.sessions[0].encoded is not None
+    assert len(data) < 16 * 1024 and got.sessions and got.sessions[0].encoded is not None

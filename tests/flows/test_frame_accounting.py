@@ -14,7 +14,7 @@ from models.status import SessionStatus
 from normalizers.assemble import RunContext
 from tests.helpers import GOLDEN
 
-COLUMNS = Settings(columnar_min_bytes=0)
+COLUMNS = Settings()
 INPUTS = sorted((GOLDEN / "whatsapp").glob("*.txt")) + [p for p in sorted((GOLDEN / "irc").iterdir()) if p.is_file()
                                                            and not p.name.endswith(".expected.json")]
 

@@ -43,8 +43,7 @@ def _inputs(grammar: str) -> list[Path]:
 
 
 CASES = [(g, p) for g in APPENDS for p in _inputs(g)]
-# columnar_min_bytes=0: these small inputs through columns too (a run sends small inputs through records)
-SETTINGS = [Settings(columnar_min_bytes=0, **values) for values in (
+SETTINGS = [Settings(**values) for values in (
     {}, {"source_tz": "Europe/Stockholm", "redact_pii": True}, {"secrets_policy": "report"}, {"max_turn_chars": 20},
     {"secrets_policy": "off", "runtime_identity": "openai:gpt-4o@2024-08-06"})]
 
@@ -82,7 +81,7 @@ def test_batch_documents_equal_the_oracles(grammar, path, settings):
 def test_every_size_and_setting_assembles_a_table():
     """No second route: small inputs and ``columnar = false`` are assembled as tables too."""
     path = GOLDEN / "chatgpt" / "conversations.json"
-    for values in ({}, {"columnar_min_bytes": 0}, {"columnar": False}):
+    for values in ({}, {"columnar": False}):
         outcome = process_bytes(path.read_bytes(), path.name, RunContext.from_settings(Settings(**values)))
         assert {isinstance(s.rows.turns, pl.DataFrame) for s in outcome.sessions} == {True}
 
@@ -243,7 +242,7 @@ def test_a_session_whose_fields_are_not_json_is_quarantined_alone():
 
 # --- streamed exports: batch boundaries and workers ---------------------------------------------------
 
-STREAMED = {"stream_json_bytes": 1, "columnar_min_bytes": 0}
+STREAMED = {"stream_json_bytes": 1}
 
 
 def _export(n: int) -> list[dict]:

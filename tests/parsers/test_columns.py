@@ -246,11 +246,6 @@ def test_an_inferred_log_whose_own_learning_fails_fails_alone(monkeypatch):
         assert _snapshots(inferred.Inferred(), read[i]) == _lined(inferred.Inferred(), sources[i])
 
 
-@pytest.mark.parametrize("grammar", ["transcript", "inferred", "whatsapp"])
-def test_every_input_of_the_grammar_goes_through_the_table(grammar):
-    assert registry.get(grammar).table_min_bytes(Settings()) == 0
-
-
 def _in_one_table_as_alone_and_by_line(grammar: str, texts: list[tuple[str, str, bool]]) -> None:
     """(text, file name, final newline) in one table: each read as alone, and as the line engine reads it."""
     sources = [SourceText(t + ("\n" if nl and t else ""), name, "0" * 64, len(t), "utf-8") for t, name, nl in texts]

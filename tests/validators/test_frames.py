@@ -36,7 +36,7 @@ def _frame_sessions(path: Path, columns: Settings):
 
 def test_every_known_input_is_accounted_in_one_batch_as_one_session_at_a_time():
     """All frame sessions of all goldens, samples and conformance inputs accounted in ONE call."""
-    columns = Settings(columnar_min_bytes=0)
+    columns = Settings()
     deferred, expected, names = [], [], []
     for path in known_inputs():
         read = _frame_sessions(path, columns)
