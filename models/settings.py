@@ -69,9 +69,6 @@ class Settings(BaseSettings):
     dask_address: str | None = Field(None, description="Run shards on this Dask scheduler.")
     task_retries: int = Field(2, ge=0)
     max_file_bytes: int = Field(4 * 1024**3, ge=1, description="Larger inputs are quarantined.")
-    stream_bytes: int = Field(
-        64 * 1024**2, ge=1, description="Inputs this large are streamed when their grammar can stream."
-    )
     columnar: bool = Field(
         True, description="Read a large input of a line grammar that parses lines as a frame (WhatsApp, IRC, "
         "transcripts...) as one frame of lines, and stream the largest; off: every input is parsed turn by turn "
