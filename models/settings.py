@@ -84,8 +84,9 @@ class Settings(BaseSettings):
         "line grammars: memory bounded by a chunk)."
     )
     stream_json_bytes: int = Field(
-        8 * 1024**2, ge=1, description="JSON lists of conversations this large (ChatGPT, Claude exports) are read "
-        "entry by entry on every worker, each document written as it is done (memory bounded by a batch)."
+        8 * 1024**2, ge=1, description="JSON exports this large (ChatGPT, Claude: a list of conversations, or a "
+        "wrapper object holding one) are read entry by entry on every worker, each document written as it is "
+        "done (memory bounded by a batch)."
     )
     stream_chunk_bytes: int = Field(
         2 * 1024**2, ge=1, description="Bytes read at a time from a streamed text input (memory per chunk)."

@@ -2,8 +2,8 @@
 
 A large export (``conversations.json``) is a list of conversations; reading it one conversation at
 a time keeps memory to one conversation, and knowing where each one lies in the file lets several
-processes share the work. A general event parser (ijson) is much slower than parsing each entry
-with orjson, so entries are cut by a guess that orjson then confirms:
+processes share the work. A general event parser (ijson) was several times slower than parsing each
+entry with orjson, so entries are cut by a guess that orjson then confirms:
 
 - a guess is a ``}`` followed by ``,`` and ``{`` (whitespace allowed between): the end of one object
   and the start of the next, or the last ``}`` before the closing ``]``;
