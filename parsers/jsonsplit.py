@@ -74,9 +74,10 @@ class SplitError(ParseError):
     def _message(self) -> str:
         return self.detail  # quoted whole inside the input's quarantine detail (``loss``)
 
-    def loss(self, size: int) -> str:
-        """What the break cost: the conversation it is in and every byte from its start."""
-        return (f"the file stops being valid JSON in conversation #{self.index + 1} (/{self.index}, from byte "
+    def loss(self, size: int, pointer: str = "") -> str:
+        """What the break cost: the conversation it is in and every byte from its start (``pointer``: the
+        list's)."""
+        return (f"the file stops being valid JSON in conversation #{self.index + 1} ({pointer}/{self.index}, from byte "
                 f"{self.start}): {self}; that conversation and everything after it ({size - self.start} of "
                 f"{size} bytes) were not read, the {self.index} before it were")
 
@@ -89,7 +90,7 @@ class ShapeError(SplitError):
         super().__init__(message, index, start)
         self.reason = Reason.NOT_STREAMABLE
 
-    def loss(self, size: int) -> str:
+    def loss(self, size: int, pointer: str = "") -> str:
         return (f"{self} (byte {self.start}): the {self.index} conversations of the list were read, "
                 "as they are written; read whole the export would not be taken as that list")
 
@@ -170,7 +171,8 @@ def locate(fp: BinaryIO, shape: ConversationList, block: int = BLOCK) -> ListAt:
             raise NotStreamable(Reason.NOT_STREAMABLE, f"the object has the key {key!r}: it is one conversation")
         if key in shape.wrappers and head[at:at + 1] == b"[":
             if key in seen or not seen.issuperset(shape.wrappers[:shape.wrappers.index(key)]):
-                break  # another member may yet hold the list the whole read takes: not decided cheaply
+                raise NotStreamable(Reason.NOT_STREAMABLE, f"a member after the list under {key!r} may hold the "
+                                    "list the whole read takes (a key seen twice, or an earlier wrapper key not yet)")
             return ListAt(at + 1, key)
         seen.add(key)
     under = " or ".join(map(repr, shape.wrappers))

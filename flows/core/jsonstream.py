@@ -183,7 +183,7 @@ def stream_entries(open_input: Callable[[], BinaryIO], source: SourceText, detec
             for path in datasets.batch_paths(out_root, stem):
                 path.unlink(missing_ok=True)
         raise
-    outcome = merger.outcome(source, detection, broken, time.perf_counter() - started)
+    outcome = merger.outcome(source, detection, broken, time.perf_counter() - started, at.pointer)
     outcome.detail = "; ".join(x for x in (outcome.detail, repaired.note()) if x)
     return outcome
 
@@ -497,11 +497,11 @@ class _Merger:
             self.staged.append((done.parts, written))
 
     def outcome(self, source: SourceText, detection: Detection, broken: jsonsplit.SplitError | None,
-                seconds: float) -> FileOutcome:
+                seconds: float, pointer: str) -> FileOutcome:
         sessions = self.sessions
         reasons, detail = [], ""
         if broken is not None:
-            reasons, detail = [Reason(broken.reason).value], broken.loss(source.size)
+            reasons, detail = [Reason(broken.reason).value], broken.loss(source.size, pointer)
         statuses = {s.status for s in sessions}
         if not sessions:
             status = FileStatus.QUARANTINED

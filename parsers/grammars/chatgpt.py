@@ -25,8 +25,9 @@ text kept.
 session default (rule A2 applies to it). The provider ``openai`` comes from the export format itself
 (recorded as an assumption). A null ``create_time`` gives no time; one that is present but unreadable
 gives no time, its raw text kept, and one warning per session. Large exports are streamed one
-conversation at a time (``conversations`` names where they lie; flows/core/jsonstream.py). The export's other files (``user.json``, ``message_feedback.json``,
-``model_comparisons.json``, ``shared_conversations.json``, ``chat.html``) are companions.
+conversation at a time (``conversations`` names where they lie; flows/core/jsonstream.py). The export's
+other files (``user.json``, ``message_feedback.json``, ``model_comparisons.json``,
+``shared_conversations.json``, ``chat.html``) are companions.
 """
 
 from __future__ import annotations

@@ -378,7 +378,7 @@ def test_a_cut_wrapper_keeps_the_conversations_before_the_cut_and_names_what_was
     assert [r.session_id for r in result.sessions] == [c["id"] for c in export[:3]]
     row = result.files[0]
     assert (row.status.value, row.reasons) == ("partial", ["parse_error"])
-    assert f"conversation #4 (/3, from byte {starts[3]})" in row.detail
+    assert f"conversation #4 (/conversations/3, from byte {starts[3]})" in row.detail
     assert f"({cut - starts[3]} of {cut} bytes) were not read, the 3 before it were" in row.detail
 
 
