@@ -125,26 +125,36 @@ def _export(n: int) -> list[dict]:
     return many
 
 
-def test_one_worker_or_two_give_the_same_documents_and_ledger_rows(tmp_path, monkeypatch):
-    sent = []
+@pytest.fixture
+def sent(monkeypatch):
+    """For each batch, True when it went to the spawned worker (which is waited for, so it takes batches
+    too), False when it was done in the shard's process."""
+    out = []
     real = jsonstream._dispatch
 
-    def after_start(job, workers, inflight, ctx):  # the spawned worker takes batches too
+    def after_start(job, workers, inflight, ctx):
         if workers.started_up is not None:
             workers.started_up.result()
         done = real(job, workers, inflight, ctx)
-        sent.append(not isinstance(done, jsonstream.Done))
+        out.append(not isinstance(done, jsonstream.Done))
         return done
 
     monkeypatch.setattr(jsonstream, "_dispatch", after_start)
+    return out
+
+
+def _whole_one_two(src, tmp_path):
+    """(result, documents) of the whole read, the streamed read with one worker and with two."""
+    return [(_run(src, tmp_path / name, **values), _written(tmp_path / name)) for name, values in (
+        ("whole", {}), ("one", {**STREAMED, "stream_chunk_bytes": 3000}),
+        ("two", {**STREAMED, "stream_chunk_bytes": 3000, "workers": 2}))]
+
+
+def test_one_worker_or_two_give_the_same_documents_and_ledger_rows(tmp_path, sent):
     src = tmp_path / "in"
     src.mkdir()
     (src / "conversations.json").write_bytes(orjson.dumps(_export(12), option=orjson.OPT_INDENT_2))
-    results = {}
-    for name, values in (("whole", {}), ("one", {**STREAMED, "stream_chunk_bytes": 3000}),
-                         ("two", {**STREAMED, "stream_chunk_bytes": 3000, "workers": 2})):
-        results[name] = (_run(src, tmp_path / name, **values), _written(tmp_path / name))
-    (whole, whole_docs), (one, one_docs), (two, two_docs) = results.values()
+    (whole, whole_docs), (one, one_docs), (two, two_docs) = _whole_one_two(src, tmp_path)
     assert whole_docs == one_docs == two_docs
     assert _rows(whole) == _rows(one) == _rows(two)
     assert whole.sessions[-1].reasons == ["duplicate_session_id"]
@@ -335,27 +345,12 @@ def _wrapped(conversations: list, **after) -> dict:
 
 
 def test_a_wrapper_object_streams_with_one_worker_or_two_and_gives_the_bytes_of_the_whole_read(
-        tmp_path, monkeypatch, spy):
-    sent = []
-    real = jsonstream._dispatch
-
-    def after_start(job, workers, inflight, ctx):  # the spawned worker takes batches too
-        if workers.started_up is not None:
-            workers.started_up.result()
-        done = real(job, workers, inflight, ctx)
-        sent.append(not isinstance(done, jsonstream.Done))
-        return done
-
-    monkeypatch.setattr(jsonstream, "_dispatch", after_start)
+        tmp_path, sent, spy):
     src = tmp_path / "in"
     src.mkdir()
     doc = _wrapped(_export(12), source="chat.openai.com", tail={"conversations_seen": 24})
     (src / "export.json").write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2))
-    results = {}
-    for name, values in (("whole", {}), ("one", {**STREAMED, "stream_chunk_bytes": 3000}),
-                         ("two", {**STREAMED, "stream_chunk_bytes": 3000, "workers": 2})):
-        results[name] = (_run(src, tmp_path / name, **values), _written(tmp_path / name))
-    (whole, whole_docs), (one, one_docs), (two, two_docs) = results.values()
+    (whole, whole_docs), (one, one_docs), (two, two_docs) = _whole_one_two(src, tmp_path)
     assert len(spy) == 2  # streamed twice, never read whole
     assert whole_docs == one_docs == two_docs and len(whole_docs) == 24
     assert _rows(whole) == _rows(one) == _rows(two)
