@@ -157,14 +157,16 @@ class _Buffer:
 def locate(fp: BinaryIO, shape: ConversationList, block: int = BLOCK) -> ListAt:
     """Where the list of conversations lies in the file, decided from its first ``block`` bytes (module
     docstring); ``NotStreamable`` saying why when it cannot be located so."""
-    head = _whole_characters(fp.read(block))
-    fp.seek(0)
+    head = fp.read(min(4096, block))
     pos = _skip(head, 3 if head.startswith(b"\xef\xbb\xbf") else 0)
     first = head[pos:pos + 1]
     if first == b"[":
+        fp.seek(0)
         return ListAt(pos + 1)
     if first != b"{":
         raise NotStreamable(Reason.NOT_STREAMABLE, "the file is not a JSON list or object")
+    head = _whole_characters(head + fp.read(block - len(head)))
+    fp.seek(0)
     seen: set[str] = set()
     for key, at in _members(head, pos + 1, block):
         if key == shape.own_key:
