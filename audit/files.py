@@ -114,6 +114,7 @@ class Batch:
         self._staged: dict[Path, Path] = {}  # target -> its temporary, in staging order
         self._removals: list[Path] = []
         self._folders: set[Path] = set()  # made (or found) once per batch, not once per file
+        self._made: set[Path] = set()  # folders this batch made itself: empty but for its own files
         self._devices: dict[int, Path] = {}  # file system -> a staged file on it (for syncfs)
 
     def __len__(self) -> int:
@@ -128,6 +129,7 @@ class Batch:
         if folder.parent in self._folders:
             try:
                 os.mkdir(folder)
+                self._made.add(folder)
             except FileExistsError:
                 if not folder.is_dir():
                     raise
@@ -152,7 +154,8 @@ class Batch:
             self._staged[target] = data
             return data
         tmp = temporary_for(target)
-        tmp.unlink(missing_ok=True)  # one a killed process of the same pid left, perhaps read-only
+        if folder not in self._made:  # a folder made by this batch holds no temporary a killed process left
+            tmp.unlink(missing_ok=True)  # one a killed process of the same pid left, perhaps read-only
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
             with os.fdopen(fd, "wb") as fh:

@@ -48,19 +48,28 @@ class ShardTrail:
         self._blobs: list[tuple[Path, str]] = []  # (temporary, sha256): kept once fsynced
         self.warnings: list[str] = []
         """What went wrong without failing a document (its dataset rows not written), each naming it."""
-        self._folders: dict[str, str] = {}  # folder -> its resolved path, inside the root
+        self._base: str | None = None  # the output root's real path: resolved once per shard
+        self._plain: set[str] = set()  # folders under the root known to be no links (or not there yet)
 
     def resolve(self, rel: str) -> Path:
-        """``resolve_inside(out_root, rel)``, its folder resolved once per shard: the many documents of
-        one input (a JSON export's conversations) share a folder, and resolving every component of
-        every path was ~5% of such a run. The same path: the folder's real path joined with a name that
-        is no link (a link, or a name such as ``..``, is resolved in full, and refused if it escapes)."""
-        folder, _, leaf = rel.rpartition("/")
-        base = self._folders.get(folder)
-        if base is None:
-            base = self._folders[folder] = str(resolve_inside(self.out_root, folder or "."))
-        target = os.path.join(base, leaf)
-        if leaf in ("", ".", "..") or os.path.islink(target):
+        """``resolve_inside(out_root, rel)`` with the output root's real path taken once per shard and
+        ``rel`` checked lexically under it: a path of plain names (no ``..``, ``.`` or empty part) whose
+        folders and leaf are no links is the root's real path joined with it, inside by construction;
+        each folder is looked at once per shard (one ``lstat``), the leaf once per call. Any other path
+        (a link on the way, a ``..``) is resolved in full and refused if it escapes."""
+        parts = rel.split("/")
+        if self._base is None:
+            self._base = os.path.realpath(self.out_root)
+        if any(part in ("", ".", "..") for part in parts):
+            return resolve_inside(self.out_root, rel)
+        for depth in range(1, len(parts)):
+            folder = "/".join(parts[:depth])
+            if folder not in self._plain:
+                if os.path.islink(os.path.join(self._base, folder)):
+                    return resolve_inside(self.out_root, rel)
+                self._plain.add(folder)
+        target = os.path.join(self._base, rel)
+        if os.path.islink(target):
             return resolve_inside(self.out_root, rel)
         return Path(target)
 
@@ -70,7 +79,7 @@ class ShardTrail:
         ``rows``: its dataset rows, none for a document the tables must read themselves;
         ``target``: its resolved path, when known); returns (sha256, changed). An unchanged
         document is not touched."""
-        target = target or resolve_inside(self.out_root, rel)
+        target = target or self.resolve(rel)
         sha = sha256_of(data)
         previous = hashlib.sha256(old).hexdigest() if old is not None else None
         if previous is not None and previous != sha:
@@ -95,7 +104,7 @@ class ShardTrail:
         (``rows``); without an envelope it has none and the tables read the document itself. Rows
         that cannot be written leave the document to the tables too, with a warning (``warnings``).
         Returns whether the file changes."""
-        target = target or resolve_inside(self.out_root, rel)
+        target = target or self.resolve(rel)
         changed = previous != sha
         if previous is not None and changed:
             revisions.keep(self.out_root, target, previous)

@@ -138,6 +138,35 @@ def content_hash(content: str, kind: str = "message") -> str:
     return hashlib.sha256(identity_content(content, kind).encode("utf-8", "surrogatepass")).hexdigest()
 
 
+_JOIN = "\x00"
+"""What ``identity_contents`` joins a column with: no whitespace, unchanged by NFC and the typography
+table, and a boundary NFC never composes or reorders across (a starter that composes with nothing)."""
+_UNSPLIT = ("\x1c", "\x1d", "\x1e", "\x1f")
+"""Characters ``str.split`` and ``strip`` read as whitespace but ``_SPACE`` does not (the only ones)."""
+
+
+def identity_contents(contents: Sequence[str], kinds: Sequence[str]) -> list[str]:
+    """``identity_content`` of each (content, kind) of two columns, the text normalised once over the
+    column joined: NFC, line ends and typography are per character and do not cross ``_JOIN``, and
+    ``_SPACE`` runs collapsed and stripped are what ``str.split`` cuts at. A column that holds ``_JOIN``
+    or an ``_UNSPLIT`` character (ASCII separators, never seen in chat text) has its contents read one
+    by one, the same values by the same rules."""
+    texts = [MEDIA if kind == "media" else content for content, kind in zip(contents, kinds, strict=True)]
+    joined = _JOIN.join(texts)
+    if not texts:
+        return []
+    if joined.count(_JOIN) != len(texts) - 1 or any(c in joined for c in _UNSPLIT):
+        return [identity_content(c, k) for c, k in zip(contents, kinds, strict=True)]
+    joined = unicodedata.normalize("NFC", joined.replace("\r\n", "\n").replace("\r", "\n"))
+    return [piece.strip() for piece in " ".join(joined.translate(_TYPOGRAPHY).split()).split(_JOIN)]
+
+
+def content_hashes(contents: Sequence[str], kinds: Sequence[str]) -> list[str]:
+    """``content_hash`` of each (content, kind) of two columns (``identity_contents``)."""
+    return [hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+            for text in identity_contents(contents, kinds)]
+
+
 def _h16(*parts: str) -> str:
     return hashlib.sha256("\x1f".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
@@ -149,8 +178,23 @@ def identity_print(author: str, digest: str) -> str:
 
 def index_print(author: str, date: str | None, digest: str) -> str:
     """What the ledger's index keeps of a message: ``<identity print>:<author print>:<UTC epoch or ''>``."""
-    seconds = "" if not date else str(int(datetime.fromisoformat(date.replace("Z", "+00:00")).timestamp()))
-    return f"{identity_print(author, digest)}:{_h16(author)[:8]}:{seconds}"
+    return f"{identity_print(author, digest)}:{_h16(author)[:8]}:{_epoch(date)}"
+
+
+def column_index_prints(authors: Sequence[str], dates: Sequence[str | None], contents: Sequence[str],
+                        kinds: Sequence[str]) -> list[str]:
+    """``index_print`` of each non-system message of four columns, in order: the contents hashed as
+    one column (``content_hashes``), each author's print and each time's epoch made once."""
+    keep = [n for n, kind in enumerate(kinds) if not is_system(kind)]
+    digests = content_hashes([contents[n] for n in keep], [kinds[n] for n in keep])
+    author_prints = {author: _h16(author)[:8] for author in {authors[n] for n in keep}}
+    epochs = {date: _epoch(date) for date in {dates[n] for n in keep}}
+    return [f"{identity_print(authors[n], digest)}:{author_prints[authors[n]]}:{epochs[dates[n]]}"
+            for n, digest in zip(keep, digests, strict=True)]
+
+
+def _epoch(date: str | None) -> str:
+    return "" if not date else str(int(datetime.fromisoformat(date.replace("Z", "+00:00")).timestamp()))
 
 
 def is_system(kind: str) -> bool:

@@ -54,7 +54,7 @@ from .keys import (
     SHIFT_STEP_SECONDS,
     Message,
     Scope,
-    content_hash,
+    content_hashes,
     id_space,
     index_print,
     is_system,
@@ -132,7 +132,7 @@ def snapshot_of(document: bytes) -> Snapshot:
             "author": [item["speakerName"] for item in interactions],
             "kind": [item["kind"] for item in interactions],
             "date": [item.get("date") for item in interactions],
-            "hash": [content_hash(item["content"], item["kind"]) for item in interactions],
+            "hash": content_hashes([item["content"] for item in interactions], [item["kind"] for item in interactions]),
             "line": _lines(document, interactions),
         }, schema=TABLE_SCHEMA)
     return Snapshot(key, log["source"]["sha256"], head, table)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, ClassVar
@@ -13,6 +13,7 @@ import regex
 from models.records import ParsedSession, SourceText
 from models.settings import Settings
 from parsers.jsonload import pointer_part
+from parsers.linecount import LineCounts, LinePatterns
 
 _DIGITS = regex.compile(r"\d+")
 
@@ -81,6 +82,10 @@ class Grammar(ABC):
     need), so the registry need not run a detector that can only say 0: a sample holding none of
     them and no ``\\u`` escape (through which JSON could spell a key another way) scores 0 unasked.
     ``tests/parsers/test_detect_fast.py`` compares both ways on every input the tests know."""
+    detect_lines: ClassVar[LinePatterns | None] = None
+    """The line patterns a detection rule that is a share of header lines counts; the grammar then scores
+    from their counts (``detect_counted``), so ``registry.detect_many`` can count them for many inputs at
+    once (``parsers/linecount.py``). None: the detector reads its sample itself."""
     companion_names: ClassVar[tuple[str, ...]] = ()
     """File names (``users.json``) that are not sessions but context for this format's files: ingest
     records them as companions and hands their text, from the source's folder or its parents, in
@@ -146,10 +151,17 @@ class Grammar(ABC):
     columnar: ClassVar[bool] = False
     """True when ``parse_columns`` gives the sessions with their turns as a frame."""
 
-    def parse_columns(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession] | None:
-        """The sessions of ``parse``, each with ``frame`` set instead of ``turns``; None when this
-        input cannot be read column-wise (``parse`` then reads it)."""
+    def parse_columns(self, sources: list[SourceText], settings: Settings
+                      ) -> list[Iterable[ParsedSession] | None] | None:
+        """The sessions of ``parse`` of each source, each with ``frame`` set instead of ``turns``, the
+        sources read as one table of lines (``parsers.columns.LineTable``); None for a source that
+        cannot be read column-wise, or for all (``parse`` then reads it). A source whose own reading
+        fails gives its failure when its sessions are iterated (``columns.each_source``)."""
         return None
+
+    def table_min_bytes(self, settings: Settings) -> int:
+        """The size from which an input is read in a table of lines (``parse_columns``)."""
+        return settings.columnar_min_bytes
 
     @abstractmethod
     def detect(self, sample: str, name: str) -> float:
@@ -159,6 +171,10 @@ class Grammar(ABC):
         grammar's headers, or a continuation the grammar accepts after one) and the message-like
         objects of a JSON sample. Shares are comparable across grammars; ``registry.detect`` decides
         with a margin and the grammars' ``specificity``."""
+
+    def detect_counted(self, sample: str, name: str, counts: LineCounts) -> float:
+        """``detect``'s share from the counts of ``detect_lines`` in the sample (a grammar that declares them)."""
+        raise NotImplementedError(f"{self.name} declares no detection line patterns")
 
     @abstractmethod
     def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:

@@ -71,22 +71,89 @@ def extract(lines: pl.Series, pattern: str) -> pl.DataFrame | None:
         return None
 
 
-def group_turns(pieces: pl.Series, is_header: pl.Series, first_line: int = 1) -> pl.DataFrame:
+@dataclass(slots=True)
+class LineTable:
+    """The lines of many texts as one column, so that a line grammar reads a batch of inputs with one
+    polars call per step instead of one per input: text ``i``'s lines are rows ``bounds[i]`` to
+    ``bounds[i + 1] - 1`` (``split_lines`` of each text), ``source`` the index of each row's text."""
+
+    lines: pl.Series
+    source: pl.Series
+    bounds: list[int]
+
+    @classmethod
+    def of(cls, texts: list[str]) -> LineTable:
+        if len(texts) == 1:  # one text: no list column to build
+            return cls.of_lines(split_lines(texts[0]))
+        split = pl.DataFrame({"text": texts}).select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("source"), pl.when(
+            pl.col("text").str.ends_with("\n") | (pl.col("text") == ""))
+            .then(pl.col("text").str.split("\n").list.slice(0, pl.col("text").str.split("\n").list.len() - 1))
+            .otherwise(pl.col("text").str.split("\n")).alias("line"))
+        counts = split["line"].list.len().cum_sum().to_list()
+        rows = split.explode("line").drop_nulls("line")  # an empty list explodes to a null row
+        return cls(rows["line"], rows["source"], [0, *counts])
+
+    @classmethod
+    def of_lines(cls, lines: pl.Series) -> LineTable:
+        """One text's lines (a chunk of a streamed input) as a table."""
+        return cls(lines, pl.zeros(len(lines), pl.UInt32, eager=True).alias("source"), [0, len(lines)])
+
+    def __len__(self) -> int:
+        return len(self.bounds) - 1
+
+    def lines_of(self, i: int) -> pl.Series:
+        return self.lines.slice(self.bounds[i], self.bounds[i + 1] - self.bounds[i])
+
+    def split(self, rows: pl.Series) -> list[int]:
+        """For ascending row numbers (a column of turns' ``at``), the index of the first of each text's,
+        and their count at the end: text ``i`` owns ``rows[out[i]:out[i + 1]]``."""
+        return rows.search_sorted(pl.Series(self.bounds, dtype=rows.dtype), "left").to_list()
+
+
+def each_source(sources: list, read) -> list:
+    """A table read done one source at a time (``read(source)``: its sessions or None): a source whose
+    read raises gives its failure when its sessions are iterated, the others theirs."""
+    out = []
+    for source in sources:
+        try:
+            out.append(read(source))
+        except Exception as exc:  # the source's own failure, raised where its sessions are taken
+            out.append(_failed(exc))
+    return out
+
+
+def _failed(error: Exception):
+    raise error
+    yield
+
+
+def group_turns(pieces: pl.Series, is_header: pl.Series, first_line: int = 1, table: LineTable | None = None
+                ) -> pl.DataFrame:
     """One row per header: its row index (``at``), its line span, and ``body``: its own piece joined
     with every following line up to the next header by ``\\n``. Lines before the first header belong
-    to no turn (the caller declares them). Most turns are one line: only the others are grouped."""
+    to no turn (the caller declares them). Most turns are one line: only the others are grouped. With
+    ``table``, the pieces are the table's lines: no turn runs across two texts, and line numbers count
+    from each text's first line."""
     frame = pl.DataFrame({"piece": pieces, "head": is_header}).with_row_index("at")
-    frame = frame.with_columns(turn=pl.col("head").cast(pl.Int64).cum_sum()).filter(pl.col("turn") > 0)
+    if table is None:
+        frame = frame.with_columns(turn=pl.col("head").cast(pl.Int64).cum_sum()).filter(pl.col("turn") > 0)
+        base = pl.lit(first_line, pl.Int64)
+    else:  # a text's first line also starts a group; one without a header is nobody's
+        new = pl.col("head") | (table.source != table.source.shift(1)).fill_null(True)
+        frame = frame.with_columns(turn=new.cast(pl.Int64).cum_sum(), src=table.source).filter(
+            pl.when(new).then(pl.col("head")).forward_fill())
+        base = (pl.lit(first_line, pl.Int64)
+                - pl.lit(pl.Series(table.bounds[:-1], dtype=pl.Int64)).gather(pl.col("src")))
     last = frame.select(pl.col("at").filter(pl.col("head").shift(-1, fill_value=True))).to_series()
-    turns = frame.filter(pl.col("head")).select("at", "piece").with_columns(last=last)
+    turns = frame.filter(pl.col("head")).select("at", "piece", base.alias("base")).with_columns(last=last)
     long = ((turns["last"] - turns["at"]) > 0).arg_true()
     if len(long):
         more = frame.filter(~pl.col("head")).group_by("turn", maintain_order=True).agg(pl.col("piece").str.join("\n"))
         bodies = pl.select(pl.concat_str(turns["piece"].gather(long), pl.lit("\n"), more["piece"])
                            .str.replace(TRAILING_BLANK, "")).to_series()
         turns = turns.with_columns(turns["piece"].scatter(long, bodies))
-    return turns.select(pl.col("at"), (pl.col("at") + first_line).alias("line_start"),
-                        (pl.col("last") + first_line).alias("line_end"), pl.col("piece").alias("body"))
+    return turns.select(pl.col("at"), (pl.col("at") + pl.col("base")).alias("line_start"),
+                        (pl.col("last") + pl.col("base")).alias("line_end"), pl.col("piece").alias("body"))
 
 
 def turns_of(frame: pl.DataFrame) -> list[Turn]:

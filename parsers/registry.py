@@ -9,15 +9,22 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from collections.abc import Sequence
+
+import polars as pl
 
 from models.errors import DetectionError, Reason, RegistryError
 from models.records import Detection
 
 from .base import Grammar
+from .linecount import LineCounts, count_many, polars_safe
+from .sample import Sample, of
 
 _GRAMMARS: dict[str, Grammar] = {}
 _ORDERED: list[Grammar] = []
 """``all_grammars``' list, built once every module is loaded (detection reads it for every input)."""
+_NEEDS: list[str] = []
+"""Every needed string (``Grammar.detect_needs``) and the escape, sorted: what a sample is tested for."""
 _LOADED = False
 TIE_MARGIN = 1e-9
 MARGIN = 0.1
@@ -34,6 +41,8 @@ def register(cls: type[Grammar]) -> type[Grammar]:
         )
     _GRAMMARS[name] = cls()
     _ORDERED.clear()  # built again, in name order, when next asked for
+    _NEEDS.clear()
+    _NEEDED_BY.clear()
     return cls
 
 
@@ -102,7 +111,70 @@ def detect(sample: str, name: str, *, threshold: float, forced: str | None = Non
     if forced:
         get(forced)
         return Detection(forced, 1.0, {forced: 1.0}, forced=True)
-    scores = _scores(sample, name)
+    return _decide(_scores(sample, name), name, threshold)
+
+
+def detect_many(samples: Sequence[tuple[str, str]], *, threshold: float,
+                forced: str | None = None) -> list[Detection | DetectionError]:
+    """``detect`` of every (sample, name), in order, each as its Detection or its DetectionError: the
+    same shares and the same decision, for a batch of inputs at once.
+
+    Each sample is read once for every grammar (``parsers.sample.Sample``); which ``detect_needs`` each
+    holds is one polars test per needed string over all samples, and the line patterns of the grammars
+    that score from them (``Grammar.detect_lines``) are counted over one table of all the samples' lines
+    (``parsers.linecount.count_many``). A detector that fails fails its own input only."""
+    if forced:
+        get(forced)
+        return [Detection(forced, 1.0, {forced: 1.0}, forced=True) for _ in samples]
+    texts = [of(s) for s, _ in samples]
+    table = [i for i, s in enumerate(texts) if polars_safe(s)]  # a lone surrogate stays out of polars
+    held = _held_many([texts[i] for i in table])
+    counted = _counted_many([texts[i] for i in table], held)
+    holds: list[frozenset[str] | None] = [None] * len(texts)
+    counts: list[dict[str, LineCounts]] = [{} for _ in texts]
+    for row, i in enumerate(table):
+        holds[i], counts[i] = held[row], counted[row]
+    out: list[Detection | DetectionError] = []
+    for text, (_, name), hold, count in zip(texts, samples, holds, counts, strict=True):
+        try:
+            out.append(_decide(_scores(text, name, holds=hold, counts=count), name, threshold))
+        except DetectionError as exc:
+            out.append(exc)
+    return out
+
+
+def _held_many(texts: list[Sample]) -> list[frozenset[str]]:
+    """The ``detect_needs`` strings (and the escape ``\\u``) each sample holds, tested by polars."""
+    needs = _needs()
+    if not texts:
+        return []
+    found = pl.DataFrame({"sample": texts}, schema={"sample": pl.String}).select(
+        pl.col("sample").str.contains(s, literal=True).alias(str(k)) for k, s in enumerate(needs))
+    columns = [found.to_series(k).to_list() for k in range(len(needs))]
+    return [frozenset(s for s, column in zip(needs, columns, strict=True) if column[row])
+            for row in range(len(texts))]
+
+
+def _counted_many(texts: list[Sample], held: list[frozenset[str]]) -> list[dict[str, LineCounts]]:
+    """Per sample, the line counts of every grammar that scores from them and is a candidate for it."""
+    out: list[dict[str, LineCounts]] = [{} for _ in texts]
+    for grammar in all_grammars():
+        rule = grammar.detect_lines
+        if rule is None:
+            continue
+        rows = [row for row, hold in enumerate(held) if _candidate(grammar, hold)]
+        for row, counts in zip(rows, count_many([texts[r] for r in rows], rule), strict=True):
+            out[row][grammar.name] = counts
+    return out
+
+
+def _candidate(grammar: Grammar, holds: frozenset[str]) -> bool:
+    """Whether a sample holding ``holds`` of the needed strings is worth the grammar's detector."""
+    return not grammar.detect_needs or ESCAPE in holds or not holds.isdisjoint(grammar.detect_needs)
+
+
+def _decide(scores: dict[str, float], name: str, threshold: float) -> Detection:
+    """The winner of the shares, as ``detect`` describes; DetectionError with every share when none wins."""
     ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
     top = ranked[0][1]
     listing = ", ".join(f"{k}={v}" for k, v in ranked if v > 0) or "every grammar scored 0"
@@ -119,24 +191,55 @@ def detect(sample: str, name: str, *, threshold: float, forced: str | None = Non
     return Detection(winner, share, {k: v for k, v in ranked if v > 0}, margin=margin)
 
 
-def _scores(sample: str, name: str, *, every: bool = False) -> dict[str, float]:
+ESCAPE = "\\u"
+"""JSON could spell a needed key through escapes: a sample holding one runs every detector."""
+
+
+def _scores(sample: str, name: str, *, every: bool = False, holds: frozenset[str] | None = None,
+            counts: dict[str, LineCounts] | None = None) -> dict[str, float]:
     """Every grammar's share of the sample. A grammar none of whose ``detect_needs`` the sample holds
-    scores 0 without running its detector (``every``: run them all, as the tests compare)."""
-    scores: dict[str, float] = {}
-    escaped = "\\u" in sample  # JSON could spell a needed key through escapes
-    for grammar in all_grammars():
-        needs = grammar.detect_needs
-        if needs and not every and not escaped and not any(s in sample for s in needs):
-            scores[grammar.name] = 0.0
-            continue
+    scores 0 without running its detector (``every``: run them all, as the tests compare). ``holds``: the
+    needed strings the sample holds, when already known; ``counts``: line counts already made, by grammar."""
+    sample = of(sample)
+    if holds is None:
+        holds = frozenset(s for s in _needs() if s in sample)
+    grammars = all_grammars()
+    scores = dict.fromkeys((g.name for g in grammars), 0.0)
+    for grammar in grammars if every else _candidates(holds):
         try:
-            score = float(grammar.detect(sample, name))
+            if counts and grammar.name in counts:
+                score = float(grammar.detect_counted(sample, name, counts[grammar.name]))
+            else:
+                score = float(grammar.detect(sample, name))
         except Exception as exc:  # a detector bug must not hide the other candidates
             raise DetectionError(
                 Reason.INTERNAL, f"detector failed: {type(exc).__name__}: {exc}", path=name, grammar=grammar.name
             ) from exc
         scores[grammar.name] = round(min(max(score, 0.0), 1.0), 4)
     return scores
+
+
+def _needs() -> list[str]:
+    """Every grammar's needed strings and the escape, which a sample is tested for (sorted)."""
+    if not _NEEDS:
+        _NEEDS[:] = sorted({s for g in all_grammars() for s in g.detect_needs} | {ESCAPE})
+    return _NEEDS
+
+
+def _candidates(holds: frozenset[str]) -> list[Grammar]:
+    """The grammars worth running on a sample that holds ``holds`` of the needed strings, in name order."""
+    if ESCAPE in holds:
+        return all_grammars()
+    if not _NEEDED_BY:
+        for g in all_grammars():
+            for s in g.detect_needs or ("",):  # "": a grammar that needs nothing
+                _NEEDED_BY.setdefault(s, set()).add(g.name)
+    names = _NEEDED_BY.get("", set()).union(*(_NEEDED_BY.get(s, ()) for s in holds))
+    return [g for g in all_grammars() if g.name in names]
+
+
+_NEEDED_BY: dict[str, set[str]] = {}
+"""The grammars that need each string ("": those that need none), for ``_candidates``."""
 
 
 def conversation_of(file_name: str) -> tuple[str, str, int] | None:

@@ -109,6 +109,12 @@ def session_snapshot(session: ParsedSession, counted: int) -> dict[str, Any]:
     }
 
 
+def columns_of(grammar, source: SourceText, settings: Settings | None = None) -> list[ParsedSession] | None:
+    """A line grammar's sessions of one source read as a table of lines (``parse_columns``), or None."""
+    read = grammar.parse_columns([source], settings or Settings())
+    return None if read is None or read[0] is None else list(read[0])
+
+
 def text_source(text: str, name: str) -> SourceText:
     """A canonical text as the source of one file (tests that write their input inline)."""
     return SourceText(text, name, "0" * 64, len(text.encode()), "utf-8")
@@ -187,3 +193,20 @@ def key_document(out: Path, platform: str, ident: str = "*", name: str = "*.json
     found = sorted((out / "sessions" / platform).glob(f"{ident}/{name}"))
     assert len(found) == 1, found
     return found[0]
+
+
+BREAKS_ZOOM = "10:02:15 From Ann Lee to Everyone:\n\tBREAKS-ZOOM\n"
+"""A Zoom sample on which ``break_zoom_detection`` makes the detector fail."""
+
+
+def break_zoom_detection(monkeypatch, error: Exception) -> None:
+    """Make the zoom grammar's detector raise ``error`` on a sample holding ``BREAKS-ZOOM`` (a detector bug)."""
+    zoom = registry.get("zoom")
+    original = zoom.detect_counted
+
+    def broken(sample, name, counts):
+        if "BREAKS-ZOOM" in sample:
+            raise error
+        return original(sample, name, counts)
+
+    monkeypatch.setattr(zoom, "detect_counted", broken)

@@ -113,3 +113,16 @@ def test_publish_bench_times_the_runs_incremental_publication(tmp_path):
     assert 0 < runs["buckets_rewritten"]["turns"] < runs["buckets"]["turns"]  # two documents changed of 13
     figures = publish.measure(tmp_path / "publish" / "out", repeat=1)
     assert any(name.startswith("before:") for name in figures) and all(f for f in figures.values())
+
+
+def test_the_shard_measure_runs_a_shard_and_leaves_no_output(tmp_path, monkeypatch):
+    from bench import shard_cpu
+    from flows.core import ingest
+    from tests.helpers import ROOT
+
+    monkeypatch.setattr(shard_cpu.tempfile, "tempdir", str(tmp_path))
+    settings = Settings()
+    refs = ingest.discover([ROOT / "sample_logs" / "whatsapp"], settings)
+    seconds, result = shard_cpu.one_shard(refs, settings)
+    assert seconds >= 0 and result.written == len(result.sessions) >= 2
+    assert list(tmp_path.iterdir()) == []  # the shard's output folder is removed

@@ -13,7 +13,9 @@ from hypothesis import strategies as st
 from models.records import SourceText
 from models.settings import Settings
 from parsers.columns import (
+    LineTable,
     Untranslatable,
+    group_turns,
     inside_fences,
     iso_times,
     line_headers,
@@ -24,14 +26,14 @@ from parsers.columns import (
 from parsers.engine import fenced_regions
 from parsers.grammars import _irc_columns, inferred, irc
 from parsers.timeparse import parse_iso
-from tests.helpers import session_snapshot
+from tests.helpers import columns_of, session_snapshot
 
 
 def _reads_the_same(grammar, text: str, name: str) -> None:
     """``grammar``'s columnar parse of ``text`` gives its line-engine parse's sessions, turn for turn."""
     source = SourceText(text, name, "0" * 64, len(text), "utf-8")
     lined = [session_snapshot(s, 0) for s in grammar.parse(source, Settings())]
-    columnar = list(grammar.parse_columns(source, Settings()))
+    columnar = columns_of(grammar, source)
     for s in columnar:
         s.turns = turns_of(s.frame)
     assert [session_snapshot(s, 0) for s in columnar] == lined
@@ -165,7 +167,7 @@ def test_any_irc_log_reads_the_same_as_columns(rows, dialect):
 def test_an_irc_log_polars_cannot_read_goes_to_the_line_engine(monkeypatch):
     monkeypatch.setattr(_irc_columns, "line_headers", lambda lines, rust: None)
     text = "2012-10-18T09:30:30+0000  <ann> hi\n"
-    assert irc.Irc().parse_columns(SourceText(text, "x.log", "0" * 64, len(text), "utf-8"), Settings()) is None
+    assert columns_of(irc.Irc(), SourceText(text, "x.log", "0" * 64, len(text), "utf-8")) is None
     assert split_lines(text).to_list() == ["2012-10-18T09:30:30+0000  <ann> hi"]
 
 
@@ -211,7 +213,7 @@ def test_an_inferred_header_rust_cannot_express_goes_to_the_line_engine(monkeypa
     monkeypatch.setattr(inferred, "rust_pattern", refuse)
     text = "<<2024/03/01 10:00>> alice | hi\n<<2024/03/01 10:01>> bob | yo\n<<2024/03/01 10:02>> alice | ok\n"
     source = SourceText(text, "x.log", "0" * 64, len(text), "utf-8")
-    assert inferred.Inferred().parse_columns(source, Settings()) is None
+    assert columns_of(inferred.Inferred(), source) is None
 
 
 _D_LINE = st.one_of(
@@ -231,3 +233,22 @@ def test_any_discord_paste_reads_the_same_as_columns(lines, final_newline):
     from parsers.grammars.discord_text import DiscordText
 
     _reads_the_same(DiscordText(), "\n".join(lines) + ("\n" if final_newline and lines else ""), "paste.txt")
+
+
+_TABLE_TEXT = st.lists(st.sampled_from(["H a", "b", "", "  ", "H c"]), max_size=6).map("\n".join)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(_TABLE_TEXT, st.booleans()), min_size=1, max_size=5))
+def test_a_table_of_texts_groups_each_text_as_alone(texts):
+    """``LineTable``: each text's lines as ``split_lines`` gives them, and no turn runs across two texts."""
+    texts = [t + ("\n" if newline else "") for t, newline in texts]
+    table = LineTable.of(texts)
+    together = group_turns(table.lines, table.lines.str.starts_with("H"), table=table)
+    cuts = table.split(together["at"])
+    for i, text in enumerate(texts):
+        lines = split_lines(text)
+        assert table.lines_of(i).to_list() == lines.to_list()
+        alone = group_turns(lines, lines.str.starts_with("H"))
+        mine = together.slice(cuts[i], cuts[i + 1] - cuts[i]).with_columns(pl.col("at") - table.bounds[i])
+        assert mine.to_dicts() == alone.to_dicts()

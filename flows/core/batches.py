@@ -26,6 +26,8 @@ from parsers.turncols import TurnColumns, batch_frame
 from validators import gate
 from validators.accounting import Accounting, account_records
 
+TABLE_BYTES = 4 * 1024 * 1024
+"""Bytes of input a batch holds unread before it reads them, a table of lines per grammar."""
 BATCH_TURNS = 2048
 """Turns per batch of a whole read (a streamed batch of ``stream_chunk_bytes``, 2 MiB, of a ChatGPT
 export holds about 2,400): polars' per-call cost shared by a hundred conversations or so."""

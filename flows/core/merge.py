@@ -18,7 +18,6 @@ import polars as pl
 
 from audit import revisions
 from audit.datasets import DocumentRows, part_name
-from audit.files import resolve_inside
 from audit.ledger import Ledger, ReconciliationRow, SessionRow, SnapshotRecord
 from audit.trail import ShardTrail
 from models.errors import Reason
@@ -64,7 +63,7 @@ def _merge_key(key: str, rows: list[SnapshotRecord], trail: ShardTrail, result: 
         _failed(key, rows, f"{type(exc).__name__}: {exc}", trail, result, started)
         return
     rel = emit.document_relpath(key, doc["sessionId"])
-    target = resolve_inside(trail.out_root, rel)
+    target = trail.resolve(rel)
     old = target.read_bytes() if target.is_file() else None
     interactions = doc["artifacts"]["Chatthistorik"]["interactions"]
     mass = _Mass(len(interactions), sum(len(i["content"]) for i in interactions))
@@ -136,7 +135,7 @@ def _failed(key: str, rows: list[SnapshotRecord], detail: str, trail: ShardTrail
             reason: Reason = Reason.SNAPSHOT_MERGE) -> None:
     """A key whose merge failed: its earlier document stays; a quarantine record says why."""
     record = emit.key_quarantine_relpath(key)
-    trail.batch.stage_changed(resolve_inside(trail.out_root, record), emit.quarantine_record({
+    trail.batch.stage_changed(trail.resolve(record), emit.quarantine_record({
         "status": SessionStatus.QUARANTINED, "sessionKey": key, "reasons": [reason.value], "detail": detail,
         "snapshots": [{"sha256": r.source_sha256, "path": r.source_path} for r in rows]}))
     result.sessions.append(SessionRow(

@@ -127,40 +127,74 @@ def quarantined_file(name: str, size: int, reason: Reason | str, detail: str, sh
     return FileOutcome(name, sha, size, grammar, FileStatus.QUARANTINED, [str(reason)], detail, detection, [])
 
 
-def process_text(source: SourceText, ctx: RunContext, batch: Batch | None = None) -> FileOutcome:
+def process_text(source: SourceText, ctx: RunContext, batch: Batch | None = None,
+                 detection: Detection | ReconstructError | None = None) -> FileOutcome:
     """Detect, parse and gate every session of one decoded source; with ``batch``, its sessions go to that
-    batch and the outcome stays open until the caller flushes it (see ``collect``)."""
+    batch and the outcome stays open until the caller flushes it (see ``collect``). ``detection``: the
+    source's detection (or why it has none) when the caller detected it with others
+    (``registry.detect_many``); else it is detected here."""
     started = time.perf_counter()
     try:
-        detection = registry.detect(
-            source.text[:DETECT_SAMPLE], source.name,
-            threshold=ctx.settings.detect_threshold, forced=ctx.settings.format,
-        )
+        if detection is None:
+            detection = registry.detect(
+                source.text[:DETECT_SAMPLE], source.name,
+                threshold=ctx.settings.detect_threshold, forced=ctx.settings.format,
+            )
+        elif isinstance(detection, ReconstructError):
+            raise detection
     except ReconstructError as exc:
         return quarantined_file(source.name, source.size, exc.reason, str(exc), source.sha256)
     grammar = registry.get(detection.grammar)
     own = Batch(ctx) if batch is None else batch
-    outcome = collect(_sessions(grammar, source, ctx), grammar, source, detection, ctx, started, own)
+    outcome, owner = opened(grammar, source, detection)
+    if _by_table(grammar, source, ctx.settings):
+        own.read_later(Unread(source, outcome, owner, started))
+    else:
+        take_all(grammar.parse(source, ctx.settings), outcome, owner, own, started)
     return settled(own, outcome) if batch is None else outcome
 
 
-def _sessions(grammar, source: SourceText, ctx: RunContext):
-    """The grammar's sessions: a large input of a line grammar that reads turns as a frame
-    (``parse_columns``) that way, any other as turns the batch takes. A generator, so that a failure is
-    met inside ``collect`` and recorded with the input: the frame parse that fails is never retried
-    by another route."""
-    if grammar.columnar and ctx.settings.columnar and source.size >= ctx.settings.columnar_min_bytes:
-        try:
-            sessions = grammar.parse_columns(source, ctx.settings)  # None: a pattern columns cannot express
-        except ReconstructError:
-            raise
-        except Exception as exc:
-            raise ParseError(Reason.PARSE_ERROR, f"the column route failed: {failure(exc)}",
-                             grammar=grammar.name) from exc
-        if sessions is not None:
-            yield from sessions
-            return
-    yield from grammar.parse(source, ctx.settings)
+def _by_table(grammar, source: SourceText, settings) -> bool:
+    """Whether a line grammar reads this input in a table of lines with the batch's other inputs of
+    that grammar (``Grammar.parse_columns``)."""
+    return grammar.columnar and settings.columnar and source.size >= grammar.table_min_bytes(settings)
+
+
+@dataclass(slots=True)
+class Unread:
+    """An input detected and waiting to be read in one table of lines with the batch's other inputs
+    of its grammar."""
+
+    source: SourceText
+    outcome: FileOutcome
+    owner: Owner
+    started: float
+
+
+def read_table(unread: list[Unread], batch: Batch) -> None:
+    """Read inputs of one line grammar as one table of lines (``Grammar.parse_columns``), each input's
+    sessions then taken into ``batch`` as ``take_all`` takes them. A failure of the table read is
+    recorded on each of its inputs (never read again by another route); an input the grammar cannot
+    read as columns (None: a header polars cannot express) is read by its ``parse``, as decided before
+    anything of it was read."""
+    grammar, settings = unread[0].owner.grammar, batch.ctx.settings
+    try:
+        read = grammar.parse_columns([u.source for u in unread], settings)
+    except Exception as exc:  # recorded on each input of the table; the run goes on
+        error = exc if isinstance(exc, ReconstructError) else ParseError(
+            Reason.PARSE_ERROR, f"the table of {len(unread)} {grammar.name} input{'s' * (len(unread) != 1)} failed: "
+            f"{failure(exc)}",
+            grammar=grammar.name)
+        read = [_raising(error) for _ in unread]  # a generator each: one is spent once raised
+    for u, sessions in zip(unread, read or [None] * len(unread), strict=True):
+        sessions = grammar.parse(u.source, settings) if sessions is None else sessions
+        take_all(sessions, u.outcome, u.owner, batch, u.started)
+
+
+def _raising(error: Exception):
+    """An input's sessions when the table it was read in failed: none, then the failure."""
+    raise error
+    yield
 
 
 def failure(exc: BaseException) -> str:
@@ -192,6 +226,8 @@ class Batch:
         self.ctx = ctx
         self.pending: list[tuple[int, batches.Pending, Owner]] = []
         self.turns = 0
+        self.unread: dict[str, list[Unread]] = {}
+        self.unread_bytes = 0
 
     def add(self, ordinal: int, pending: batches.Pending, owner: Owner) -> None:
         self.pending.append((ordinal, pending, owner))
@@ -199,7 +235,17 @@ class Batch:
         if self.turns >= batches.BATCH_TURNS:
             self.flush()
 
+    def read_later(self, unread: Unread) -> None:
+        """Hold an input until the batch reads it in one table with the others of its grammar."""
+        self.unread.setdefault(unread.owner.grammar.name, []).append(unread)
+        self.unread_bytes += unread.source.size
+        if self.unread_bytes >= batches.TABLE_BYTES:
+            self.flush()
+
     def flush(self) -> None:
+        unread, self.unread, self.unread_bytes = self.unread, {}, 0
+        for same in unread.values():
+            read_table(same, self)
         pending, self.pending, self.turns = self.pending, [], 0
         if pending:
             for (_, _, owner), outcome in zip(pending, judge_batch(pending, self.ctx), strict=True):
@@ -208,12 +254,23 @@ class Batch:
 
 def collect(parsed_sessions, grammar, source: SourceText, detection: Detection, ctx: RunContext,
             started: float, batch: Batch) -> FileOutcome:
-    """Count, account and hand to ``batch`` every session a grammar yields (a session read as a frame
-    is judged at once); a grammar failure keeps what came before. The outcome is open until the
-    caller has flushed the batch and ``finish``-ed it (``settled`` does both)."""
+    """Count, account and hand to ``batch`` every session a grammar yields; a grammar failure keeps
+    what came before. The outcome is open until the caller has flushed the batch and ``finish``-ed it
+    (``settled`` does both)."""
+    outcome, owner = opened(grammar, source, detection)
+    return take_all(parsed_sessions, outcome, owner, batch, started)
+
+
+def opened(grammar, source: SourceText, detection: Detection) -> tuple[FileOutcome, Owner]:
+    """An input's open outcome and the owner its sessions are judged for."""
     owner = Owner(grammar, source, detection, {})
-    outcome = FileOutcome(source.name, source.sha256, source.size, detection.grammar, FileStatus.OK, [], "",
-                          detection, owner.sessions, open=True)
+    return FileOutcome(source.name, source.sha256, source.size, detection.grammar, FileStatus.OK, [], "",
+                       detection, owner.sessions, open=True), owner
+
+
+def take_all(parsed_sessions, outcome: FileOutcome, owner: Owner, batch: Batch, started: float) -> FileOutcome:
+    """``collect``'s loop: each session counted, accounted and handed to ``batch``."""
+    grammar, source, detection = owner.grammar, owner.source, owner.detection
     accountant = Accountant.of(source, lines=not grammar.structured, shape=grammar.turn_shape)
     try:
         for ordinal, (parsed, last) in enumerate(_with_last(parsed_sessions), 1):
@@ -372,10 +429,10 @@ def _route_failed(ordinal: int, pending: batches.Pending, reason: Reason, detail
 
 def process_bytes(data: bytes, name: str, ctx: RunContext, companions: dict[str, str] | None = None,
                   siblings: tuple[str, ...] = (), decoded: SourceText | None = None,
-                  batch: Batch | None = None) -> FileOutcome:
+                  batch: Batch | None = None, detection: Detection | ReconstructError | None = None) -> FileOutcome:
     """The whole core for one input's bytes (``siblings``: names of the files beside it;
     ``decoded``: the bytes already decoded, when the caller did it to hash them; ``batch``: see
-    ``collect``)."""
+    ``collect``; ``detection``: see ``process_text``)."""
     with paused_gc():
         started = time.perf_counter()
         try:
@@ -388,7 +445,7 @@ def process_bytes(data: bytes, name: str, ctx: RunContext, companions: dict[str,
         notes = tuple(x for x in (source.encoding_guess, surrogates_note(source) if source.surrogates_count else None)
                       if x)
         own = Batch(ctx) if batch is None else batch
-        outcome = process_text(source, ctx, own)
+        outcome = process_text(source, ctx, own, detection)
         outcome.notes = notes
         outcome.seconds = time.perf_counter() - started
         return settled(own, outcome) if batch is None else outcome

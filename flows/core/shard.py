@@ -20,7 +20,6 @@ import orjson
 import polars as pl
 
 from audit.datasets import part_name, settle
-from audit.files import resolve_inside
 from audit.ledger import (
     FileRow,
     Ledger,
@@ -51,6 +50,7 @@ from .process import (
     process_group,
     quarantined_file,
 )
+from .window import Loaded, Window
 
 
 @dataclass(slots=True)
@@ -226,11 +226,12 @@ def run_shard(
     result = ShardResult(part=part_name(refs[0].key) if refs else "")
     trail = ShardTrail(out_root)
     held = Held(ctx)
+    ahead = _window(refs, ctx, prior, inputs)
     try:
-        for ref in refs:
+        for index, ref in enumerate(refs):
             if emit.stop_requested(out_root):  # interrupted: what is done is returned and recorded
                 break
-            _one(ref, trail, ctx, prior, inputs, result, allow_shrink, held)
+            _one(ref, trail, ctx, prior, inputs, result, allow_shrink, held, ahead.take(index))
         held.drain()
         _settle(trail, result, settings, allow_shrink, ledger_path, run_id)
         _settle_rows(trail, result)
@@ -291,8 +292,21 @@ def worker_died(ref: ingest.InputRef, out_root: Path) -> ShardResult:
     return _committed(trail, result)
 
 
+def _window(refs: list[ingest.InputRef], ctx: RunContext, prior, inputs: ShardInputs) -> Window:
+    """The shard's inputs read whole, read and detected a window at a time (flows/core/window.py)."""
+    def whole(ref: ingest.InputRef) -> bool:
+        return (not (ref.ignored or ref.parts or ref.companion or ref.problem)
+                and ref.size < _stream_limit(ref, ctx.settings)
+                and ref.size * MEMORY_PER_INPUT_BYTE <= memory_budget(ctx.settings))
+
+    def unchanged(ref: ingest.InputRef, sha: str) -> bool:
+        return prior is not None and prior.unchanged(ref.key, sha, ctx.fingerprint, inputs.context(ref)[1])
+
+    return Window(refs, whole, inputs.read, unchanged, ctx.settings.detect_threshold, ctx.settings.format)
+
+
 def _one(ref, trail: ShardTrail, ctx, prior, inputs: ShardInputs, result: ShardResult, allow_shrink: bool,
-         held: Held) -> None:
+         held: Held, loaded: Loaded | None = None) -> None:
     if ref.ignored:
         held.later(functools.partial(result.files.append, _note_row(ref, FileStatus.IGNORED, ref.ignored)))
         return
@@ -313,7 +327,7 @@ def _one(ref, trail: ShardTrail, ctx, prior, inputs: ShardInputs, result: ShardR
             emitter = _emitter(ref, trail, result, ctx.settings, allow_shrink)
             outcome = _streamed(ref, ctx, prior, inputs, context_sha, trail.out_root, emitter)
         if outcome is None or isinstance(outcome, jsonstream.ReadWhole):
-            outcome = _noted(_whole(ref, ctx, prior, inputs, texts, context_sha, held.batch), outcome)
+            outcome = _noted(_whole(ref, ctx, prior, inputs, texts, context_sha, held.batch, loaded), outcome)
         if isinstance(outcome, FileRow):  # unchanged since an earlier run: its row only
             held.later(functools.partial(result.files.append, outcome))
             return
@@ -387,30 +401,34 @@ def _group_rows(ref, outcome: FileOutcome, shas: list[str | None], trail: ShardT
                                     len(outcome.sessions) if i == 0 else 0, share, context_sha))
 
 
-def _whole(ref, ctx, prior, inputs: ShardInputs, texts, context_sha, batch: Batch) -> FileOutcome | FileRow:
+def _whole(ref, ctx, prior, inputs: ShardInputs, texts, context_sha, batch: Batch,
+           loaded: Loaded | None = None) -> FileOutcome | FileRow:
     """An input read whole: quarantined when it would not fit the memory budget, its skipped row when
-    unchanged, else processed into the shard's batch."""
+    unchanged, else processed into the shard's batch (``loaded``: read, decoded and detected by the
+    shard's window)."""
     budget = memory_budget(ctx.settings)
     if ref.size * MEMORY_PER_INPUT_BYTE > budget:
         return quarantined_file(ref.name, ref.size, Reason.TOO_LARGE,
                                 f"{ref.size} bytes would need about {ref.size * MEMORY_PER_INPUT_BYTE} bytes of "
                                 f"memory read whole, more than the budget of {budget} (memory_budget_bytes)")
-    try:
-        data = inputs.read(ref)
-    except IngestError as exc:
-        if exc.transient:
-            raise  # Prefect retries the shard
-        return quarantined_file(ref.name, ref.size, exc.reason, str(exc))
-    decoded = None
+    if loaded is None:
+        try:
+            loaded = Loaded(inputs.read(ref), None, None)
+        except IngestError as exc:
+            if exc.transient:
+                raise  # Prefect retries the shard
+            return quarantined_file(ref.name, ref.size, exc.reason, str(exc))
+    data, decoded = loaded.data, loaded.decoded
     if prior is not None:
         try:  # decoded once: the hash the ledger keys on is the decoded text's, and processing reads it
-            decoded = decode(data, ref.name)
+            decoded = decoded or decode(data, ref.name)
             sha = decoded.sha256
         except IngestError:
             sha = input_sha256(data)
         if prior.unchanged(ref.key, sha, ctx.fingerprint, context_sha):
             return _note_row(ref, FileStatus.SKIPPED, UNCHANGED, sha, context_sha)
-    return process_bytes(data, ref.name, ctx, texts, siblings=ref.siblings, decoded=decoded, batch=batch)
+    return process_bytes(data, ref.name, ctx, texts, siblings=ref.siblings, decoded=decoded, batch=batch,
+                         detection=loaded.detection)
 
 
 UNCHANGED = "unchanged since an earlier run with the same settings"
@@ -486,13 +504,13 @@ def _emit(ref: ingest.InputRef, outcome: FileOutcome, trail: ShardTrail, result:
     if not outcome.reasons:  # processed without a file-level failure: an old record would be stale
         _remove_stale(trail, file_rel)
     if outcome.status == FileStatus.QUARANTINED and not outcome.sessions:
-        trail.batch.stage_changed(resolve_inside(trail.out_root, file_rel), emit.quarantine_record({
+        trail.batch.stage_changed(trail.resolve(file_rel), emit.quarantine_record({
             "status": FileStatus.QUARANTINED, "source": ref.name, "sha256": outcome.sha256,
             "reasons": outcome.reasons, "detail": scrub_name(outcome.detail),
             "grammarCandidates": outcome.detection.scores if outcome.detection else None,
         }))
     elif outcome.detail and outcome.reasons:
-        trail.batch.stage_changed(resolve_inside(trail.out_root, file_rel), emit.quarantine_record({
+        trail.batch.stage_changed(trail.resolve(file_rel), emit.quarantine_record({
             "status": outcome.status, "source": ref.name, "sha256": outcome.sha256,
             "reasons": outcome.reasons, "detail": scrub_name(outcome.detail),
         }))
@@ -516,11 +534,13 @@ def _settle(trail: ShardTrail, result: ShardResult, settings: Settings, allow_sh
     settled = 0
     try:
         plan = snapshots.plan(keyed, ledger_path, run_id, result.part)
-        for key, (ref, s) in zip(keys, pending, strict=True):
+        # printed a batch at a time, before a streamed document moves
+        found = snapshots.prints_in_batches((key, s) for key, (_, s) in zip(keys, pending, strict=True))
+        for key, (ref, s), prints in zip(keys, pending, found, strict=True):
             if key in plan.defer:
-                _defer(ref, s, key, trail, result)
+                _defer(ref, s, key, trail, result, prints)
             else:
-                _emit_session(ref, s, trail, result, settings, allow_shrink, key)
+                _emit_session(ref, s, trail, result, settings, allow_shrink, key, prints)
             settled += 1
     finally:  # what did not land stays pending: a shard that stops drops its inputs' rows (_drop_unsettled)
         result.pending = pending[settled:]
@@ -562,9 +582,9 @@ def _session_row(ref: ingest.InputRef, s, rel: str | None, sha: str | None, key:
 
 
 def _emit_session(ref: ingest.InputRef, s, trail: ShardTrail, result: ShardResult, settings: Settings | None,
-                  allow_shrink: bool, key: str | None = None) -> None:
-    """Stage one session's document or record, and its ledger row (and its snapshot, when written)."""
-    found = snapshots.prints_of(key, s) if key is not None else None  # before a streamed document moves
+                  allow_shrink: bool, key: str | None = None, found: snapshots.Prints | None = None) -> None:
+    """Stage one session's document or record, and its ledger row (and its snapshot, when written;
+    ``found``: its index prints, when its key is scoped)."""
     rel, sha = _session(ref, s, trail, result, settings, allow_shrink, key)
     result.landed[id(s)] = (rel, sha) if rel is not None and sha is not None else None
     if key is not None and sha is not None:
@@ -578,22 +598,18 @@ def _emit_session(ref: ingest.InputRef, s, trail: ShardTrail, result: ShardResul
     result.sessions.append(_session_row(ref, s, rel, sha, key))
 
 
-def _defer(ref: ingest.InputRef, s, key: str, trail: ShardTrail, result: ShardResult) -> None:
+def _defer(ref: ingest.InputRef, s, key: str, trail: ShardTrail, result: ShardResult,
+           found: snapshots.Prints | None) -> None:
     """A session whose key has other snapshots: kept as a blob, its key merged after the shards."""
     rel = emit.document_relpath(key, s.session_id)
-    _add_prints(key, s, result)
+    if found is not None:
+        result.prints.append(found)
     result.snapshots.append(snapshots.snapshot_row(key, s, snapshots.keep_snapshot(trail.out_root, s)))
     result.deferred.append(key)
     _migrate(ref, s, rel, trail)
     _remove_stale(trail, emit.quarantine_relpath(ref.key, s.ordinal))
     s.detail = "; ".join(x for x in (s.detail, "a snapshot of its key: merged with the others after the shards") if x)
     result.sessions.append(_session_row(ref, s, rel, None, key))
-
-
-def _add_prints(key: str, s, result: ShardResult) -> None:
-    found = snapshots.prints_of(key, s)
-    if found is not None:
-        result.prints.append(found)
 
 
 def _migrate(ref: ingest.InputRef, s, rel: str, trail: ShardTrail) -> str:
@@ -616,14 +632,14 @@ def _session(ref, s, trail: ShardTrail, result: ShardResult, settings: Settings 
         return _spooled(ref, s, trail, result, settings, allow_shrink, key)
     record = emit.quarantine_relpath(ref.key, s.ordinal)
     if s.encoded is None:
-        trail.batch.stage_changed(resolve_inside(trail.out_root, record), emit.quarantine_record({
+        trail.batch.stage_changed(trail.resolve(record), emit.quarantine_record({
             "status": SessionStatus.QUARANTINED, "source": ref.name, "ordinal": s.ordinal, "sessionId": s.session_id,
             "reasons": s.reasons, "detail": scrub_name(s.detail), "failures": s.failures,
             "rejectedDocument": s.document,
         }))
         return record, None
     rel = emit.document_relpath(key, s.session_id)
-    target = resolve_inside(trail.out_root, rel)
+    target = trail.resolve(rel)
     old = _read(target)
     note, latched = _migrate(ref, s, rel, trail), None
     if old is not None and old != s.encoded and settings is not None:
@@ -634,7 +650,7 @@ def _session(ref, s, trail: ShardTrail, result: ShardResult, settings: Settings 
             s.detail = "; ".join(x for x in (s.detail, f"mass latch overridden (--allow-shrink): {latched}") if x)
             latched = None
     if latched:
-        _hold_back(ref, s, trail, old, latched, resolve_inside(trail.out_root, record), rel)
+        _hold_back(ref, s, trail, old, latched, trail.resolve(record), rel)
         return record, None
     try:
         sha, changed = trail.document(rel, s.encoded, old, note=note, rows=s.rows, target=target)
@@ -653,7 +669,7 @@ def _remove_stale(trail: ShardTrail, rel: str) -> None:
     """Remove a quarantine record its input no longer earns (the input was fixed) once the shard's
     writes are in place; most inputs have none, so the path is resolved only when it exists."""
     if os.path.exists(os.path.join(trail.out_root, rel)):
-        trail.batch.remove_after(resolve_inside(trail.out_root, rel))
+        trail.batch.remove_after(trail.resolve(rel))
 
 
 def _hold_back(ref, s, trail: ShardTrail, old: bytes, latched: str, record: Path, rel: str) -> None:
@@ -689,7 +705,7 @@ def _spooled(ref, s, trail: ShardTrail, result: ShardResult, settings: Settings 
         Path(s.spool).unlink(missing_ok=True)
         if s.turns is not None:
             s.turns.discard()
-        trail.batch.stage_changed(resolve_inside(trail.out_root, record), emit.quarantine_record({
+        trail.batch.stage_changed(trail.resolve(record), emit.quarantine_record({
             "status": SessionStatus.QUARANTINED, "source": ref.name, "ordinal": s.ordinal, "sessionId": s.session_id,
             "reasons": [Reason.MASS_LATCH.value], "detail": latched, "acceptedDocument": rel,
             "rejectedDocument": "not kept: a streamed document"}))

@@ -13,17 +13,18 @@ depends on that set only, never on run order or on which shard met which file fi
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from audit import revisions
-from audit.files import resolve_inside
 from audit.ledger import MOVED_TO, Ledger, RevisionRow, SnapshotRow
 from audit.ledger.links import Decisions
-from normalizers.keys import chat_of, content_hash, evidence, identities, index_print, is_system, resolvable
+from normalizers.keys import chat_of, column_index_prints, evidence, identities, is_system, resolvable
 
 from . import lifeline
 
@@ -132,7 +133,7 @@ def move_here(trail, rel: str, olds: list[str]) -> str:
     for ``rel`` ("" when nothing moves)."""
     moved = []
     for old in olds:
-        target = resolve_inside(trail.out_root, old)
+        target = trail.resolve(old)
         with open(target, "rb") as fh:
             sha = hashlib.file_digest(fh, "sha256").hexdigest()
         revisions.keep(trail.out_root, target, sha)
@@ -181,24 +182,51 @@ class Prints:
     prints: list[str]
 
 
-def prints_of(key: str, s) -> Prints | None:
-    """The index prints of a staged scoped session: from its dataset rows, else from its streamed
-    document's interaction lines (read one at a time); None when it has neither."""
-    if not is_scoped(key):
-        return None
+PRINT_BATCH = 512
+"""Sessions whose messages are printed as one column (``prints_in_batches``)."""
+
+
+def prints_in_batches(items: Iterable[tuple[str | None, Any]], size: int = PRINT_BATCH) -> Iterator[Prints | None]:
+    """``prints_all`` of (key, session) pairs, ``size`` sessions at a time, in order (a shard's sessions
+    are printed as a few columns, never all of a large shard's streamed documents read at once)."""
+    items = iter(items)
+    while chunk := list(islice(items, size)):
+        yield from prints_all(chunk)
+
+
+def prints_all(items: list[tuple[str | None, Any]]) -> list[Prints | None]:
+    """The index prints of staged sessions (None where the key is not scoped or the session has no
+    messages to read), all their messages printed as one column (``keys.column_index_prints``): from a
+    session's dataset rows, else from its streamed document's interaction lines (read one at a time)."""
+    found = [_message_columns(s) if key is not None and is_scoped(key) else None for key, s in items]
+    flat: list[list] = [[], [], [], []]
+    for cols in found:
+        for column, values in zip(flat, cols or (), strict=False):
+            column.extend(values)
+    prints = iter(column_index_prints(*flat))
+    out: list[Prints | None] = []
+    for (key, s), cols in zip(items, found, strict=True):
+        if cols is None:
+            out.append(None)
+            continue
+        doc = s.document
+        out.append(Prints(key, doc["artifacts"]["ByggLogg"]["grammar"]["id"],
+                          chat_of(key, doc["artifacts"]["Chatthistorik"].get("title")),
+                          list(islice(prints, sum(not is_system(k) for k in cols[3])))))
+    return out
+
+
+def _message_columns(s) -> list[list] | None:
+    """(speakers, dates, contents, kinds) of a staged session's messages, None when it has neither
+    dataset rows nor a streamed document."""
     rows = getattr(s, "rows", None)
     if rows is not None:
         turns = rows.turns
-        cols = [turns[c] if isinstance(turns, dict) else turns.get_column(c).to_list()
+        return [turns[c] if isinstance(turns, dict) else turns.get_column(c).to_list()
                 for c in ("speaker_name", "date", "content", "kind")]
-    elif s.spool is not None and Path(s.spool).is_file():
-        cols = _spooled(Path(s.spool))
-    else:
-        return None
-    prints = [index_print(a, d, content_hash(c, k)) for a, d, c, k in zip(*cols, strict=True) if not is_system(k)]
-    doc = s.document
-    return Prints(key, doc["artifacts"]["ByggLogg"]["grammar"]["id"],
-                  chat_of(key, doc["artifacts"]["Chatthistorik"].get("title")), prints)
+    if s.spool is not None and Path(s.spool).is_file():
+        return _spooled(Path(s.spool))
+    return None
 
 
 def _spooled(path: Path) -> list[list]:

@@ -23,6 +23,7 @@ import orjson
 import regex
 
 from models.records import ModelRef, Turn
+from parsers.sample import json_line, whole_nonblank
 
 _DATE_TAIL = regex.compile(r"^(?P<name>.+?)-(?P<version>(?:19|20)\d{2}(?:\d{4}|-\d{2}-\d{2}))$")
 _MODELS: dict[tuple[str | None, str], ModelRef] = {}
@@ -89,17 +90,12 @@ def masked(doc: list[Any], own: Iterable[int]) -> dict[str, Any]:
 
 def sample_share(sample: str, explains: Callable[[dict[str, Any]], bool]) -> tuple[int, int]:
     """(explained, total) over the JSON Lines records of a possibly truncated sample."""
-    lines = [ln for ln in sample.split("\n")[:SAMPLE_LINES] if ln.strip()]
-    if len(sample) >= 65536 and len(lines) > 1:
-        lines = lines[:-1]  # the sample may end inside a line
+    lines = whole_nonblank(sample, SAMPLE_LINES)  # the sample may end inside its last line
     good = 0
     for ln in lines:
         if not ln.lstrip().startswith("{"):
             continue
-        try:
-            obj = orjson.loads(ln)
-        except orjson.JSONDecodeError:
-            continue
+        obj = json_line(sample, ln)
         if isinstance(obj, dict) and explains(obj):
             good += 1
     return good, len(lines)

@@ -18,6 +18,7 @@ import regex
 from models.messages import is_message_like
 from models.records import ParsedSession, Turn
 from parsers.base import ConversationList
+from parsers.sample import shared
 from parsers.timeparse import parse_iso
 
 
@@ -115,12 +116,16 @@ def decode_sample(sample: str) -> Any:
     return read_sample(sample)[0]
 
 
-@lru_cache(maxsize=2)
 def read_sample(sample: str) -> tuple[Any, bool]:
     """(``decode_sample``'s value, True when the sample was cut off and the value closed by hand).
 
-    Cached for the last samples: every JSON export grammar reads the same sample during one
-    detection. The value is shared, never modified."""
+    Read once per ``Sample``: every JSON export grammar reads the same sample during one detection.
+    The value is shared, never modified."""
+    return shared(sample, "value", lambda: _read(sample))
+
+
+@lru_cache(maxsize=2)
+def _read(sample: str) -> tuple[Any, bool]:
     text = sample.lstrip("\ufeff \t\r\n")
     if not text or text[0] not in "[{":
         return None, False

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
+from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,7 +20,7 @@ from typing import Any
 import orjson
 import polars as pl
 
-from parsers.columns import TURN_SCHEMA, extract, group_turns
+from parsers.columns import TURN_SCHEMA, LineTable, extract, group_turns
 
 from ._lines import day_of
 from ._whatsapp_headers import DATE, HEADER_BODY, MARKS, clock_delta
@@ -112,6 +113,19 @@ def date_runs(heads: Headers | pl.Series, offset: int = 0) -> list[tuple[str, in
     return [(d, int(i) + offset) for d, i in zip(dates.filter(starts).to_list(), at.to_list(), strict=True)]
 
 
+def date_runs_by_text(heads: Headers, source: pl.Series, cuts: list[int]) -> list[list[tuple[str, int]]]:
+    """``date_runs`` of each text of a line table (``source``: each header's text; ``cuts``: the index of
+    each text's first header, and their count): a run never goes on into the next text."""
+    dates = heads.groups["date"].filter(heads.ok)
+    starts = (dates != dates.shift(1)).fill_null(True) | (source != source.shift(1)).fill_null(True)
+    at = pl.int_range(0, len(dates), eager=True).filter(starts).to_list()
+    out: list[list[tuple[str, int]]] = [[] for _ in cuts[:-1]]
+    for d, i in zip(dates.filter(starts).to_list(), at, strict=True):
+        k = bisect_right(cuts, i) - 1
+        out[k].append((d, i - cuts[k]))
+    return out
+
+
 @dataclass(slots=True)
 class Chunk:
     """The turns of a run of lines, and what the session needs to know of them."""
@@ -133,23 +147,40 @@ def _mapped(values: pl.Series, read: Callable[[str], Any], dtype) -> pl.Series:
 
 
 def turn_frame(lines: pl.Series, heads: Headers, order: str, special: Callable, first_line: int = 1) -> Chunk:
-    """The turn frame of these lines (``parsers.columns.TURN_SCHEMA``). ``special(row, line, body)``
-    gives the Python parse's Turn for a flagged row (``row``: its header groups)."""
+    """The turn frame of one run of lines (``turn_frames`` of a table of one text)."""
+    return turn_frames(LineTable.of_lines(lines), heads, [order], [special], first_line)[0]
+
+
+def turn_frames(table: LineTable, heads: Headers, orders: list[str], specials: list, first_line: int = 1
+                ) -> list[Chunk]:
+    """The turn frame (``parsers.columns.TURN_SCHEMA``) of each text of a line table, its dates read in
+    that text's day/month order. ``specials[i](line, body)`` gives the Python parse's Turn for a flagged
+    row of text ``i`` (``flag`` is the same for every text)."""
     g = heads.groups
-    pieces = pl.DataFrame({"line": lines, "text": g["text"], "ok": heads.ok}).select(
+    pieces = pl.DataFrame({"line": table.lines, "text": g["text"], "ok": heads.ok}).select(
         pl.when(pl.col("ok")).then(pl.col("text")).otherwise(pl.col("line"))).to_series()
-    turns = group_turns(pieces, heads.ok, first_line)
+    turns = group_turns(pieces, heads.ok, first_line, table)
     h = g.filter(heads.ok)
-    day = _mapped(h["date"], lambda d: day_of(d, order), _TIME["day"])
+    day = _days(h["date"], orders, table.source.filter(heads.ok))
     delta = _mapped(h["clock"], clock_delta, _TIME["delta"])
     frame = pl.DataFrame({
         "speaker": h["author"].fill_null("System"), "content": turns["body"], "time": day + delta,
         "time_raw": h["stamp"].str.replace_all(f"[{MARKS}]", "").str.replace_all("[\u00a0\u202f]", " "),
         "line_start": turns["line_start"], "line_end": turns["line_end"],
     }).with_columns(role=pl.lit("user", pl.Utf8), kind=pl.lit("message", pl.Utf8))
-    chunk = Chunk(frame, bad=int(frame["time"].null_count()))
-    _specials(chunk, lines, h, turns, special)
-    return chunk
+    cuts = table.split(turns["at"])
+    extras = _specials(frame, table, h, turns, specials, cuts)
+    frame = extras.pop()
+    return [Chunk(part, int(part["time"].null_count()), extras[i])
+            for i, part in enumerate(frame.slice(cuts[i], cuts[i + 1] - cuts[i]) for i in range(len(table)))]
+
+
+def _days(dates: pl.Series, orders: list[str], source: pl.Series) -> pl.Series:
+    """Each header's day, its date read in its text's day/month order (once per distinct pair)."""
+    if len(set(orders)) == 1:
+        return _mapped(dates, lambda d: day_of(d, orders[0]), _TIME["day"])
+    keyed = pl.select(pl.concat_str(pl.lit(pl.Series(orders)).gather(source), dates, separator="|")).to_series()
+    return _mapped(keyed, lambda k: day_of(k[4:], k[:3]), _TIME["day"])
 
 
 def flagged(h: pl.DataFrame, notice: Callable[[str], bool], last_chars: frozenset[str], media: frozenset[str],
@@ -166,27 +197,31 @@ def flagged(h: pl.DataFrame, notice: Callable[[str], bool], last_chars: frozense
     return h.select(test.fill_null(False)).to_series()
 
 
-def _specials(chunk: Chunk, lines: pl.Series, h: pl.DataFrame, turns: pl.DataFrame, special) -> None:
-    """Replace the flagged rows by the Python parse's reading of them."""
-    rows = special.flag(h)
-    index = rows.arg_true()
-    if not len(index):
-        chunk.frame = chunk.frame.with_columns(extra=pl.lit(None, pl.Utf8)).select(list(TURN_SCHEMA))
-        return
-    at = turns["at"].gather(index).to_list()
-    line_of = lines.gather(at).to_list()
+def _specials(frame: pl.DataFrame, table: LineTable, h: pl.DataFrame, turns: pl.DataFrame, specials: list,
+              cuts: list[int]) -> list:
+    """The flagged rows replaced by the Python parse's reading of them: each text's extras (those
+    that are set, in order), then the frame."""
+    rows = specials[0].flag(h)
+    index = rows.arg_true().to_list()
+    if not index:
+        return [[] for _ in specials] + [frame.with_columns(extra=pl.lit(None, pl.Utf8)).select(list(TURN_SCHEMA))]
+    at = turns["at"].gather(index)
+    line_of = table.lines.gather(at).to_list()
     bodies = turns["body"].gather(index).to_list()
-    got = [special(line, body) for line, body in zip(line_of, bodies, strict=True)]
+    owners = [bisect_right(cuts, i) - 1 for i in index]
+    got = [specials[k](line, body) for k, line, body in zip(owners, line_of, bodies, strict=True)]
     extras = [t.extra for t in got]
-    special.mark(extras)  # attachments present beside the chat, before the extras are encoded
-    chunk.extras = [e for e in extras if e]
-    frame = chunk.frame
+    kept: list[list] = [[] for _ in specials]
+    for k in sorted(set(owners)):  # attachments present beside each chat, before the extras are encoded
+        mine = [e for e, o in zip(extras, owners, strict=True) if o == k]
+        specials[k].mark(mine)
+        kept[k] = [e for e in mine if e]
     columns = {"speaker": [t.speaker for t in got], "role": [t.role for t in got],
                "kind": [t.kind for t in got], "content": [t.content for t in got]}
     updates = [frame[c].scatter(index, pl.Series(v, dtype=pl.Utf8)) for c, v in columns.items()]
     extra = pl.Series("extra", [None] * frame.height, pl.Utf8).scatter(
         index, pl.Series([orjson.dumps(e).decode() if e else None for e in extras], dtype=pl.Utf8))
-    chunk.frame = frame.with_columns(*updates, extra).select(list(TURN_SCHEMA))
+    return [*kept, frame.with_columns(*updates, extra).select(list(TURN_SCHEMA))]
 
 
 _FLAG = _rust_flag(HEADER_BODY)

@@ -52,9 +52,10 @@ import regex
 from models.records import ParsedSession, Region, RegionKind, ShapedLine, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
-from parsers.columns import TURN_SCHEMA, rust_pattern, split_lines
+from parsers.columns import TURN_SCHEMA, each_source, rust_pattern, split_lines
 from parsers.engine import split_blocks
 from parsers.registry import register
+from parsers.sample import nonblank
 from parsers.sessions import file_name_id
 from parsers.timeparse import clock_24h
 
@@ -120,7 +121,7 @@ def explained_share(sample: str) -> float:
     """Author lines, continuation stamps, dividers and every line after the first author line
     (message lines) over the sample's non-blank lines; 0 when author lines are too rare to make
     the text a Discord paste (under 5% of the lines)."""
-    lines = [ln for ln in sample.split("\n")[:2000] if ln.strip()]
+    lines = nonblank(sample, 2000)
     if not lines:
         return 0.0
     heads = [i for i, ln in enumerate(lines) if (m := HEADER.match(ln)) and m["name"]]
@@ -184,7 +185,10 @@ class DiscordText(Grammar):
 
     columnar = True
 
-    def parse_columns(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession] | None:
+    def parse_columns(self, sources: list[SourceText], settings: Settings) -> list:
+        return each_source(sources, lambda source: self._columns(source, settings))
+
+    def _columns(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession] | None:
         """The session of ``parse`` with its turns as a frame (``_discord_columns``)."""
         text = source.text
         lines = split_lines(text)

@@ -44,6 +44,7 @@ from parsers.columns import (
     PY_SPACE,
     TURN_SCHEMA,
     Untranslatable,
+    each_source,
     group_turns,
     line_headers,
     nonblank,
@@ -178,7 +179,10 @@ class Inferred(Grammar):
 
     columnar = True
 
-    def parse_columns(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession] | None:
+    def parse_columns(self, sources: list[SourceText], settings: Settings) -> list:
+        return each_source(sources, lambda source: self._columns(source, settings))
+
+    def _columns(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession] | None:
         """The session of ``parse`` with its turns as a frame: the inferred header translated to Rust's
         syntax (with its prefix captured), stamps, names and roles read once per distinct value."""
         text = source.text

@@ -53,8 +53,9 @@ from models.errors import NotStreamable, Reason
 from models.records import ParsedSession, Region, RegionKind, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
-from parsers.columns import line_test, split_lines, unnamed
+from parsers.columns import each_source, line_test, split_lines, unnamed
 from parsers.engine import split_blocks
+from parsers.linecount import LineCounts, LinePatterns, count
 from parsers.registry import register
 from parsers.sessions import file_name_id
 from parsers.timeparse import from_parts, parse_iso
@@ -96,8 +97,9 @@ FILE_DATE = re.compile(r"(?<!\d)(?P<y>(?:19|20)\d\d)(?P<sep>[-._]?)(?P<m>0[1-9]|
 # What a chat line looks like after its stamp, in any dialect: detection's second signature.
 # weechat's columns are date, clock, nick (or an event prefix), text: a tab after the clock alone is
 # not IRC's shape (Zoom's ``10:02:15\t From  Ann : hi`` has one).
-_SHAPED = re.compile(r"^\S+(?: +\S+){0,2}[ \t]+(?:<[^>\s]+>|\*\*\*|-!-|-->|<--|---?[ \t]|[ \t]?\*[ \t]|-[^\s-]+-)"
-                     r"|^\S+ \S+\t[^\t]*\t")
+# (A line has no line end: the negated classes name it so that polars can test the pattern line by line.)
+_SHAPED = re.compile(r"^\S+(?: +\S+){0,2}[ \t]+(?:<[^>\s\n]+>|\*\*\*|-!-|-->|<--|---?[ \t]|[ \t]?\*[ \t]|-[^\s\n-]+-)"
+                     r"|^\S+ \S+\t[^\t\n]*\t")
 _NICK = r"[@+%~&!]?(?P<nick>[^\s>]+)"
 _MESSAGE = re.compile(rf"^<[ ]?{_NICK}>[ \t]?(?P<text>.*)$", re.S)
 _ACTION = re.compile(r"^\*[ \t]*(?P<nick>[^\s*]+)[ \t]?(?P<text>.*)$", re.S)  # "*nick waves" keeps its author
@@ -118,14 +120,23 @@ _NEW_NICK = re.compile(r"is now known as (?P<nick>\S+)")
 _CHANNEL = re.compile(r"(?<![^\s(\[])[#&][^\s,:\]]+")
 
 
+SHAPED = "shaped"
+_LINES = LinePatterns(300, {**DIALECTS, SHAPED: _SHAPED})
+"""Detection's line patterns: each dialect's stamp, and IRC's shapes after a stamp (a blank line has none)."""
+
+
 def _dialect(sample: str) -> tuple[str | None, int, int]:
-    lines = [ln for ln in sample.split("\n")[:300] if ln.strip()]
-    best, hits = None, 0
-    for name, pattern in DIALECTS.items():
-        n = sum(1 for ln in lines if pattern.match(ln))
-        if n > hits:
-            best, hits = name, n
-    return best, hits, len(lines)
+    counts = count(sample, _LINES)
+    return *_best(counts.hits), counts.lines
+
+
+def _best(hits: dict[str, int]) -> tuple[str | None, int]:
+    """The dialect with the most lines (the first in ``DIALECTS`` of those tied) and its lines."""
+    best, most = None, 0
+    for name in DIALECTS:
+        if hits[name] > most:
+            best, most = name, hits[name]
+    return best, most
 
 
 def event_of(text: str) -> tuple[str, str | None, dict[str, Any]]:
@@ -166,18 +177,21 @@ class Irc(Grammar):
                    "xchat/hexchat); clock-only logs dated by their own date lines or the date in the file name")
     example = "2012-10-18T09:30:30+0000  <jamespage> the new ones do things quite differently"
     turn_shape = "|".join(f"(?:{p.pattern})" for p in DIALECTS.values())  # any dialect's stamp
+    detect_lines = _LINES
 
     def detect(self, sample: str, name: str) -> float:
         """The share of non-blank lines that are log lines of the sample's dialect (every IRC line is
         one; the logger's own ``---`` lines are explained too). A sample whose lines have a stamp but
         not IRC's shapes after it (``<nick>``, ``-!-``, ``***``, a tab column) is discounted below
         the threshold."""
-        dialect, hits, lines = _dialect(sample)
-        if not dialect or not lines:
+        return self.detect_counted(sample, name, count(sample, _LINES))
+
+    def detect_counted(self, sample: str, name: str, counts: LineCounts) -> float:
+        dialect, hits = _best(counts.hits)
+        if not dialect or not counts.lines:
             return 0.0
-        share = hits / lines
-        shaped = sum(1 for ln in sample.split("\n")[:300] if _SHAPED.search(ln))
-        return share if shaped >= 0.5 * hits else share * 0.45
+        share = hits / counts.lines
+        return share if counts.hits[SHAPED] >= 0.5 * hits else share * 0.45
 
     def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
         text = source.text
@@ -224,7 +238,10 @@ class Irc(Grammar):
 
     columnar = True
 
-    def parse_columns(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession] | None:
+    def parse_columns(self, sources: list[SourceText], settings: Settings) -> list:
+        return each_source(sources, lambda source: self._columns(source, settings))
+
+    def _columns(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession] | None:
         """The same session as ``parse``, with its turns as a frame (``_irc_columns``)."""
         text = source.text
         dialect = _dialect(text[:65536])[0] or "supybot"

@@ -56,6 +56,7 @@ from parsers.base import Grammar
 from parsers.drift import Drift
 from parsers.grammars._aiexport import TimeNotes, compact, json_text, malformed_turn, odd_warning, read_time
 from parsers.registry import register
+from parsers.sample import BAD_JSON, json_line, whole_nonblank
 from parsers.sessions import file_name_id
 from parsers.speakers import role_of
 
@@ -613,17 +614,14 @@ class JsonLines(Grammar):
         message (an empty one none), and any other line counts as the messages it holds, at least one.
         So a line of another platform's page with forty messages weighs forty, as its own grammar
         counts it, and empty pages (``{"ok": true, "messages": []}``) explain nothing."""
-        lines = [ln for ln in sample.split("\n")[:200] if ln.strip()]
-        if len(sample) >= 65536 and len(lines) > 1:
-            lines = lines[:-1]  # the sample may end inside a line
+        lines = whole_nonblank(sample, 200)  # the sample may end inside its last line
         if lines and _opens_document(lines[0]):
             return 0.0  # a pretty-printed JSON document, whose inner lines may look like records
         explained = total = empty = 0
         many = len(lines) > 1  # a single line holding a list is a JSON document: the JSON grammars read it
         for ln in lines:
-            try:
-                obj = orjson.loads(ln)
-            except orjson.JSONDecodeError:
+            obj = json_line(sample, ln)
+            if obj is BAD_JSON:
                 total += 1
                 continue
             key = conversation_key(obj)

@@ -42,6 +42,7 @@ from models.settings import Settings
 from parsers.base import Grammar
 from parsers.engine import Block, split_blocks
 from parsers.registry import register
+from parsers.sample import nonblank
 from parsers.timeparse import clock_24h, from_parts
 
 from . import _kakaotalk_data as data
@@ -70,7 +71,7 @@ def explained_share(sample: str) -> float:
     """Header lines, date lines, message lines and their continuations over the sample's non-blank
     lines; 0 without a message line, or without a date line or stamped message to date it, or when
     message lines are rare. Lines before the first are explained when the first line is a title."""
-    lines = [ln for ln in sample.split("\n")[:2000] if ln.strip()]
+    lines = nonblank(sample, 2000)
     if not lines:
         return 0.0
     marks = [(i, m) for i, ln in enumerate(lines) if (m := HEADER.match(ln))]

@@ -41,6 +41,7 @@ from models.settings import Settings
 from parsers.base import Grammar
 from parsers.engine import split_blocks
 from parsers.registry import register
+from parsers.sample import nonblank
 from parsers.timeparse import clock_24h, from_parts
 
 from ._lines import export_header, file_session, unreadable_times
@@ -70,7 +71,7 @@ def explained_share(sample: str) -> float:
     """Date lines, message lines and their continuations over the sample's non-blank lines, plus
     the header lines of a file that starts with ``[LINE]``; 0 without a date line or that title
     (tab-separated clock lines alone are too common to claim), or when message lines are rare."""
-    lines = [ln for ln in sample.split("\n")[:2000] if ln.strip()]
+    lines = nonblank(sample, 2000)
     if not lines:
         return 0.0
     marks = [(i, m) for i, ln in enumerate(lines) if (m := HEADER.match(ln))]

@@ -45,6 +45,7 @@ from parsers.engine import Block, split_blocks
 from parsers.grammars._chatjson import compact
 from parsers.grammars._lines import file_session
 from parsers.registry import register
+from parsers.sample import nonblank
 from parsers.timeparse import from_parts
 
 HEADER = regex.compile(r"^\[(?P<y>\d{4})-(?P<m>\d{2})-(?P<d>\d{2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})\] "
@@ -66,7 +67,7 @@ def explained_share(sample: str, name: str) -> float:
     """Message lines and their continuations over the sample's non-blank lines, when the text is
     signal-export's: the file is a ``chat.md``, or most messages end with the exporter's two spaces
     (a plain transcript with the same stamps is the transcript grammar's)."""
-    lines = [ln for ln in sample.split("\n")[:2000] if ln.strip()]
+    lines = nonblank(sample, 2000)
     if not lines:
         return 0.0
     blocks = [b for b in split_blocks(sample, HEADER) if b.header is not None][:500]

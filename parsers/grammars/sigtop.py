@@ -51,6 +51,7 @@ from parsers.engine import Block, split_blocks
 from parsers.grammars._chatjson import compact
 from parsers.grammars._lines import file_session
 from parsers.registry import register
+from parsers.sample import nonblank
 
 HEADER = regex.compile(r"^(?:From: (?P<from>[^\n]*)\nType: (?P<type>[^\n]*)|Type: (?P<event>[^\n]*))$",
                        regex.MULTILINE)
@@ -69,7 +70,7 @@ _COUNT = regex.compile(r"^Type: ", regex.MULTILINE)
 def explained_share(sample: str) -> float:
     """Message headers, their fields and text over the sample's non-blank lines, when the sample opens
     with sigtop's ``Conversation:`` line or holds ``From:``/``Type:`` pairs with ``Sent:`` fields."""
-    lines = [ln for ln in sample.split("\n")[:2000] if ln.strip()]
+    lines = nonblank(sample, 2000)
     if not lines:
         return 0.0
     heads = sum(1 for _ in HEADER.finditer(sample))

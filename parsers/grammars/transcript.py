@@ -51,7 +51,7 @@ from models.errors import NotStreamable, Reason
 from models.records import ParsedSession, Region, RegionKind, ShapedLine, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
-from parsers.columns import line_test, rust_pattern, split_lines, unnamed
+from parsers.columns import each_source, line_test, rust_pattern, split_lines, unnamed
 from parsers.engine import Block, split_blocks, trim_blank_tail
 from parsers.grammars.markdown import candidate as md_candidate
 from parsers.grammars.markdown import without_said
@@ -252,7 +252,10 @@ class Transcript(Grammar):
 
     columnar = True
 
-    def parse_columns(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession] | None:
+    def parse_columns(self, sources: list[SourceText], settings: Settings) -> list:
+        return each_source(sources, lambda source: self._columns(source, settings))
+
+    def _columns(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession] | None:
         """The sessions of ``parse`` with their turns as frames (``_transcript_columns``)."""
         text = source.text
         out = []

@@ -59,10 +59,11 @@ from typing import Any
 from models.records import ParsedSession, Region, RegionKind, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
-from parsers.columns import split_lines
+from parsers.columns import LineTable, each_source, split_lines
 from parsers.engine import line_patterns, scan, trim_blank_tail
 from parsers.memory import paused_gc
 from parsers.registry import register
+from parsers.sample import nonblank
 from parsers.sessions import file_name_id
 
 from . import _whatsapp_columns as columns
@@ -173,7 +174,7 @@ def explained_share(sample: str, name: str) -> float:
     follow a header (continuations of a multi-line message). Continuations only count when headers
     are frequent enough to make the text a chat (a tenth of the lines). Without WhatsApp's own shapes
     (``_native``) the share is discounted below the detection threshold: a generic transcript wins."""
-    lines = [ln for ln in sample.split("\n")[:SAMPLE_LINES] if ln.strip()]
+    lines = nonblank(sample, SAMPLE_LINES)
     if not lines:
         return 0.0
     hits = []
@@ -221,30 +222,42 @@ class WhatsApp(Grammar):
 
     columnar = True
 
-    def parse_columns(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession] | None:
-        """The same sessions as ``parse``, with the turns as a frame (``session.frame``); None when
-        the header pattern cannot run in polars (then ``parse`` is the way)."""
-        text = source.text
-        lines = split_lines(text)
-        heads = columns.headers(lines, _REST)
+    def table_min_bytes(self, settings: Settings) -> int:
+        return 0  # every input: a batch's chats are one table
+
+    def parse_columns(self, sources: list[SourceText], settings: Settings) -> list[list[ParsedSession]] | None:
+        """The sessions of ``parse`` for each source, with the turns as frames (``session.frame``), all
+        sources read as one table of lines; None when the header pattern cannot run in polars."""
+        texts = [s.text for s in sources]
+        table = LineTable.of(texts)
+        heads = columns.headers(table.lines, _REST)
         if heads is None:
             return None
-        session = _session(source, text)
-        runs = columns.date_runs(heads)
-        decided = date_order(runs)
-        reader = _Reader(source.siblings)
-        chunk = columns.turn_frame(lines, heads, decided.order, reader)
-        session.frame = chunk.frame
-        if chunk.frame.height:
-            first = int(heads.ok.arg_true()[0])
-            session.meta["dialect"] = "ios" if heads.groups["open"][first] is not None else "android"
-            _preamble(session, "\n".join(lines.head(first).to_list()) + ("\n" if first else ""), first)
-        starts = chunk.frame["line_start"]
-        if not runs:
-            _headerless(session, text)
-        _conclude(session, runs, decided, chunk.bad, lambda i: int(starts[i]))
-        _attachments(session, chunk.extras, source.siblings)
-        return iter([session])
+        at = heads.ok.arg_true()
+        cuts = table.split(at)
+        runs = columns.date_runs_by_text(heads, table.source.filter(heads.ok), cuts)
+        decided = [date_order(r) for r in runs]
+        chunks = columns.turn_frames(table, heads, [d.order for d in decided], [_Reader(s.siblings) for s in sources])
+        headed = [i for i, (c, d) in enumerate(pairwise(cuts)) if d > c]
+        rows = at.gather([cuts[i] for i in headed])
+        first_header = dict(zip(headed, zip(rows.to_list(), heads.groups["open"].gather(rows).to_list(), strict=True),
+                                strict=True))  # text -> (row of its first header, that header's "[")
+
+        def sessions(i: int) -> list[ParsedSession]:
+            session, chunk, source = _session(sources[i], texts[i]), chunks[i], sources[i]
+            session.frame = chunk.frame
+            if chunk.frame.height:
+                row, opening = first_header[i]
+                first = row - table.bounds[i]
+                session.meta["dialect"] = "ios" if opening is not None else "android"
+                _preamble(session, "\n".join(table.lines_of(i).head(first).to_list()) + ("\n" if first else ""), first)
+            if not runs[i]:
+                _headerless(session, texts[i])
+            _conclude(session, runs[i], decided[i], chunk.bad, chunk.frame["line_start"].__getitem__)
+            _attachments(session, chunk.extras, source.siblings)
+            return [session]
+
+        return each_source(list(range(len(sources))), sessions)
 
     streams_text = True
     is_header = staticmethod(columns.header_lines)

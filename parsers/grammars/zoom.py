@@ -38,12 +38,17 @@ from models.records import ParsedSession, Region, RegionKind, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
 from parsers.engine import split_blocks
+from parsers.linecount import LineCounts, LinePatterns, count
 from parsers.registry import register
 
 from ._lines import line_count, unreadable_times
 
 _CLOCK = r"(?P<h>\d{1,2}):(?P<mi>\d{2}):(?P<s>\d{2})"
-HEADER = regex.compile(rf"^(?P<clock>{_CLOCK})(?:[ \t]+(?P<from>From)[ \t]+|\t(?=[^\t\n]{{1,120}}:\t))", regex.M)
+SAMPLE_LINES = 400
+_NAMED = r"[^\t\n]{1,120}:\t"  # a recording's "name:<tab>" after the clock's tab
+HEADER = regex.compile(rf"^(?P<clock>{_CLOCK})(?:[ \t]+(?P<from>From)[ \t]+|\t(?={_NAMED}))", regex.M)
+_HEADS = LinePatterns(SAMPLE_LINES, {"head": regex.compile(rf"^{_CLOCK}(?:[ \t]+From[ \t]+|\t{_NAMED})", regex.M)})
+"""Detection's test of a line: HEADER's, with its final lookahead read as text (the same lines match)."""
 _TWO_LINE = regex.compile(r"(?P<name>.+?)[ \t]+[Tt]o[ \t]+(?P<to>.+?)[ \t]*:[ \t]*")
 _ONE_LINE = regex.compile(r"(?P<name>.+?)(?:[ \t]+to[ \t]+(?P<to>.+?))?[ \t]*:(?:[ \t](?P<text>.*))?", regex.S)
 _RECORDING = regex.compile(r"(?P<name>[^\t\n]+?):\t(?P<text>.*)", regex.S)
@@ -55,7 +60,6 @@ _FOLDER_START = regex.compile(
     r"(?:^|/)(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2}) (?P<H>\d{2})\.(?P<M>\d{2})\.(?P<S>\d{2})(?: [^/]*)?/[^/]+$"
 )
 _ROLLOVER = timedelta(hours=1)
-SAMPLE_LINES = 400
 
 
 def folder_start(name: str) -> datetime | None:
@@ -153,18 +157,19 @@ class Zoom(Grammar):
     description = "Zoom meeting chat (meeting_saved_chat.txt one-line and two-line, a recording's chat file)"
     turn_shape = HEADER.pattern
     example = "10:02:15 From Ann Lee to Everyone:\n\tHello everyone"
+    detect_lines = _HEADS
 
     def detect(self, sample: str, name: str) -> float:
         """The share of non-blank lines that are Zoom headers or the message lines after them (those
         count only when headers are a tenth of the lines, so a stray match is not a chat)."""
-        lines = [ln for ln in sample.split("\n")[:SAMPLE_LINES] if ln.strip()]
-        if not lines:
+        return self.detect_counted(sample, name, count(sample, _HEADS))
+
+    def detect_counted(self, sample: str, name: str, counts: LineCounts) -> float:
+        heads, first = counts.hits["head"], counts.first["head"]
+        if not heads or first is None:
             return 0.0
-        heads = [i for i, ln in enumerate(lines) if HEADER.match(ln)]
-        if not heads:
-            return 0.0
-        explained = len(lines) - heads[0] if len(heads) >= 0.1 * len(lines) else len(heads)
-        return explained / len(lines)
+        explained = counts.lines - first if heads >= 0.1 * counts.lines else heads
+        return explained / counts.lines
 
     def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
         text = source.text

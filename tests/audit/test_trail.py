@@ -273,3 +273,71 @@ def test_a_trail_resolves_each_path_as_resolve_inside_does(linked, paths):
     for parts in paths:
         rel = "/".join(parts)
         assert _resolved(trail.resolve, rel) == _resolved(lambda r: files.resolve_inside(linked, r), rel)
+
+
+def _shard(tmp_path: Path, chats: int) -> tuple[list, Path]:
+    from flows.core import ingest
+
+    src = tmp_path / "in"
+    src.mkdir()
+    for n in range(chats):
+        sid = f"9c8b7a6d-5e4f-4a3b-8c2d-1e0f9a8b7c{n:02d}"
+        (src / f"chat{n}.txt").write_text(f"Session: {sid}\nUser: hi {n}\nAssistant: hello\n")
+    return ingest.discover([src], RunSettings()), tmp_path / "out"
+
+
+def test_a_shard_resolves_its_output_root_once_not_once_per_document(tmp_path, monkeypatch):
+    from flows.core.shard import run_shard
+
+    refs, out = _shard(tmp_path, 8)
+    real, calls = os.path.realpath, []
+    monkeypatch.setattr(os.path, "realpath", lambda *a, **k: calls.append(a[0]) or real(*a, **k))
+    result = run_shard(refs, out, RunSettings())
+    assert result.written == 8 and len(calls) == 1
+
+
+def test_a_shard_refuses_a_link_out_of_the_root_met_on_a_documents_way(tmp_path):
+    """Documents are checked lexically under the root, but a link on the way is still resolved in full:
+    a platform folder that points outside stops the shard with a path escape, and nothing lands outside."""
+    from flows.core.shard import run_shard
+
+    refs, out = _shard(tmp_path, 3)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (out / "sessions").mkdir(parents=True)
+    (out / "sessions" / "transcript").symlink_to(outside)
+    with pytest.raises(files.PathEscape):
+        run_shard(refs, out, RunSettings())
+    assert list(outside.iterdir()) == []
+
+
+def test_a_trail_checks_a_folder_once_and_a_leaf_each_time(tmp_path):
+    """A folder looked at once per shard; a leaf that became a link since is still refused."""
+    (tmp_path / "out" / "sessions" / "a").mkdir(parents=True)
+    (tmp_path / "outside.json").write_text("{}")
+    trail = ShardTrail(tmp_path / "out")
+    assert trail.resolve("sessions/a/x.json") == (tmp_path / "out" / "sessions" / "a" / "x.json").resolve()
+    (tmp_path / "out" / "sessions" / "a" / "x.json").symlink_to(tmp_path / "outside.json")
+    with pytest.raises(files.PathEscape):
+        trail.resolve("sessions/a/x.json")
+    with pytest.raises(files.PathEscape):
+        trail.resolve("sessions/a/../../../outside.json")
+
+
+def test_a_batch_removes_a_leftover_temporary_only_where_one_can_be(tmp_path, monkeypatch):
+    """A folder the batch made itself is empty: no leftover temporary is looked for there. In a folder
+    that was there before, a read-only temporary a killed process of the same pid left is replaced."""
+    old = tmp_path / "old"
+    old.mkdir()
+    leftover = files.temporary_for(old / "a.json")
+    leftover.write_bytes(b"half")
+    leftover.chmod(0o444)
+    real, unlinked = Path.unlink, []
+    monkeypatch.setattr(Path, "unlink", lambda self, *a, **k: unlinked.append(self) or real(self, *a, **k))
+    batch = Batch()
+    batch.stage(old / "a.json", b"new")
+    for n in range(5):
+        batch.stage(tmp_path / "new" / f"k{n}" / "doc.json", b"{}")
+    batch.commit()
+    assert unlinked == [leftover]
+    assert (old / "a.json").read_bytes() == b"new" and (tmp_path / "new" / "k4" / "doc.json").read_bytes() == b"{}"

@@ -46,9 +46,9 @@ def test_a_secret_a_dst_gap_and_a_fact_in_one_chat():
     assert b'"heuristicsNamed": [' in columnar.sessions[0].encoded
 
 
-def test_a_run_reads_a_frame_only_above_columnar_min_bytes(monkeypatch):
-    """Short chats are parsed turn by turn (a frame per file costs more than it saves), long ones as a
-    frame of lines; the bytes are the same either way."""
+def test_a_chat_of_any_size_is_read_in_a_table_of_lines(monkeypatch):
+    """WhatsApp reads a short chat as it reads a long one, in a table of lines (``columnar_min_bytes`` no
+    longer sends it turn by turn); with ``columnar`` off it is parsed turn by turn; the bytes are the same."""
     text = "".join(f"1/{1 + i // 100}/24, 10:{i % 60:02d} - Ann: message number {i}\n" for i in range(200)).encode()
     grammar = registry.get("whatsapp")
     framed, real = [], type(grammar).parse_columns
@@ -57,4 +57,55 @@ def test_a_run_reads_a_frame_only_above_columnar_min_bytes(monkeypatch):
     for limit in (len(text), len(text) + 1):
         outcome = process_bytes(text, "chat.txt", RunContext.from_settings(Settings(columnar_min_bytes=limit)))
         encoded[limit] = outcome.sessions[0].encoded
-    assert framed == [1] and encoded[len(text)] == encoded[len(text) + 1] is not None
+    off = process_bytes(text, "chat.txt", RunContext.from_settings(Settings(columnar=False)))
+    assert framed == [1, 1] and encoded[len(text)] == encoded[len(text) + 1] == off.sessions[0].encoded is not None
+
+
+def _batch_of(texts: dict[str, str], settings: Settings | None = None):
+    """The outcomes of several chats read in one batch (one table of lines per grammar)."""
+    from flows.core.process import Batch, settled
+
+    ctx = RunContext.from_settings(settings or Settings())
+    batch = Batch(ctx)
+    opened = [process_bytes(text.encode(), name, ctx, batch=batch) for name, text in texts.items()]
+    return [settled(batch, o) for o in opened]
+
+
+_CHATS = {"WhatsApp Chat with Ann.txt": "1/2/24, 10:00 - Ann: hi\n1/2/24, 10:01 - Bob: yo\n",
+          "WhatsApp Chat with Bob.txt": "24/12/2019, 23:59 - Bob: hej\n25/12/2019, 00:01 - Ann: god jul\n"}
+
+
+def test_chats_read_in_one_table_give_the_bytes_of_each_read_alone():
+    together = _batch_of(_CHATS)
+    alone = [process_bytes(text.encode(), name, RunContext.from_settings(Settings())) for name, text in _CHATS.items()]
+    assert [s.encoded for o in together for s in o.sessions] == [s.encoded for o in alone for s in o.sessions]
+    assert all(o.status.value == "ok" for o in together)
+
+
+def test_a_failed_table_quarantines_each_of_its_inputs_with_the_failure(monkeypatch):
+    from parsers.grammars import _whatsapp_columns
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("table bug")
+
+    monkeypatch.setattr(_whatsapp_columns, "turn_frames", broken)
+    for outcome in _batch_of(_CHATS):
+        assert outcome.status.value == "quarantined" and not outcome.sessions
+        assert "the table of 2 whatsapp inputs failed" in outcome.detail and "RuntimeError: table bug" in outcome.detail
+
+
+def test_a_text_whose_own_reading_fails_is_quarantined_alone(monkeypatch):
+    """What one chat decides for itself failing costs that chat only, not its table's others."""
+    from parsers.grammars import whatsapp
+
+    real = whatsapp._conclude
+
+    def conclude(session, runs, *args):
+        if runs and runs[0][0] == "24/12/2019":
+            raise RuntimeError("this chat only")
+        return real(session, runs, *args)
+
+    monkeypatch.setattr(whatsapp, "_conclude", conclude)
+    ann, bob = _batch_of(_CHATS)
+    assert ann.status.value == "ok" and len(ann.sessions) == 1
+    assert bob.status.value == "quarantined" and "RuntimeError: this chat only" in bob.detail

@@ -10,6 +10,7 @@ from models.settings import Settings
 from normalizers.assemble import RunContext
 from parsers import registry
 from parsers.text import decode
+from tests.helpers import columns_of
 
 IRC = ("2012-10-18T09:30:30+0200  <ann> morning\n2012-10-18T09:31:00-0530  *** bob has joined #ceph\n"
        "2012-10-18T23:59:59Z  <bob> late\n2012-10-19T00:00:00+1400  * ann waves\n1969-12-31T23:00:00-0200  <x> old\n")
@@ -31,4 +32,4 @@ def test_offsets_zones_and_models_give_the_record_paths_bytes(name, text, settin
     assert [s.encoded for s in columnar.sessions] == [s.encoded for s in records.sessions]
     assert columnar.sessions[0].encoded is not None
     grammar = registry.get(columnar.grammar)  # the frame was read, not refused for the turn-by-turn parse
-    assert grammar.parse_columns(decode(data, name), settings) is not None
+    assert columns_of(grammar, decode(data, name), settings) is not None

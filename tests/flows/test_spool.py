@@ -62,8 +62,8 @@ def test_a_failing_columnar_route_is_recorded_not_retried(tmp_path, monkeypatch)
     def broken(*args, **kwargs):
         raise RuntimeError("columnar bug")
 
-    monkeypatch.setattr(_whatsapp_columns, "turn_frame", broken)
-    for out, values, route in ((tmp_path / "b", {"columnar_min_bytes": 0}, "the column route failed"),
+    monkeypatch.setattr(_whatsapp_columns, "turn_frames", broken)
+    for out, values, route in ((tmp_path / "b", {}, "the table of 1 whatsapp input failed"),
                                (tmp_path / "c", {"stream_text_bytes": 1, "stream_chunk_bytes": 64},
                                 "the streamed route failed")):
         got = _run(src, out, **values)

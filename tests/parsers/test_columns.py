@@ -15,7 +15,7 @@ from parsers.columns import nonblank, split_lines, turns_of
 from parsers.grammars._whatsapp_columns import header_dates, header_lines, headers
 from parsers.grammars.whatsapp import _REST
 from parsers.text import decode
-from tests.helpers import CONFORMANCE, GOLDEN, ROOT, session_snapshot
+from tests.helpers import CONFORMANCE, GOLDEN, ROOT, columns_of, session_snapshot
 
 COLUMNAR = [g.name for g in registry.all_grammars() if g.columnar]
 
@@ -33,7 +33,7 @@ def _inputs(grammar: str) -> list[Path]:
 def _both(grammar: str, source: SourceText):
     g = registry.get(grammar)
     lined = [session_snapshot(s, g.count_turns(s.raw)) for s in g.parse(source, Settings())]
-    sessions = g.parse_columns(source, Settings())
+    sessions = columns_of(g, source)
     assert sessions is not None
     columnar = []
     for s in sessions:
@@ -94,3 +94,42 @@ def test_lines_and_blank_lines_as_python_sees_them(text):
     expected = text.split("\n")[:-1] if text.endswith("\n") else (text.split("\n") if text else [])
     assert lines.to_list() == expected
     assert nonblank(lines).to_list() == [bool(x.strip()) for x in expected]
+
+
+def _snapshots(grammar, sessions) -> list:
+    out = []
+    for s in sessions:
+        s.turns = turns_of(s.frame)
+        out.append(session_snapshot(s, grammar.count_turns(s.raw)))
+    return out
+
+
+def _one_table_reads_like_each_alone(grammar: str, sources: list[SourceText]) -> None:
+    """Every source of one table of lines gets the sessions it gets read alone (a text's lines never
+    run into the next text's, and what a text decides for itself stays its own)."""
+    g = registry.get(grammar)
+    together = g.parse_columns(sources, Settings())
+    assert together is not None and len(together) == len(sources)
+    for source, sessions in zip(sources, together, strict=True):
+        alone = columns_of(g, source)
+        assert (None if sessions is None else _snapshots(g, sessions)) == (
+            None if alone is None else _snapshots(g, alone)), source.name
+
+
+@pytest.mark.parametrize("grammar", COLUMNAR)
+def test_every_input_of_a_grammar_in_one_table(grammar):
+    paths = [p for g, p in CASES if g == grammar]
+    sources = [decode(p.read_bytes(), p.name) for p in paths]
+    _one_table_reads_like_each_alone(grammar, sources + sources[:1])  # the same text twice, too
+
+
+_TEXT = st.lists(_LINE, max_size=8).map("\n".join)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(_TEXT, st.booleans()), min_size=1, max_size=5))
+def test_any_mix_of_chats_in_one_table(chats):
+    """Texts with and without headers, empty, day-first beside month-first: one table, each its own."""
+    texts = [text + ("\n" if newline and text else "") for text, newline in chats]
+    sources = [SourceText(t, f"WhatsApp Chat with {i}.txt", "0" * 64, len(t), "utf-8") for i, t in enumerate(texts)]
+    _one_table_reads_like_each_alone("whatsapp", sources)

@@ -3,14 +3,18 @@ would say 0 (``Grammar.detect_needs``), on every input the tests know and on ran
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
+import regex
 from hypothesis import given
 from hypothesis import strategies as st
 
-from parsers import registry
-from tests.helpers import CONFORMANCE, GOLDEN, ROOT, load_source
+from models.errors import DetectionError, Reason
+from parsers import linecount, registry
+from parsers.grammars import _chatjson
+from tests.helpers import BREAKS_ZOOM, CONFORMANCE, GOLDEN, ROOT, break_zoom_detection, load_source
 from tests.parsers.test_golden import CASES
 
 SAMPLE = 65536
@@ -63,3 +67,95 @@ FRAGMENTS = [*NEEDS, "{", "}", "[", "]", '"', ":", ",", "\n", "\t", " ", '"messa
        st.sampled_from(["chat.txt", "conversations.json", "session.jsonl", "messages.json", "x.traj"]))
 def test_random_inputs_score_the_same_both_ways(sample, name):
     _same(sample, name)
+
+
+# --- detect_many: every input of a batch at once, the same Detection (or DetectionError) as detect alone ----
+
+THRESHOLD = 0.5
+
+
+def _outcome(result):
+    """A detection or its error as comparable fields (an error's type, reason, message and grammar)."""
+    if isinstance(result, Exception):
+        return type(result).__name__, result.reason, str(result), result.grammar
+    return result
+
+
+def _alone(sample: str, name: str):
+    try:
+        return registry.detect(sample, name, threshold=THRESHOLD)
+    except DetectionError as exc:
+        return exc
+
+
+def _same_batched(items: list[tuple[str, str]]) -> None:
+    batched = registry.detect_many(items, threshold=THRESHOLD)
+    assert [_outcome(r) for r in batched] == [_outcome(_alone(s, n)) for s, n in items]
+
+
+def test_every_known_input_at_once_is_detected_as_alone():
+    _same_batched(TEXTS)
+    _same_batched(TEXTS[::-1])  # no input's result depends on its neighbours
+
+
+LINE_RULES = [g for g in registry.all_grammars() if g.detect_lines is not None]
+
+
+def test_the_line_rules_are_there_and_polars_reads_them():
+    assert {g.name for g in LINE_RULES} >= {"irc", "zoom"}
+    for grammar in LINE_RULES:
+        assert set(grammar.detect_lines.rust) == set(grammar.detect_lines.patterns)
+
+
+@pytest.mark.parametrize("grammar", LINE_RULES, ids=lambda g: g.name)
+def test_the_line_counts_of_every_known_input_are_those_of_its_patterns(grammar):
+    """The counts the batch makes with polars are the counts the grammar's own regexes make, input by input."""
+    rule = grammar.detect_lines
+    samples = [s for s, _ in TEXTS if linecount.polars_safe(s)]
+    assert linecount.count_many(samples, rule) == [linecount.count(s, rule) for s in samples]
+    hit = [s for s in samples if linecount.count(s, rule).hits and max(linecount.count(s, rule).hits.values())]
+    assert hit  # the known inputs exercise the patterns
+
+
+LINES = ["10:02:15 From Ann Lee to Everyone:", "\tHello everyone", "10:03:00\tBo:\tok", "10:03:00\tBo ok",
+         "2012-10-18T09:30:30+0000  <jamespage> hi", "[10:15] <ann> hi", "12:01 -!- bo has joined",
+         "--- Log opened Tue Oct 18 2012", "Oct 18 09:30:30 <ann>\thi", "2024-01-01 10:00:00\tann\thi",
+         "\u0661\u0660:\u0660\u0662:\u0661\u0665 From x", "12:01\x1c<ann> hi", "12:01 \u00a0<ann> hi",
+         "ann\u2028bo", "\x85", " ", "", "Ann: hi", "x" * 70000, "\ud800 10:00:00 From"]
+
+
+@given(st.lists(st.tuples(st.lists(st.sampled_from(LINES + FRAGMENTS) | st.text(max_size=8), max_size=40),
+                          st.sampled_from(["chat.txt", "conversations.json", "meeting_saved_chat.txt", "x.log"])),
+                max_size=8))
+def test_random_mixes_of_inputs_at_once_are_detected_as_alone(mix):
+    _same_batched([("\n".join(parts)[:SAMPLE], name) for parts, name in mix])
+
+
+def test_a_mix_of_known_and_random_inputs_at_once_is_detected_as_alone():
+    _same_batched([TEXTS[0], ("\n".join(LINES), "chat.txt"), TEXTS[-1], ("", "empty.txt"), *TEXTS[1:40]])
+
+
+def test_a_detector_that_fails_fails_its_own_input_only(monkeypatch):
+    """The input whose sample breaks a detector gets DetectionError ``internal`` naming that grammar;
+    every other input of the batch is detected as alone."""
+    break_zoom_detection(monkeypatch, KeyError("the detector's bug"))
+    items = [TEXTS[0], (BREAKS_ZOOM, "meeting_saved_chat.txt"), TEXTS[1]]
+    batched = registry.detect_many(items, threshold=THRESHOLD)
+    failed = batched[1]
+    assert isinstance(failed, DetectionError) and failed.reason is Reason.INTERNAL and failed.grammar == "zoom"
+    assert "KeyError" in str(failed)
+    assert [_outcome(batched[0]), _outcome(batched[2])] == [_outcome(_alone(*TEXTS[0])), _outcome(_alone(*TEXTS[1]))]
+
+
+def test_a_forced_format_is_every_input_s_detection():
+    batched = registry.detect_many(TEXTS[:3], threshold=THRESHOLD, forced="irc")
+    assert batched == [registry.detect(s, n, threshold=THRESHOLD, forced="irc") for s, n in TEXTS[:3]]
+
+
+def test_the_record_scan_reads_white_space_as_the_regex_module_does():
+    """The JSON record scan runs on ``re`` for speed; its white space before a key's colon is still the
+    ``regex`` module's ``\\s`` (Unicode White_Space), not ``re``'s (which adds \\x1c-\\x1f)."""
+    every = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000)
+    assert re.findall(_chatjson._SPACE, every) == regex.findall(r"\s", every)
+    assert [r.keys for r in _chatjson.sample_records('[{"from"\x1c: "a", "text": "b", "date": 1}]')] == \
+        [frozenset({"text", "date"})]  # \x1c is no space to the scan: "from" is not a key

@@ -66,9 +66,8 @@ STAMPS = ("Maya Chen — 08/11/2023 1:30 PM\nfirst message\n[1:31 PM]\nsecond me
 
 
 def test_a_time_stamp_line_is_never_an_empty_turn_and_never_invents_a_date():
-    from models.settings import Settings
     from parsers import registry
-    from tests.helpers import parse_text
+    from tests.helpers import columns_of, parse_text
     g = registry.get("discord-text")
     source, (s,) = parse_text("discord-text", STAMPS, "paste.txt")
     got = [(t.speaker, t.content, t.time.strftime("%d %H:%M")) for t in s.turns]
@@ -77,6 +76,6 @@ def test_a_time_stamp_line_is_never_an_empty_turn_and_never_invents_a_date():
                    ("Ann Lee", "late night", "08 23:50"), ("Ann Lee", "after midnight", "09 00:10")]
     assert [r.lines for r in s.regions if "no text under it" in r.reason] == [(5, 5), (11, 12)]
     assert g.count_turns(s.raw) == 6
-    (c,) = g.parse_columns(source, Settings())
+    (c,) = columns_of(g, source)
     assert [(sp, ct, t.strftime("%d %H:%M")) for sp, ct, t in c.frame.select("speaker", "content", "time").rows()] \
         == got

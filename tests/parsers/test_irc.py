@@ -13,7 +13,7 @@ from normalizers.assemble import RunContext
 from parsers import registry
 from parsers.grammars.irc import event_of
 from parsers.text import decode
-from tests.helpers import CONFORMANCE
+from tests.helpers import CONFORMANCE, columns_of
 
 IRC = registry.get("irc")
 
@@ -99,7 +99,6 @@ BRACKETED = ("--- Log opened Thu Oct 18 09:00:00 2012\n[09:00] <alice> morning a
 
 
 def test_bracketed_clock_logs_are_irc_on_both_routes():
-    from models.settings import Settings
     from parsers import registry
     from tests.helpers import parse_text
     g = registry.get("irc")
@@ -110,7 +109,7 @@ def test_bracketed_clock_logs_are_irc_on_both_routes():
         ("alice", "message"), ("bob", "action"), ("carol", "action"), ("System", "join"), ("System", "quit"),
         ("alice", "message")]
     assert s.turns[5].time.isoformat() == "2012-10-18T09:04:30" and g.count_turns(s.raw) == 6
-    (c,) = g.parse_columns(source, Settings())
+    (c,) = columns_of(g, source)
     assert c.frame["speaker"].to_list() == [t.speaker for t in s.turns]
 
 
@@ -124,7 +123,7 @@ def _both_routes(text: str, name: str):
     """The session by the line engine, after checking the column route reads the same turns."""
     source = decode(text.encode(), name)
     (s,) = IRC.parse(source, Settings())
-    (c,) = IRC.parse_columns(source, Settings())
+    (c,) = columns_of(IRC, source)
     assert c.frame["speaker"].to_list() == [t.speaker for t in s.turns]
     assert c.frame["time"].to_list() == [t.time for t in s.turns]
     assert c.frame["kind"].to_list() == [t.kind for t in s.turns]

@@ -7,6 +7,7 @@ import pytest
 from models.records import SourceText
 from models.settings import Settings
 from parsers import registry
+from tests.helpers import columns_of
 from validators.accounting import LineIndex, account
 
 G = registry.get("transcript")
@@ -85,7 +86,7 @@ def test_export_headers_above_the_conversation_are_preamble_on_every_route(text)
     assert G.count_turns(s.raw) == len(s.turns)
     assert account(s, LineIndex(text)).clean
     assert s.regions[0].reason == "an exporter's Key: value header lines above the conversation"
-    (c,) = G.parse_columns(SourceText(text, "chat.txt", "0" * 64, len(text), "utf-8"), Settings())
+    (c,) = columns_of(G, SourceText(text, "chat.txt", "0" * 64, len(text), "utf-8"))
     assert c.frame["speaker"].to_list() == speakers
 
 

@@ -10,6 +10,7 @@ from models.settings import Settings
 from parsers import registry
 from parsers.grammars.whatsapp import actor_of, chat_title, date_order
 from parsers.text import decode
+from tests.helpers import columns_of
 
 WA = registry.get("whatsapp")
 
@@ -251,7 +252,7 @@ def test_long_author_names_are_authors_and_system_lines_stay_system(columnar):
     lines += [f"12/24/19, 12:{i:02d} - {name}: Hola, this is {i}: ok" for i, name in enumerate(LONG_NAMES)]
     text = "\n".join(lines) + "\n"
     if columnar:
-        (session,) = WA.parse_columns(decode(text.encode(), "WhatsApp Chat with Test.txt"), Settings())
+        (session,) = columns_of(WA, decode(text.encode(), "WhatsApp Chat with Test.txt"))
         frame = session.frame
         turns = list(zip(frame["speaker"], frame["role"], frame["content"], strict=True))
     else:
@@ -268,7 +269,7 @@ def _wa(text, name="chat.txt"):
     from parsers import registry
     g = registry.get("whatsapp")
     source = SourceText(text, name, "0" * 64, len(text), "utf-8")
-    return g, next(g.parse(source, Settings())), next(g.parse_columns(source, Settings()))
+    return g, next(g.parse(source, Settings())), columns_of(g, source)[0]
 
 
 def test_ambiguous_day_month_order_is_the_one_under_which_the_chat_runs_forward():

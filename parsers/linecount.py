@@ -1,0 +1,92 @@
+"""Line-pattern counts for detection: one sample by the grammar's own regex, or the samples of many
+inputs at once as polars expressions over one table of their lines.
+
+A grammar whose detection rule is a share of header lines declares its patterns (``LinePatterns``) and
+scores from their counts (``Grammar.detect_counted``). ``count`` reads one sample in Python; ``count_many``
+puts the lines of every sample in one table (an ``input`` column), tests each pattern as a Rust regex
+(``columns.rust_pattern``: the exact translation the column route uses, refused where there is none) and
+aggregates per input with ``group_by``. ``tests/parsers/test_detect_fast.py`` compares the two.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import polars as pl
+
+from parsers.columns import rust_pattern, unnamed
+from parsers.sample import nonblank
+
+
+@dataclass(frozen=True)
+class LinePatterns:
+    """Named line patterns tested at the start of each non-blank line among a sample's first ``limit``."""
+
+    limit: int
+    patterns: dict[str, Any]
+    """name -> compiled ``re``/``regex`` pattern, anchored with ``^``."""
+
+    @cached_property
+    def rust(self) -> dict[str, str]:
+        """The patterns in Rust's syntax (raises ``Untranslatable`` for one that has no exact equivalent)."""
+        return {k: unnamed(rust_pattern(p)) for k, p in self.patterns.items()}
+
+
+@dataclass(frozen=True)
+class LineCounts:
+    """What the patterns found in one sample: its non-blank lines, and per pattern the lines it matches
+    and the index (among the non-blank lines) of the first."""
+
+    lines: int
+    hits: dict[str, int] = field(default_factory=dict)
+    first: dict[str, int | None] = field(default_factory=dict)
+
+
+def count(sample: str, rule: LinePatterns) -> LineCounts:
+    """The counts of one sample, by the patterns themselves."""
+    lines = nonblank(sample, rule.limit)
+    hits: dict[str, int] = {}
+    first: dict[str, int | None] = {}
+    for key, pattern in rule.patterns.items():
+        found = [i for i, ln in enumerate(lines) if pattern.match(ln)]
+        hits[key], first[key] = len(found), (found[0] if found else None)
+    return LineCounts(len(lines), hits, first)
+
+
+def polars_safe(sample: str) -> bool:
+    """True when the sample can be a polars string (UTF-8: no lone surrogate from a lenient decode)."""
+    try:
+        sample.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def count_many(samples: list[str], rule: LinePatterns) -> list[LineCounts]:
+    """The counts of every sample, in order, from one table of all their lines. Every sample must be
+    ``polars_safe``."""
+    inputs: list[int] = []
+    lines: list[str] = []
+    for i, sample in enumerate(samples):
+        own = nonblank(sample, rule.limit)
+        inputs.extend([i] * len(own))
+        lines.extend(own)
+    table = pl.DataFrame({"input": inputs, "line": lines}, schema={"input": pl.UInt32, "line": pl.String})
+    tests = {k: pl.col("line").str.contains(p) for k, p in rule.rust.items()}
+    aggregated = (
+        table.lazy()
+        .with_columns(pl.int_range(pl.len(), dtype=pl.UInt32).over("input").alias("at"))
+        .group_by("input")
+        .agg(pl.len().alias("lines"),
+             *(t.sum().alias(f"hits {k}") for k, t in tests.items()),
+             *(pl.col("at").filter(t).min().alias(f"first {k}") for k, t in tests.items()))
+        .collect()
+    )
+    empty = LineCounts(0, dict.fromkeys(rule.patterns, 0), dict.fromkeys(rule.patterns))
+    out = [empty] * len(samples)
+    for row in aggregated.iter_rows(named=True):
+        out[row["input"]] = LineCounts(row["lines"], {k: row[f"hits {k}"] for k in tests},
+                                       {k: row[f"first {k}"] for k in tests})
+    return out
