@@ -60,7 +60,7 @@ def _columns(batch, grammar, source, detection, ctx: RunContext, seconds: dict[s
     pending = []
     for entry in batch:
         t1 = clock()
-        for parsed in grammar.parse_entry(f"/{entry.index}", entry.value, source, ctx.settings):
+        for parsed in grammar.parse_conversation(f"/{entry.index}", entry.value, source, ctx.settings):
             t2 = clock()
             counted = grammar.count_turns(parsed.raw)
             t3 = clock()

@@ -69,9 +69,6 @@ class Settings(BaseSettings):
     dask_address: str | None = Field(None, description="Run shards on this Dask scheduler.")
     task_retries: int = Field(2, ge=0)
     max_file_bytes: int = Field(4 * 1024**3, ge=1, description="Larger inputs are quarantined.")
-    stream_bytes: int = Field(
-        64 * 1024**2, ge=1, description="Inputs this large are streamed when their grammar can stream."
-    )
     columnar: bool = Field(
         True, description="Read a large input of a line grammar that parses lines as a frame (WhatsApp, IRC, "
         "transcripts...) as one frame of lines, and stream the largest; off: every input is parsed turn by turn "
@@ -82,8 +79,9 @@ class Settings(BaseSettings):
         "line grammars: memory bounded by a chunk)."
     )
     stream_json_bytes: int = Field(
-        8 * 1024**2, ge=1, description="JSON lists of conversations this large (ChatGPT, Claude exports) are read "
-        "entry by entry on every worker, each document written as it is done (memory bounded by a batch)."
+        8 * 1024**2, ge=1, description="JSON exports this large (ChatGPT, Claude: a list of conversations, or a "
+        "wrapper object holding one) are read entry by entry on every worker, each document written as it is "
+        "done (memory bounded by a batch)."
     )
     stream_chunk_bytes: int = Field(
         2 * 1024**2, ge=1, description="Bytes read at a time from a streamed text input (memory per chunk)."
@@ -185,6 +183,7 @@ class Settings(BaseSettings):
 
 RETIRED = {
     "columnar_min_bytes": "every line input is now read in its batch's table of lines, whatever its size",
+    "stream_bytes": "a large JSON export streams from stream_json_bytes, wrapper objects included",
 }
 """Settings that earlier versions had, with why they went: a config that still names one is told so."""
 

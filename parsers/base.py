@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, BinaryIO, ClassVar
+from typing import Any, ClassVar
 
 import regex
 
 from models.records import ParsedSession, SourceText
 from models.settings import Settings
+from parsers.jsonload import pointer_part
 from parsers.linecount import LineCounts, LinePatterns
 
 _DIGITS = regex.compile(r"\d+")
@@ -19,6 +21,34 @@ _DIGITS = regex.compile(r"\d+")
 @lru_cache(maxsize=64)
 def _pattern(source: str) -> regex.Pattern:
     return regex.compile(source)
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationList:
+    """Where a JSON export keeps its conversations, as data: the top-level list, the list under one of
+    ``wrappers`` in a wrapper object (``{"conversations": [...]}``; the object's other keys are not read),
+    or one conversation object. ``own_key`` is a key every conversation of the format has: an object
+    holding it is one conversation, never a wrapper."""
+
+    own_key: str
+    wrappers: tuple[str, ...] = ("conversations",)
+
+    def top_level(self, data: Any) -> Iterator[tuple[str, Any]]:
+        """(pointer, conversation) of a decoded export: a list (``/i``), a wrapper object (``/<key>/i``,
+        the first of ``wrappers`` that holds a list) or one conversation (``""``)."""
+        if isinstance(data, list):
+            yield from ((f"/{i}", item) for i, item in enumerate(data))
+            return
+        if isinstance(data, dict) and self.own_key not in data:
+            key = self.wrapper_of(data)
+            if key is not None:
+                yield from ((f"/{pointer_part(key)}/{i}", item) for i, item in enumerate(data[key]))
+                return
+        yield "", data
+
+    def wrapper_of(self, data: dict) -> str | None:
+        """The key whose list holds the conversations of a wrapper object, or None."""
+        return next((key for key in self.wrappers if isinstance(data.get(key), list)), None)
 
 
 class Grammar(ABC):
@@ -86,14 +116,6 @@ class Grammar(ABC):
         number = _DIGITS.search(m["part"])
         return file_name[:m.start("part")] + file_name[m.end("part"):], int(number[0]) if number else 0
 
-    streams: ClassVar[bool] = False
-    """True when ``parse_stream`` reads a large input incrementally (bounded memory)."""
-
-    def parse_stream(self, fp: BinaryIO, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
-        """Yield the sessions of a large input read from a binary file object, holding at most one
-        session in memory. ``source.text`` is empty; its checksum and size are already known."""
-        raise NotImplementedError(f"{self.name} does not stream")
-
     streams_text: ClassVar[bool] = False
     """True when a large text input of this grammar can be streamed in chunks of whole turns
     (flows/core/spool.py), through: ``plan(source, blocks)`` (a pre-pass over blocks of whole lines,
@@ -106,14 +128,25 @@ class Grammar(ABC):
     returns; what spans chunks may be carried on the plan, as the chunks come in order) and
     ``stream_end(session, source, plan, bad, extras)``. WhatsApp, IRC and transcripts stream."""
 
-    entries: ClassVar[bool] = False
-    """True when a large JSON list of this format can be read entry by entry (``parse_entry``): the
-    list is split into its entries' bytes and each entry is parsed on its own, on any worker."""
+    conversations: ClassVar[ConversationList | None] = None
+    """Where this JSON format keeps its conversations (``ConversationList``), for a grammar whose whole
+    read is ``conversations_of`` the decoded input; None for every other grammar. With it set, a large
+    input is read in bounded memory (flows/core/jsonstream.py): the list is located in the file, cut into
+    its entries' bytes and each entry given to ``parse_conversation`` on any worker, so the whole read
+    and the streamed read share the one per-conversation function and cannot differ."""
 
-    def parse_entry(self, pointer: str, value: Any, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
-        """The sessions of one entry of a top-level JSON list (``pointer``: ``/<index>``), as ``parse``
-        gives them for that entry of the whole list. ``source.text`` is empty."""
-        raise NotImplementedError(f"{self.name} does not read entries")
+    def parse_conversation(self, pointer: str, value: Any, source: SourceText, settings: Settings
+                           ) -> Iterator[ParsedSession]:
+        """The sessions of one conversation of the list ``conversations`` names, at JSON pointer ``pointer``
+        (``/<i>``, ``/<key>/<i>`` in a wrapper object, ``""`` for a lone conversation). ``source.text`` may be
+        empty (a streamed read); the source's name and companions are set."""
+        raise NotImplementedError(f"{self.name} names no conversation list")
+
+    def conversations_of(self, data: Any, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
+        """The whole read of a decoded input: every conversation ``conversations`` finds in it, each
+        through ``parse_conversation``."""
+        for pointer, value in self.conversations.top_level(data):
+            yield from self.parse_conversation(pointer, value, source, settings)
 
     columnar: ClassVar[bool] = False
     """True when ``parse_columns`` gives the sessions with their turns as a frame."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import io
 import os
 import subprocess
 import sys
@@ -16,7 +17,7 @@ import pytest
 
 from models.records import ParsedSession, SourceText, Turn
 from models.settings import Settings
-from parsers import registry
+from parsers import jsonsplit, registry
 from parsers.text import decode
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,6 +35,17 @@ def known_inputs() -> list[Path]:
     if CONFORMANCE.is_dir():
         found += [p for p in sorted((CONFORMANCE / "fixtures").rglob("*")) if p.is_file()]
     return found
+
+
+def streamed_sessions(grammar, blob: bytes, source: SourceText, settings: Settings | None = None
+                      ) -> list[ParsedSession]:
+    """The sessions of a JSON export as the streamed read gives them (flows/core/jsonstream.py, one process):
+    its list of conversations located (``NotStreamable`` when it is not), cut into entries, each entry
+    through the grammar's ``parse_conversation``."""
+    fp, shape, settings = io.BytesIO(blob), grammar.conversations, settings or Settings()
+    at = jsonsplit.locate(fp, shape)
+    return [s for e in jsonsplit.entries(fp, at=at, shape=shape)
+            for s in grammar.parse_conversation(f"{at.pointer}/{e.index}", e.value, source, settings)]
 
 
 def shared_path(path: Path) -> Path:

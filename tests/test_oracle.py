@@ -49,7 +49,7 @@ def _streamable(path: Path) -> bool:
         grammar = registry.get(registry.detect(source.text[:65536], path.name, threshold=0.5).grammar)
     except ReconstructError:  # not decodable, or no grammar: nothing to stream
         return False
-    return bool(getattr(grammar, "streams_text", False) or getattr(grammar, "entries", None))
+    return bool(grammar.streams_text or grammar.conversations is not None)
 
 
 STREAMED = [p for p in INPUTS if _streamable(p)]

@@ -1,25 +1,33 @@
-"""A large JSON list of conversations streamed entry by entry, on every worker.
+"""The one streamed read of a large JSON export: its conversations entry by entry, on every worker.
 
-The JSON counterpart of flows/core/spool.py. A ChatGPT or Claude ``conversations.json`` (any grammar with
-``Grammar.entries``) of ``stream_json_bytes`` or more is never held whole, nor all its sessions:
+The JSON counterpart of flows/core/spool.py. A ChatGPT or Claude ``conversations.json`` (any grammar that
+names its ``Grammar.conversations``) of ``stream_json_bytes`` or more is never held whole, nor all its
+sessions:
 
-1. the list is split into its entries (``parsers.jsonsplit``: cut where orjson confirms, no tree
+1. the list of conversations is located before anything is read (``parsers.jsonsplit.locate``: the
+   top-level list, or the list in a wrapper object such as ``{"conversations": [...]}``, whose other
+   members are set aside as the whole read sets them aside). An input where it cannot be located
+   cheaply (one conversation object, the format's own key before the list, no list in the object's
+   first block) or that is not UTF-8 is read whole, as ``ReadWhole`` says in its ledger row (or
+   quarantined ``too_large`` when it does not fit the memory budget);
+2. the list is split into its entries (``parsers.jsonsplit``: cut where orjson confirms, no tree
    of the file); entries are grouped into batches of about ``stream_chunk_bytes``;
-2. each batch goes to one of ``workers - 1`` processes spawned for this input while they have fewer
+3. each batch goes to one of ``workers - 1`` processes spawned for this input while they have fewer
    than two batches each, else it is done here (this process is the last worker; with one worker,
    or where no child process may be started, every batch is done here): every entry is parsed by its
-   grammar (``Grammar.parse_entry``), accounted, assembled and gated as the whole-file path does
+   grammar (``Grammar.parse_conversation``, which its whole read runs on each conversation too),
+   accounted, assembled and gated as the whole-file path does
    (the batch's sessions assembled as one table, flows/core/batches.py), and its document written to a
    temporary file under ``OUT/.spool``;
-3. the batches' sessions come back in their order: ordinals and duplicate session ids are settled
+4. the batches' sessions come back in their order: ordinals and duplicate session ids are settled
    here across batches, as the whole-file path settles them, and each session is handed to
    ``emit`` (the shard stages the temporary file in its write batch) before the next batch is
    awaited. At most two batches per worker are in flight (memory: a few batches, not the file).
 
 The documents are the bytes of the whole-file path (tests compare them), whatever the worker
 count. A conversation the grammar cannot read is quarantined with its reason while the others go
-on; a file that stops being valid JSON (cut off mid-conversation) keeps every conversation before
-the break and says which conversation broke and how many bytes were not read.
+on; a file that stops being valid JSON (cut off mid-conversation, in a list or in a wrapper) keeps every
+conversation before the break and says which conversation broke and how many bytes were not read.
 
 Each batch's worker also stages the dataset rows of its documents (a sessions part and a turns part,
 ``audit.datasets.write_batch``), taken from the sessions as assembled and keyed by the path each
@@ -49,13 +57,14 @@ from typing import Any, BinaryIO
 import orjson
 
 from audit import datasets
-from models.errors import Reason, ReconstructError
+from models.errors import NotStreamable, Reason, ReconstructError
 from models.records import Detection, SourceText
 from models.settings import Settings
 from models.status import FileStatus, SessionStatus
 from normalizers.assemble import RunContext
 from normalizers.ids import safe_id
 from parsers import jsonsplit, registry
+from parsers.base import ConversationList
 from parsers.memory import paused_gc
 
 from . import batches, lifeline
@@ -86,6 +95,8 @@ class Job:
     key: str | None = None
     """The input's source key: the worker stages its documents' dataset rows under their paths
     (none without it)."""
+    pointer: str = ""
+    """The JSON pointer of the list the entries are of (``/conversations`` in a wrapper object)."""
 
 
 @dataclass(slots=True)
@@ -101,32 +112,47 @@ def batch_stem(key: str, first: int) -> str:
     return f"{hashlib.sha256(key.encode()).hexdigest()[:16]}.{first:09d}"
 
 
+@dataclass(frozen=True, slots=True)
+class ReadWhole:
+    """A large input of a JSON export grammar that is read whole, decided before any entry is read; ``why``
+    goes into its ledger row."""
+
+    why: str
+
+    def note(self) -> str:
+        return f"read whole, not streamed: {self.why}"
+
+
 def stream_json_input(open_input: Callable[[], BinaryIO], source: SourceText, sample: str, ctx: RunContext,
-                      out_root: Path, emit: Emit, key: str | None = None) -> FileOutcome | None:
-    """The streamed core for a large JSON list whose grammar reads entries; None when the input is
-    not one (the caller then takes another route). Sessions go to ``emit`` as they are done; the
-    outcome returned lists them with ``emitted`` set, and the staged dataset parts of the documents
-    written (with ``key``, the input's source key)."""
-    if source.encoding not in ("utf-8", "utf-8-bom"):
-        return None  # decoding must replace bad bytes: the whole-file route does it
+                      out_root: Path, emit: Emit, key: str | None = None) -> FileOutcome | ReadWhole | None:
+    """The streamed core for a large JSON export whose grammar names its ``conversations``; ``ReadWhole``
+    when the list cannot be located cheaply (module docstring); None when the input is no such export
+    (no grammar detected, or another; the whole-file route records why). Sessions go to ``emit`` as they
+    are done; the outcome returned lists them with ``emitted`` set, and the staged dataset parts of the
+    documents written (with ``key``, the input's source key)."""
     try:
         detection = registry.detect(sample, source.name, threshold=ctx.settings.detect_threshold,
                                     forced=ctx.settings.format)
     except ReconstructError:
-        return None  # the whole-file route records why
-    grammar = registry.get(detection.grammar)
-    if not grammar.entries:
         return None
-    with open_input() as fp:
-        if jsonsplit.array_start(fp) is None:
-            return None
+    shape = registry.get(detection.grammar).conversations
+    if shape is None:
+        return None
+    if source.encoding not in ("utf-8", "utf-8-bom"):
+        return ReadWhole(f"the file is {source.encoding}, and its bytes must be decoded before they are cut")
+    try:
+        with open_input() as fp:
+            at = jsonsplit.locate(fp, shape)
+    except NotStreamable as exc:
+        return ReadWhole(f"its list of conversations is not located cheaply: {exc.detail}")
     with paused_gc():
-        return stream_entries(open_input, source, detection, ctx, out_root, emit, key)
+        return stream_entries(open_input, source, detection, ctx, out_root, emit, key, at, shape)
 
 
 def stream_entries(open_input: Callable[[], BinaryIO], source: SourceText, detection: Detection, ctx: RunContext,
-                   out_root: Path, emit: Emit, key: str | None = None) -> FileOutcome:
-    """Every entry of the list through the workers, in order (module docstring)."""
+                   out_root: Path, emit: Emit, key: str | None, at: jsonsplit.ListAt,
+                   shape: ConversationList) -> FileOutcome:
+    """Every entry of the list ``at`` through the workers, in order (module docstring)."""
     started = time.perf_counter()
     spool = out_root / SPOOL_DIR
     spool.mkdir(parents=True, exist_ok=True)
@@ -134,15 +160,17 @@ def stream_entries(open_input: Callable[[], BinaryIO], source: SourceText, detec
     merger = _Merger(emit)
     broken: jsonsplit.SplitError | None = None
     stems: list[str] = []
-    repaired = _Surrogates()
+    repaired = _Surrogates(at.pointer)
     try:
         with open_input() as fp, _workers(ctx.settings) as workers:
             inflight: deque[_Sent | Done] = deque()
             limit = INFLIGHT_PER_WORKER * ctx.settings.workers
-            for batch, error in _batches(repaired.counted(jsonsplit.entries(fp)), ctx.settings.stream_chunk_bytes):
+            split = jsonsplit.entries(fp, at=at, shape=shape)
+            for batch, error in _batches(repaired.counted(split), ctx.settings.stream_chunk_bytes):
                 broken = error or broken
                 if batch:
-                    job = Job(detection.grammar, detection, source, ctx.settings, spool, tag, batch, True, key)
+                    job = Job(detection.grammar, detection, source, ctx.settings, spool, tag, batch, True, key,
+                              at.pointer)
                     stems.append(batch_stem(key or "", batch[0][0]))
                     inflight.append(_dispatch(job, workers, inflight, ctx))
                 while inflight and (len(inflight) >= limit or isinstance(inflight[0], Done)
@@ -155,7 +183,7 @@ def stream_entries(open_input: Callable[[], BinaryIO], source: SourceText, detec
             for path in datasets.batch_paths(out_root, stem):
                 path.unlink(missing_ok=True)
         raise
-    outcome = merger.outcome(source, detection, broken, time.perf_counter() - started)
+    outcome = merger.outcome(source, detection, broken, time.perf_counter() - started, at.pointer)
     outcome.detail = "; ".join(x for x in (outcome.detail, repaired.note()) if x)
     return outcome
 
@@ -163,8 +191,8 @@ def stream_entries(open_input: Callable[[], BinaryIO], source: SourceText, detec
 class _Surrogates:
     """The lone surrogate escapes the split read as U+FFFD, counted for the input's ledger row."""
 
-    def __init__(self) -> None:
-        self.count, self.entries = 0, []
+    def __init__(self, pointer: str) -> None:
+        self.count, self.entries, self.pointer = 0, [], pointer
 
     def counted(self, entries: Iterator[jsonsplit.Entry]) -> Iterator[jsonsplit.Entry]:
         for entry in entries:
@@ -176,7 +204,7 @@ class _Surrogates:
     def note(self) -> str:
         if not self.count:
             return ""
-        where = ", ".join(f"/{i}" for i in self.entries[:5]) + (" ..." if len(self.entries) > 5 else "")
+        where = ", ".join(f"{self.pointer}/{i}" for i in self.entries[:5]) + (" ..." if len(self.entries) > 5 else "")
         return (f"{self.count} lone UTF-16 surrogate escapes (a \\ud800-\\udfff without its pair) read as "
                 f"U+FFFD, in conversations {where}")
 
@@ -237,9 +265,9 @@ def _died(index: int, raw: bytes, job: Job) -> SessionOutcome:
         value = orjson.loads(raw)  # for its id; this process parsed it once already
     except orjson.JSONDecodeError:
         value = None
-    detail = (f"the worker process reading conversations /{first}../{last} died twice (killed for lack of "
-              "memory?); the other conversations were read")
-    return _unreadable(index, value, Reason.WORKER_DIED, detail, time.perf_counter())
+    detail = (f"the worker process reading conversations {job.pointer}/{first}..{job.pointer}/{last} died twice "
+              "(killed for lack of memory?); the other conversations were read")
+    return _unreadable(f"{job.pointer}/{index}", value, Reason.WORKER_DIED, detail, time.perf_counter())
 
 
 def _batches(entries: Iterator[jsonsplit.Entry], size: int
@@ -387,7 +415,8 @@ def _outcomes(grammar, job: Job, ctx: RunContext) -> list[tuple[int, list[Sessio
         return _batched(grammar, values, job, ctx)
     except Exception as exc:
         detail = f"the column route failed on its batch: {failure(exc)}"
-        return [(index, [_unreadable(index, value, Reason.INTERNAL, detail, started)]) for index, value in values]
+        return [(index, [_unreadable(f"{job.pointer}/{index}", value, Reason.INTERNAL, detail, started)])
+                for index, value in values]
 
 
 def _batched(grammar, values: list[tuple[int, Any]], job: Job, ctx: RunContext
@@ -397,15 +426,15 @@ def _batched(grammar, values: list[tuple[int, Any]], job: Job, ctx: RunContext
     batch: list[tuple[int, batches.Pending, Owner]] = []
     owner = Owner(grammar, job.source, job.detection, None)
     for index, value in values:
-        started = time.perf_counter()
+        started, pointer = time.perf_counter(), f"{job.pointer}/{index}"
         try:
             prepared = [batches.prepare(parsed, grammar)
-                        for parsed in grammar.parse_entry(f"/{index}", value, job.source, ctx.settings)]
+                        for parsed in grammar.parse_conversation(pointer, value, job.source, ctx.settings)]
         except ReconstructError as exc:
-            done.append((index, [_unreadable(index, value, exc.reason, exc.detail, started)]))
+            done.append((index, [_unreadable(pointer, value, exc.reason, exc.detail, started)]))
             continue
         except Exception as exc:  # a grammar bug loses this conversation, not the file
-            done.append((index, [_unreadable(index, value, Reason.PARSE_ERROR, _bug(grammar, exc), started)]))
+            done.append((index, [_unreadable(pointer, value, Reason.PARSE_ERROR, _bug(grammar, exc), started)]))
             continue
         done.append((index, [len(batch) + i for i in range(len(prepared))]))
         batch.extend((0, p, owner) for p in prepared)
@@ -428,11 +457,11 @@ def _write(outcome: SessionOutcome, path: Path) -> None:
     outcome.encoded = None
 
 
-def _unreadable(index: int, value: Any, reason: Reason, detail: str, started: float) -> SessionOutcome:
+def _unreadable(pointer: str, value: Any, reason: Reason, detail: str, started: float) -> SessionOutcome:
     raw = value.get("id") or value.get("uuid") if isinstance(value, dict) else None
     raw = raw if isinstance(raw, str) and raw else None
     return SessionOutcome(0, safe_id(raw), None, SessionStatus.QUARANTINED, [Reason(reason).value],
-                          f"conversation /{index} could not be read: {detail}", None, None, 0, 0, 0,
+                          f"conversation {pointer} could not be read: {detail}", None, None, 0, 0, 0,
                           seconds=time.perf_counter() - started)
 
 
@@ -468,11 +497,11 @@ class _Merger:
             self.staged.append((done.parts, written))
 
     def outcome(self, source: SourceText, detection: Detection, broken: jsonsplit.SplitError | None,
-                seconds: float) -> FileOutcome:
+                seconds: float, pointer: str) -> FileOutcome:
         sessions = self.sessions
         reasons, detail = [], ""
         if broken is not None:
-            reasons, detail = [Reason.PARSE_ERROR.value], lost(broken, source.size)
+            reasons, detail = [Reason(broken.reason).value], broken.loss(source.size, pointer)
         statuses = {s.status for s in sessions}
         if not sessions:
             status = FileStatus.QUARANTINED
@@ -502,13 +531,6 @@ def duplicate(s: SessionOutcome, first: int) -> SessionOutcome:
         None, doc, s.interactions, s.source_turns, s.characters, seconds=s.seconds)
     out.unaccounted, out.declared, out.drift = s.unaccounted, s.declared, s.drift
     return out
-
-
-def lost(broken: jsonsplit.SplitError, size: int) -> str:
-    """What a break in the JSON cost: the conversation it is in and every byte from its start."""
-    return (f"the file stops being valid JSON in conversation #{broken.index + 1} (/{broken.index}, from byte "
-            f"{broken.start}): {broken}; that conversation and everything after it ({size - broken.start} of "
-            f"{size} bytes) were not read, the {broken.index} before it were")
 
 
 def with_companions(source: SourceText, companions: dict[str, str]) -> SourceText:

@@ -11,7 +11,7 @@ import time
 import traceback
 from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
-from typing import Any, BinaryIO
+from typing import Any
 
 import orjson
 
@@ -473,27 +473,6 @@ def process_bytes(data: bytes, name: str, ctx: RunContext, companions: dict[str,
         outcome.notes = notes
         outcome.seconds = time.perf_counter() - started
         return settled(own, outcome) if batch is None else outcome
-
-
-def process_stream(fp: BinaryIO, source: SourceText, sample: str, ctx: RunContext) -> FileOutcome | None:
-    """The core for a large input read incrementally; None when its grammar cannot stream
-    (the caller then reads it whole). ``source`` has the checksum and size but no text."""
-    with paused_gc():
-        started = time.perf_counter()
-        try:
-            detection = registry.detect(sample, source.name, threshold=ctx.settings.detect_threshold,
-                                        forced=ctx.settings.format)
-        except ReconstructError as exc:
-            return quarantined_file(source.name, source.size, exc.reason, str(exc), source.sha256)
-        grammar = registry.get(detection.grammar)
-        if not grammar.streams:
-            return None
-        batch = Batch(ctx)
-        outcome = collect(grammar.parse_stream(fp, source, ctx.settings), grammar, source, detection, ctx, started,
-                          batch)
-        settled(batch, outcome)
-        outcome.seconds = time.perf_counter() - started
-        return outcome
 
 
 def process_group(parts: list[tuple[bytes | None, str]], name: str, ctx: RunContext,

@@ -48,7 +48,6 @@ from .process import (
     finish,
     process_bytes,
     process_group,
-    process_stream,
     quarantined_file,
 )
 from .window import Loaded, Window
@@ -327,8 +326,8 @@ def _one(ref, trail: ShardTrail, ctx, prior, inputs: ShardInputs, result: ShardR
         if ref.size >= _stream_limit(ref, ctx.settings):
             emitter = _emitter(ref, trail, result, ctx.settings, allow_shrink)
             outcome = _streamed(ref, ctx, prior, inputs, context_sha, trail.out_root, emitter)
-        if outcome is None:
-            outcome = _whole(ref, ctx, prior, inputs, texts, context_sha, held.batch, loaded)
+        if outcome is None or isinstance(outcome, jsonstream.ReadWhole):
+            outcome = _noted(_whole(ref, ctx, prior, inputs, texts, context_sha, held.batch, loaded), outcome)
         if isinstance(outcome, FileRow):  # unchanged since an earlier run: its row only
             held.later(functools.partial(result.files.append, outcome))
             return
@@ -337,8 +336,15 @@ def _one(ref, trail: ShardTrail, ctx, prior, inputs: ShardInputs, result: ShardR
 
 def _stream_limit(ref: ingest.InputRef, settings: Settings) -> int:
     """The size from which an input is read as a stream (a JSON export's lower limit applies to .json files)."""
-    limit = min(settings.stream_bytes, settings.stream_text_bytes)
+    limit = settings.stream_text_bytes
     return min(limit, settings.stream_json_bytes) if ref.name.lower().endswith(".json") else limit
+
+
+def _noted(outcome: FileOutcome | FileRow, whole: jsonstream.ReadWhole | None) -> FileOutcome | FileRow:
+    """A whole read's outcome with the reason it was not streamed, when a stream was refused up front."""
+    if whole is not None and isinstance(outcome, FileOutcome):
+        outcome.detail = "; ".join(x for x in (outcome.detail, whole.note()) if x)
+    return outcome
 
 
 def _group(ref, trail: ShardTrail, ctx, prior, inputs: ShardInputs, result: ShardResult,
@@ -429,10 +435,11 @@ UNCHANGED = "unchanged since an earlier run with the same settings"
 
 
 def _streamed(ref, ctx, prior, inputs: ShardInputs, context_sha, out_root: Path,
-              emitter) -> FileOutcome | FileRow | None:
-    """A large input through its grammar's streaming parser, its skipped row when unchanged, or None to
-    read it whole (``emitter`` stages a session as soon as it is done, for the routes that hand them on
-    one by one)."""
+              emitter) -> FileOutcome | FileRow | jsonstream.ReadWhole | None:
+    """A large input through its grammar's streamed read (a JSON export's conversations, or text in
+    chunks), its skipped row when unchanged, ``ReadWhole`` when a JSON export's stream is refused up
+    front (why goes into its row), or None to read it whole (no streamed read for its grammar;
+    ``emitter`` stages a session as soon as it is done, for the routes that hand them on one by one)."""
     from parsers import sqlite
     from parsers.text import sha256_stream
 
@@ -446,7 +453,6 @@ def _streamed(ref, ctx, prior, inputs: ShardInputs, context_sha, out_root: Path,
             if sqlite.is_sqlite(head):  # a database is read whole: its text is its tables, rendered
                 return None
             sample = detection_sample(head)
-            fp.seek(0)
             source = SourceText("", ref.name, sha, size, encoding, siblings=ref.siblings)
             text = None
             if size >= ctx.settings.stream_json_bytes:
@@ -456,8 +462,6 @@ def _streamed(ref, ctx, prior, inputs: ShardInputs, context_sha, out_root: Path,
             if text is None and size >= ctx.settings.stream_text_bytes:
                 text = spool.stream_text_input(lambda: ingest.open_binary(ref, inputs.zips), source, sample, ctx,
                                                out_root)
-            if text is None and size >= ctx.settings.stream_bytes:
-                text = process_stream(fp, source, sample, ctx)
             return text
     except OSError as exc:
         if exc.errno in DISK_FULL or _under(exc.filename, out_root):

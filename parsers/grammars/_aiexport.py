@@ -2,8 +2,7 @@
 
 They agree on a few rules: an entry that is not an object is still one turn (B1), kept verbatim;
 a time that cannot be read gives no time and one aggregated warning per session, never one per
-message; tool inputs are shown as compact JSON with sorted keys so a render is stable; and a big
-export is read one conversation at a time.
+message; tool inputs are shown as compact JSON with sorted keys so a render is stable.
 """
 
 from __future__ import annotations
@@ -11,17 +10,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from functools import lru_cache
-from typing import Any, BinaryIO
+from typing import Any
 
-import ijson
 import orjson
 import regex
-from ijson.common import ObjectBuilder
 
-from models.errors import ParseError, Reason
 from models.messages import is_message_like
 from models.records import ParsedSession, Turn
-from parsers.jsonload import pointer_part
+from parsers.base import ConversationList
 from parsers.sample import shared
 from parsers.timeparse import parse_iso
 
@@ -107,19 +103,6 @@ def compact(fields: dict[str, Any]) -> dict[str, Any] | None:
     return out or None
 
 
-def stream_items(fp: BinaryIO, name: str, grammar: str) -> Iterator[Any]:
-    """The top-level objects of a JSON list, one at a time (or the one object when it is not a list)."""
-    head = fp.read(4096)
-    bom = 3 if head.startswith(b"\xef\xbb\xbf") else 0
-    head = head[bom:].lstrip()
-    fp.seek(bom)  # ijson does not skip a BOM
-    prefix = "item" if head.startswith(b"[") else ""
-    try:
-        yield from ijson.items(fp, prefix, use_float=True)
-    except ijson.JSONError as exc:
-        raise ParseError(Reason.PARSE_ERROR, f"not valid JSON: {exc}", path=name, grammar=grammar) from None
-
-
 # --- detection: the share of a JSON sample's message-like records a grammar explains -------------
 
 _TOKEN = regex.compile(r'"(?:[^"\\]|\\.)*(")?|[{}\[\]]')
@@ -190,6 +173,10 @@ def message_records(value: Any, path: tuple = ()) -> Iterator[tuple[tuple, dict]
         stack.extend(reversed(items))
 
 
+_ANY_SHAPE = ConversationList(own_key="\0")
+"""The shapes of an export whatever its format: a list, a wrapper object or one object."""
+
+
 def explained_share(sample: str, explains: Callable[[tuple, dict], bool],
                     conversation: Callable[[Any], bool]) -> float:
     """The share of a JSON sample's message-like records that ``explains`` accepts.
@@ -207,95 +194,12 @@ def explained_share(sample: str, explains: Callable[[tuple, dict], bool],
         explained += bool(explains(path, record))
     if total:
         return explained / total
-    entries = [v for _, v in top_level(value, "\0")] if isinstance(value, (list, dict)) else []
+    entries = [v for _, v in _ANY_SHAPE.top_level(value)] if isinstance(value, (list, dict)) else []
     if cut:
         entries = entries[:-1]  # the last entry is the one the sample cut short
     if not entries:
         return 1.0 if cut else 0.0
     return sum(1 for e in entries if conversation(e)) / len(entries)
-
-
-# --- whole reads and streams: the conversations of an export, each with its JSON pointer ----------
-
-WRAPPER_KEYS = ("conversations",)
-"""Keys under which some tools wrap the list of conversations in an object (``{"conversations": [...]}``)."""
-
-
-def top_level(data: Any, own_key: str) -> Iterator[tuple[str, Any]]:
-    """(pointer, conversation) of a decoded export: a list (``/i``), a wrapper object (``/conversations/i``)
-    or one conversation object (``""``). ``own_key`` is the key a conversation of the format always has,
-    so a conversation is never mistaken for a wrapper."""
-    if isinstance(data, list):
-        yield from ((f"/{i}", item) for i, item in enumerate(data))
-        return
-    if isinstance(data, dict) and own_key not in data:
-        for key in WRAPPER_KEYS:
-            if isinstance(data.get(key), list):
-                yield from ((f"/{pointer_part(key)}/{i}", item) for i, item in enumerate(data[key]))
-                return
-    yield "", data
-
-
-def stream_top_level(fp: BinaryIO, name: str, grammar: str, own_key: str) -> Iterator[tuple[str, Any]]:
-    """``top_level`` read incrementally: at most one conversation in memory (ijson)."""
-    head = fp.read(4096)
-    bom = 3 if head.startswith(b"\xef\xbb\xbf") else 0
-    head = head[bom:].lstrip()
-    fp.seek(bom)  # ijson does not skip a BOM
-    try:
-        if head.startswith(b"["):
-            for i, item in enumerate(ijson.items(fp, "item", use_float=True)):
-                yield f"/{i}", item
-        else:
-            yield from _stream_object(iter(ijson.parse(fp, use_float=True)), own_key)
-    except ijson.JSONError as exc:
-        raise ParseError(Reason.PARSE_ERROR, f"not valid JSON: {exc}", path=name, grammar=grammar) from None
-
-
-def _stream_object(events: Iterator[tuple[str, str, Any]], own_key: str) -> Iterator[tuple[str, Any]]:
-    prefix, event, value = next(events)
-    if event != "start_map":
-        yield "", _build(event, value, events)
-        return
-    rest: dict[str, Any] = {}
-    streamed = False
-    for prefix, event, value in events:
-        if prefix == "" and event == "end_map":
-            break
-        key = value  # a top-level map_key; its value's events follow
-        prefix, event, value = next(events)
-        if key in WRAPPER_KEYS and event == "start_array" and own_key not in rest and not streamed:
-            streamed = True
-            for i, item in enumerate(_array(events)):
-                yield f"/{pointer_part(key)}/{i}", item
-        else:
-            rest[key] = _build(event, value, events)
-    if not streamed:
-        yield "", rest
-
-
-def _array(events: Iterator[tuple[str, str, Any]]) -> Iterator[Any]:
-    for _prefix, event, value in events:
-        if event == "end_array":
-            return
-        yield _build(event, value, events)
-
-
-def _build(event: str, value: Any, events: Iterator[tuple[str, str, Any]]) -> Any:
-    if event not in ("start_map", "start_array"):
-        return value
-    builder = ObjectBuilder()
-    builder.event(event, value)
-    depth = 1
-    for _prefix, ev, val in events:
-        builder.event(ev, val)
-        if ev in ("start_map", "start_array"):
-            depth += 1
-        elif ev in ("end_map", "end_array"):
-            depth -= 1
-            if not depth:
-                break
-    return builder.value
 
 
 def has_text(value: Any, skip: frozenset[str] = frozenset()) -> bool:

@@ -25,21 +25,22 @@ text kept.
 session default (rule A2 applies to it). The provider ``openai`` comes from the export format itself
 (recorded as an assumption). A null ``create_time`` gives no time; one that is present but unreadable
 gives no time, its raw text kept, and one warning per session. Large exports are streamed one
-conversation at a time (ijson). The export's other files (``user.json``, ``message_feedback.json``,
-``model_comparisons.json``, ``shared_conversations.json``, ``chat.html``) are companions.
+conversation at a time (``conversations`` names where they lie; flows/core/jsonstream.py). The export's
+other files (``user.json``, ``message_feedback.json``, ``model_comparisons.json``,
+``shared_conversations.json``, ``chat.html``) are companions.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from datetime import UTC
 from pathlib import PurePosixPath
-from typing import Any, BinaryIO
+from typing import Any
 
 from models.errors import ParseError, Reason
 from models.records import ModelRef, ParsedSession, Region, RegionKind, SourceText
 from models.settings import Settings
-from parsers.base import Grammar
+from parsers.base import ConversationList, Grammar
 from parsers.drift import Drift
 from parsers.grammars._aiexport import (
     TimeNotes,
@@ -47,8 +48,6 @@ from parsers.grammars._aiexport import (
     has_text,
     is_message_like,
     read_time,
-    stream_top_level,
-    top_level,
 )
 from parsers.grammars._chatgpt_content import render, render_content
 from parsers.jsonload import load_json, pointer_part
@@ -214,8 +213,7 @@ class ChatGPT(Grammar):
     detect_needs = ('"mapping"',)  # its key
     version = "3"
     structured = True
-    streams = True
-    entries = True
+    conversations = ConversationList(own_key="mapping")
     companion_names = COMPANIONS
     description = "ChatGPT export conversations.json (mapping tree per conversation)"
     example = '[{"id": "…", "title": "…", "mapping": {"…": {"message": {"author": {"role": "user"}, …}}}}]'
@@ -226,24 +224,15 @@ class ChatGPT(Grammar):
         return explained_share(sample, _explains, _is_conversation)
 
     def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
-        data = load_json(source.text, source.name, self.name)
-        yield from self._sessions(top_level(data, "mapping"), source.name)
+        yield from self.conversations_of(load_json(source.text, source.name, self.name), source, settings)
 
-    def parse_stream(self, fp: BinaryIO, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
-        yield from self._sessions(stream_top_level(fp, source.name, self.name, "mapping"), source.name)
-
-    def parse_entry(self, pointer: str, value: Any, source: SourceText, settings: Settings
-                    ) -> Iterator[ParsedSession]:
-        yield from self._sessions(((pointer, value),), source.name)
-
-    def _sessions(self, items: Iterable[tuple[str, Any]], name: str
-                  ) -> Iterator[ParsedSession]:
-        for pointer, conv in items:
-            mapping = conv.get("mapping", None) if isinstance(conv, dict) else False
-            if mapping is not None and not isinstance(mapping, dict):
-                raise ParseError(Reason.PARSE_ERROR, f"conversation at {pointer or '/'} has no mapping object",
-                                 path=name, grammar=self.name)
-            yield self._conversation(pointer, conv)
+    def parse_conversation(self, pointer: str, value: Any, source: SourceText, settings: Settings
+                           ) -> Iterator[ParsedSession]:
+        mapping = value.get("mapping", None) if isinstance(value, dict) else False
+        if mapping is not None and not isinstance(mapping, dict):
+            raise ParseError(Reason.PARSE_ERROR, f"conversation at {pointer or '/'} has no mapping object",
+                             path=source.name, grammar=self.name)
+        yield self._conversation(pointer, value)
 
     def _conversation(self, pointer: str, conv: dict[str, Any]) -> ParsedSession:
         cid = conv.get("id") or conv.get("conversation_id")

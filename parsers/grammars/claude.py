@@ -33,16 +33,17 @@ at a time.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
+from functools import lru_cache
 from pathlib import PurePosixPath
-from typing import Any, BinaryIO
+from typing import Any
 
 import orjson
 
 from models.errors import ParseError, Reason
 from models.records import ModelRef, ParsedSession, Region, RegionKind, SourceText
 from models.settings import Settings
-from parsers.base import Grammar
+from parsers.base import ConversationList, Grammar
 from parsers.drift import Drift
 from parsers.grammars._aiexport import (
     TimeNotes,
@@ -53,8 +54,6 @@ from parsers.grammars._aiexport import (
     malformed_turn,
     odd_warning,
     read_time,
-    stream_top_level,
-    top_level,
 )
 from parsers.jsonload import load_json
 from parsers.registry import register
@@ -204,6 +203,7 @@ def _is_conversation(entry: Any) -> bool:
     return isinstance(entry, dict) and "chat_messages" in entry
 
 
+@lru_cache(maxsize=4)
 def project_names(projects_json: str | None) -> dict[str, str]:
     """Project uuid -> name from the export's projects.json companion (empty when absent or unreadable)."""
     if not projects_json:
@@ -222,8 +222,7 @@ class Claude(Grammar):
     detect_needs = ('"chat_messages"',)  # its key
     version = "3"
     structured = True
-    streams = True
-    entries = True
+    conversations = ConversationList(own_key="chat_messages")
     companion_names = COMPANIONS
     description = "Claude.ai export conversations.json (chat_messages per conversation)"
     example = '[{"uuid": "…", "name": "…", "chat_messages": [{"sender": "human", "text": "…"}]}]'
@@ -234,29 +233,19 @@ class Claude(Grammar):
         return explained_share(sample, _explains, _is_conversation)
 
     def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
-        data = load_json(source.text, source.name, self.name)
-        yield from self._sessions(top_level(data, "chat_messages"), source)
+        yield from self.conversations_of(load_json(source.text, source.name, self.name), source, settings)
 
-    def parse_stream(self, fp: BinaryIO, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
-        yield from self._sessions(stream_top_level(fp, source.name, self.name, "chat_messages"), source)
-
-    def parse_entry(self, pointer: str, value: Any, source: SourceText, settings: Settings
-                    ) -> Iterator[ParsedSession]:
-        yield from self._sessions(((pointer, value),), source)
-
-    def _sessions(self, items: Iterable[tuple[str, Any]], source: SourceText
-                  ) -> Iterator[ParsedSession]:
-        name, projects = source.name, project_names(source.companions.get("projects.json"))
-        for pointer, conv in items:
-            messages = conv.get("chat_messages") if isinstance(conv, dict) else False
-            if (messages is None and not conv.get("uuid")) or (messages is not None and not isinstance(messages, list)):
-                raise ParseError(Reason.PARSE_ERROR, f"conversation at {pointer or '/'} has no chat_messages list",
-                                 path=name, grammar=self.name)
-            session = self._conversation(pointer, conv)
-            project = projects.get(str(conv.get("project_uuid")))
-            if project:
-                session.meta["project"] = project
-            yield session
+    def parse_conversation(self, pointer: str, value: Any, source: SourceText, settings: Settings
+                           ) -> Iterator[ParsedSession]:
+        messages = value.get("chat_messages") if isinstance(value, dict) else False
+        if (messages is None and not value.get("uuid")) or (messages is not None and not isinstance(messages, list)):
+            raise ParseError(Reason.PARSE_ERROR, f"conversation at {pointer or '/'} has no chat_messages list",
+                             path=source.name, grammar=self.name)
+        session = self._conversation(pointer, value)
+        project = project_names(source.companions.get("projects.json")).get(str(value.get("project_uuid")))
+        if project:
+            session.meta["project"] = project
+        yield session
 
     def _conversation(self, base: str, conv: dict[str, Any]) -> ParsedSession:
         uid = conv.get("uuid")

@@ -280,7 +280,7 @@ def test_a_misspelled_setting_in_the_config_file_names_the_closest(world):
 def test_a_retired_setting_says_why_it_went(world):
     """A config or environment still naming a setting that earlier versions had is told it went, and why."""
     config = world.root / "retired.toml"
-    config.write_text("columnar_min_bytes = 16384\n")
+    config.write_text("columnar_min_bytes = 16384\nstream_bytes = 1\n")
     for result in (cli("status", "--out", str(world.out), "--config", str(config)),
                    cli("status", "--out", str(world.out), env={"RECONSTRUCT_COLUMNAR_MIN_BYTES": "0"})):
         assert result.exit_code == ExitCode.USAGE

@@ -25,7 +25,7 @@ def test_a_database_is_read_whole_even_above_the_stream_limits(tmp_path):
     folder = tmp_path / "messages"
     folder.mkdir()
     shutil.copy(SAMPLE, folder / "chat.db")
-    small = Settings(stream_bytes=1024, stream_text_bytes=1024, stream_json_bytes=1024)
+    small = Settings(stream_text_bytes=1024, stream_json_bytes=1024)
     summary, docs = _run(folder, tmp_path / "small", small)
     _, whole = _run(folder, tmp_path / "whole", Settings())
     assert summary.counts.sessions_ok == 1 and summary.counts.files_quarantined == 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import multiprocessing
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -80,11 +81,40 @@ def test_streamed_entries_give_the_documents_of_the_whole_read(path, tmp_path, s
     a = _run(src, whole)
     assert not spy
     b = _run(src, streamed, **STREAMED)
-    lists = [p for p in src.rglob("*.json") if p.read_bytes().lstrip(b"\xef\xbb\xbf \r\n\t").startswith(b"[")]
+    lists = [p for p in src.rglob("*.json") if _is_list(p)]
     assert len(spy) >= bool(lists)
     assert _written(whole) == _written(streamed)
-    assert _rows(a) == _rows(b)
+    rows, noted = _unnoted(_rows(b))
+    assert _rows(a) == rows
+    assert all(_is_one_conversation(src, name) for name in noted)  # read whole, and the row says why
     assert not list((streamed / ".spool").glob("*"))
+
+
+def _is_list(path: Path) -> bool:
+    """A list of conversations, at the top or in a wrapper object."""
+    try:
+        data = orjson.loads(path.read_bytes().lstrip(b"\xef\xbb\xbf"))
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(data, list) or (isinstance(data, dict) and isinstance(data.get("conversations"), list)
+                                      and not {"mapping", "chat_messages"} & data.keys())
+
+
+def _is_one_conversation(src: Path, key: str) -> bool:
+    (path,) = [p for p in src.rglob("*.json") if key.endswith(p.relative_to(src).as_posix())]
+    return isinstance(orjson.loads(path.read_bytes().lstrip(b"\xef\xbb\xbf")), dict) and not _is_list(path)
+
+
+NOTE = "read whole, not streamed: "
+
+
+def _unnoted(rows):
+    """The rows without the note of a file read whole instead of streamed (``jsonstream.ReadWhole``), and
+    the files that carry it."""
+    sessions, files = rows
+    noted = [f[0] for f in files if any(part.startswith(NOTE) for part in f[3].split("; "))]
+    files = [(*f[:3], "; ".join(x for x in f[3].split("; ") if not x.startswith(NOTE)), *f[4:]) for f in files]
+    return (sessions, files), noted
 
 
 def _export(n: int) -> list[dict]:
@@ -95,26 +125,36 @@ def _export(n: int) -> list[dict]:
     return many
 
 
-def test_one_worker_or_two_give_the_same_documents_and_ledger_rows(tmp_path, monkeypatch):
-    sent = []
+@pytest.fixture
+def sent(monkeypatch):
+    """For each batch, True when it went to the spawned worker (which is waited for, so it takes batches
+    too), False when it was done in the shard's process."""
+    out = []
     real = jsonstream._dispatch
 
-    def after_start(job, workers, inflight, ctx):  # the spawned worker takes batches too
+    def after_start(job, workers, inflight, ctx):
         if workers.started_up is not None:
             workers.started_up.result()
         done = real(job, workers, inflight, ctx)
-        sent.append(not isinstance(done, jsonstream.Done))
+        out.append(not isinstance(done, jsonstream.Done))
         return done
 
     monkeypatch.setattr(jsonstream, "_dispatch", after_start)
+    return out
+
+
+def _whole_one_two(src, tmp_path):
+    """(result, documents) of the whole read, the streamed read with one worker and with two."""
+    return [(_run(src, tmp_path / name, **values), _written(tmp_path / name)) for name, values in (
+        ("whole", {}), ("one", {**STREAMED, "stream_chunk_bytes": 3000}),
+        ("two", {**STREAMED, "stream_chunk_bytes": 3000, "workers": 2}))]
+
+
+def test_one_worker_or_two_give_the_same_documents_and_ledger_rows(tmp_path, sent):
     src = tmp_path / "in"
     src.mkdir()
     (src / "conversations.json").write_bytes(orjson.dumps(_export(12), option=orjson.OPT_INDENT_2))
-    results = {}
-    for name, values in (("whole", {}), ("one", {**STREAMED, "stream_chunk_bytes": 3000}),
-                         ("two", {**STREAMED, "stream_chunk_bytes": 3000, "workers": 2})):
-        results[name] = (_run(src, tmp_path / name, **values), _written(tmp_path / name))
-    (whole, whole_docs), (one, one_docs), (two, two_docs) = results.values()
+    (whole, whole_docs), (one, one_docs), (two, two_docs) = _whole_one_two(src, tmp_path)
     assert whole_docs == one_docs == two_docs
     assert _rows(whole) == _rows(one) == _rows(two)
     assert whole.sessions[-1].reasons == ["duplicate_session_id"]
@@ -295,3 +335,76 @@ def test_a_worker_that_dies_loses_its_batch_and_the_run_completes(tmp_path, monk
     sessions, _ = _tables(out, monkeypatch)  # the batches that landed brought their rows
     assert sessions.height == len(export) - len(died) - 1
     assert not list((out / ".spool").glob("*")) and not list((out / datasets.STAGED).iterdir())
+
+
+# --- wrapper objects: the list of conversations under a key, read by the same stream ---------------------
+
+def _wrapped(conversations: list, **after) -> dict:
+    return {"exported_at": "2024-07-01T12:00:00Z", "account": {"id": "u-1", "note": "}, {"},
+            "conversations": conversations, **after}
+
+
+def test_a_wrapper_object_streams_with_one_worker_or_two_and_gives_the_bytes_of_the_whole_read(
+        tmp_path, sent, spy):
+    src = tmp_path / "in"
+    src.mkdir()
+    doc = _wrapped(_export(12), source="chat.openai.com", tail={"conversations_seen": 24})
+    (src / "export.json").write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2))
+    (whole, whole_docs), (one, one_docs), (two, two_docs) = _whole_one_two(src, tmp_path)
+    assert len(spy) == 2  # streamed twice, never read whole
+    assert whole_docs == one_docs == two_docs and len(whole_docs) == 24
+    assert _rows(whole) == _rows(one) == _rows(two)
+    assert whole.files[0].detail == "" and whole.sessions[-1].reasons == ["duplicate_session_id"]
+    pointers = {p for d in whole_docs.values() for p in re.findall(rb'"pointer": ?"([^"]*)"', d)}
+    assert pointers and all(p.startswith(b"/conversations/") for p in pointers)
+    assert any(sent) and not all(sent)
+
+
+def test_a_cut_wrapper_keeps_the_conversations_before_the_cut_and_names_what_was_lost(tmp_path):
+    src = tmp_path / "in"
+    src.mkdir()
+    export = _export(2)
+    raw = orjson.dumps(_wrapped(export))
+    starts = [raw.index(orjson.dumps(c)) for c in export]
+    cut = starts[3] + 40
+    (src / "export.json").write_bytes(raw[:cut])
+    result = _run(src, tmp_path / "out", **STREAMED)
+    assert [r.status.value for r in result.sessions] == ["ok", "ok", "ok"]
+    assert [r.session_id for r in result.sessions] == [c["id"] for c in export[:3]]
+    row = result.files[0]
+    assert (row.status.value, row.reasons) == ("partial", ["parse_error"])
+    assert f"conversation #4 (/conversations/3, from byte {starts[3]})" in row.detail
+    assert f"({cut - starts[3]} of {cut} bytes) were not read, the 3 before it were" in row.detail
+
+
+def test_an_object_whose_list_is_not_located_cheaply_is_read_whole_and_its_row_says_why(tmp_path, spy):
+    src = tmp_path / "in"
+    src.mkdir()
+    conv = _export(1)[0]
+    (src / "one.json").write_bytes(orjson.dumps(conv))  # one conversation: its own key, no wrapper
+    (src / "first.json").write_bytes(orjson.dumps({"mapping": {}, "conversations": _export(1)}))
+    whole = _run(src, tmp_path / "whole")
+    got = _run(src, tmp_path / "streamed", **STREAMED)
+    assert not spy and _written(tmp_path / "whole") == _written(tmp_path / "streamed")
+    details = {f.source_key.rsplit("/", 1)[-1]: f.detail for f in got.files}
+    assert details["one.json"] == ("read whole, not streamed: its list of conversations is not located cheaply: "
+                                   "the object has the key 'mapping': it is one conversation")
+    assert details["first.json"].endswith("read whole, not streamed: its list of conversations is not located "
+                                          "cheaply: the object has the key 'mapping': it is one conversation")
+    assert [f.status for f in got.files] == [f.status for f in whole.files]
+    tight = _run(src, tmp_path / "tight", **STREAMED, memory_budget_bytes=1000)
+    for row in tight.files:
+        assert (row.status.value, row.reasons) == ("quarantined", ["too_large"])
+        assert "more than the budget of 1000" in row.detail and "read whole, not streamed: " in row.detail
+
+
+def test_a_key_after_the_list_that_the_whole_read_would_follow_is_named_in_the_row(tmp_path, spy):
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "export.json").write_bytes(orjson.dumps(_wrapped(_export(1), mapping={})))
+    result = _run(src, tmp_path / "out", **STREAMED)
+    assert len(spy) == 1 and len(result.sessions) == 2
+    row = result.files[0]
+    assert (row.status.value, row.reasons) == ("partial", ["not_streamable"])
+    assert "the wrapper object has the key 'mapping' after its list" in row.detail
+    assert "the 2 conversations of the list were read" in row.detail

@@ -148,7 +148,7 @@ def _check_run(out: Path, printed: dict[str, bytes]) -> None:
         assert kind in report, kind
 
 
-@pytest.mark.parametrize("route", [{}, {"stream_bytes": 1, "stream_text_bytes": 1}],
+@pytest.mark.parametrize("route", [{}, {"stream_json_bytes": 1, "stream_text_bytes": 1}],
                          ids=["records", "columns-and-streams"])
 def test_no_planted_secret_in_any_artifact_or_on_stdout(tmp_path, capfd, route):
     src = _inputs(tmp_path)

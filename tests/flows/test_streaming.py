@@ -21,7 +21,7 @@ def test_streamed_and_whole_reads_give_identical_documents(tmp_path):
     (src / "conversations.json").write_bytes(orjson.dumps(many, option=orjson.OPT_INDENT_2).replace(b"\n", b"\r\n"))
     whole, streamed = tmp_path / "whole", tmp_path / "streamed"
     a = reconstruct([src], whole, Settings())
-    b = reconstruct([src], streamed, Settings(stream_bytes=1))
+    b = reconstruct([src], streamed, Settings(stream_json_bytes=1))
     assert a.counts == b.counts and a.counts.sessions_ok + a.counts.sessions_partial == 100
     assert _docs(whole) == _docs(streamed)
 
@@ -32,7 +32,7 @@ def test_a_truncated_stream_keeps_the_sessions_before_the_break(tmp_path):
     data = orjson.loads((GOLDEN / "chatgpt" / "conversations.json").read_bytes())
     raw = orjson.dumps([{**c, "id": f"{c['id']}-{i}"} for i in range(3) for c in data])
     (src / "conversations.json").write_bytes(raw[: int(len(raw) * 0.8)])
-    summary = reconstruct([src], tmp_path / "out", Settings(stream_bytes=1))
+    summary = reconstruct([src], tmp_path / "out", Settings(stream_json_bytes=1))
     counts = summary.counts
     assert counts.sessions_ok + counts.sessions_partial >= 3
     assert counts.files_quarantined == 1

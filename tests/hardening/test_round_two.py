@@ -121,7 +121,7 @@ def test_a_lone_surrogate_in_a_streamed_export_is_read_the_same_and_counted(tmp_
     """Streamed exports (stream_json_bytes) are split entry by entry: the entry that holds the escape
     is read with U+FFFD too, and the input's ledger row counts it (its documents carry no warning:
     docs/bad-input.md)."""
-    small = Settings(stream_json_bytes=500, stream_text_bytes=500, stream_bytes=500)
+    small = Settings(stream_json_bytes=500, stream_text_bytes=500)
     expected, ledger, out = run(tmp_path, inputs.lone_surrogate_export, settings=small)
     assert ledger == expected
     docs = {d["sessionId"]: d for d in documents(out)}

@@ -8,10 +8,13 @@ import io
 import orjson
 import pytest
 
+from models.errors import NotStreamable
 from models.settings import Settings
-from parsers import registry
-from parsers.grammars._aiexport import decode_sample, explained_share, stream_top_level, top_level
-from tests.helpers import GOLDEN, ROOT, load_source, parsed_sessions
+from parsers import jsonsplit, registry
+from parsers.base import ConversationList, Grammar
+from parsers.grammars._aiexport import decode_sample, explained_share
+from parsers.jsonsplit import ShapeError
+from tests.helpers import GOLDEN, ROOT, load_source, parsed_sessions, streamed_sessions
 from validators.accounting import LineIndex, account
 
 OWN = ("chatgpt", "claude")
@@ -37,7 +40,11 @@ def test_streaming_gives_the_same_sessions_as_a_whole_read(path):
     source = load_source(path)
     whole = list(grammar.parse(source, Settings()))
     for blob in (path.read_bytes(), b"\xef\xbb\xbf" + path.read_bytes()):
-        assert _snapshot(grammar.parse_stream(io.BytesIO(blob), source, Settings())) == _snapshot(whole)
+        if [s.pointer for s in whole] == [""]:  # one conversation object: read whole, never streamed
+            with pytest.raises(NotStreamable, match="one conversation"):
+                streamed_sessions(grammar, blob, source)
+            continue
+        assert _snapshot(streamed_sessions(grammar, blob, source)) == _snapshot(whole)
 
 
 @pytest.mark.parametrize("path", CASES, ids=lambda p: str(p.relative_to(GOLDEN)))
@@ -103,13 +110,55 @@ def test_empty_conversations_are_explained_by_their_shape():
                            threshold=0.5).grammar == "claude"
 
 
-def test_whole_reads_and_streams_agree_on_pointers():
-    docs = [[{"k": 1}, {"k": 2}], {"conversations": [{"k": 1}]}, {"k": 1, "conversations": "not a list"},
-            {"mapping": {}, "conversations": []}]
-    for doc in docs:
-        whole = list(top_level(doc, "mapping"))
-        streamed = list(stream_top_level(io.BytesIO(orjson.dumps(doc)), "x.json", "chatgpt", "mapping"))
-        assert whole == streamed, doc
+SHAPE = ConversationList(own_key="mapping")
+
+
+def _pointers(blob: bytes) -> list[tuple[str, object]]:
+    fp = io.BytesIO(blob)
+    at = jsonsplit.locate(fp, SHAPE)
+    return [(f"{at.pointer}/{e.index}", e.value) for e in jsonsplit.entries(fp, at=at, shape=SHAPE)]
+
+
+@pytest.mark.parametrize("doc", [
+    [{"k": 1}, {"k": 2}], [], {"conversations": [{"k": 1}]}, {"conversations": []},
+    {"account": {"uuid": "u", "deep": [[{"conversations": [1]}], "}],"]}, "conversations": [{"k": 1}, {"k": 2}]},
+    {"conversations": [{"k": 1}], "exported_at": "2024", "meta": {"n": [1, 2]}},
+    {"k": 1, "conversations": "not a list"}, {"mapping": {}, "conversations": []}, {"k": {"a": 1}}, {},
+])
+def test_a_streamed_read_takes_the_conversations_of_the_whole_read_or_refuses_up_front(doc):
+    """Every shape ``top_level`` reads: the same pointers and values, or ``NotStreamable`` before any
+    entry is read where the whole read takes the object as one conversation."""
+    whole = list(SHAPE.top_level(doc))
+    for blob in (orjson.dumps(doc), orjson.dumps(doc, option=orjson.OPT_INDENT_2)):
+        try:
+            streamed = _pointers(blob)
+        except NotStreamable:
+            assert [p for p, _ in whole] == [""], doc
+            continue
+        assert streamed == whole, doc
+
+
+def test_a_wrapper_whose_list_is_past_the_first_block_is_refused_up_front():
+    doc = {"account": "x" * 200, "conversations": [{"k": 1}]}
+    with pytest.raises(NotStreamable, match="no list under 'conversations' starts in the object's first 100 bytes"):
+        jsonsplit.locate(io.BytesIO(orjson.dumps(doc)), SHAPE, block=100)
+    assert jsonsplit.locate(io.BytesIO(orjson.dumps(doc)), SHAPE, block=1000).key == "conversations"
+
+
+def test_a_key_after_the_list_that_changes_the_whole_read_stops_the_split():
+    blob = orjson.dumps({"conversations": [{"k": 1}, {"k": 2}], "x": 1, "mapping": {}})
+    got = []
+    with pytest.raises(ShapeError, match="the key 'mapping' after its list"):
+        got.extend(_pointers_lazy(blob))
+    assert [p for p, _ in got] == ["/conversations/0", "/conversations/1"]
+    assert list(SHAPE.top_level(orjson.loads(blob))) == [("", orjson.loads(blob))]
+
+
+def _pointers_lazy(blob: bytes):
+    fp = io.BytesIO(blob)
+    at = jsonsplit.locate(fp, SHAPE)
+    for e in jsonsplit.entries(fp, at=at, shape=SHAPE):
+        yield f"{at.pointer}/{e.index}", e.value
 
 
 @pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.name)
@@ -121,3 +170,28 @@ def test_the_sample_exports_are_detected_complete_and_accounted_for(path):
     for s in sessions:
         assert registry.get(grammar).count_turns(s.raw) == len(s.turns) and s.coverage_reason is None
         assert account(s, LineIndex(source.text)).clean and not s.meta.get("formatDrift")
+
+
+@pytest.mark.parametrize("grammar", registry.all_grammars(), ids=lambda g: g.name)
+def test_no_grammar_has_a_streaming_flag_or_a_second_read_of_its_conversations(grammar):
+    """Where a JSON export's conversations lie is data (``conversations``), and a grammar that names it
+    reads each conversation with ``parse_conversation``: no flag, no other entry point for a stream."""
+    for gone in ("streams", "entries", "parse_stream", "parse_entry"):
+        assert not hasattr(grammar, gone), gone
+    own = type(grammar).parse_conversation is not Grammar.parse_conversation
+    assert own == (grammar.conversations is not None)
+    assert grammar.conversations is None or isinstance(grammar.conversations, ConversationList)
+
+
+@pytest.mark.parametrize("path", CASES, ids=lambda p: str(p.relative_to(GOLDEN)))
+def test_the_whole_read_goes_through_parse_conversation(path, monkeypatch):
+    grammar = registry.get(_grammar(path))
+    real, seen = type(grammar).parse_conversation, []
+
+    def recorded(self, pointer, value, source, settings):
+        seen.append(pointer)
+        yield from real(self, pointer, value, source, settings)
+
+    monkeypatch.setattr(type(grammar), "parse_conversation", recorded)
+    sessions = list(grammar.parse(load_source(path), Settings()))
+    assert seen == [s.pointer for s in sessions] and seen

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import io
-
 import orjson
 import pytest
 
-from models.errors import ParseError
+from models.errors import NotStreamable, ParseError
 from models.records import ModelRef, RegionKind, SourceText
 from models.settings import Settings
 from parsers import registry
 from parsers.grammars.chatgpt import current_branch, render_content
-from tests.helpers import CONFORMANCE, GOLDEN, load_source
+from tests.helpers import CONFORMANCE, GOLDEN, load_source, streamed_sessions
 from validators.accounting import account
 
 G = registry.get("chatgpt")
@@ -255,15 +253,15 @@ def test_streaming_gives_the_same_sessions_as_parse():
     whole = list(G.parse(source, Settings()))
     data = path.read_bytes()
     for blob in (data, b"\xef\xbb\xbf" + data):
-        streamed = list(G.parse_stream(io.BytesIO(blob), source, Settings()))
+        streamed = streamed_sessions(G, blob, source)
         assert [(s.session_id, s.turns, s.warnings, s.coverage_reason) for s in streamed] == \
                [(s.session_id, s.turns, s.warnings, s.coverage_reason) for s in whole]
 
 
-def test_a_single_conversation_object_streams_too():
+def test_a_single_conversation_object_is_not_streamed():
     doc = {"id": "solo", "mapping": {"u": _node("u", None, [], "user", "hi")}}
-    (s,) = G.parse_stream(io.BytesIO(orjson.dumps(doc)), _source(doc), Settings())
-    assert s.session_id == "solo" and s.turns[0].content == "hi"
+    with pytest.raises(NotStreamable, match="the key 'mapping': it is one conversation"):
+        streamed_sessions(G, orjson.dumps(doc), _source(doc))
 
 
 def test_broken_json_and_entries_that_are_not_conversations_are_parse_errors():
@@ -274,7 +272,7 @@ def test_broken_json_and_entries_that_are_not_conversations_are_parse_errors():
     with pytest.raises(ParseError):
         _parse(["just text"])
     with pytest.raises(ParseError):
-        list(G.parse_stream(io.BytesIO(b'[{"id": "c", "mapping": {'), _source("[]"), Settings()))
+        streamed_sessions(G, b'[{"id": "c", "mapping": {', _source("[]"))
 
 
 def test_a_conversation_without_messages_is_an_empty_session_with_a_warning():
@@ -290,11 +288,9 @@ def test_single_objects_and_wrappers_carry_absolute_pointers():
     conv = {"id": "solo", "mapping": {"u": _node("u", None, [], "user", "hi")}}
     (s,) = _parse(conv)
     assert (s.pointer, s.turns[0].pointer, s.raw is not None) == ("", "/mapping/u", True)
-    (s,) = G.parse_stream(io.BytesIO(orjson.dumps(conv)), _source(conv), Settings())
-    assert (s.session_id, s.pointer, s.turns[0].pointer) == ("solo", "", "/mapping/u")
     wrapped = {"exported_at": "2024-01-01", "conversations": [conv, {**conv, "id": "two"}]}
     whole = _parse(wrapped)
-    streamed = list(G.parse_stream(io.BytesIO(orjson.dumps(wrapped)), _source(wrapped), Settings()))
+    streamed = streamed_sessions(G, orjson.dumps(wrapped), _source(wrapped))
     for got in (whole, streamed):
         assert [(s.session_id, s.pointer, s.turns[0].pointer) for s in got] == [
             ("solo", "/conversations/0", "/conversations/0/mapping/u"),

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import io
-
 import orjson
 import pytest
 
@@ -12,7 +10,7 @@ from models.records import ModelRef, RegionKind, SourceText
 from models.settings import Settings
 from parsers import registry
 from parsers.grammars.claude import render_blocks
-from tests.helpers import GOLDEN, load_source
+from tests.helpers import GOLDEN, load_source, streamed_sessions
 from validators.accounting import account
 
 G = registry.get("claude")
@@ -119,7 +117,7 @@ def test_a_wrapper_object_streams_one_conversation_at_a_time():
     doc = {"account": {"uuid": "u-1"}, "conversations": [_conv({"sender": "human", "text": "a"}),
                                                          {**_conv({"sender": "human", "text": "b"}), "uuid": "c-2"}]}
     whole = _parse(doc)
-    streamed = list(G.parse_stream(io.BytesIO(orjson.dumps(doc)), _source(doc), Settings()))
+    streamed = streamed_sessions(G, orjson.dumps(doc), _source(doc))
     for got in (whole, streamed):
         assert [(s.session_id, s.pointer, s.turns[0].pointer) for s in got] == [
             ("c-1", "/conversations/0", "/conversations/0/chat_messages/0"),
@@ -191,7 +189,7 @@ def test_streaming_gives_the_same_sessions_as_parse():
     path = GOLDEN / "claude" / "conversations.json"
     source = load_source(path)
     whole = list(G.parse(source, Settings()))
-    streamed = list(G.parse_stream(io.BytesIO(path.read_bytes()), source, Settings()))
+    streamed = streamed_sessions(G, path.read_bytes(), source)
     assert [(s.session_id, s.turns, s.assumptions) for s in streamed] == \
            [(s.session_id, s.turns, s.assumptions) for s in whole]
 

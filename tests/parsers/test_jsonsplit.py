@@ -10,7 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from parsers.jsonsplit import SplitError, array_start, entries
+from models.errors import NotStreamable
+from parsers.base import ConversationList
+from parsers.jsonsplit import SplitError, entries, locate
 
 # Strings that look like the splitter's guesses, and values that are lists of objects (false guesses).
 TEXT = st.sampled_from(["", "},{", "} , {", "\"}", "\\", "å", "]", "x" * 40, "},{\"id\":1}"]) | st.text(max_size=8)
@@ -54,9 +56,12 @@ def test_a_cut_file_gives_the_entries_before_the_break_then_says_where(items, da
         assert err.value.start > got[-1].start
 
 
-@pytest.mark.parametrize("data", [b'{"a": []}', b"", b"  ", b'"x"'])
-def test_only_lists_are_split(data):
-    assert array_start(io.BytesIO(data)) is None
+@pytest.mark.parametrize("data", [b'{"a": []}', b"", b"  ", b'"x"', b'{"conversations": 1}'])
+def test_only_lists_and_wrappers_of_lists_are_split(data):
+    with pytest.raises(NotStreamable):
+        locate(io.BytesIO(data), ConversationList("mapping"))
+    with pytest.raises(SplitError, match="not a JSON list"):
+        list(entries(io.BytesIO(data)))
 
 
 @pytest.mark.parametrize("data", [b'[{"a":1} {"b":2}]', b'[{"a":1},]', b'[{"a":1}] x', b'[{"a":tru}]'])
