@@ -229,6 +229,11 @@ class Batch:
         self.unread: dict[str, list[Unread]] = {}
         self.unread_bytes = 0
 
+    @property
+    def idle(self) -> bool:
+        """Nothing waits in the batch: no input to read, no session to judge."""
+        return not self.pending and not self.unread
+
     def add(self, ordinal: int, pending: batches.Pending, owner: Owner) -> None:
         self.pending.append((ordinal, pending, owner))
         self.turns += len(pending.parsed.turns)

@@ -190,7 +190,7 @@ class Held:
     def later(self, record: functools.partial) -> None:
         """Stage an input's records once its sessions are judged (at once when none waits)."""
         self.waiting.append(record)
-        if not self.batch.pending or len(self.waiting) >= HELD_INPUTS:
+        if self.batch.idle or len(self.waiting) >= HELD_INPUTS:
             self.drain()
 
     def drain(self) -> None:

@@ -49,3 +49,27 @@ def test_a_small_input_is_read_in_the_table(name, text, monkeypatch):
     monkeypatch.setattr(type(grammar), "parse", refuse)
     got = process_bytes(data, name, RunContext.from_settings(Settings()))
     assert len(data) < 16 * 1024 and got.sessions and got.sessions[0].encoded is not None
+
+
+def test_a_shard_reads_its_small_chats_in_one_table_per_grammar(tmp_path, monkeypatch):
+    """The shard's inputs wait in its batch until it is full or the shard ends: many small chats of a
+    line grammar are read in one table, not one table per input (the point of the table)."""
+    from flows.core import ingest
+    from flows.core.shard import run_shard
+
+    src = tmp_path / "in"
+    src.mkdir()
+    for i in range(12):
+        (src / f"WhatsApp Chat with P{i}.txt").write_text(f"1/2/24, 10:0{i % 10} - P{i}: hi\n1/2/24, 11:00 - Ann: yo\n")
+        (src / f"irc-{i}.log").write_text(f"[10:00] <p{i}> hi\n[10:01] <ann> yo\n")
+    tables: list[tuple[str, int]] = []
+    for grammar in ("whatsapp", "irc"):
+        g = registry.get(grammar)
+        real = type(g).parse_columns
+        monkeypatch.setattr(type(g), "parse_columns",
+                            lambda self, sources, *a, real=real: tables.append((self.name, len(sources)))
+                            or real(self, sources, *a))
+    settings = Settings(workers=1)
+    result = run_shard(ingest.discover([src], settings), tmp_path / "out", settings)
+    assert sorted(tables) == [("irc", 12), ("whatsapp", 12)]
+    assert len(result.files) == 24 and all(f.status.value == "ok" for f in result.files)
