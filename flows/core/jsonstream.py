@@ -69,7 +69,7 @@ from parsers.memory import paused_gc
 
 from . import batches, lifeline
 from .emit import document_relpath
-from .process import FileOutcome, Owner, SessionOutcome, failure, judge_batch
+from .process import FileOutcome, Owner, ReadWhole, SessionOutcome, failure, judge_batch
 from .spool import SPOOL_DIR
 
 Emit = Callable[[SessionOutcome], "tuple[str | None, str | None] | None"]
@@ -110,17 +110,6 @@ class Done:
 def batch_stem(key: str, first: int) -> str:
     """The name of a batch's staged parts: from the input's key and its first entry."""
     return f"{hashlib.sha256(key.encode()).hexdigest()[:16]}.{first:09d}"
-
-
-@dataclass(frozen=True, slots=True)
-class ReadWhole:
-    """A large input of a JSON export grammar that is read whole, decided before any entry is read; ``why``
-    goes into its ledger row."""
-
-    why: str
-
-    def note(self) -> str:
-        return f"read whole, not streamed: {self.why}"
 
 
 def stream_json_input(open_input: Callable[[], BinaryIO], source: SourceText, sample: str, ctx: RunContext,

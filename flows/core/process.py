@@ -122,6 +122,18 @@ def _gate_session(built: _Built, counted: int, accounting: Accounting) -> tuple[
     return b"".join((head, body, tail)), result
 
 
+@dataclass(frozen=True, slots=True)
+class ReadWhole:
+    """A large input that is read whole, not streamed, decided before any of it was processed (a JSON export
+    whose list cannot be located cheaply, a text whose pre-pass finds a line it cannot cut at); ``why``
+    goes into its ledger row."""
+
+    why: str
+
+    def note(self) -> str:
+        return f"read whole, not streamed: {self.why}"
+
+
 def quarantined_file(name: str, size: int, reason: Reason | str, detail: str, sha: str | None = None,
                      grammar: str | None = None, detection: Detection | None = None) -> FileOutcome:
     return FileOutcome(name, sha, size, grammar, FileStatus.QUARANTINED, [str(reason)], detail, detection, [])

@@ -45,6 +45,7 @@ from .process import (
     DETECT_SAMPLE,
     Batch,
     FileOutcome,
+    ReadWhole,
     finish,
     process_bytes,
     process_group,
@@ -326,7 +327,7 @@ def _one(ref, trail: ShardTrail, ctx, prior, inputs: ShardInputs, result: ShardR
         if ref.size >= _stream_limit(ref, ctx.settings):
             emitter = _emitter(ref, trail, result, ctx.settings, allow_shrink)
             outcome = _streamed(ref, ctx, prior, inputs, context_sha, trail.out_root, emitter)
-        if outcome is None or isinstance(outcome, jsonstream.ReadWhole):
+        if outcome is None or isinstance(outcome, ReadWhole):
             outcome = _noted(_whole(ref, ctx, prior, inputs, texts, context_sha, held.batch, loaded), outcome)
         if isinstance(outcome, FileRow):  # unchanged since an earlier run: its row only
             held.later(functools.partial(result.files.append, outcome))
@@ -340,7 +341,7 @@ def _stream_limit(ref: ingest.InputRef, settings: Settings) -> int:
     return min(limit, settings.stream_json_bytes) if ref.name.lower().endswith(".json") else limit
 
 
-def _noted(outcome: FileOutcome | FileRow, whole: jsonstream.ReadWhole | None) -> FileOutcome | FileRow:
+def _noted(outcome: FileOutcome | FileRow, whole: ReadWhole | None) -> FileOutcome | FileRow:
     """A whole read's outcome with the reason it was not streamed, when a stream was refused up front."""
     if whole is not None and isinstance(outcome, FileOutcome):
         outcome.detail = "; ".join(x for x in (outcome.detail, whole.note()) if x)
@@ -435,9 +436,9 @@ UNCHANGED = "unchanged since an earlier run with the same settings"
 
 
 def _streamed(ref, ctx, prior, inputs: ShardInputs, context_sha, out_root: Path,
-              emitter) -> FileOutcome | FileRow | jsonstream.ReadWhole | None:
+              emitter) -> FileOutcome | FileRow | ReadWhole | None:
     """A large input through its grammar's streamed read (a JSON export's conversations, or text in
-    chunks), its skipped row when unchanged, ``ReadWhole`` when a JSON export's stream is refused up
+    chunks), its skipped row when unchanged, ``ReadWhole`` when a stream is refused up
     front (why goes into its row), or None to read it whole (no streamed read for its grammar;
     ``emitter`` stages a session as soon as it is done, for the routes that hand them on one by one)."""
     from parsers import sqlite

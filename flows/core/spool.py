@@ -48,7 +48,7 @@ from parsers.memory import paused_gc
 from validators import gate
 
 from . import ranges
-from .process import FileOutcome, SessionOutcome, failure, quarantined_file
+from .process import FileOutcome, ReadWhole, SessionOutcome, failure, quarantined_file
 
 __all__ = ["clean", "discard", "stream_text_input"]
 
@@ -65,9 +65,10 @@ class _Spooled:
 
 
 def stream_text_input(open_input: Callable[[], BinaryIO], source: SourceText, sample: str, ctx: RunContext,
-                      out_root: Path) -> FileOutcome | None:
-    """The streamed core for a large input whose grammar streams text; None when it does not (or
-    the input must be read whole after all)."""
+                      out_root: Path) -> FileOutcome | ReadWhole | None:
+    """The streamed core for a large input whose grammar streams text; None when it does not;
+    ``ReadWhole`` with the reason when its pre-pass finds the input must be read whole (its ledger row
+    says so)."""
     if not ctx.settings.columnar:
         return None
     try:
@@ -81,8 +82,8 @@ def stream_text_input(open_input: Callable[[], BinaryIO], source: SourceText, sa
     try:
         with paused_gc():
             return stream_text(open_input, source, detection, grammar, ctx, out_root)
-    except NotStreamable:  # the pre-pass found what needs the whole file (docs/architecture.md): read whole
-        return None
+    except NotStreamable as exc:  # the pre-pass found what needs the whole file: read whole, and said so
+        return ReadWhole(exc.detail)
     except OSError:  # reading the input or writing the output: the shard records it
         raise
     except Exception as exc:  # a failure of this route quarantines the input; no other route retries it

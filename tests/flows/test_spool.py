@@ -168,3 +168,17 @@ def test_a_stream_that_cannot_be_read_is_quarantined_not_read_again(tmp_path, mo
     where["file"] = str(tmp_path / "b" / ".spool" / "piece")
     with pytest.raises(OSError):
         _run(src, tmp_path / "b", stream_text_bytes=1)
+
+
+def test_a_large_text_read_whole_says_why_in_its_ledger_row(tmp_path):
+    """No silent hand-over: a transcript whose pre-pass refuses the stream (front matter) is read whole, and
+    its ledger row says it was not streamed, and why."""
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "chat.txt").write_text("---\ntitle: T\n---\n" + "".join(f"User: q{i}\nAssistant: a{i}\n" for i in range(30)))
+    streamed = _run(src, tmp_path / "s", stream_text_bytes=1, stream_chunk_bytes=64)
+    whole = _run(src, tmp_path / "w")
+    (row,) = streamed.files
+    assert row.status is FileStatus.OK and "read whole, not streamed: front matter" in row.detail, row.detail
+    assert "not streamed" not in whole.files[0].detail
+    assert _documents(tmp_path / "s") == _documents(tmp_path / "w")
