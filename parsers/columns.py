@@ -160,18 +160,15 @@ def own(read, *args):
     try:
         return read(*args)
     except Exception as exc:  # the source's own failure, raised where its sessions are taken
-        return _failed(exc)
-
-
-def _failed(error: Exception):
-    raise error
-    yield
+        return failed(exc)
 
 
 def failed(error: Exception):
     """The sessions of a source whose own reading raised ``error``: none, then the failure, raised
-    where its sessions are taken (``each_source``'s contract for a table read by hand)."""
-    return _failed(error)
+    where its sessions are taken (``each_source``'s contract for a table read by hand). A generator
+    each: one is spent once it has raised."""
+    raise error
+    yield
 
 
 def group_turns(pieces: pl.Series, is_header: pl.Series, first_line: int = 1, table: LineTable | None = None

@@ -23,6 +23,7 @@ from normalizers.assemble import RunContext, surrogates_note
 from normalizers.encode import head_and_tail
 from normalizers.ids import safe_id
 from parsers import registry
+from parsers.columns import failed
 from parsers.memory import paused_gc
 from parsers.text import decode
 from validators import gate
@@ -197,16 +198,10 @@ def read_table(unread: list[Unread], batch: Batch) -> None:
             Reason.PARSE_ERROR, f"the table of {len(unread)} {grammar.name} input{'s' * (len(unread) != 1)} failed: "
             f"{failure(exc)}",
             grammar=grammar.name)
-        read = [_raising(error) for _ in unread]  # a generator each: one is spent once raised
+        read = [failed(error) for _ in unread]
     for u, sessions in zip(unread, read or [None] * len(unread), strict=True):
         sessions = grammar.parse(u.source, settings) if sessions is None else sessions
         take_all(sessions, u.outcome, u.owner, batch, u.started)
-
-
-def _raising(error: Exception):
-    """An input's sessions when the table it was read in failed: none, then the failure."""
-    raise error
-    yield
 
 
 def failure(exc: BaseException) -> str:
