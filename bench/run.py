@@ -65,7 +65,7 @@ SETS = {
                      (Target("flow sessions/s", "flow", "sessions_s", ">=", 1500),
                       Target("flow time / I/O floor's", "flow", "time_x_floor", "<=", 3),
                       Target("unchanged rerun s", "rerun", "seconds", "<=", 3), PREFECT)),
-    # The other line grammars, streamed through the columnar line engine (asked for by name).
+    # The other line grammars, streamed through the line-table engine (asked for by name).
     "irc": DataSet(dict.fromkeys(("shard", "flow"), "lines"), (), on_demand=True),
     "transcript": DataSet(dict.fromkeys(("shard", "flow"), "lines"), (), on_demand=True),
 }

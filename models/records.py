@@ -155,7 +155,7 @@ class ParsedSession:
     """Lines shaped like a turn start that are text of a turn, each with why (source accounting)."""
     frame: Any = None
     """The turns as columns (a polars frame, ``parsers.columns.TURN_SCHEMA``) when the grammar parsed
-    them column-wise (``Grammar.parse_columns``); ``turns`` is then empty."""
+    them column-wise (a line grammar's ``Grammar.read``); ``turns`` is then empty."""
 
 
 @dataclass(frozen=True, slots=True)

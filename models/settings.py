@@ -69,14 +69,9 @@ class Settings(BaseSettings):
     dask_address: str | None = Field(None, description="Run shards on this Dask scheduler.")
     task_retries: int = Field(2, ge=0)
     max_file_bytes: int = Field(4 * 1024**3, ge=1, description="Larger inputs are quarantined.")
-    columnar: bool = Field(
-        True, description="Read a large input of a line grammar that parses lines as a frame (WhatsApp, IRC, "
-        "transcripts...) as one frame of lines, and stream the largest; off: every input is parsed turn by turn "
-        "into the shard's batch (same documents)."
-    )
     stream_text_bytes: int = Field(
-        16 * 1024**2, ge=1, description="Text inputs this large are streamed when their grammar can (columnar "
-        "line grammars: memory bounded by a chunk)."
+        16 * 1024**2, ge=1, description="Text inputs this large are streamed when their grammar can (line "
+        "grammars: memory bounded by a chunk)."
     )
     stream_json_bytes: int = Field(
         8 * 1024**2, ge=1, description="JSON exports this large (ChatGPT, Claude: a list of conversations, or a "
@@ -184,6 +179,7 @@ class Settings(BaseSettings):
 RETIRED = {
     "columnar_min_bytes": "every line input is now read in its batch's table of lines, whatever its size",
     "stream_bytes": "a large JSON export streams from stream_json_bytes, wrapper objects included",
+    "columnar": "every input is read by its grammar's one route; the turn-by-turn line parse is the tests' oracle",
 }
 """Settings that earlier versions had, with why they went: a config that still names one is told so."""
 

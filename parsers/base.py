@@ -148,16 +148,13 @@ class Grammar(ABC):
         for pointer, value in self.conversations.top_level(data):
             yield from self.parse_conversation(pointer, value, source, settings)
 
-    columnar: ClassVar[bool] = False
-    """True when ``parse_columns`` gives the sessions with their turns as a frame."""
-
-    def parse_columns(self, sources: list[SourceText], settings: Settings
-                      ) -> list[Iterable[ParsedSession] | None] | None:
-        """The sessions of ``parse`` of each source, each with ``frame`` set instead of ``turns``, the
-        sources read as one table of lines (``parsers.columns.LineTable``); None for a source that
-        cannot be read column-wise, or for all (``parse`` then reads it). A source whose own reading
-        fails gives its failure when its sessions are iterated (``columns.each_source``)."""
-        return None
+    def read(self, sources: list[SourceText], settings: Settings) -> list[Iterable[ParsedSession]]:
+        """The sessions of each source, in source order: the one way the pipeline reads a grammar's inputs,
+        a batch of them at a time. A grammar that reads one source at a time implements ``parse`` and
+        keeps this; a line grammar reads the batch as one table of lines (``parsers.columns.LineTable``)
+        and gives each session its turns as a frame. A source whose own reading fails gives its failure
+        when its sessions are iterated (``columns.each_source``); the others are unaffected."""
+        return [self.parse(source, settings) for source in sources]
 
     @abstractmethod
     def detect(self, sample: str, name: str) -> float:
@@ -172,9 +169,10 @@ class Grammar(ABC):
         """``detect``'s share from the counts of ``detect_lines`` in the sample (a grammar that declares them)."""
         raise NotImplementedError(f"{self.name} declares no detection line patterns")
 
-    @abstractmethod
     def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
-        """Yield the sessions of one input, in source order, each with ``raw`` set."""
+        """Yield the sessions of one input, in source order, each with ``raw`` set: how a grammar that
+        reads one input at a time implements ``read`` (a grammar overriding ``read`` has none)."""
+        raise NotImplementedError(f"{self.name} reads its inputs a batch at a time (read)")
 
     @abstractmethod
     def count_turns(self, raw: Any) -> int:

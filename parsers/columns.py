@@ -63,13 +63,14 @@ def nonblank(lines: pl.Series) -> pl.Series:
     return lines.str.strip_chars(PY_SPACE).str.len_bytes() > 0
 
 
-def extract(lines: pl.Series, pattern: str) -> pl.DataFrame | None:
+def extract(lines: pl.Series, pattern: str) -> pl.DataFrame:
     """The named groups of ``pattern`` (Rust syntax, anchored by the caller) on every line, one
-    column each (null where a line does not match); None when Rust's regex refuses the pattern."""
+    column each (null where a line does not match). Raises ``Untranslatable`` when Rust's regex
+    refuses the pattern: the inputs read with it fail with that reason, never read another way."""
     try:
         return pl.DataFrame({"line": lines}).select(pl.col("line").str.extract_groups(pattern)).unnest("line")
-    except pl.exceptions.ComputeError:
-        return None
+    except pl.exceptions.ComputeError as exc:
+        raise Untranslatable(f"Rust's regex refused the header pattern: {exc}") from exc
 
 
 @dataclass(slots=True)
@@ -237,11 +238,9 @@ class LineHeaders:
         return int(at[0]) if len(at) else None
 
 
-def line_headers(lines: pl.Series, rust: str) -> LineHeaders | None:
-    """``rust`` (``rust_pattern`` of a header) on every line; None when polars refuses it."""
+def line_headers(lines: pl.Series, rust: str) -> LineHeaders:
+    """``rust`` (``rust_pattern`` of a header) on every line (``Untranslatable`` when polars refuses it)."""
     groups = extract(lines, f"(?:{rust})(?P<_rest>.*)")
-    if groups is None:
-        return None
     rest = groups["_rest"]
     groups = groups.drop("_rest")
     twice = [c for c in groups.columns if _DUPLICATE in c]
@@ -312,8 +311,9 @@ def _offset(value) -> int | None:
 # -- the header pattern in Rust's syntax ------------------------------------------------------
 
 class Untranslatable(ReconstructError):
-    """A header pattern holds a construct Rust's regex has no equivalent for (the grammar's
-    line-engine parse reads such inputs); ``detail`` names the construct."""
+    """A header pattern holds a construct Rust's regex has no equivalent for, or polars refused it:
+    the inputs read with it fail with this reason (every fixed grammar's pattern translates, checked by
+    the tests; so does every header ``inferred`` can learn); ``detail`` names the construct."""
 
     def __init__(self, construct: str) -> None:
         super().__init__(Reason.UNTRANSLATABLE, construct)

@@ -169,13 +169,3 @@ def split_blocks(
     if done is not None:
         yield done
 
-
-def line_starts(text: str, positions: list[int], first_line: int = 1) -> list[int]:
-    """Line numbers of ascending character positions, counted in one pass."""
-    out: list[int] = []
-    line, cursor = first_line, 0
-    for pos in positions:
-        line += text.count("\n", cursor, pos)
-        cursor = pos
-        out.append(line)
-    return out

@@ -18,6 +18,7 @@ import pytest
 from models.records import ParsedSession, SourceText, Turn
 from models.settings import Settings
 from parsers import jsonsplit, registry
+from parsers.columns import turns_of
 from parsers.text import decode
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -118,10 +119,19 @@ def session_snapshot(session: ParsedSession, counted: int) -> dict[str, Any]:
     }
 
 
-def columns_of(grammar, source: SourceText, settings: Settings | None = None) -> list[ParsedSession] | None:
-    """A line grammar's sessions of one source read as a table of lines (``parse_columns``), or None."""
-    read = grammar.parse_columns([source], settings or Settings())
-    return None if read is None or read[0] is None else list(read[0])
+def columns_of(grammar, source: SourceText, settings: Settings | None = None) -> list[ParsedSession]:
+    """A grammar's sessions of one source as the product reads them (``Grammar.read`` of it alone): a
+    line grammar's with their turns as a frame."""
+    return list(grammar.read([source], settings or Settings())[0])
+
+
+def read_one(grammar, source: SourceText, settings: Settings | None = None) -> list[ParsedSession]:
+    """``columns_of`` with a frame's turns as ``Turn`` records, for tests that look at turns."""
+    sessions = columns_of(grammar, source, settings)
+    for session in sessions:
+        if session.frame is not None:
+            session.turns = turns_of(session.frame)
+    return sessions
 
 
 def text_source(text: str, name: str) -> SourceText:
@@ -132,7 +142,7 @@ def text_source(text: str, name: str) -> SourceText:
 def parse_text(grammar: str, text: str, name: str) -> tuple[SourceText, list[ParsedSession]]:
     """The source of an inline text and the sessions one grammar makes of it."""
     source = text_source(text, name)
-    return source, list(registry.get(grammar).parse(source, Settings()))
+    return source, read_one(registry.get(grammar), source)
 
 
 def load_source(path: Path, name: str | None = None) -> SourceText:
@@ -148,7 +158,7 @@ def parse_file(path: Path, grammar: str, settings: Settings | None = None, *, na
     if companions:
         source = SourceText(source.text, source.name, source.sha256, source.size, source.encoding, companions)
     out = []
-    for session in g.parse(source, settings):
+    for session in read_one(g, source, settings):
         out.append(session_snapshot(session, g.count_turns(session.raw)))
     return out
 
@@ -163,7 +173,7 @@ def parsed_sessions(path: Path, grammar: str, *, name: str | None = None,
     source = load_source(path, name)
     if companions:
         source = SourceText(source.text, source.name, source.sha256, source.size, source.encoding, companions)
-    return source, list(registry.get(grammar).parse(source, Settings()))
+    return source, read_one(registry.get(grammar), source)
 
 
 def conversation_groups(folder: Path) -> dict[tuple[Path, str], list[Path]]:
@@ -193,7 +203,7 @@ def parse_group(paths: list[Path], grammar: str, names: list[str], name: str,
     """Parse a conversation's files as one source and snapshot every session, as ``parse_file`` does."""
     g = registry.get(grammar)
     source = load_group(paths, names, name, companions)
-    return [session_snapshot(s, g.count_turns(s.raw)) for s in g.parse(source, Settings())]
+    return [session_snapshot(s, g.count_turns(s.raw)) for s in read_one(g, source)]
 
 
 def key_document(out: Path, platform: str, ident: str = "*", name: str = "*.json") -> Path:

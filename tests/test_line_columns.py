@@ -10,8 +10,12 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from flows.core.process import process_bytes
+from models.errors import Reason
 from models.records import SourceText
 from models.settings import Settings
+from models.status import FileStatus
+from normalizers.assemble import RunContext
 from parsers.columns import (
     LineTable,
     Untranslatable,
@@ -26,13 +30,14 @@ from parsers.columns import (
 from parsers.engine import fenced_regions
 from parsers.grammars import _irc_columns, inferred, irc
 from parsers.timeparse import parse_iso
+from tests import oracle
 from tests.helpers import columns_of, session_snapshot
 
 
 def _reads_the_same(grammar, text: str, name: str) -> None:
     """``grammar``'s columnar parse of ``text`` gives its line-engine parse's sessions, turn for turn."""
     source = SourceText(text, name, "0" * 64, len(text), "utf-8")
-    lined = [session_snapshot(s, 0) for s in grammar.parse(source, Settings())]
+    lined = [session_snapshot(s, 0) for s in oracle.parse(grammar, source, Settings())]
     columnar = columns_of(grammar, source)
     for s in columnar:
         s.turns = turns_of(s.frame)
@@ -164,11 +169,16 @@ def test_any_irc_log_reads_the_same_as_columns(rows, dialect):
     _reads_the_same(irc.Irc(), _irc_log(rows, dialect), "x.log")
 
 
-def test_an_irc_log_polars_cannot_read_goes_to_the_line_engine(monkeypatch):
-    monkeypatch.setattr(_irc_columns, "line_headers", lambda lines, rust: None)
+def test_an_irc_log_polars_cannot_read_is_quarantined_with_the_reason(monkeypatch):
+    """No other route: a header pattern Rust's regex refuses fails the inputs read with it, each with the reason."""
+    def refused(lines, rust):
+        raise Untranslatable("Rust's regex refused the header pattern: test")
+
+    monkeypatch.setattr(_irc_columns, "line_headers", refused)
     text = "2012-10-18T09:30:30+0000  <ann> hi\n"
-    assert columns_of(irc.Irc(), SourceText(text, "x.log", "0" * 64, len(text), "utf-8")) is None
-    assert split_lines(text).to_list() == ["2012-10-18T09:30:30+0000  <ann> hi"]
+    got = process_bytes(text.encode(), "x.log", RunContext.from_settings(Settings()))
+    assert (got.status, got.reasons, got.grammar) == (FileStatus.QUARANTINED, [Reason.UNTRANSLATABLE.value], "irc")
+    assert "Rust's regex refused the header pattern" in got.detail and not got.sessions
 
 
 _T_HEAD = st.sampled_from(["User: ", "Assistant: ", "Assistant (openai:gpt-4o@2024-08-06): ", "Ann: ", "Bob (work): ",
@@ -206,14 +216,38 @@ def test_any_inferred_log_reads_the_same_as_columns(lines):
     _reads_the_same(inferred.Inferred(), "\n".join(lines) + "\n", "x.log")
 
 
-def test_an_inferred_header_rust_cannot_express_goes_to_the_line_engine(monkeypatch):
+def test_an_inferred_header_rust_cannot_express_fails_its_logs_alone(monkeypatch):
+    """The logs of a learnt header Rust cannot express fail with the reason; a log of another header is read."""
+    real = inferred.rust_pattern
+
     def refuse(pattern):
-        raise Untranslatable("a lookahead")
+        if "<<" in pattern.pattern:
+            raise Untranslatable("a lookahead")
+        return real(pattern)
 
     monkeypatch.setattr(inferred, "rust_pattern", refuse)
-    text = "<<2024/03/01 10:00>> alice | hi\n<<2024/03/01 10:01>> bob | yo\n<<2024/03/01 10:02>> alice | ok\n"
-    source = SourceText(text, "x.log", "0" * 64, len(text), "utf-8")
-    assert columns_of(inferred.Inferred(), source) is None
+    texts = ["<<2024/03/01 10:00>> alice | hi\n<<2024/03/01 10:01>> bob | yo\n<<2024/03/01 10:02>> alice | ok\n",
+             "#41 [alice] hi\n#42 [bob] yo\n#43 [alice] ok\n"]
+    sources = [SourceText(t, f"x{i}.log", "0" * 64, len(t), "utf-8") for i, t in enumerate(texts)]
+    refused, read = inferred.Inferred().read(sources, Settings())
+    with pytest.raises(Untranslatable, match="a lookahead"):
+        list(refused)
+    assert [len(s.frame) for s in read] == [3]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(min_size=1, max_size=3), min_size=1, max_size=3), st.sampled_from(["alice", "Bo b", "x"]))
+def test_every_header_inferred_can_learn_runs_in_polars(punctuation, name):
+    """Any line start ``shape`` generalises (digits, blanks, any punctuation or symbol, then a name) is a
+    pattern Rust's regex runs, matching the line as Python's does: no learnt header is refused."""
+    line = "1" + "".join(punctuation) + " " + name + ": text"
+    pattern = inferred.shape(line)
+    if pattern is None:
+        return
+    at = pattern.index("(?P<name>")
+    python = regex.compile(f"^(?P<prefix>{pattern[1:at]}){pattern[at:]}", regex.MULTILINE)
+    heads = line_headers(split_lines(line), rust_pattern(python))
+    assert bool(heads.ok[0]) == (python.match(line) is not None)
 
 
 _D_LINE = st.one_of(

@@ -16,9 +16,9 @@ from tests import oracle
 from tests.helpers import known_inputs
 
 INPUTS = known_inputs()
-# the product's defaults; every line input read as a frame of lines whatever its size; and settings that
-# change what the batch does to each turn (zone and personal data, reported secrets, cut turns, identity)
-SETTINGS = {"defaults": Settings(), "lines": Settings(columnar=False),
+# the product's defaults, and settings that change what the batch does to each turn (zone and personal
+# data, reported secrets, cut turns, identity)
+SETTINGS = {"defaults": Settings(),
             "zone-pii": Settings(source_tz="Europe/Stockholm", redact_pii=True),
             "report-truncate": Settings(secrets_policy="report", max_turn_chars=20),
             "off-identity": Settings(secrets_policy="off", runtime_identity="openai:gpt-4o@2024-08-06")}

@@ -143,7 +143,7 @@ def quarantined_file(name: str, size: int, reason: Reason | str, detail: str, sh
 def process_text(source: SourceText, ctx: RunContext, batch: Batch | None = None,
                  detection: Detection | ReconstructError | None = None) -> FileOutcome:
     """Detect, parse and gate every session of one decoded source; with ``batch``, its sessions go to that
-    batch and the outcome stays open until the caller flushes it (see ``collect``). ``detection``: the
+    batch and the outcome stays open until the caller flushes it (see ``take_all``). ``detection``: the
     source's detection (or why it has none) when the caller detected it with others
     (``registry.detect_many``); else it is detected here."""
     started = time.perf_counter()
@@ -157,26 +157,15 @@ def process_text(source: SourceText, ctx: RunContext, batch: Batch | None = None
             raise detection
     except ReconstructError as exc:
         return quarantined_file(source.name, source.size, exc.reason, str(exc), source.sha256)
-    grammar = registry.get(detection.grammar)
     own = Batch(ctx) if batch is None else batch
-    outcome, owner = opened(grammar, source, detection)
-    if _by_table(grammar, ctx.settings):
-        own.read_later(Unread(source, outcome, owner, started))
-    else:
-        take_all(grammar.parse(source, ctx.settings), outcome, owner, own, started)
+    outcome = own.read_later(registry.get(detection.grammar), source, detection, started)
     return settled(own, outcome) if batch is None else outcome
-
-
-def _by_table(grammar, settings) -> bool:
-    """Whether a grammar reads its inputs in a table of lines with the batch's other inputs of that
-    grammar (``Grammar.parse_columns``), whatever their size."""
-    return grammar.columnar and settings.columnar
 
 
 @dataclass(slots=True)
 class Unread:
-    """An input detected and waiting to be read in one table of lines with the batch's other inputs
-    of its grammar."""
+    """An input detected and waiting to be read with the batch's other inputs of its grammar
+    (``Grammar.read``)."""
 
     source: SourceText
     outcome: FileOutcome
@@ -184,23 +173,19 @@ class Unread:
     started: float
 
 
-def read_table(unread: list[Unread], batch: Batch) -> None:
-    """Read inputs of one line grammar as one table of lines (``Grammar.parse_columns``), each input's
-    sessions then taken into ``batch`` as ``take_all`` takes them. A failure of the table read is
-    recorded on each of its inputs (never read again by another route); an input the grammar cannot
-    read as columns (None: a header polars cannot express) is read by its ``parse``, as decided before
-    anything of it was read."""
-    grammar, settings = unread[0].owner.grammar, batch.ctx.settings
+def read_together(unread: list[Unread], batch: Batch) -> None:
+    """Read inputs of one grammar together (``Grammar.read``: a line grammar's one table of lines),
+    each input's sessions then taken into ``batch`` as ``take_all`` takes them. A failure of the
+    read is recorded on each of its inputs; no other route reads them again."""
+    grammar = unread[0].owner.grammar
     try:
-        read = grammar.parse_columns([u.source for u in unread], settings)
-    except Exception as exc:  # recorded on each input of the table; the run goes on
+        read = grammar.read([u.source for u in unread], batch.ctx.settings)
+    except Exception as exc:  # recorded on each input read together; the run goes on
         error = exc if isinstance(exc, ReconstructError) else ParseError(
-            Reason.PARSE_ERROR, f"the table of {len(unread)} {grammar.name} input{'s' * (len(unread) != 1)} failed: "
-            f"{failure(exc)}",
-            grammar=grammar.name)
+            Reason.PARSE_ERROR, f"reading {len(unread)} {grammar.name} input{'s' * (len(unread) != 1)} together "
+            f"failed: {failure(exc)}", grammar=grammar.name)
         read = [failed(error) for _ in unread]
-    for u, sessions in zip(unread, read or [None] * len(unread), strict=True):
-        sessions = grammar.parse(u.source, settings) if sessions is None else sessions
+    for u, sessions in zip(unread, read, strict=True):
         take_all(sessions, u.outcome, u.owner, batch, u.started)
 
 
@@ -247,31 +232,24 @@ class Batch:
         if self.turns >= batches.BATCH_TURNS:
             self.flush()
 
-    def read_later(self, unread: Unread) -> None:
-        """Hold an input until the batch reads it in one table with the others of its grammar."""
-        self.unread.setdefault(unread.owner.grammar.name, []).append(unread)
-        self.unread_bytes += unread.source.size
+    def read_later(self, grammar, source: SourceText, detection: Detection, started: float) -> FileOutcome:
+        """Hold a detected input until the batch reads it with the others of its grammar; its outcome,
+        open until then."""
+        outcome, owner = opened(grammar, source, detection)
+        self.unread.setdefault(grammar.name, []).append(Unread(source, outcome, owner, started))
+        self.unread_bytes += source.size
         if self.unread_bytes >= batches.TABLE_BYTES:
             self.flush()
+        return outcome
 
     def flush(self) -> None:
         unread, self.unread, self.unread_bytes = self.unread, {}, 0
         for same in unread.values():
-            read_table(same, self)
+            read_together(same, self)
         pending, self.pending, self.turns = self.pending, [], 0
         if pending:
             for (_, _, owner), outcome in zip(pending, judge_batch(pending, self.ctx), strict=True):
                 owner.sessions.append(outcome)
-
-
-def collect(parsed_sessions, grammar, source: SourceText, detection: Detection, ctx: RunContext,
-            started: float, batch: Batch) -> FileOutcome:
-    """Count, account and hand to ``batch`` every session a grammar yields (a session read as a frame
-    is accounted with the batch's others when the batch is judged); a grammar failure keeps what came
-    before. The outcome is open until the caller has flushed the batch and ``finish``-ed it
-    (``settled`` does both)."""
-    outcome, owner = opened(grammar, source, detection)
-    return take_all(parsed_sessions, outcome, owner, batch, started)
 
 
 def opened(grammar, source: SourceText, detection: Detection) -> tuple[FileOutcome, Owner]:
@@ -282,7 +260,9 @@ def opened(grammar, source: SourceText, detection: Detection) -> tuple[FileOutco
 
 
 def take_all(parsed_sessions, outcome: FileOutcome, owner: Owner, batch: Batch, started: float) -> FileOutcome:
-    """``collect``'s loop: each session counted, accounted and handed to ``batch``."""
+    """Each session of an input counted, accounted and handed to ``batch`` (a session read as a frame is
+    accounted with the batch's other frame sessions when the batch is judged); a grammar failure keeps
+    what came before. The outcome stays open until the batch is flushed and ``finish``-ed (``settled``)."""
     grammar, source, detection = owner.grammar, owner.source, owner.detection
     accountant = Accountant.of(source, lines=not grammar.structured, shape=grammar.turn_shape)
     try:
@@ -468,7 +448,7 @@ def process_bytes(data: bytes, name: str, ctx: RunContext, companions: dict[str,
                   batch: Batch | None = None, detection: Detection | ReconstructError | None = None) -> FileOutcome:
     """The whole core for one input's bytes (``siblings``: names of the files beside it;
     ``decoded``: the bytes already decoded, when the caller did it to hash them; ``batch``: see
-    ``collect``; ``detection``: see ``process_text``)."""
+    ``take_all``; ``detection``: see ``process_text``)."""
     with paused_gc():
         started = time.perf_counter()
         try:
@@ -514,7 +494,7 @@ def process_group(parts: list[tuple[bytes | None, str]], name: str, ctx: RunCont
         group = SourceText("", name, digest, sum(s.size for s in sources), first.encoding, companions or {},
                            parts=tuple(sources))
         own = Batch(ctx) if batch is None else batch
-        outcome = collect(grammar.parse(group, ctx.settings), grammar, group, detection, ctx, started, own)
+        outcome = own.read_later(grammar, group, detection, started)
         outcome.part_failures = failures
         return settled(own, outcome) if batch is None else outcome
 

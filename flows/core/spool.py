@@ -69,8 +69,6 @@ def stream_text_input(open_input: Callable[[], BinaryIO], source: SourceText, sa
     """The streamed core for a large input whose grammar streams text; None when it does not;
     ``ReadWhole`` with the reason when its pre-pass finds the input must be read whole (its ledger row
     says so)."""
-    if not ctx.settings.columnar:
-        return None
     try:
         detection = registry.detect(sample, source.name, threshold=ctx.settings.detect_threshold,
                                     forced=ctx.settings.format)

@@ -14,7 +14,7 @@ its own.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import orjson
@@ -38,12 +38,10 @@ class Paste:
 
 
 def headers(table: LineTable, rust: str, markdown: str, author_like: str):
-    """The header lines (``discord_text.HEADER``; the three patterns in Rust's syntax), None when
-    polars cannot run them. A reply context is followed by an author-like line of its own text."""
+    """The header lines (``discord_text.HEADER``; the three patterns in Rust's syntax). A reply context
+    is followed by an author-like line of its own text."""
     lines = table.lines
     heads = line_headers(lines, rust)
-    if heads is None:
-        return None
     g = heads.groups
     same_text = (table.source.shift(-1) == table.source).fill_null(False)
     next_author = lines.str.contains(author_like).fill_null(False).shift(-1, fill_value=False) & same_text
@@ -102,7 +100,7 @@ def _runs(frame: pl.DataFrame, texts: int) -> list[list[tuple[str, int]]]:
 
 
 def _edited(body: pl.Series, markers: tuple[str, ...]) -> tuple[pl.Series, pl.Series]:
-    """A trailing edited marker taken off (``discord_text._turn``), and where one was."""
+    """A trailing edited marker taken off (as a message's text ends), and where one was."""
     stripped = body.str.strip_chars_end(PY_SPACE)
     found = pl.Series([False] * len(body), dtype=pl.Boolean)
     out = body
@@ -157,14 +155,9 @@ wrapped past midnight; a smaller step back (13:30, then 13:00) stays on its auth
 date is invented for it."""
 
 
-def midnight_passed(previous: datetime, when: datetime) -> bool:
-    """True when a continuation's clock, read on its author line's day, wrapped past midnight."""
-    return previous - when > WRAP
-
-
 def _midnight(base: pl.Series, author: pl.Series) -> pl.Series:
     """A continuation's time one day on when its clock wrapped past midnight after the readable turn
-    before it, of the same author line (``discord_text._times``), as columns. Every turn of an author
+    before it, of the same author line, as columns. Every turn of an author
     line is on its day, and one wrap moves a turn by one day at most: a turn is moved when the last
     step of its author line's clock that was more than ``WRAP`` back or at least ``WRAP`` on was
     back (a step back after a moved turn, compared with that turn's time, is the same step)."""

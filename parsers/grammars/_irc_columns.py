@@ -36,7 +36,7 @@ from parsers.columns import (
 from parsers.timeparse import from_parts, parse_iso
 
 _WS = "".join(f"\\x{{{ord(c):x}}}" for c in PY_SPACE)
-# irc._MESSAGE, _EVENT, _ACTION, _NOTICE (re.S) in Rust's syntax; tried in this order.
+# An IRC line's shapes (message, event, action, notice) in Rust's syntax, tried in this order.
 SHAPES = {
     "message": rf"(?s)^<[ ]?[@+%~&!]?(?P<nick>[^{_WS}>]+)>[ \t]?(?P<text>.*)$",
     "event": r"(?s)^(?:\*\*\*|-!-|=!=|-->|<--|---|--)[ \t]+(?P<text>.*)$",
@@ -52,11 +52,6 @@ MONTHS = {m: i for i, m in enumerate(
 
 def rust_headers(dialects: dict[str, re.Pattern]) -> dict[str, str]:
     return {name: rust_pattern(p) for name, p in dialects.items()}
-
-
-def channels_in(text: str) -> set[str]:
-    """The channels a text names (``irc._CHANNEL.findall``)."""
-    return set(_channels(pl.Series([text])))
 
 
 @dataclass(slots=True)
@@ -83,22 +78,18 @@ class Chunk:
 
 
 def turn_frame(lines: pl.Series, dialect: str, rust: str, day: datetime | None, first_line: int,
-               from_name: bool = False) -> Chunk | None:
+               from_name: bool = False) -> Chunk:
     """The turn frame of these lines (``first_line``: the number of the first); ``day``: the day in
-    force before them (a logger line's, or the file name's when ``from_name``). None when polars
-    cannot run the header pattern (``turn_frames`` of a table of one text)."""
-    chunks = turn_frames(LineTable.of_lines(lines), dialect, rust, [day], [from_name], first_line)
-    return None if chunks is None else chunks[0]
+    force before them (a logger line's, or the file name's when ``from_name``): ``turn_frames`` of a
+    table of one text."""
+    return turn_frames(LineTable.of_lines(lines), dialect, rust, [day], [from_name], first_line)[0]
 
 
 def turn_frames(table: LineTable, dialect: str, rust: str, days: list, from_names: list[bool], first_line: int = 1
-                ) -> list[Chunk] | None:
+                ) -> list[Chunk]:
     """The chunk of each text of a line table, all in one dialect: each text's clock times take its own
-    day (``days[i]``, the file name's when ``from_names[i]``) until a logger line of its own sets one.
-    None when polars cannot run the header pattern."""
+    day (``days[i]``, the file name's when ``from_names[i]``) until a logger line of its own sets one."""
     heads = line_headers(table.lines, rust)
-    if heads is None:
-        return None
     blocks = group_turns(heads.pieces(table.lines), heads.ok, first_line, table)
     chunks = [Chunk(pl.DataFrame(schema=TURN_SCHEMA), day=d, from_name=f)
               for d, f in zip(days, from_names, strict=True)]

@@ -76,12 +76,10 @@ def labels_by_text(rows: pl.DataFrame, texts: int) -> list[Labels]:
 
 
 def header_rows(lines: pl.Series, rust: str, plausible: Callable[[str], bool]
-                ) -> tuple[LineHeaders, pl.DataFrame] | None:
+                ) -> tuple[LineHeaders, pl.DataFrame]:
     """The header lines and, for each, its plausible label (else null), whether the label carries a
     timestamp, its stamp and its stamp's shape (``transcript._shape``)."""
     heads = line_headers(lines, rust)
-    if heads is None:
-        return None
     g = heads.groups
     notice = pl.col("label").is_null()
     ok = g.with_columns(rest=heads.rest).select(

@@ -84,11 +84,9 @@ def _head_only(rest: str) -> str:
     return "^(?P<head>" + pattern[len("^(?:"):-len(_TEXT)] + ")"
 
 
-def headers(lines: pl.Series, rest: str) -> Headers | None:
-    """Every line's header groups; None when polars cannot run the translated pattern."""
+def headers(lines: pl.Series, rest: str) -> Headers:
+    """Every line's header groups."""
     groups = extract(lines, _head_only(rest))
-    if groups is None:
-        return None
     text = pl.DataFrame({"line": lines, "head": groups["head"]}).select(
         pl.when(pl.col("head").is_not_null()).then(pl.col("line").str.slice(pl.col("head").str.len_chars())))
     groups = groups.drop("head").with_columns(text.to_series().alias("text"))

@@ -19,9 +19,9 @@ Decisions:
 - A time is read only from a year-first date and clock in the header (``2024/03/01 10:00``); a
   clock time alone has no date, so its time stays None (raw kept, one warning). A header without
   a time keeps its text in ``extra.header``. Roles come from role words (``Assistant``), else user.
-- Read as columns too (``parse_columns``: the inferred header translated to Rust's syntax with its
-  prefix captured): each log learns its header on its own, then a batch's logs of one learnt header
-  are one table of lines; an inferred header Rust cannot express is read by the line engine.
+- Read as columns (``read``: the inferred header translated to Rust's syntax with its prefix
+  captured): each log learns its header on its own, then a batch's logs of one learnt header are one
+  table of lines.
 - Lines before the first header are kept in meta as the preamble and declared as a preamble region.
 """
 
@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Iterator
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
@@ -38,7 +37,7 @@ import orjson
 import polars as pl
 import regex
 
-from models.records import Heuristic, ParsedSession, Region, RegionKind, SourceText, Turn
+from models.records import Heuristic, ParsedSession, Region, RegionKind, SourceText
 from models.settings import Settings
 from parsers.base import Grammar
 from parsers.columns import (
@@ -53,7 +52,6 @@ from parsers.columns import (
     per_distinct,
     rust_pattern,
 )
-from parsers.engine import split_blocks
 from parsers.registry import register
 from parsers.speakers import role_of
 from parsers.timeparse import from_parts
@@ -153,38 +151,12 @@ class Inferred(Grammar):
         first = next((i for i, ln in enumerate(lines) if header.match(ln)), len(lines))
         return GUESS * (len(lines) - first) / len(lines)
 
-    def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
-        text = source.text
-        found = infer(text)
-        if found is None:
-            return
-        pattern = found[0]
-        header = regex.compile(pattern, regex.MULTILINE)
-        session = _new_session(pattern, text)
-        clock_only = unreadable = 0
-        for block in split_blocks(text, header):
-            if block.header is None:
-                _preamble(session, block.body, (block.line_start, block.line_end))
-                continue
-            h = block.header
-            prefix = h.string[h.start():h.start("name")]
-            speaker = h["name"].strip()
-            raw, when, bad, clock = _stamp_of(prefix)
-            unreadable += bad
-            clock_only += clock
-            extra = {"header": h.group(0).strip()} if raw is None and prefix.strip() else None
-            session.turns.append(Turn(speaker, role_of(speaker), block.text, when, raw, None, "message",
-                                      (block.line_start, block.line_end), extra=extra))
-        _conclude(session, found, source.name, len(session.turns), clock_only, unreadable)
-        yield session
 
-    columnar = True
-
-    def parse_columns(self, sources: list[SourceText], settings: Settings) -> list:
-        """The session of ``parse`` of each source with its turns as a frame: each source's header learnt
-        on its own (``infer``), then the sources of each distinct learnt pattern read as one table of lines
-        (the pattern translated to Rust's syntax with its prefix captured); None for the sources of a
-        pattern Rust cannot express."""
+    def read(self, sources: list[SourceText], settings: Settings) -> list:
+        """The session of each source with its turns as a frame: each source's header learnt on its own
+        (``infer``), then the sources of each distinct learnt pattern read as one table of lines (the
+        pattern translated to Rust's syntax with its prefix captured). Every header ``infer`` can learn
+        translates (tests/parsers/test_inferred.py); should one not, its sources fail with the reason."""
         out: list = [None] * len(sources)
         learnt: dict[str, list[int]] = {}
         found: list = [None] * len(sources)
@@ -199,7 +171,10 @@ class Inferred(Grammar):
             else:
                 learnt.setdefault(found[i][0], []).append(i)
         for pattern, members in learnt.items():
-            read = _pattern_table(pattern, [sources[i] for i in members], [found[i] for i in members])
+            try:
+                read = _pattern_table(pattern, [sources[i] for i in members], [found[i] for i in members])
+            except Untranslatable as exc:  # the sources of this header fail with the reason; the others go on
+                read = [failed(exc) for _ in members]
             for i, sessions in zip(members, read, strict=True):
                 out[i] = sessions
         return out
@@ -213,17 +188,12 @@ class Inferred(Grammar):
 
 
 def _pattern_table(pattern: str, sources: list[SourceText], found: list) -> list:
-    """The sessions of sources that share a learnt header pattern, read as one table of lines; None
-    for each when the pattern cannot run in polars."""
+    """The sessions of sources that share a learnt header pattern, read as one table of lines
+    (``Untranslatable`` when Rust's regex cannot run the pattern)."""
     at = pattern.index("(?P<name>")
-    try:
-        rust = rust_pattern(regex.compile(f"^(?P<prefix>{pattern[1:at]}){pattern[at:]}", regex.MULTILINE))
-    except Untranslatable:
-        return [None] * len(sources)
+    rust = rust_pattern(regex.compile(f"^(?P<prefix>{pattern[1:at]}){pattern[at:]}", regex.MULTILINE))
     table = LineTable.of([s.text for s in sources])
     heads = line_headers(table.lines, rust)
-    if heads is None:
-        return [None] * len(sources)
     out = []
     for i, (source, (frame, clock_only, unreadable), preamble) in enumerate(zip(
             sources, _turn_frames(table, heads), _preambles(table, heads), strict=True)):

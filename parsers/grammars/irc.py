@@ -43,22 +43,20 @@ Decisions:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import PurePosixPath
 from typing import Any
 
 from models.errors import NotStreamable, Reason
-from models.records import ParsedSession, Region, RegionKind, SourceText, Turn
+from models.records import ParsedSession, SourceText
 from models.settings import Settings
 from parsers.base import Grammar
 from parsers.columns import LineTable, line_test, nonblank, own, split_lines, unnamed
-from parsers.engine import split_blocks
 from parsers.linecount import LineCounts, LinePatterns, count
 from parsers.registry import register
 from parsers.sessions import file_name_id
-from parsers.timeparse import from_parts, parse_iso
+from parsers.timeparse import from_parts
 
 from . import _irc_columns as columns
 from ._lines import line_count, unreadable_times
@@ -100,11 +98,6 @@ FILE_DATE = re.compile(r"(?<!\d)(?P<y>(?:19|20)\d\d)(?P<sep>[-._]?)(?P<m>0[1-9]|
 # (A line has no line end: the negated classes name it so that polars can test the pattern line by line.)
 _SHAPED = re.compile(r"^\S+(?: +\S+){0,2}[ \t]+(?:<[^>\s\n]+>|\*\*\*|-!-|-->|<--|---?[ \t]|[ \t]?\*[ \t]|-[^\s\n-]+-)"
                      r"|^\S+ \S+\t[^\t\n]*\t")
-_NICK = r"[@+%~&!]?(?P<nick>[^\s>]+)"
-_MESSAGE = re.compile(rf"^<[ ]?{_NICK}>[ \t]?(?P<text>.*)$", re.S)
-_ACTION = re.compile(r"^\*[ \t]*(?P<nick>[^\s*]+)[ \t]?(?P<text>.*)$", re.S)  # "*nick waves" keeps its author
-_NOTICE = re.compile(r"^-(?P<nick>[^\s-][^\s]*?)(?:\([^)]*\))?-[ \t]?(?P<text>.*)$", re.S)
-_EVENT = re.compile(r"^(?:\*\*\*|-!-|=!=|-->|<--|---|--)[ \t]+(?P<text>.*)$", re.S)
 # (phrase, kind, event): the first phrase found in an event line decides.
 _EVENT_KINDS = (
     ("has joined", "join", "join"), ("has left", "part", "part"), ("has quit", "quit", "quit"),
@@ -193,55 +186,10 @@ class Irc(Grammar):
         share = hits / counts.lines
         return share if counts.hits[SHAPED] >= 0.5 * hits else share * 0.45
 
-    def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
-        text = source.text
-        dialect, _, _ = _dialect(text[:65536])
-        dialect = dialect or "supybot"
-        session = _new_session(dialect, text, line_count(text))
-        day = file_day(source.name) if dialect in CLOCK_ONLY else None
-        from_name = day is not None
-        undated = unreadable = markers = named = 0
-        turns = session.turns
-        for block in split_blocks(text, DIALECTS[dialect]):
-            h = block.header
-            if h is None:
-                session.meta["preamble"] = block.body
-                session.regions.append(Region(RegionKind.PREAMBLE, "text before the first log line",
-                                              lines=(block.line_start, block.line_end)))
-                continue
-            if h.groupdict().get("marker"):
-                markers += 1
-                session.regions.append(Region(RegionKind.BOILERPLATE, columns.marker_reason(dialect),
-                                              lines=(block.line_start, block.line_end)))
-                if dialect in CLOCK_ONLY and (sets := columns.day_setter(block.body)) is not columns.UNSET:
-                    day, from_name = sets, False
-                continue
-            if dialect in CLOCK_ONLY:
-                raw = h["clock"]
-                when = None
-                if day is None:
-                    undated += 1
-                else:
-                    g = h.groupdict()
-                    when = columns.clock_time(day, g.get("mon"), g.get("dd"), h["h"], h["mi"], h["s"])
-                    unreadable += when is None
-                    named += from_name
-            else:
-                raw = h["ts"]
-                when = parse_iso(raw)
-                unreadable += when is None
-            turns.append(_turn(block.text, dialect, when, raw, (block.line_start, block.line_end)))
-        channels = {c for t in turns if t.role == "system" for c in _CHANNEL.findall(t.content)}
-        first_day = next((t.time.date() for t in turns if t.time is not None), None)
-        _conclude(session, source.name, Facts(markers, undated, unreadable, channels, first_day, named=named))
-        yield session
 
-    columnar = True
-
-    def parse_columns(self, sources: list[SourceText], settings: Settings) -> list:
-        """The same sessions as ``parse``, with the turns as frames (``_irc_columns``): every source in one
-        table of lines, each dialect's texts read together; None for a dialect's texts when polars
-        cannot run its header."""
+    def read(self, sources: list[SourceText], settings: Settings) -> list:
+        """The session of each source, with its turns as a frame (``_irc_columns``): every source in one
+        table of lines, each dialect's texts read together."""
         if not sources:
             return []
         texts = [s.text for s in sources]
@@ -254,7 +202,7 @@ class Irc(Grammar):
             chunks = columns.turn_frames(table.subset(mine), dialect, RUST[dialect], days,
                                          [d is not None for d in days])
             for k, i in enumerate(mine):
-                out[i] = None if chunks is None else own(_read, sources[i], dialect, chunks[k])
+                out[i] = own(_read, sources[i], dialect, chunks[k])
         return out
 
     # -- streaming (flows/core/spool.py) ------------------------------------------------------------
@@ -325,8 +273,6 @@ class Irc(Grammar):
             return len(re.findall(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\t(?!\*\*\*\*  (?:Beginning|End) of log)", text,
                                   re.M))
         return len(re.findall(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\S*\s", text, re.M))
-
-
 
 
 @dataclass(slots=True)
@@ -461,32 +407,3 @@ def _path_channel(name: str) -> str | None:
     found = {m["chan"] for part in PurePosixPath(name).parts for m in PATH_CHANNEL.finditer(part)}
     return found.pop() if len(found) == 1 else None
 
-
-def _turn(body: str, dialect: str, when: datetime | None, raw: str, lines: tuple[int, int]) -> Turn:
-    if dialect == "weechat":
-        # weechat puts the nick (or an event prefix) in a column of its own: rewrite it as the
-        # other dialects write it so one set of line shapes serves all three.
-        prefix, _, text = body.partition("\t")
-        prefix = prefix.strip()
-        if prefix in columns.WEECHAT_EVENTS:
-            body = f"{prefix} {text}"
-        elif prefix == "*":
-            body = f"* {text}"
-        elif not prefix:  # no prefix: a line of the buffer's own (server messages)
-            body = f"-- {text}"
-        elif len(prefix) > 2 and prefix[0] == "<" and prefix[-1] == ">":  # a nick already in brackets
-            body = f"{prefix} {text}"
-        else:
-            body = f"<{prefix}> {text}"
-    else:
-        body = body.lstrip(" \t")
-    if m := _MESSAGE.match(body):
-        return Turn(m["nick"], "user", m["text"], when, raw, None, "message", lines)
-    if m := _EVENT.match(body):
-        kind, _, extra = event_of(m["text"])
-        return Turn("System", "system", m["text"], when, raw, None, kind, lines, extra=extra or None)
-    if m := _ACTION.match(body):
-        return Turn(m["nick"], "user", m["text"], when, raw, None, "action", lines)
-    if m := _NOTICE.match(body):
-        return Turn(m["nick"], "user", m["text"], when, raw, None, "notice", lines)
-    return Turn("System", "system", body, when, raw, None, "system", lines)

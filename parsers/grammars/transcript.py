@@ -40,7 +40,6 @@ Text before the first turn is declared but not claimed.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -50,11 +49,10 @@ import orjson
 import regex
 
 from models.errors import NotStreamable, Reason
-from models.records import ParsedSession, Region, RegionKind, ShapedLine, SourceText, Turn
+from models.records import ParsedSession, Region, RegionKind, SourceText
 from models.settings import Settings
 from parsers.base import Grammar
 from parsers.columns import LineTable, failed, line_test, rust_pattern, split_lines, unnamed
-from parsers.engine import Block, split_blocks, trim_blank_tail
 from parsers.grammars.markdown import candidate as md_candidate
 from parsers.grammars.markdown import without_said
 from parsers.registry import register
@@ -116,11 +114,6 @@ def _shape(m: regex.Match) -> str:
     return ("[" if bracketed else "") + _DIGIT.sub("9", raw)
 
 
-def _stamp_end(m: regex.Match) -> int:
-    for group, close in (("ts", 1), ("nts", 1), ("iso", 0), ("niso", 0)):
-        if m[group]:
-            return m.end(group) + close
-    return m.start()
 
 
 def _readable(raw: str | None) -> bool:
@@ -184,86 +177,14 @@ class Transcript(Grammar):
             explained += state
         return explained / (len(lines) + front)
 
-    def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
-        text = source.text
-        for seg in sessions_of(text, source.name):
-            yield self._session(text, seg)
-
-    def _session(self, text: str, seg) -> ParsedSession:
-        zone, day, default_model = _front(seg.front)
-        blocks = list(split_blocks(text, HEADER, start=seg.start, end=seg.end, first_line=seg.first_line))
-        heads = [b.header for b in blocks if b.header is not None]
-        ok = accepted_labels([(lb, bool(h["ts"] or h["iso"])) for h in heads if (lb := _speaker_label(h))])
-        shapes = _header_shapes(heads)
-        session = _new_session(text, seg, zone)
-        clock_only = 0
-        for block in blocks:
-            h = block.header
-            label = _speaker_label(h) if h is not None else None
-            starts = h is not None and (label in ok or (label is None and _shape(h) in shapes)
-                                        or (label is not None and not session.turns))
-            if starts:
-                turn, had_clock_only = self._turn(block, label, day, zone, default_model)
-                clock_only += had_clock_only
-                session.turns.append(turn)
-            elif session.turns:
-                self._continue(session, block, label)
-            elif block.body.strip() or h is not None:
-                session.regions.append(Region(RegionKind.PREAMBLE, "text before the first turn",
-                                              lines=(block.line_start, block.line_end),
-                                              content=((h.group(0) if h else "") + block.body).strip("\n")))
-        if clock_only:
-            session.warnings.append(_clock_only(clock_only))
-        for turn in session.turns:  # a turn's text ends at its last non-blank line (parsers.engine)
-            turn.content = trim_blank_tail(turn.content)
-        return session
-
-    @staticmethod
-    def _continue(session: ParsedSession, block: Block, label: str | None) -> None:
-        prev = session.turns[-1]
-        prev.content += "\n" + block.header.group(0) + block.body
-        prev.lines = (prev.lines[0], block.line_end)
-        if label is not None:
-            session.warnings.append(
-                f"line {block.line_start}: {label!r}: looks like a header but the name appears once; "
-                f"kept as text of turn {len(session.turns)}"
-            )
-            session.shaped.append(ShapedLine(block.line_start, columns.KEPT_AS_TEXT))
-
-    def _turn(self, block: Block, label: str | None, day: datetime | None, zone: ZoneInfo | None,
-              default_model) -> tuple[Turn, int]:
-        h = block.header
-        if label is None:  # a timestamped notice
-            speaker, model, role, kind = "System", None, "system", "notice"
-        else:
-            speaker, model = split_speaker(label)
-            speaker = without_said(speaker)  # "ChatGPT said:" as copied from the ChatGPT page
-            role = role_of(speaker)
-            kind = {"system": "system", "tool": "tool_result"}.get(role, "message")
-        if model is None and role == "assistant" and default_model is not None:
-            model = default_model
-        raw = _stamp(h)
-        when, clock_only = _read_time(raw, day, zone) if raw else (None, 0)
-        content = block.body
-        if label is None:  # the notice's text starts right after its timestamp
-            content = h.string[_stamp_end(h):h.end()] + content
-        content = content.lstrip(" \t")
-        if content.startswith("\n"):  # "Name:" alone on its line: the text starts on the next one
-            content = content[1:]
-        return Turn(speaker, role, content, when, raw, model, kind, (block.line_start, block.line_end)), clock_only
-
-    columnar = True
-
-    def parse_columns(self, sources: list[SourceText], settings: Settings) -> list | None:
-        """The sessions of ``parse`` of each source, with their turns as frames (``_transcript_columns``):
-        each source's segments (and their front matter) decided on its own, then every segment of every
-        source read as one table of lines; None when the header pattern cannot run in polars."""
+    def read(self, sources: list[SourceText], settings: Settings) -> list:
+        """The sessions of each source, with their turns as frames (``_transcript_columns``): each
+        source's segments (and their front matter) decided on its own, then every segment of every
+        source read as one table of lines."""
         decided = [_segments(source) for source in sources]
         parts = [(i, seg, front) for i, d in enumerate(decided) if isinstance(d, list) for seg, front in d]
         chunks = _segment_chunks([sources[i].text[seg.start:seg.end] for i, seg, _ in parts],
                                  [(seg, front) for _, seg, front in parts])
-        if chunks is None:
-            return None
         out: list = [failed(d) if isinstance(d, Exception) else [] for d in decided]
         for (i, seg, (zone, _, _)), chunk in zip(parts, chunks, strict=True):
             session = _new_session(sources[i].text, seg, zone)
@@ -351,15 +272,12 @@ def _segments(source: SourceText) -> list | Exception:
         return exc
 
 
-def _segment_chunks(texts: list[str], segs: list) -> list[columns.Chunk] | None:
+def _segment_chunks(texts: list[str], segs: list) -> list[columns.Chunk]:
     """The turns of segments, all read as one table of lines, each with its own labels and front matter."""
     if not texts:
         return []
     table = LineTable.of(texts)
-    found = columns.header_rows(table.lines, RUST_HEADER, _plausible)
-    if found is None:
-        return None
-    heads, rows = found
+    heads, rows = columns.header_rows(table.lines, RUST_HEADER, _plausible)
     rows = rows.with_columns(src=table.source.filter(heads.ok))
     labels = columns.labels_by_text(rows, len(texts))
     readings = [_reading(lb, day, zone, model) for lb, (_, (zone, day, model)) in zip(labels, segs, strict=True)]

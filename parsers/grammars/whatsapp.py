@@ -49,10 +49,9 @@ the cyclic garbage collector is paused while the turns are built (``parsers.memo
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
-from itertools import chain, pairwise
+from itertools import pairwise
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -60,8 +59,7 @@ from models.records import ParsedSession, Region, RegionKind, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
 from parsers.columns import LineTable, each_source, split_lines
-from parsers.engine import line_patterns, scan, trim_blank_tail
-from parsers.memory import paused_gc
+from parsers.engine import line_patterns
 from parsers.registry import register
 from parsers.sample import nonblank
 from parsers.sessions import file_name_id
@@ -69,7 +67,7 @@ from parsers.sessions import file_name_id
 from . import _whatsapp_columns as columns
 from ._lines import DateOrder, date_order, day_of, drop_final_newline, line_count, unreadable_times
 from ._whatsapp_data import NOTICES
-from ._whatsapp_headers import AUTHOR_MAX, HEADER_BODY, MARKS, SP, STAMP_ONLY, clock_delta
+from ._whatsapp_headers import AUTHOR_MAX, HEADER_BODY, MARKS, SP, clock_delta
 
 _MARKS = MARKS
 _SP = SP
@@ -83,10 +81,6 @@ FIRST, HEADER = line_patterns(HEADER_BODY + _REST)
 _LOOSE_DATE = rf"[{_MARKS}]*\[?[{_MARKS}]*\d{{1,4}}(?:[./-]|\. )\d{{1,2}}(?:[./-]|\. )\d{{1,4}}"
 _LOOSE_FIRST, _LOOSE = line_patterns(
     rf"{_LOOSE_DATE}[^\n\d]{{1,8}}?\d{{1,2}}[:.]\d{{2}}(?:[:.]\d{{2}})?[^\n\d\]]{{0,12}}?(?:\]|[-–](?: |(?=\n)|\Z))")
-_OVER = r"(?:1[3-9]|2\d|3[01])"  # a field that can only be a day
-_TAIL = r"[./-]\d{2,4}[^\n\d]{1,8}?\d{1,2}[:.]\d\d"
-_OVER_FIRST = re.compile(rf"\n[{_MARKS}]*\[?[{_MARKS}]*{_OVER}[./-]\d{{1,2}}{_TAIL}")
-_OVER_SECOND = re.compile(rf"\n[{_MARKS}]*\[?[{_MARKS}]*\d{{1,2}}[./-]{_OVER}{_TAIL}")
 
 
 def _phrases(key: str) -> tuple[str, ...]:
@@ -111,8 +105,6 @@ _MEDIA_RE = re.compile("|".join(re.escape(t).replace(re.escape("{text}"), r"[^\n
                                 for t in _phrases("media_forms")))
 # Cheap tests that a first line may be an attachment or a media form (most messages are neither).
 _ATTACHED_LAST = frozenset(t[-1] for t in _phrases("attached"))
-_MEDIA_LAST = frozenset(c for p in _MEDIA for c in (p[-1].lower(), p[-1].upper()))
-_E2E_FIRST = frozenset(p[0] for p in _E2E)
 _MEDIA_FORM_ENDS = tuple(t.split("{text}")[1].strip() for t in _phrases("media_forms"))
 
 
@@ -202,36 +194,15 @@ class WhatsApp(Grammar):
     def detect(self, sample: str, name: str) -> float:
         return explained_share(sample, name)
 
-    def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
-        text = source.text
-        session = _session(source, text)
-        # The date order is decided from the whole file, but times are built during the one pass, in
-        # the order the first 64 KiB suggest; when the whole file decides otherwise (rare: the start
-        # had no day above 12), they are rebuilt once at the end.
-        guess = _guess_order(text)
-        with paused_gc():
-            runs, bad = _read_turns(session, text, guess)
-            order, evidence, at, basis = date_order(runs)
-            if order != guess:
-                bad = _redo_times(session.turns, runs, guess, order)
-        if not runs:
-            _headerless(session, text)
-        _conclude(session, runs, (order, evidence, at, basis), bad, lambda i: session.turns[i].lines[0])
-        _attachments(session, [t.extra for t in session.turns if t.extra], source.siblings)
-        yield session
 
-    columnar = True
-
-    def parse_columns(self, sources: list[SourceText], settings: Settings) -> list[list[ParsedSession]] | None:
-        """The sessions of ``parse`` for each source, with the turns as frames (``session.frame``), all
-        sources read as one table of lines; None when the header pattern cannot run in polars."""
+    def read(self, sources: list[SourceText], settings: Settings) -> list[list[ParsedSession]]:
+        """The session of each source, with its turns as a frame (``session.frame``), all sources read
+        as one table of lines."""
         if not sources:
             return []
         texts = [s.text for s in sources]
         table = LineTable.of(texts)
         heads = columns.headers(table.lines, _REST)
-        if heads is None:
-            return None
         at = heads.ok.arg_true()
         cuts = table.split(at)
         runs = columns.date_runs_by_text(heads, table.source.filter(heads.ok), cuts)
@@ -414,17 +385,6 @@ class _Reader:
             _mark_present([e for e in extras if e], self.names)
 
 
-def _first(session: ParsedSession, text: str, m: re.Match) -> int:
-    """At the first header: declare any text before it (nobody's message) and say which dialect this is."""
-    start = m.start() + (text[m.start():m.start() + 1] == "\n")  # a later match starts at its line end
-    session.meta["dialect"] = "ios" if m.group("open") else "android"
-    if start == 0:
-        return 1
-    lines = text.count("\n", 0, start)
-    _preamble(session, text[:start], lines)
-    return 1 + lines
-
-
 def _preamble(session: ParsedSession, preamble: str, lines: int) -> None:
     """Text before the first header (``lines`` of it): kept in meta, declared when not blank."""
     if not lines:
@@ -433,71 +393,6 @@ def _preamble(session: ParsedSession, preamble: str, lines: int) -> None:
     if preamble.strip():
         session.regions.append(Region(RegionKind.PREAMBLE, "text before the first message header (an exporter's"
                                       " title or note, nobody's message)", lines=(1, lines)))
-
-
-def _read_turns(session: ParsedSession, text: str, guess: str) -> tuple[list[tuple[str, int]], int]:
-    """The one pass over the headers: every turn appended to the session. Returns the runs of equal
-    dates (date, index of its first turn) and the number of unreadable times."""
-    turns = session.turns
-    append = turns.append
-    days: dict[str, datetime | None] = {}
-    clocks: dict[str, timedelta | None] = {}
-    raws: dict[str, str] = {}
-    runs: list[tuple[str, int]] = []
-    last_date = None
-    authors: dict[str, bool] = {}  # author -> its 'Name' part holds an event phrase (a notice)
-    line = 1
-    bad = 0
-    # (header, next header): a turn's body runs to the line end the next header starts at.
-    for m, nxt in pairwise(chain(scan(text, FIRST, HEADER), (None,))):
-        if m is None:  # no header at all
-            break
-        if not turns:
-            line = _first(session, text, m)
-        stamp, date, clock, author, first, lrm = m.group("stamp", "date", "clock", "author", "text", "lrm")
-        if date != last_date:
-            last_date = date
-            runs.append((date, len(turns)))
-        day = days.get(date, _UNSEEN)
-        if day is _UNSEEN:
-            day = days[date] = day_of(date, guess)
-        delta = clocks.get(clock, _UNSEEN)
-        if delta is _UNSEEN:
-            delta = clocks[clock] = _clock(clock)
-        if day is None or delta is None:
-            when = None
-            bad += 1
-        else:
-            when = day + delta
-        if stamp.isascii():
-            raw = stamp
-        else:
-            raw = raws.get(stamp)
-            if raw is None:
-                raw = raws[stamp] = stamp.translate(_RAW)
-        cont = text[m.end():nxt.start()] if nxt is not None else drop_final_newline(text[m.end():])
-        if cont:
-            end = line + cont.count("\n")
-            cont = trim_blank_tail(cont)
-            content = first + cont
-        else:
-            end, content = line, first
-        if author is None:
-            actor = actor_of(first)
-            append(Turn("System", "system", content, when, raw, None, "system", (line, end),
-                        extra={"actor": actor} if actor else None))
-        else:
-            notice = authors.get(author)
-            if notice is None:
-                notice = authors[author] = _AUTHORED_EVENT.search(author) is not None
-            last = first[-1:]
-            if (notice or lrm or last in _ATTACHED_LAST or (last in _MEDIA_LAST and is_media(first))
-                    or (first[:1] in _E2E_FIRST and first.startswith(_E2E)) or first.endswith(_MEDIA_FORM_ENDS)):
-                append(_special(m, text, author, first, cont, content, when, raw, (line, end), notice))
-            else:
-                append(Turn(author, "user", content, when, raw, None, "message", (line, end)))
-        line = end + 1
-    return runs, bad
 
 
 def _special(m: re.Match, text: str, author: str, first: str, cont: str, content: str, when, raw: str,
@@ -552,57 +447,3 @@ def _attachments(session: ParsedSession, extras: list[dict], siblings: tuple[str
         session.warnings.append(f"{len(missing)} attached file{'s' if len(missing) != 1 else ''} referenced in"
                                 f" the chat {'are' if len(missing) != 1 else 'is'} not beside it: {listed}")
 
-
-# Raw stamps keep the source text without its invisible marks; odd spaces become plain ones.
-_RAW = str.maketrans({**dict.fromkeys(map(ord, _MARKS)), 0x00A0: " ", 0x202F: " "})
-
-
-_UNSEEN = object()
-_STAMP = STAMP_ONLY
-
-
-def _redo_times(turns: list[Turn], runs: list[tuple[str, int]], old: str, new: str) -> int:
-    """Move every turn's time from date order ``old`` to ``new``; return how many are unreadable.
-
-    Each run of equal dates moves by one shift; a turn whose date only reads in the new order is
-    read again from its raw stamp.
-    """
-    bad = 0
-    bounds = [i for _, i in runs[1:]] + [len(turns)]
-    for (date, start), stop in zip(runs, bounds, strict=True):
-        before, after = day_of(date, old), day_of(date, new)
-        for turn in turns[start:stop]:
-            if after is None:
-                turn.time = None
-            elif before is not None and turn.time is not None:
-                turn.time += after - before
-            else:
-                m = _STAMP.fullmatch(turn.time_raw)
-                delta = _clock(m["clock"]) if m else None
-                turn.time = after + delta if delta is not None else None
-            bad += turn.time is None
-    return bad
-
-
-def _guess_order(text: str) -> str:
-    """The date order the first 64 KiB decide, else the one the first header with a field above 12
-    decides, else the sample's best guess. Only a guess: the whole file decides after the pass."""
-    sample = date_order(_runs(text[:65536]))
-    if sample.basis in ("year", "over12"):
-        return sample.order
-    over1, over2 = _OVER_FIRST.search(text), _OVER_SECOND.search(text)
-    if over1 and over2:
-        return "dmy" if over1.start() < over2.start() else "mdy"
-    if over1 or over2:
-        return "dmy" if over1 else "mdy"
-    return sample.order
-
-
-def _runs(sample: str) -> list[tuple[str, int]]:
-    """(date text, index of its first header) per run of equal dates in a sample of the file."""
-    runs: list[tuple[str, int]] = []
-    for i, m in enumerate(scan(sample, FIRST, HEADER)):
-        date = m.group("date")
-        if not runs or runs[-1][0] != date:
-            runs.append((date, i))
-    return runs

@@ -22,9 +22,8 @@ from tests.helpers import GOLDEN, ROOT
 SAMPLES = ROOT / "sample_logs"
 INPUTS = sorted(p for p in [*GOLDEN.rglob("*"), *SAMPLES.rglob("*")]
                 if p.is_file() and not p.name.endswith(".expected.json"))
-# line inputs as frames of lines whatever their size, every input turn by turn into the batch, and PII
-ROUTES = {"columnar": Settings(), "batch": Settings(columnar=False),
-          "pii": Settings(redact_pii=True, source_tz="Europe/Stockholm")}
+# the defaults, and personal data redacted in a zone
+ROUTES = {"defaults": Settings(), "pii": Settings(redact_pii=True, source_tz="Europe/Stockholm")}
 
 
 def _part(rows: Rows) -> dict[str, list[dict]]:
@@ -52,24 +51,24 @@ def test_rows_from_assembly_equal_the_rows_of_the_document(path, route):
 
 
 def test_every_session_hands_over_a_table():
-    """No session is assembled as dicts any more: whether read as a frame of lines or batched, its rows are a
-    table."""
+    """No session is assembled as dicts: whether its grammar reads a table of lines or turn records, its rows are
+    a table."""
     kinds = set()
     for path in INPUTS:
-        for s in process_bytes(path.read_bytes(), path.name, RunContext.from_settings(ROUTES["columnar"])).sessions:
+        for s in process_bytes(path.read_bytes(), path.name, RunContext.from_settings(ROUTES["defaults"])).sessions:
             if s.rows is not None:
                 kinds.add(type(s.rows.turns).__name__)
     assert kinds == {"DataFrame"}
 
 
-def test_rows_of_chats_read_as_frames_or_batched():
+def test_rows_of_generated_chats():
     whatsapp = importlib.import_module("tests.renderers.whatsapp")
 
     @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(whatsapp.STRATEGY)
     def check(session):
         name, data = whatsapp.render(session)
-        for route in ("columnar", "batch"):
+        for route in ROUTES:
             handed, read = _both_routes(process_bytes(data, name, RunContext.from_settings(ROUTES[route])))
             assert _part(handed) == _part(read)
             part = _part(handed)
@@ -81,7 +80,7 @@ def test_rows_of_chats_read_as_frames_or_batched():
 def test_a_part_frame_has_the_part_columns_whatever_the_mix():
     rows = Rows()
     for path in (SAMPLES / "whatsapp").iterdir():
-        for s in process_bytes(path.read_bytes(), path.name, RunContext.from_settings(ROUTES["columnar"])).sessions:
+        for s in process_bytes(path.read_bytes(), path.name, RunContext.from_settings(ROUTES["defaults"])).sessions:
             if s.rows is not None:
                 rows.add(path.name, "0" * 64, s.rows)
     frames = rows.frames()

@@ -10,6 +10,7 @@ from models.records import Region, RegionKind
 from models.settings import Settings
 from normalizers.assemble import RunContext
 from parsers import registry
+from parsers.columns import turns_of
 from tests.helpers import ROOT
 
 CLEAN = b"User: Is the report ready?\nAssistant: Almost.\nTwo sections left.\n\nUser: Ping me.\nAssistant: Will do.\n"
@@ -19,6 +20,23 @@ def _run(data: bytes, name: str = "chat.txt"):
     outcome = process_bytes(data, name, RunContext.from_settings(Settings(format="transcript")))
     session = outcome.sessions[0]
     return session, orjson.loads(session.encoded) if session.encoded else session.document
+
+
+def _alter_turns(monkeypatch, grammar, alter) -> None:
+    """Have ``grammar`` hand each session over with its turns as records, changed by ``alter`` (a grammar that
+    loses, merges or declares a turn: what the accounting must catch)."""
+    read = type(grammar).read
+
+    def altered(self, sources, settings):
+        out = []
+        for sessions in read(self, sources, settings):
+            out.append(list(sessions))
+            for session in out[-1]:
+                session.turns, session.frame = turns_of(session.frame), None
+                alter(session)
+        return out
+
+    monkeypatch.setattr(type(grammar), "read", altered)
 
 
 def test_a_clean_source_is_ok_with_every_line_in_an_interaction():
@@ -31,15 +49,8 @@ def test_a_clean_source_is_ok_with_every_line_in_an_interaction():
 
 def test_a_turn_lost_by_the_grammar_is_found_by_the_accounting(monkeypatch):
     grammar = registry.get("transcript")
-    parse, count = type(grammar).parse, type(grammar).count_turns
-
-    def losing_parse(self, source, settings):
-        for session in parse(self, source, settings):
-            session.turns.pop(1)
-            yield session
-
-    monkeypatch.setattr(type(grammar), "parse", losing_parse)
-    monkeypatch.setattr(type(grammar), "columnar", False)  # the turn records are what the test alters
+    count = type(grammar).count_turns
+    _alter_turns(monkeypatch, grammar, lambda session: session.turns.pop(1))
     monkeypatch.setattr(type(grammar), "count_turns", lambda self, raw: count(self, raw) - 1)
     session, doc = _run(CLEAN)
     history = doc["artifacts"]["Chatthistorik"]
@@ -51,17 +62,13 @@ def test_a_turn_lost_by_the_grammar_is_found_by_the_accounting(monkeypatch):
 
 def test_declared_regions_are_listed_in_the_build_log(monkeypatch):
     grammar = registry.get("transcript")
-    parse = type(grammar).parse
 
-    def declaring_parse(self, source, settings):
-        for session in parse(self, source, settings):
-            first = session.turns.pop(0)
-            session.regions.append(Region(RegionKind.BOILERPLATE, "test: declared instead of a turn",
-                                          lines=first.lines, content=first.content))
-            yield session
+    def declare_first(session):
+        first = session.turns.pop(0)
+        session.regions.append(Region(RegionKind.BOILERPLATE, "test: declared instead of a turn",
+                                      lines=first.lines, content=first.content))
 
-    monkeypatch.setattr(type(grammar), "parse", declaring_parse)
-    monkeypatch.setattr(type(grammar), "columnar", False)  # the turn records are what the test alters
+    _alter_turns(monkeypatch, grammar, declare_first)
     monkeypatch.setattr(type(grammar), "count_turns", lambda self, raw: 3)
     session, doc = _run(CLEAN)
     regions = doc["artifacts"]["ByggLogg"]["declaredRegions"]
@@ -74,16 +81,12 @@ def test_the_ledger_counts_unaccounted_sources_and_format_drift(monkeypatch, tmp
     from flows.pipeline import reconstruct
 
     grammar = registry.get("transcript")
-    parse = type(grammar).parse
 
-    def drifting_parse(self, source, settings):
-        for session in parse(self, source, settings):
-            session.turns.pop(1)
-            session.meta["formatDrift"] = {"key:reactions": {"count": 2, "first": "/3"}}
-            yield session
+    def drift(session):
+        session.turns.pop(1)
+        session.meta["formatDrift"] = {"key:reactions": {"count": 2, "first": "/3"}}
 
-    monkeypatch.setattr(type(grammar), "parse", drifting_parse)
-    monkeypatch.setattr(type(grammar), "columnar", False)  # the turn records are what the test alters
+    _alter_turns(monkeypatch, grammar, drift)
     monkeypatch.setattr(type(grammar), "count_turns", lambda self, raw: 3)
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "chat.txt").write_bytes(CLEAN)
@@ -125,17 +128,14 @@ def test_a_grammar_that_merges_turns_and_counts_its_merge_gives_a_partial_docume
     """The census: a grammar that swallows a turn into the one before (and whose own count agrees)
     leaves a header-shaped line inside a turn: the document says possible_merged_turns."""
     grammar = registry.get("transcript")
-    parse, count = type(grammar).parse, type(grammar).count_turns
+    count = type(grammar).count_turns
 
-    def merging_parse(self, source, settings):
-        for session in parse(self, source, settings):
-            gone = session.turns.pop(2)
-            session.turns[1].content += "\n" + gone.content
-            session.turns[1].lines = (session.turns[1].lines[0], gone.lines[1])
-            yield session
+    def merge(session):
+        gone = session.turns.pop(2)
+        session.turns[1].content += "\n" + gone.content
+        session.turns[1].lines = (session.turns[1].lines[0], gone.lines[1])
 
-    monkeypatch.setattr(type(grammar), "parse", merging_parse)
-    monkeypatch.setattr(type(grammar), "columnar", False)
+    _alter_turns(monkeypatch, grammar, merge)
     monkeypatch.setattr(type(grammar), "count_turns", lambda self, raw: count(self, raw) - 1)
     session, doc = _run(CLEAN)
     history = doc["artifacts"]["Chatthistorik"]

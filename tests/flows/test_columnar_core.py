@@ -1,4 +1,5 @@
-"""A line input read as a frame of lines gives byte for byte the documents of its turn-by-turn parse."""
+"""A line input read in a table of lines gives byte for byte the documents of its turn-by-turn parse (the
+oracle's, tests/oracle)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from flows.core.process import process_bytes
 from models.settings import Settings
 from normalizers.assemble import RunContext
 from parsers import registry
+from parsers.text import decode
+from tests import oracle
 from tests.parsers.test_columns import CASES
 
 SETTINGS = [Settings(**values) for values in (
@@ -22,10 +25,7 @@ SETTINGS = [Settings(**values) for values in (
 def test_frame_documents_equal_the_turn_by_turn_parse(grammar, path, settings):
     data = path.read_bytes()
     columnar = process_bytes(data, path.name, RunContext.from_settings(settings))
-    records = process_bytes(data, path.name, RunContext.from_settings(settings.model_copy(update={"columnar": False})))
-    assert [s.encoded for s in columnar.sessions] == [s.encoded for s in records.sessions]
-    assert [(s.status, s.reasons, s.detail, s.characters, s.unaccounted) for s in columnar.sessions] == \
-        [(s.status, s.reasons, s.detail, s.characters, s.unaccounted) for s in records.sessions]
+    assert [s.encoded for s in columnar.sessions] == oracle.documents(decode(data, path.name), settings)
     for s in columnar.sessions:
         if s.encoded is not None:  # the turn rows are the document's interactions
             _, expected = rows("x", "0", orjson.loads(s.encoded))
@@ -38,9 +38,7 @@ def test_a_secret_a_dst_gap_and_a_fact_in_one_chat():
             "3/26/23, 3:10 - Bob: ```bash\nls -la\n```\n10/29/23, 2:30 - Ann: twice\n")
     settings = Settings(source_tz="Europe/Stockholm")
     columnar = process_bytes(text.encode(), "chat.txt", RunContext.from_settings(settings))
-    records = process_bytes(text.encode(), "chat.txt",
-                            RunContext.from_settings(settings.model_copy(update={"columnar": False})))
-    assert columnar.sessions[0].encoded == records.sessions[0].encoded
+    assert [columnar.sessions[0].encoded] == oracle.documents(decode(text.encode(), "chat.txt"), settings)
     assert b"[REDACTED:openai_api_key]" in columnar.sessions[0].encoded
     assert b'"heuristicsNamed": [' in columnar.sessions[0].encoded
 
@@ -56,13 +54,12 @@ def test_a_run_reads_every_input_of_a_table_grammar_as_a_frame(grammar, monkeypa
     the turn-by-turn parse's."""
     text = _SHORT[grammar].encode()
     g = registry.get(grammar)
-    framed, real = [], type(g).parse_columns
-    monkeypatch.setattr(type(g), "parse_columns", lambda self, *a: framed.append(1) or real(self, *a))
+    framed, real = [], type(g).read
+    monkeypatch.setattr(type(g), "read", lambda self, *a: framed.append(1) or real(self, *a))
     outcome = process_bytes(text, "chat.txt", RunContext.from_settings(Settings()))
     assert outcome.grammar == grammar
     encoded = [s.encoded for s in outcome.sessions]
-    records = process_bytes(text, "chat.txt", RunContext.from_settings(Settings(columnar=False)))
-    assert framed == [1] and encoded == [s.encoded for s in records.sessions]
+    assert framed == [1] and encoded == oracle.documents(decode(text, "chat.txt"), Settings())
     assert encoded and None not in encoded
 
 
@@ -96,7 +93,8 @@ def test_a_failed_table_quarantines_each_of_its_inputs_with_the_failure(monkeypa
     monkeypatch.setattr(_whatsapp_columns, "turn_frames", broken)
     for outcome in _batch_of(_CHATS):
         assert outcome.status.value == "quarantined" and not outcome.sessions
-        assert "the table of 2 whatsapp inputs failed" in outcome.detail and "RuntimeError: table bug" in outcome.detail
+        assert "reading 2 whatsapp inputs together failed" in outcome.detail
+        assert "RuntimeError: table bug" in outcome.detail
 
 
 def test_a_text_whose_own_reading_fails_is_quarantined_alone(monkeypatch):

@@ -1,5 +1,6 @@
-"""IRC, transcripts and inferred logs read as frames of lines give the documents of their turn-by-turn
-parse, with what only those grammars give the frame: times with their own UTC offset, and models."""
+"""IRC, transcripts and inferred logs read as tables of lines give the documents of their turn-by-turn
+parse (the oracle's, tests/oracle), with what only those grammars give the frame: times with their own UTC
+offset, and models."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from flows.core.process import process_bytes
 from models.settings import Settings
 from normalizers.assemble import RunContext
 from parsers import registry
+from parsers.base import Grammar
 from parsers.text import decode
-from tests.helpers import columns_of
+from tests import oracle
 
 IRC = ("2012-10-18T09:30:30+0200  <ann> morning\n2012-10-18T09:31:00-0530  *** bob has joined #ceph\n"
        "2012-10-18T23:59:59Z  <bob> late\n2012-10-19T00:00:00+1400  * ann waves\n1969-12-31T23:00:00-0200  <x> old\n")
@@ -24,31 +26,24 @@ SETTINGS = [Settings(), Settings(source_tz="America/New_York")]
 
 @pytest.mark.parametrize("settings", SETTINGS, ids=["utc", "zone"])
 @pytest.mark.parametrize(("name", "text"), [("chan.log", IRC), ("chat.txt", TRANSCRIPT)], ids=["irc", "transcript"])
-def test_offsets_zones_and_models_give_the_record_paths_bytes(name, text, settings):
+def test_offsets_zones_and_models_give_the_oracles_bytes(name, text, settings):
     data = text.encode()
-    columnar = process_bytes(data, name, RunContext.from_settings(settings))
-    records = process_bytes(data, name, RunContext.from_settings(settings.model_copy(update={"columnar": False})))
-    assert [s.encoded for s in columnar.sessions] == [s.encoded for s in records.sessions]
-    assert columnar.sessions[0].encoded is not None
-    grammar = registry.get(columnar.grammar)  # the frame was read, not refused for the turn-by-turn parse
-    assert columns_of(grammar, decode(data, name), settings) is not None
+    got = process_bytes(data, name, RunContext.from_settings(settings))
+    assert [s.encoded for s in got.sessions] == oracle.documents(decode(data, name), settings)
+    assert got.sessions[0].encoded is not None
 
 
 DISCORD = "Maya Chen — 08/11/2023 1:30 PM\nthe build is green\n[1:31 PM]\nshipping it (edited)\n"
 
 
-@pytest.mark.parametrize(("name", "text"), [("chan.log", IRC), ("paste.txt", DISCORD)], ids=["irc", "discord-text"])
-def test_a_small_input_is_read_in_the_table(name, text, monkeypatch):
-    """However small, an IRC log or a Discord paste is read in its batch's table of lines, never by ``parse``."""
-    data = text.encode()
-    grammar = registry.get(process_bytes(data, name, RunContext.from_settings(Settings())).grammar)
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("read by parse")
-
-    monkeypatch.setattr(type(grammar), "parse", refuse)
-    got = process_bytes(data, name, RunContext.from_settings(Settings()))
-    assert len(data) < 16 * 1024 and got.sessions and got.sessions[0].encoded is not None
+@pytest.mark.parametrize("grammar", sorted(oracle.LINE_PARSES))
+def test_a_line_grammar_has_no_turn_by_turn_parse(grammar):
+    """One route: a line grammar reads every input, however small, in its batch's table of lines; its
+    turn-by-turn parse lives in the tests, as the oracle."""
+    g = registry.get(grammar)
+    assert type(g).parse is Grammar.parse and type(g).read is not Grammar.read
+    with pytest.raises(NotImplementedError):
+        next(iter(g.parse(decode(DISCORD.encode(), "paste.txt"), Settings())))
 
 
 def test_a_shard_reads_its_small_chats_in_one_table_per_grammar(tmp_path, monkeypatch):
@@ -65,8 +60,8 @@ def test_a_shard_reads_its_small_chats_in_one_table_per_grammar(tmp_path, monkey
     tables: list[tuple[str, int]] = []
     for grammar in ("whatsapp", "irc"):
         g = registry.get(grammar)
-        real = type(g).parse_columns
-        monkeypatch.setattr(type(g), "parse_columns",
+        real = type(g).read
+        monkeypatch.setattr(type(g), "read",
                             lambda self, sources, *a, real=real: tables.append((self.name, len(sources)))
                             or real(self, sources, *a))
     settings = Settings(workers=1)

@@ -60,8 +60,17 @@ def test_a_failed_accounting_quarantines_the_frame_sessions_with_the_failure(mon
         assert "no prefix sums today" in session.detail and session.encoded is None
 
 
-def test_an_input_read_as_records_is_accounted_at_once():
-    path = GOLDEN / "whatsapp" / "chat_family.txt"
-    batch = Batch(RunContext.from_settings(Settings(columnar=False)))  # turns as records, no frame
-    process_bytes(path.read_bytes(), path.name, batch.ctx, batch=batch)
-    assert batch.pending and all(p.accounting is not None and p.deferred is None for _, p, _ in batch.pending)
+def test_an_input_read_as_records_is_accounted_at_once(monkeypatch):
+    """A grammar that builds turn records (Markdown) has its sessions accounted as they are taken, before the
+    batch is judged; only frame sessions wait for the batch's accounting."""
+    from flows.core import process
+
+    judged, real = [], process.judge_batch
+    monkeypatch.setattr(process, "judge_batch",
+                        lambda pending, *a, **k: judged.extend(pending) or real(pending, *a, **k))
+    path = GOLDEN / "markdown" / "bold-labels.md"
+    batch = Batch(RunContext.from_settings(Settings()))
+    outcome = process_bytes(path.read_bytes(), path.name, batch.ctx, batch=batch)
+    settled(batch, outcome)
+    assert outcome.grammar == "markdown" and judged
+    assert all(p.accounting is not None and p.deferred is None and p.parsed.frame is None for _, p, _ in judged)

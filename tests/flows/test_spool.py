@@ -57,7 +57,7 @@ def _both_routes_fail_on(src, tmp_path, monkeypatch, module, grammar: str, chunk
         raise RuntimeError("columnar bug")
 
     monkeypatch.setattr(module, "turn_frames", broken)  # both routes read through it
-    for out, values, route in ((tmp_path / "b", {}, f"the table of 1 {grammar} input failed"),
+    for out, values, route in ((tmp_path / "b", {}, f"reading 1 {grammar} input together failed"),
                                (tmp_path / "c", {"stream_text_bytes": 1, "stream_chunk_bytes": chunk_bytes},
                                 "the streamed route failed")):
         got = _run(src, out, **values)

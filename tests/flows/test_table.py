@@ -78,12 +78,11 @@ def test_batch_documents_equal_the_oracles(grammar, path, settings):
         assert got.to_dicts() == pl.DataFrame(expected, schema=got.schema).to_dicts()
 
 
-def test_every_size_and_setting_assembles_a_table():
-    """No second route: small inputs and ``columnar = false`` are assembled as tables too."""
+def test_a_small_input_assembles_a_table():
+    """No second route: a small input's sessions are assembled as a table too."""
     path = GOLDEN / "chatgpt" / "conversations.json"
-    for values in ({}, {"columnar": False}):
-        outcome = process_bytes(path.read_bytes(), path.name, RunContext.from_settings(Settings(**values)))
-        assert {isinstance(s.rows.turns, pl.DataFrame) for s in outcome.sessions} == {True}
+    outcome = process_bytes(path.read_bytes(), path.name, RunContext.from_settings(Settings()))
+    assert {isinstance(s.rows.turns, pl.DataFrame) for s in outcome.sessions} == {True}
 
 
 # --- generated conversations ---------------------------------------------------------------------
@@ -270,11 +269,11 @@ def test_streamed_batches_and_workers_give_the_whole_reads_documents(tmp_path):
     src.mkdir()
     (src / "conversations.json").write_bytes(orjson.dumps(_export(8), option=orjson.OPT_INDENT_2))
     runs = {name: _run(src, tmp_path / name, **values) for name, values in (
-        ("records", {"columnar": False}), ("whole", {}),
+        ("whole", {}),
         ("one-each", {**STREAMED, "stream_chunk_bytes": 1, "workers": 1}),
         ("many", {**STREAMED, "stream_chunk_bytes": 4000, "workers": 1}),
         ("two-workers", {**STREAMED, "stream_chunk_bytes": 4000, "workers": 2}))}
-    first = runs.pop("records")
+    first = runs.pop("whole")
     assert all(run == first for run in runs.values())
     assert first[0][-1][3] == ["duplicate_session_id"]
 

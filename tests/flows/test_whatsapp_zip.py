@@ -9,6 +9,7 @@ from flows.core import ingest
 from models.settings import Settings
 from parsers import registry
 from parsers.text import decode
+from tests.helpers import read_one
 
 CHAT = (
     "\u200e[14/01/2023, 09:12:03] Trip Crew: \u200eMessages and calls are end-to-end encrypted.\n"
@@ -38,7 +39,7 @@ def test_zip_members_get_their_siblings_and_attachments_are_checked(tmp_path):
 
     source = replace(source, siblings=chat.siblings)
     assert registry.detect(source.text, source.name, threshold=0.5).grammar == "whatsapp"
-    (session,) = registry.get("whatsapp").parse(source, Settings())
+    (session,) = read_one(registry.get("whatsapp"), source)
     attached = [(t.extra["attachment"], t.extra["attachmentPresent"]) for t in session.turns
                 if t.extra and "attachment" in t.extra]
     assert attached == [("00000004-PHOTO-2023-01-14-09-13-50.jpg", True),

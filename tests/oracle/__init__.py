@@ -15,11 +15,21 @@ from normalizers.assemble import RunContext
 from normalizers.encode import encode_document
 from parsers import registry
 from parsers.turncols import TurnColumns
+from tests.oracle import discord_text, inferred, irc, transcript, whatsapp
 from tests.oracle.records import assemble
 from validators import gate
 from validators.accounting import Accountant
 
 DETECT_SAMPLE = 65536
+LINE_PARSES = {"whatsapp": whatsapp.parse, "irc": irc.parse, "transcript": transcript.parse,
+               "discord-text": discord_text.parse, "inferred": inferred.parse}
+"""The line grammars' turn-by-turn parses: the product reads these grammars only as tables of lines."""
+
+
+def parse(grammar, source: SourceText, settings: Settings):
+    """The oracle's sessions of one input: a line grammar's turn-by-turn parse, any other grammar's own."""
+    own = LINE_PARSES.get(grammar.name)
+    return own(grammar, source, settings) if own is not None else grammar.parse(source, settings)
 
 
 def documents(source: SourceText, settings: Settings) -> list[bytes | None] | None:
@@ -32,7 +42,7 @@ def documents(source: SourceText, settings: Settings) -> list[bytes | None] | No
         return None
     grammar = registry.get(detection.grammar)
     accountant = Accountant.of(source, lines=not grammar.structured)
-    sessions = list(grammar.parse(source, settings))
+    sessions = list(parse(grammar, source, settings))
     seen: set[str] = set()
     out: list[bytes | None] = []
     for index, parsed in enumerate(sessions):

@@ -8,7 +8,7 @@ import pytest
 from models.records import SourceText
 from models.settings import Settings
 from parsers import registry
-from tests.helpers import columns_of
+from tests.helpers import columns_of, read_one
 
 CASES = {
     "whatsapp": "12/03/2019, 09:15 - Ann: one\n\n\n12/03/2019, 09:16 - Bob: two\nmore\n  \n\n",
@@ -23,7 +23,7 @@ def test_turn_text_ends_at_its_last_non_blank_line(grammar):
     text = CASES[grammar]
     g = registry.get(grammar)
     source = SourceText(text, "chat.txt", "0" * 64, len(text), "utf-8")
-    (s,) = g.parse(source, Settings())
+    (s,) = read_one(g, source, Settings())
     assert [t.content for t in s.turns] == ["one", "two\nmore"]
     (c,) = columns_of(g, source)
     assert c.frame["content"].to_list() == ["one", "two\nmore"]

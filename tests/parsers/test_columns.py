@@ -1,4 +1,5 @@
-"""The columnar parse of a line grammar gives the line-engine parse's sessions, turn for turn."""
+"""A line grammar's table of lines (``Grammar.read``) gives the sessions of its turn-by-turn parse (the oracle's,
+tests/oracle), turn for turn."""
 
 from __future__ import annotations
 
@@ -15,10 +16,11 @@ from parsers.columns import nonblank, split_lines, turns_of
 from parsers.grammars._whatsapp_columns import header_dates, header_lines, headers
 from parsers.grammars.whatsapp import _REST
 from parsers.text import decode
+from tests import oracle
 from tests.helpers import CONFORMANCE, GOLDEN, ROOT, columns_of, session_snapshot
 from tests.test_line_columns import _INF_LINE, _T_LINE
 
-COLUMNAR = [g.name for g in registry.all_grammars() if g.columnar]
+COLUMNAR = list(oracle.LINE_PARSES)
 
 
 def _inputs(grammar: str) -> list[Path]:
@@ -33,9 +35,8 @@ def _inputs(grammar: str) -> list[Path]:
 
 def _both(grammar: str, source: SourceText):
     g = registry.get(grammar)
-    lined = [session_snapshot(s, g.count_turns(s.raw)) for s in g.parse(source, Settings())]
+    lined = [session_snapshot(s, g.count_turns(s.raw)) for s in oracle.parse(g, source, Settings())]
     sessions = columns_of(g, source)
-    assert sessions is not None
     columnar = []
     for s in sessions:
         s.turns = turns_of(s.frame)
@@ -109,12 +110,10 @@ def _one_table_reads_like_each_alone(grammar: str, sources: list[SourceText]) ->
     """Every source of one table of lines gets the sessions it gets read alone (a text's lines never
     run into the next text's, and what a text decides for itself stays its own)."""
     g = registry.get(grammar)
-    together = g.parse_columns(sources, Settings())
-    assert together is not None and len(together) == len(sources)
+    together = g.read(sources, Settings())
+    assert len(together) == len(sources)
     for source, sessions in zip(sources, together, strict=True):
-        alone = columns_of(g, source)
-        assert (None if sessions is None else _snapshots(g, sessions)) == (
-            None if alone is None else _snapshots(g, alone)), source.name
+        assert _snapshots(g, sessions) == _snapshots(g, columns_of(g, source)), source.name
 
 
 @pytest.mark.parametrize("grammar", COLUMNAR)
@@ -146,16 +145,15 @@ def _outcome(take, *args) -> list | str:
 
 
 def _lined(grammar, source: SourceText) -> list:
-    return [session_snapshot(s, grammar.count_turns(s.raw)) for s in grammar.parse(source, Settings())]
+    return [session_snapshot(s, grammar.count_turns(s.raw)) for s in oracle.parse(grammar, source, Settings())]
 
 
 def _one_table_reads_like_the_line_engine(grammar: str, sources: list[SourceText]) -> None:
     """Every source of one table of lines gets the sessions, or the failure, of its line-engine parse."""
     g = registry.get(grammar)
-    together = g.parse_columns(sources, Settings())
-    assert together is not None and len(together) == len(sources)
+    together = g.read(sources, Settings())
+    assert len(together) == len(sources)
     for source, sessions in zip(sources, together, strict=True):
-        assert sessions is not None, source.name
         assert _outcome(_snapshots, g, sessions) == _outcome(_lined, g, source), source.name
 
 
@@ -239,7 +237,7 @@ def test_an_inferred_log_whose_own_learning_fails_fails_alone(monkeypatch):
 
     monkeypatch.setattr(inferred, "infer", failing)
     sources = [_source(t, f"in-{i}.log") for i, t in enumerate(_I_BATCH)]
-    read = registry.get("inferred").parse_columns(sources, Settings())
+    read = registry.get("inferred").read(sources, Settings())
     with pytest.raises(ValueError, match="cannot learn"):
         list(read[1])
     for i in (0, 2, 3):
@@ -251,8 +249,8 @@ def _in_one_table_as_alone_and_by_line(grammar: str, texts: list[tuple[str, str,
     sources = [SourceText(t + ("\n" if nl and t else ""), name, "0" * 64, len(t), "utf-8") for t, name, nl in texts]
     _one_table_reads_like_each_alone(grammar, sources)
     g = registry.get(grammar)
-    for source, sessions in zip(sources, g.parse_columns(sources, Settings()), strict=True):
-        lined = [session_snapshot(s, g.count_turns(s.raw)) for s in g.parse(source, Settings())]
+    for source, sessions in zip(sources, g.read(sources, Settings()), strict=True):
+        lined = [session_snapshot(s, g.count_turns(s.raw)) for s in oracle.parse(g, source, Settings())]
         assert _snapshots(g, sessions) == lined
 
 
@@ -304,10 +302,10 @@ def test_a_batch_of_irc_logs_is_one_table_per_dialect(monkeypatch):
     texts = ["2012-10-18T09:30:30+0000  <ann> hi\n", "10:00 <ann> a\n10:01 <bob> b\n",
              "2012-10-18T09:31:30+0000  <bob> yo\n", "--- Day changed Thu Oct 18 2012\n10:02 <cy> c\n"]
     sources = [SourceText(t, f"{i}.log", "0" * 64, len(t), "utf-8") for i, t in enumerate(texts)]
-    read = registry.get("irc").parse_columns(sources, Settings())
+    read = registry.get("irc").read(sources, Settings())
     assert sorted(calls) == [2, 4]  # supybot's two lines, irssi's four
     assert [len(next(iter(s)).frame) for s in read] == [1, 2, 1, 1]
-    assert registry.get("irc").parse_columns([], Settings()) == []  # an empty batch: no table
+    assert registry.get("irc").read([], Settings()) == []  # an empty batch: no table
 
 
 _D_LINE = st.one_of(
@@ -341,12 +339,12 @@ def test_a_batch_of_discord_pastes_is_one_table(monkeypatch):
     texts = ["Ann — 13/08/2023 10:00\nhi\n[10:01]\nyo\n", "Bob — 08/13/2023 10:00\nhey\n", "",
              "[10:00]\n↪ @Ann hi\nAnn — 13.08.2023 10:00\nok\n"]
     sources = [SourceText(t, f"{i}.txt", "0" * 64, len(t), "utf-8") for i, t in enumerate(texts)]
-    read = registry.get("discord-text").parse_columns(sources, Settings())
+    read = registry.get("discord-text").read(sources, Settings())
     assert calls == [10]
     frames = [next(iter(s)).frame for s in read]
     assert [f.height for f in frames] == [2, 1, 0, 1]
     assert frames[1]["time"].dt.day().to_list() == [13]  # its own month-first order beside a day-first paste
-    assert registry.get("discord-text").parse_columns([], Settings()) == []  # an empty batch: no table
+    assert registry.get("discord-text").read([], Settings()) == []  # an empty batch: no table
 
 
 @pytest.mark.parametrize(("grammar", "module", "step", "texts"), [
@@ -368,7 +366,7 @@ def test_a_text_whose_own_decision_fails_fails_alone(grammar, module, step, text
 
     monkeypatch.setattr(mod, step, failing)
     sources = [SourceText(t, f"{i}.txt", "0" * 64, len(t), "utf-8") for i, t in enumerate(texts)]
-    first, second, third = registry.get(grammar).parse_columns(sources, Settings())
+    first, second, third = registry.get(grammar).read(sources, Settings())
     assert next(iter(first)).frame.height == 1 and next(iter(third)).frame.height == 1
     with pytest.raises(RuntimeError, match="its own failure"):
         list(second)
@@ -383,7 +381,8 @@ def test_midnight_wraps_as_columns_as_turn_by_turn(rows):
 
     import polars as pl
 
-    from parsers.grammars._discord_columns import _midnight, midnight_passed
+    from parsers.grammars._discord_columns import _midnight
+    from tests.oracle.discord_text import midnight_passed
 
     rows = sorted(rows, key=lambda r: r[0])  # an author line's turns are consecutive
     day = datetime(2023, 8, 11)
@@ -407,7 +406,7 @@ def test_a_batch_of_turn_frames_is_one_frame_as_frame_by_frame():
 
     texts = ["2012-10-18T09:30:30+0200  <ann> a\n2012-10-18T09:31:30Z  <bob> b\n", "10:00 <cy> c\n", "",
              "Ann — 13/08/2023 10:00\nhi\n"]
-    frames = [next(iter(registry.get(g).parse_columns([SourceText(t, "x.log", "0" * 64, len(t), "utf-8")],
+    frames = [next(iter(registry.get(g).read([SourceText(t, "x.log", "0" * 64, len(t), "utf-8")],
                                                          Settings())[0])).frame
               for g, t in zip(["irc", "irc", "irc", "discord-text"], texts, strict=True)]
     own = TurnColumns()
@@ -431,4 +430,4 @@ def test_a_long_irc_log_decides_its_dialect_on_its_sample_in_a_table():
 
 @pytest.mark.parametrize("grammar", COLUMNAR)
 def test_an_empty_batch_reads_nothing(grammar):
-    assert registry.get(grammar).parse_columns([], Settings()) == []
+    assert registry.get(grammar).read([], Settings()) == []

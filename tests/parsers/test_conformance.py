@@ -12,7 +12,7 @@ import pytest
 
 from models.settings import Settings
 from parsers import registry
-from tests.helpers import CONFORMANCE, load_source
+from tests.helpers import CONFORMANCE, load_source, read_one
 
 EXPECTED = orjson.loads((CONFORMANCE / "expected.json").read_bytes()) if CONFORMANCE.is_dir() else []
 pytestmark = pytest.mark.skipif(not CONFORMANCE.is_dir(), reason="../shared/conformance is absent")
@@ -23,7 +23,7 @@ def test_conformance_parse(case):
     source = load_source(CONFORMANCE / "fixtures" / case["file"])
     detection = registry.detect(source.text[:65536], source.name, threshold=Settings().detect_threshold)
     grammar = registry.get(detection.grammar)
-    sessions = list(grammar.parse(source, Settings()))
+    sessions = list(read_one(grammar, source, Settings()))
     assert len(sessions) == case["sessions"]
     turns = [t for s in sessions for t in s.turns]
     assert len(turns) == case["turns"]

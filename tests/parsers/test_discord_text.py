@@ -8,6 +8,7 @@ import pytest
 from models.settings import Settings
 from parsers import registry
 from parsers.text import decode
+from tests.helpers import read_one
 from validators.accounting import LineIndex, account
 
 DT = registry.get("discord-text")
@@ -15,7 +16,7 @@ DT = registry.get("discord-text")
 
 def parse(text: str, name: str = "paste.txt"):
     source = decode(text.encode(), name)
-    (session,) = DT.parse(source, Settings())
+    (session,) = read_one(DT, source, Settings())
     assert DT.count_turns(session.raw) == len(session.turns)
     assert account(session, LineIndex(source.text)).clean
     return session

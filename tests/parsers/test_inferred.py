@@ -5,16 +5,16 @@ from __future__ import annotations
 import hashlib
 from datetime import datetime
 
-from models.settings import Settings
 from parsers import registry
 from parsers.grammars.inferred import GUESS, infer, shape
 from parsers.text import decode
+from tests.helpers import read_one
 
 INF = registry.get("inferred")
 
 
 def parse(text: str, name: str = "chat.log"):
-    sessions = list(INF.parse(decode(text.encode(), name), Settings()))
+    sessions = read_one(INF, decode(text.encode(), name))
     for s in sessions:
         assert INF.count_turns(s.raw) == len(s.turns)
     return sessions

@@ -13,13 +13,13 @@ from normalizers.assemble import RunContext
 from parsers import registry
 from parsers.grammars.irc import event_of
 from parsers.text import decode
-from tests.helpers import CONFORMANCE, columns_of
+from tests.helpers import CONFORMANCE, columns_of, read_one
 
 IRC = registry.get("irc")
 
 
 def parse(text: str, name: str = "irc.log"):
-    (session,) = IRC.parse(decode(text.encode(), name), Settings())
+    (session,) = read_one(IRC, decode(text.encode(), name))
     assert IRC.count_turns(session.raw) == len(session.turns)
     return session
 
@@ -122,7 +122,7 @@ XCHAT = ("**** BEGIN LOGGING AT Mon Dec 31 22:40:02 2018\n\ndec 31 22:40:02 --> 
 def _both_routes(text: str, name: str):
     """The session by the line engine, after checking the column route reads the same turns."""
     source = decode(text.encode(), name)
-    (s,) = IRC.parse(source, Settings())
+    (s,) = read_one(IRC, source, Settings())
     (c,) = columns_of(IRC, source)
     assert c.frame["speaker"].to_list() == [t.speaker for t in s.turns]
     assert c.frame["time"].to_list() == [t.time for t in s.turns]

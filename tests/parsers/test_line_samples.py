@@ -7,7 +7,7 @@ import pytest
 
 from models.settings import Settings
 from parsers import registry
-from tests.helpers import ROOT, load_source
+from tests.helpers import ROOT, load_source, read_one
 from validators.accounting import LineIndex, account
 
 FOLDERS = {"whatsapp": "whatsapp", "irc": "irc", "discord-text": "discord-text"}
@@ -25,7 +25,7 @@ def test_sample_detected_and_fully_accounted(path):
     detection = registry.detect(source.text[:65536], path.name, threshold=0.5)
     assert detection.grammar == grammar and detection.margin >= registry.MARGIN, detection
     g = registry.get(grammar)
-    for session in g.parse(source, Settings()):
+    for session in read_one(g, source, Settings()):
         assert g.count_turns(session.raw) == len(session.turns)
         assert session.coverage_reason is None
         assert account(session, LineIndex(source.text)).clean

@@ -16,6 +16,7 @@ from models.settings import Settings
 from parsers import registry
 from parsers.text import decode
 from tests import strategies
+from tests.helpers import read_one
 
 GRAMMARS = [g.name for g in registry.all_grammars()]
 
@@ -43,7 +44,7 @@ def test_roundtrip(grammar):
         source = decode(data, name)
         detected = registry.detect(source.text[:65536], name, threshold=0.5)
         assert detected.grammar == grammar, detected.scores
-        parsed = list(g.parse(source, Settings()))
+        parsed = list(read_one(g, source, Settings()))
         assert len(parsed) == 1
         turns = parsed[0].turns
         want = expected_of(session) if expected_of else [(t.speaker, t.content, t.time) for t in session.turns]

@@ -7,7 +7,7 @@ import pytest
 
 from models.settings import Settings
 from parsers import registry
-from tests.helpers import ROOT, load_source
+from tests.helpers import ROOT, load_source, read_one
 from validators.accounting import LineIndex, account
 
 FOLDERS = {"transcripts": "transcript", "markdown": "markdown", "jsonl": "jsonl"}
@@ -23,7 +23,7 @@ def test_sample_log_is_detected_with_a_margin_and_fully_read(path):
     assert detection.margin >= registry.MARGIN, detection.scores
     g = registry.get(grammar)
     index = LineIndex(source.text)
-    for session in g.parse(source, Settings()):
+    for session in read_one(g, source, Settings()):
         assert session.coverage_reason is None
         assert g.count_turns(session.raw) == len(session.turns) > 0
         assert account(session, index).clean, account(session, index).reason()

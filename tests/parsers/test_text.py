@@ -8,6 +8,7 @@ import pytest
 
 from models.errors import IngestError, Reason
 from parsers.text import decode, sha256_text
+from tests.helpers import read_one
 
 
 @pytest.mark.parametrize(
@@ -73,7 +74,7 @@ def test_an_irc_log_with_one_invalid_byte_reconstructs_every_line():
     src = decode(data, "dev.log")
     assert registry.detect(src.text, src.name, threshold=0.5).grammar == "irc"
     grammar = registry.get("irc")
-    (session,) = grammar.parse(src, Settings())
+    (session,) = read_one(grammar, src, Settings())
     assert len(session.turns) == 40 == grammar.count_turns(session.raw)
     assert session.turns[16].content == "the caf\ufffd downstairs has coffee again"
     assert account(session, LineIndex(src.text)).clean

@@ -7,16 +7,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from models.records import SourceText
-from models.settings import Settings
 from parsers import registry
-from tests.helpers import columns_of
+from tests.helpers import columns_of, read_one
 from validators.accounting import LineIndex, account
 
 G = registry.get("transcript")
 
 
 def _parse(text, name="chat.txt"):
-    return list(G.parse(SourceText(text, name, "0" * 64, len(text), "utf-8"), Settings()))
+    return read_one(G, SourceText(text, name, "0" * 64, len(text), "utf-8"))
 
 
 def test_a_timestamped_line_without_a_name_is_a_notice_of_its_own():

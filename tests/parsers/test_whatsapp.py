@@ -10,13 +10,14 @@ from models.settings import Settings
 from parsers import registry
 from parsers.grammars.whatsapp import actor_of, chat_title, date_order
 from parsers.text import decode
-from tests.helpers import columns_of
+from tests import oracle
+from tests.helpers import columns_of, read_one
 
 WA = registry.get("whatsapp")
 
 
 def parse(text: str, name: str = "WhatsApp Chat with Test.txt"):
-    (session,) = WA.parse(decode(text.encode(), name), Settings())
+    (session,) = read_one(WA, decode(text.encode(), name))
     assert WA.count_turns(session.raw) == len(session.turns)
     return session
 
@@ -245,18 +246,19 @@ SYSTEM_LINES = (
 )
 
 
-@pytest.mark.parametrize("columnar", [False, True])
-def test_long_author_names_are_authors_and_system_lines_stay_system(columnar):
+@pytest.mark.parametrize("route", ["oracle", "table"])
+def test_long_author_names_are_authors_and_system_lines_stay_system(route):
     assert len(LONG_NAMES[0]) == 63
     lines = [f"12/24/19, 11:{i:02d} - {line}" for i, line in enumerate(SYSTEM_LINES)]
     lines += [f"12/24/19, 12:{i:02d} - {name}: Hola, this is {i}: ok" for i, name in enumerate(LONG_NAMES)]
     text = "\n".join(lines) + "\n"
-    if columnar:
+    if route == "table":
         (session,) = columns_of(WA, decode(text.encode(), "WhatsApp Chat with Test.txt"))
         frame = session.frame
         turns = list(zip(frame["speaker"], frame["role"], frame["content"], strict=True))
     else:
-        turns = [(t.speaker, t.role, t.content) for t in parse(text).turns]
+        (session,) = oracle.parse(WA, decode(text.encode(), "WhatsApp Chat with Test.txt"), Settings())
+        turns = [(t.speaker, t.role, t.content) for t in session.turns]
     system, authored = turns[:len(SYSTEM_LINES)], turns[len(SYSTEM_LINES):]
     assert [(s, r) for s, r, _ in system] == [("System", "system")] * len(SYSTEM_LINES)
     assert [c for *_, c in system] == list(SYSTEM_LINES)
@@ -269,7 +271,7 @@ def _wa(text, name="chat.txt"):
     from parsers import registry
     g = registry.get("whatsapp")
     source = SourceText(text, name, "0" * 64, len(text), "utf-8")
-    return g, next(g.parse(source, Settings())), columns_of(g, source)[0]
+    return g, next(oracle.parse(g, source, Settings())), columns_of(g, source)[0]
 
 
 def test_ambiguous_day_month_order_is_the_one_under_which_the_chat_runs_forward():

@@ -9,6 +9,7 @@ from models.settings import Settings
 from parsers import registry
 from parsers.grammars._whatsapp_headers import PARSED, template_regex
 from parsers.text import decode
+from tests.helpers import read_one
 from tests.renderers import whatsapp_dialects as dialects
 
 WA = registry.get("whatsapp")
@@ -18,7 +19,7 @@ def _turns(name: str, data: bytes):
     source = decode(data, name)
     detection = registry.detect(source.text[:65536], name, threshold=0.5)
     assert detection.grammar == "whatsapp", detection.scores
-    (session,) = WA.parse(source, Settings())
+    (session,) = read_one(WA, source, Settings())
     assert WA.count_turns(session.raw) == len(session.turns)
     return session, [(t.speaker, t.kind, t.content, t.time) for t in session.turns]
 

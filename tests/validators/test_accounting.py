@@ -8,9 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from models.records import ParsedSession, Region, RegionKind, Turn
-from models.settings import Settings
 from parsers import registry
-from tests.helpers import GOLDEN, load_group, parsed_sessions
+from tests.helpers import GOLDEN, load_group, parsed_sessions, read_one
 from tests.parsers.test_golden import CASES, GROUPS, _companions, _grammar_dir, group_case
 from validators.accounting import Accountant, LineIndex, account, account_lines, message_records
 
@@ -54,7 +53,7 @@ def test_a_deleted_turn_is_unaccounted(path):
 def _group(key):
     grammar, paths, names, name, _ = group_case(key)
     source = load_group(paths, names, name, _companions(paths[0]))
-    return source, list(registry.get(grammar).parse(source, Settings()))
+    return source, read_one(registry.get(grammar), source)
 
 
 @pytest.mark.parametrize("key", [k for k, _ in GROUPS], ids=lambda k: str((k[0] / k[1]).relative_to(GOLDEN)))

@@ -12,11 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from models.records import ParsedSession, Region, RegionKind, ShapedLine, Turn
-from models.settings import Settings
 from parsers import registry
 from parsers.text import decode
 from tests import strategies
-from tests.helpers import GOLDEN
+from tests.helpers import GOLDEN, read_one
 from tests.parsers.test_golden import CASES, _grammar_dir
 from tests.validators.test_accounting import _sessions
 from validators import gate
@@ -132,7 +131,7 @@ def test_no_document_claims_completeness_over_an_undeclared_header(grammar):
             return
         name, data = module.render(_noisy(session, header, noises))
         source = decode(data, name)
-        parsed = list(g.parse(source, Settings()))
+        parsed = read_one(g, source)
         accountant = Accountant.of(source, lines=True, shape=g.turn_shape)
         text = source.text.split("\n")
         for n, s in enumerate(parsed, 1):

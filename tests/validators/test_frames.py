@@ -26,10 +26,8 @@ def _frame_sessions(path: Path, columns: Settings):
     try:
         source = decode(path.read_bytes(), path.name)
         grammar = registry.get(registry.detect(source.text[:65536], path.name, threshold=0.5).grammar)
-        if not grammar.columnar:
-            return None
         sessions = columns_of(grammar, source, columns)
-        return None if sessions is None else (grammar, source, sessions)
+        return (grammar, source, sessions) if any(s.frame is not None for s in sessions) else None
     except ReconstructError:
         return None
 
