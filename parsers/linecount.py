@@ -1,7 +1,8 @@
 """Line-pattern counts for detection: one sample by the grammar's own regex, or the samples of many
 inputs at once as polars expressions over one table of their lines.
 
-A grammar whose detection rule is a share of header lines declares its patterns (``LinePatterns``) and
+A grammar whose detection rule is a share of header lines declares its patterns (``LinePatterns``, each
+with the lines an earlier alternative of its header takes as ``unless``) and
 scores from their counts (``Grammar.detect_counted``). ``count`` reads one sample in Python; ``count_many``
 puts the lines of every sample in one table (an ``input`` column), tests each pattern as a Rust regex
 (``columns.rust_pattern``: the exact translation the column route uses, refused where there is none) and
@@ -27,11 +28,33 @@ class LinePatterns:
     limit: int
     patterns: dict[str, Any]
     """name -> compiled ``re``/``regex`` pattern, anchored with ``^``."""
+    unless: dict[str, Any] = field(default_factory=dict)
+    """name -> a pattern (anchored with ``^``) whose lines the pattern of that name does not count: which
+    alternative of a header matched, where an earlier alternative takes the line first."""
+
+    def test(self, key: str, line: str) -> bool:
+        """Whether the pattern ``key`` counts the line (it matches, and its ``unless`` does not)."""
+        if not self.patterns[key].match(line):
+            return False
+        return key not in self.unless or not self.unless[key].match(line)
 
     @cached_property
     def rust(self) -> dict[str, str]:
         """The patterns in Rust's syntax (raises ``Untranslatable`` for one that has no exact equivalent)."""
         return {k: unnamed(rust_pattern(p)) for k, p in self.patterns.items()}
+
+    @cached_property
+    def rust_unless(self) -> dict[str, str]:
+        """The ``unless`` patterns in Rust's syntax, as ``rust``."""
+        return {k: unnamed(rust_pattern(p)) for k, p in self.unless.items()}
+
+    def column_tests(self) -> dict[str, pl.Expr]:
+        """Per pattern, the polars test of a ``line`` column that ``test`` makes of one line."""
+        line = pl.col("line")
+        tests = {k: line.str.contains(p) for k, p in self.rust.items()}
+        for k, p in self.rust_unless.items():
+            tests[k] = tests[k] & ~line.str.contains(p)
+        return tests
 
 
 @dataclass(frozen=True)
@@ -49,8 +72,8 @@ def count(sample: str, rule: LinePatterns) -> LineCounts:
     lines = nonblank(sample, rule.limit)
     hits: dict[str, int] = {}
     first: dict[str, int | None] = {}
-    for key, pattern in rule.patterns.items():
-        found = [i for i, ln in enumerate(lines) if pattern.match(ln)]
+    for key in rule.patterns:
+        found = [i for i, ln in enumerate(lines) if rule.test(key, ln)]
         hits[key], first[key] = len(found), (found[0] if found else None)
     return LineCounts(len(lines), hits, first)
 
@@ -74,7 +97,7 @@ def count_many(samples: list[str], rule: LinePatterns) -> list[LineCounts]:
         inputs.extend([i] * len(own))
         lines.extend(own)
     table = pl.DataFrame({"input": inputs, "line": lines}, schema={"input": pl.UInt32, "line": pl.String})
-    tests = {k: pl.col("line").str.contains(p) for k, p in rule.rust.items()}
+    tests = rule.column_tests()
     aggregated = (
         table.lazy()
         .with_columns(pl.int_range(pl.len(), dtype=pl.UInt32).over("input").alias("at"))

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 import regex
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from models.errors import DetectionError, Reason
 from parsers import linecount, registry
-from parsers.grammars import _chatjson
+from parsers.grammars import _chatjson, discord_text, kakaotalk, line
+from parsers.sample import nonblank
 from tests.helpers import BREAKS_ZOOM, CONFORMANCE, GOLDEN, ROOT, break_zoom_detection, load_source
 from tests.parsers.test_golden import CASES
 
@@ -159,3 +160,99 @@ def test_the_record_scan_reads_white_space_as_the_regex_module_does():
     assert re.findall(_chatjson._SPACE, every) == regex.findall(r"\s", every)
     assert [r.keys for r in _chatjson.sample_records('[{"from"\x1c: "a", "text": "b", "date": 1}]')] == \
         [frozenset({"text", "date"})]  # \x1c is no space to the scan: "from" is not a key
+
+
+# --- line rules moved onto the counted route: the counts give the share the header regex gave line by line ---
+
+def _header_rule(sample: str, header, title, named: str, dated: tuple[str, ...], title_dates: bool) -> float:
+    """The rule LINE and KakaoTalk detected by before their counts: HEADER's match of each non-blank line
+    (``named``: the group of a message, ``dated``: the groups that date one), the title on the first line
+    (``title_dates``: LINE's title stands for a date line, KakaoTalk's does not)."""
+    lines = nonblank(sample, 2000)
+    if not lines:
+        return 0.0
+    marks = [(i, m) for i, ln in enumerate(lines) if (m := header.match(ln))]
+    messages = sum(1 for _, m in marks if m[named])
+    titled = title.match(lines[0]) is not None
+    is_dated = (titled and title_dates) or any(m[g] for _, m in marks for g in dated)
+    if not messages or not is_dated or messages < 0.05 * len(lines):
+        return 0.0
+    return (len(lines) - (0 if titled else marks[0][0])) / len(lines)
+
+
+def _discord_text_rule(sample: str) -> float:
+    """The rule discord-text detected by before its counts."""
+    lines = nonblank(sample, 2000)
+    if not lines:
+        return 0.0
+    heads = [i for i, ln in enumerate(lines) if (m := discord_text.HEADER.match(ln)) and m["name"]]
+    stamps = sum(1 for ln in lines if discord_text._COUNT_STAMP.match(ln))
+    if not heads or len(heads) + stamps < 0.05 * len(lines):
+        return 0.0
+    return (len(lines) - heads[0]) / len(lines)
+
+
+RULES = {
+    "line": lambda s: _header_rule(s, line.HEADER, line.TITLE, "clock", ("date",), True),
+    "kakaotalk": lambda s: _header_rule(s, kakaotalk.HEADER, kakaotalk.TITLE, "name", ("dateline", "day"), False),
+    "discord-text": _discord_text_rule,
+}
+
+
+def test_the_moved_line_rules_are_counted():
+    assert {g.name for g in LINE_RULES} >= {"irc", "zoom", *RULES}
+
+
+@pytest.mark.parametrize("grammar", sorted(RULES))
+def test_a_moved_rule_scores_every_known_input_as_its_header_did(grammar):
+    detector, rule = registry.get(grammar), RULES[grammar]
+    scored = [(n, detector.detect(s, n), rule(s)) for s, n in TEXTS]
+    assert [(n, a) for n, a, _ in scored] == [(n, b) for n, _, b in scored]
+    assert any(a > 0.5 for _, a, _ in scored)  # the known inputs hold this grammar's chats
+
+
+EDGES = {  # lines at each moved rule's edges: a header with and without what must follow it, near misses
+    "line": ["[LINE] Chat history with Ann", "\ufeff[LINE] 山田とのトーク履歴", "Saved on: 2024/05/02 21:14",
+             "2024/05/01(Wed)", "2024/5/1（水）", "2024.05.01 Wednesday", "Wed, 05/01/2024", "2024/5/1周三",
+             "2024/05/01(Wed) x", "2024/05/01\t", "10:15\tAnn Lee\tMorning!", "10:20\t\tAnn joined.",
+             "午後3:05\tBo\thi", "3:05pm\tBo\t", "3:05 PM\tBo", "10:15 Ann", "10:15\t", "1:5\tx\ty",
+             '"second line"', "2024/05/01\tAnn\tx"],
+    "kakaotalk": ["홍길동 님과 카카오톡 대화", "KakaoTalk Chats with Ann", "저장한 날짜 : 2024-03-01 12:40:00",
+                  "--------------- 2024년 3월 1일 금요일 ---------------", "2024년 3월 1일 금요일",
+                  "2024. 3. 1. 금요일", "Friday, March 1, 2024", "--------------- Friday, March 1, 2024",
+                  "[홍길동] [오후 12:34] 안녕하세요", "[Ann] [12:34 PM] hi", "[Ann] [12:34]", "[Ann] [x] hi",
+                  "2024년 3월 1일 오후 12:34, 홍길동 : 안녕하세요", "2024. 3. 1. 오후 12:34, Bo : hi",
+                  "Mar 1, 2024, 12:34 PM, Ann : Hello", "March 1, 2024 at 12:35 PM, Bo : x",
+                  "2024. 3. 1. 12:36: 김철수님이 나갔습니다.", "2024년 3월 1일 오후 12:34, 김철수님이 들어왔습니다.",
+                  "2024. 3. 1. 12:36:45, Ann : x", "2024. 3. 1. 12:36:4, Ann : x", "Mar 1, 2024, 12:34 P.M., A : b",
+                  "Mar 1, 2024, 12:34 PM, : x", "2024. 3. 1. 12:36, Ann :x", "김철수님이 들어왔습니다.",
+                  "[x 님이 나갔습니다.", "2024년 3월 1일 금요일 12:34, A : b"],
+    "discord-text": ["Maya Chen — 08/11/2023 1:30 PM", "Maya Chen BOT — Today at 1:30 PM", "## Ann — 2024-01-01 10:00",
+                     "> Ann — 2024-01-01 10:00", "#Ann — 2024-01-01 10:00", "Ann – Yesterday at 9:05",
+                     "Ann — 2024-01-01 10:00 x", "Ann — 08.11.2023, 13:30", "[1:31 PM]", "[1:31 PM] hi", "[1:3]",
+                     "November 8, 2023", "↪ @Bo hello", "┌──@Bo: text", "x" * 81 + " — 08/11/2023 1:30 PM",
+                     "— 08/11/2023 1:30 PM", "Ann — Heute um 9:05"],
+}
+FILLERS = ["", " ", "\t", "first line", "Ann: hi", "\u00a0", "\u2028", "x" * 70]
+
+
+def _edge_text(lines: list[str], crlf: bool, bom: bool) -> str:
+    return ("\ufeff" if bom else "") + ("\r\n" if crlf else "\n").join(lines)
+
+
+@pytest.mark.parametrize("grammar", sorted(RULES))
+@settings(max_examples=400)
+@given(data=st.data())
+def test_lines_at_a_moved_rule_s_edges_score_as_its_header_did(grammar, data):
+    """Generated texts of a rule's header lines, their continuations, blank lines, CRLF and a BOM: the
+    counts score as the header did, polars counts as Python does, and a batch decides as ``detect`` alone."""
+    pieces = st.sampled_from(EDGES[grammar] + FILLERS) | st.text(max_size=6)
+    texts = data.draw(st.lists(st.tuples(st.lists(pieces, max_size=30), st.booleans(), st.booleans()),
+                               min_size=1, max_size=4))
+    samples = [_edge_text(*t) for t in texts]
+    detector, rule = registry.get(grammar), RULES[grammar]
+    assert [detector.detect(s, "chat.txt") for s in samples] == [rule(s) for s in samples]
+    safe = [s for s in samples if linecount.polars_safe(s)]
+    counts = [linecount.count(s, detector.detect_lines) for s in safe]
+    assert linecount.count_many(safe, detector.detect_lines) == counts
+    _same_batched([(s, "chat.txt") for s in samples])
