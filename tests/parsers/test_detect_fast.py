@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from models.errors import DetectionError, Reason
 from parsers import linecount, registry
-from parsers.grammars import _chatjson, discord_text, kakaotalk, line
+from parsers.grammars import _chatjson, discord_text, kakaotalk, line, whatsapp
 from parsers.sample import nonblank
 from tests.helpers import BREAKS_ZOOM, CONFORMANCE, GOLDEN, ROOT, break_zoom_detection, load_source
 from tests.parsers.test_golden import CASES
@@ -200,7 +200,19 @@ RULES = {
 
 
 def test_the_moved_line_rules_are_counted():
-    assert {g.name for g in LINE_RULES} >= {"irc", "zoom", *RULES}
+    assert {g.name for g in LINE_RULES} >= {"irc", "zoom", "whatsapp", *RULES}
+
+
+def _whatsapp_lines_agree(samples: list[str]) -> None:
+    """WhatsApp's counted header test takes the lines its header (``FIRST``) matches, and no other."""
+    for sample in samples:
+        for ln in nonblank(sample, whatsapp.SAMPLE_LINES):
+            assert (whatsapp.HEADER_LINE.match(ln) is None) == (whatsapp.FIRST.match(ln) is None), ln
+
+
+def test_whatsapp_s_counted_header_takes_the_lines_of_its_header_in_every_known_input():
+    _whatsapp_lines_agree([s for s, _ in TEXTS])
+    assert any(whatsapp.FIRST.match(ln) for s, _ in TEXTS for ln in nonblank(s, 400))
 
 
 @pytest.mark.parametrize("grammar", sorted(RULES))
@@ -232,6 +244,16 @@ EDGES = {  # lines at each moved rule's edges: a header with and without what mu
                      "Ann — 2024-01-01 10:00 x", "Ann — 08.11.2023, 13:30", "[1:31 PM]", "[1:31 PM] hi", "[1:3]",
                      "November 8, 2023", "↪ @Bo hello", "┌──@Bo: text", "x" * 81 + " — 08/11/2023 1:30 PM",
                      "— 08/11/2023 1:30 PM", "Ann — Heute um 9:05"],
+    "whatsapp": ["12/24/19, 11:23 - John Doe: Lorem ipsum", "[12/24/19, 11:23:45] John: x",
+                 "[2019-12-24 11:23:45] A: x", "\u200e[24.12.19, 11:23:45] Ann: \u200eimage omitted",
+                 "24/12/2019, 11:23 pm - Ann: hi", "2019-12-24, 上午11:23 - Ann: x", "[12/24/19 11:23] x",
+                 "12/24/19, 11:23 – Ann: x", "[12/24/19, 11:23:45 AM] Ann: <Media omitted>",
+                 "24.12.19 klo 11.23 - Ann: x", "12/24/19, 11:23 - Messages and calls are end-to-end encrypted.",
+                 "[12/24/19, 11:23", "12/24/19 11:23 -Ann", "[2019-12-24 11:23:45 p. m.] A: b",
+                 "2019-12-24 11:23 - A", "[\u200e12/24/19, 11:23] A:", "12/24/19, 11:23 - ",
+                 "[12/24/19, 11:23 - A: b", "12/24/19, 11:23] A: b", "24. 12. 19. 11:23 - A: b",
+                 "24/12/2019, ص 11:23 - A: b", "12/24/19, 11:23\u202fPM - A: b", "12/24/19, 11:23 KM - A: b",
+                 "12/24/19, am11:23 - A: b"],
 }
 FILLERS = ["", " ", "\t", "first line", "Ann: hi", "\u00a0", "\u2028", "x" * 70]
 
@@ -240,7 +262,7 @@ def _edge_text(lines: list[str], crlf: bool, bom: bool) -> str:
     return ("\ufeff" if bom else "") + ("\r\n" if crlf else "\n").join(lines)
 
 
-@pytest.mark.parametrize("grammar", sorted(RULES))
+@pytest.mark.parametrize("grammar", sorted(EDGES))
 @settings(max_examples=400)
 @given(data=st.data())
 def test_lines_at_a_moved_rule_s_edges_score_as_its_header_did(grammar, data):
@@ -250,8 +272,11 @@ def test_lines_at_a_moved_rule_s_edges_score_as_its_header_did(grammar, data):
     texts = data.draw(st.lists(st.tuples(st.lists(pieces, max_size=30), st.booleans(), st.booleans()),
                                min_size=1, max_size=4))
     samples = [_edge_text(*t) for t in texts]
-    detector, rule = registry.get(grammar), RULES[grammar]
-    assert [detector.detect(s, "chat.txt") for s in samples] == [rule(s) for s in samples]
+    detector = registry.get(grammar)
+    if grammar in RULES:
+        assert [detector.detect(s, "chat.txt") for s in samples] == [RULES[grammar](s) for s in samples]
+    else:
+        _whatsapp_lines_agree(samples)
     safe = [s for s in samples if linecount.polars_safe(s)]
     counts = [linecount.count(s, detector.detect_lines) for s in safe]
     assert linecount.count_many(safe, detector.detect_lines) == counts
