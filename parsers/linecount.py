@@ -11,6 +11,7 @@ aggregates per input with ``group_by``. ``tests/parsers/test_detect_fast.py`` co
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -19,6 +20,9 @@ import polars as pl
 
 from parsers.columns import rust_pattern, unnamed
 from parsers.sample import nonblank
+
+EVERY = sys.maxsize
+"""A ``LinePatterns.limit`` that takes every line of a sample."""
 
 
 @dataclass(frozen=True)

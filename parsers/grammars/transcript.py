@@ -57,6 +57,7 @@ from parsers.columns import LineTable, failed, line_test, rust_pattern, split_li
 from parsers.engine import Block, split_blocks, trim_blank_tail
 from parsers.grammars.markdown import candidate as md_candidate
 from parsers.grammars.markdown import without_said
+from parsers.linecount import EVERY, LineCounts, LinePatterns
 from parsers.registry import register
 from parsers.sessions import SESSION_LINE, Segment, file_name_id, front_matter, segments
 from parsers.speakers import ROLE_WORDS, parse_model_spec, role_of, split_speaker
@@ -81,6 +82,9 @@ RUST_HEADER = rust_pattern(HEADER_NO_LOOKAHEAD)
 _HEADER_TEST = unnamed(rust_pattern(regex.compile(
     rf"^(?:{_TS}?{_LABEL}[ \t]*:(?:[ \t]+|$)|{_NOTICE_STAMP}\S)", regex.MULTILINE)))
 _CLOCK = regex.compile(r"(?P<h>\d{1,2}):(?P<m>\d{2})(?::(?P<s>\d{2}))?")
+LABELLED = LinePatterns(EVERY, {"label": regex.compile(rf"^{_TS}?{_LABEL}[ \t]*:(?:[ \t]+|$)", regex.MULTILINE)})
+"""Detection's gate, over every line of a sample: HEADER's ``Name:`` alternative, the one a label comes from.
+A sample none of whose lines has it has no label, so ``detect`` says 0 without reading it."""
 EXPORT_KEYS = frozenset({
     "participants", "participant", "members", "speakers", "attendees", "with", "between", "date", "dates",
     "time", "started", "start", "ended", "end", "duration", "title", "subject", "topic", "model", "models",
@@ -155,6 +159,12 @@ class Transcript(Grammar):
     description = "Plain-text transcript, one 'Name: text' turn per header line"
     example = "[2025-08-24 10:00:00] User: Can you check the build log?"
     turn_shape = TURN_SHAPE
+
+    detect_lines = LABELLED
+
+    def detect_counted(self, sample: str, name: str, counts: LineCounts) -> float:
+        """0 for a sample without a ``Name:`` line (``detect``'s own answer: no label accepted), else ``detect``."""
+        return self.detect(sample, name) if counts.hits["label"] else 0.0
 
     def detect(self, sample: str, name: str) -> float:
         lines = sample.split("\n")

@@ -200,7 +200,16 @@ RULES = {
 
 
 def test_the_moved_line_rules_are_counted():
-    assert {g.name for g in LINE_RULES} >= {"irc", "zoom", "whatsapp", *RULES}
+    assert {g.name for g in LINE_RULES} >= {"irc", "zoom", "whatsapp", "transcript", *RULES}
+
+
+def test_a_transcript_without_a_name_line_scores_0_and_with_one_as_its_detector_does():
+    """Transcript's counted gate is its detector's own first condition: no ``Name:`` line, no label."""
+    gate = registry.get("transcript")
+    for sample, name in TEXTS:
+        counts = linecount.count(sample, gate.detect_lines)
+        assert gate.detect_counted(sample, name, counts) == gate.detect(sample, name), name
+    assert not linecount.count("[10:15] <ann> hi\n{\"text\": \"a: b\"}", gate.detect_lines).hits["label"]
 
 
 def _whatsapp_lines_agree(samples: list[str]) -> None:
@@ -254,6 +263,11 @@ EDGES = {  # lines at each moved rule's edges: a header with and without what mu
                  "[12/24/19, 11:23 - A: b", "12/24/19, 11:23] A: b", "24. 12. 19. 11:23 - A: b",
                  "24/12/2019, ص 11:23 - A: b", "12/24/19, 11:23\u202fPM - A: b", "12/24/19, 11:23 KM - A: b",
                  "12/24/19, am11:23 - A: b"],
+    "transcript": ["User: hi", "Assistant: hello", "[2025-08-24 10:00:00] Ann: hi", "2025-08-24T10:00:00Z Bob: yo",
+                   "[10:00] Ann: hi", "[10:05] Bob joined the call", "Assistant (openai:gpt-4o@2024-08-06): x",
+                   "ChatGPT said:", "Note: inside", "---", "date: 2024-01-01", "title: x", "## User", "**You:**",
+                   "Session: s1", "Participants: User, Assistant", ": no name", "a.b: x", "Ann:", "Ann:x",
+                   "Ann : x", " Ann: x", "[2016/08/06 13:23] Ann: hi", "one two three four five six seven: x"],
 }
 FILLERS = ["", " ", "\t", "first line", "Ann: hi", "\u00a0", "\u2028", "x" * 70]
 
@@ -273,9 +287,11 @@ def test_lines_at_a_moved_rule_s_edges_score_as_its_header_did(grammar, data):
                                min_size=1, max_size=4))
     samples = [_edge_text(*t) for t in texts]
     detector = registry.get(grammar)
+    assert [detector.detect_counted(s, "chat.txt", linecount.count(s, detector.detect_lines)) for s in samples] == \
+        [detector.detect(s, "chat.txt") for s in samples]
     if grammar in RULES:
         assert [detector.detect(s, "chat.txt") for s in samples] == [RULES[grammar](s) for s in samples]
-    else:
+    elif grammar == "whatsapp":
         _whatsapp_lines_agree(samples)
     safe = [s for s in samples if linecount.polars_safe(s)]
     counts = [linecount.count(s, detector.detect_lines) for s in safe]
