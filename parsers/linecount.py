@@ -18,8 +18,8 @@ from typing import Any
 
 import polars as pl
 
-from parsers.columns import rust_pattern, unnamed
-from parsers.sample import nonblank
+from parsers.columns import PY_SPACE, rust_pattern, unnamed
+from parsers.sample import lines, nonblank
 
 EVERY = sys.maxsize
 """A ``LinePatterns.limit`` that takes every line of a sample."""
@@ -91,29 +91,62 @@ def polars_safe(sample: str) -> bool:
     return True
 
 
+class LineTable:
+    """Every line of many samples in one polars table (``input``, ``raw``: its index among the sample's
+    lines, ``line``, ``blank``), built once and counted by any number of rules. Every sample must be
+    ``polars_safe``."""
+
+    def __init__(self, samples: list[str]) -> None:
+        inputs: list[int] = []
+        every: list[str] = []
+        for i, sample in enumerate(samples):
+            own = lines(sample)
+            inputs.extend([i] * len(own))
+            every.extend(own)
+        self.size = len(samples)
+        table = pl.DataFrame({"input": inputs, "line": every}, schema={"input": pl.UInt32, "line": pl.String})
+        blank = pl.col("line").str.strip_chars(PY_SPACE).str.len_bytes() == 0  # as ``str.strip`` sees it
+        self.table = table.with_columns(pl.int_range(pl.len(), dtype=pl.UInt32).over("input").alias("raw"),
+                                        blank.alias("blank"))
+
+    def count(self, rules: dict[str, LinePatterns], rows: list[int] | None = None) -> dict[str, list[LineCounts]]:
+        """Per rule (by name), the counts of every sample in order (``count`` of each), from one query;
+        ``rows``: only those samples are read (the others' counts are empty)."""
+        kept = ~pl.col("blank") if rows is None else ~pl.col("blank") & pl.col("input").is_in(rows)
+        aggregated = (
+            self.table.lazy()
+            .filter(kept)
+            .with_columns(pl.int_range(pl.len(), dtype=pl.UInt32).over("input").alias("at"))
+            .group_by("input")
+            .agg([e for name, rule in rules.items() for e in _aggregations(name, rule)])
+            .collect()
+        )
+        out = {name: [LineCounts(0, dict.fromkeys(r.patterns, 0), dict.fromkeys(r.patterns))] * self.size
+               for name, r in rules.items()}
+        for row in aggregated.iter_rows(named=True):
+            for name, rule in rules.items():
+                out[name][row["input"]] = LineCounts(row[f"{name}\0lines"],
+                                                     {k: row[f"{name}\0hits\0{k}"] for k in rule.patterns},
+                                                     {k: row[f"{name}\0first\0{k}"] for k in rule.patterns})
+        return out
+
+
+def _aggregations(name: str, rule: LinePatterns) -> list[pl.Expr]:
+    """A rule's counts of one input's non-blank lines (``at``: each one's index among them): the lines
+    within its limit, and per pattern the lines it counts and the first."""
+    within = pl.col("raw") < min(rule.limit, _MAX_RAW)
+    exprs = [within.sum().alias(f"{name}\0lines")]
+    for k, test in rule.column_tests().items():
+        hit = test & within
+        exprs += [hit.sum().alias(f"{name}\0hits\0{k}"), pl.col("at").filter(hit).min().alias(f"{name}\0first\0{k}")]
+    return exprs
+
+
+_MAX_RAW = 2**32 - 1
+"""The largest line index the ``raw`` column holds (a limit above it takes every line)."""
+
+
 def count_many(samples: list[str], rule: LinePatterns) -> list[LineCounts]:
     """The counts of every sample, in order, from one table of all their lines. Every sample must be
     ``polars_safe``."""
-    inputs: list[int] = []
-    lines: list[str] = []
-    for i, sample in enumerate(samples):
-        own = nonblank(sample, rule.limit)
-        inputs.extend([i] * len(own))
-        lines.extend(own)
-    table = pl.DataFrame({"input": inputs, "line": lines}, schema={"input": pl.UInt32, "line": pl.String})
-    tests = rule.column_tests()
-    aggregated = (
-        table.lazy()
-        .with_columns(pl.int_range(pl.len(), dtype=pl.UInt32).over("input").alias("at"))
-        .group_by("input")
-        .agg(pl.len().alias("lines"),
-             *(t.sum().alias(f"hits {k}") for k, t in tests.items()),
-             *(pl.col("at").filter(t).min().alias(f"first {k}") for k, t in tests.items()))
-        .collect()
-    )
-    empty = LineCounts(0, dict.fromkeys(rule.patterns, 0), dict.fromkeys(rule.patterns))
-    out = [empty] * len(samples)
-    for row in aggregated.iter_rows(named=True):
-        out[row["input"]] = LineCounts(row["lines"], {k: row[f"hits {k}"] for k in tests},
-                                       {k: row[f"first {k}"] for k in tests})
-    return out
+    return LineTable(samples).count({"rule": rule})["rule"]

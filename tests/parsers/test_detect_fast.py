@@ -118,6 +118,20 @@ def test_the_line_counts_of_every_known_input_are_those_of_its_patterns(grammar)
     assert hit  # the known inputs exercise the patterns
 
 
+def test_one_table_counts_every_rule_at_once_for_every_sample_or_some():
+    """One query of one table for all the declared rules gives each sample's own counts; the samples
+    left out of ``rows`` are not read."""
+    samples = [s for s, _ in TEXTS if linecount.polars_safe(s)] + ["", "\x1c\n \n\u3000", "\ufeffUser: hi\r\n"]
+    rules = {g.name: g.detect_lines for g in LINE_RULES}
+    table = linecount.LineTable(samples)
+    assert table.count(rules) == {k: [linecount.count(s, r) for s in samples] for k, r in rules.items()}
+    rows = list(range(0, len(samples), 3))
+    some = table.count(rules, rows)
+    for k, r in rules.items():
+        empty = linecount.LineCounts(0, dict.fromkeys(r.patterns, 0), dict.fromkeys(r.patterns))
+        assert some[k] == [linecount.count(s, r) if i in rows else empty for i, s in enumerate(samples)]
+
+
 LINES = ["10:02:15 From Ann Lee to Everyone:", "\tHello everyone", "10:03:00\tBo:\tok", "10:03:00\tBo ok",
          "2012-10-18T09:30:30+0000  <jamespage> hi", "[10:15] <ann> hi", "12:01 -!- bo has joined",
          "--- Log opened Tue Oct 18 2012", "Oct 18 09:30:30 <ann>\thi", "2024-01-01 10:00:00\tann\thi",
@@ -269,7 +283,7 @@ EDGES = {  # lines at each moved rule's edges: a header with and without what mu
                    "Session: s1", "Participants: User, Assistant", ": no name", "a.b: x", "Ann:", "Ann:x",
                    "Ann : x", " Ann: x", "[2016/08/06 13:23] Ann: hi", "one two three four five six seven: x"],
 }
-FILLERS = ["", " ", "\t", "first line", "Ann: hi", "\u00a0", "\u2028", "x" * 70]
+FILLERS = ["", " ", "\t", "first line", "Ann: hi", "\u00a0", "\u2028", "\x1c", "\u200b", "x" * 70]
 
 
 def _edge_text(lines: list[str], crlf: bool, bom: bool) -> str:
