@@ -1,12 +1,12 @@
 """Line-pattern counts for detection: one sample by the grammar's own regex, or the samples of many
 inputs at once as polars expressions over one table of their lines.
 
-A grammar whose detection rule is a share of header lines declares its patterns (``LinePatterns``, each
-with the lines an earlier alternative of its header takes as ``unless``) and
-scores from their counts (``Grammar.detect_counted``). ``count`` reads one sample in Python; ``count_many``
-puts the lines of every sample in one table (an ``input`` column), tests each pattern as a Rust regex
-(``columns.rust_pattern``: the exact translation the column route uses, refused where there is none) and
-aggregates per input with ``group_by``. ``tests/parsers/test_detect_fast.py`` compares the two.
+A grammar whose detection rule is a share of header lines declares its patterns (``LinePatterns``; the
+lines an earlier alternative of its header takes are a pattern's ``unless``) and scores from their counts
+(``Grammar.detect_counted``). ``count`` reads one sample in Python; ``LineTable`` puts every line of every
+sample in one table (an ``input`` column), tests each pattern as a Rust regex (``columns.rust_pattern``:
+the exact translation the column route uses, refused where there is none) and aggregates per input with
+``group_by``, for many rules in one query. ``tests/parsers/test_detect_fast.py`` compares the two.
 """
 
 from __future__ import annotations
