@@ -11,18 +11,15 @@ the exact translation the column route uses, refused where there is none) and ag
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
 import polars as pl
 
+from models.errors import DetectionError, Reason
 from parsers.columns import PY_SPACE, rust_pattern, unnamed
 from parsers.sample import lines, nonblank
-
-EVERY = sys.maxsize
-"""A ``LinePatterns.limit`` that takes every line of a sample."""
 
 
 @dataclass(frozen=True)
@@ -92,15 +89,16 @@ def polars_safe(sample: str) -> bool:
 
 
 class LineTable:
-    """Every line of many samples in one polars table (``input``, ``raw``: its index among the sample's
-    lines, ``line``, ``blank``), built once and counted by any number of rules. Every sample must be
-    ``polars_safe``."""
+    """The first ``limit`` lines of many samples in one polars table (``input``, ``raw``: its index among
+    the sample's lines, ``line``, ``blank``), built once and counted by any number of rules whose limit is
+    at most ``limit``. Every sample must be ``polars_safe``."""
 
-    def __init__(self, samples: list[str]) -> None:
+    def __init__(self, samples: list[str], limit: int) -> None:
         inputs: list[int] = []
         every: list[str] = []
+        self.limit = limit
         for i, sample in enumerate(samples):
-            own = lines(sample)
+            own = lines(sample)[:limit]
             inputs.extend([i] * len(own))
             every.extend(own)
         self.size = len(samples)
@@ -112,6 +110,8 @@ class LineTable:
     def count(self, rules: dict[str, LinePatterns], rows: list[int] | None = None) -> dict[str, list[LineCounts]]:
         """Per rule (by name), the counts of every sample in order (``count`` of each), from one query;
         ``rows``: only those samples are read (the others' counts are empty)."""
+        if any(rule.limit > self.limit for rule in rules.values()):
+            raise DetectionError(Reason.INTERNAL, f"a line rule reads more than the table's first {self.limit} lines")
         kept = ~pl.col("blank") if rows is None else ~pl.col("blank") & pl.col("input").is_in(rows)
         aggregated = (
             self.table.lazy()
@@ -149,4 +149,4 @@ _MAX_RAW = 2**32 - 1
 def count_many(samples: list[str], rule: LinePatterns) -> list[LineCounts]:
     """The counts of every sample, in order, from one table of all their lines. Every sample must be
     ``polars_safe``."""
-    return LineTable(samples).count({"rule": rule})["rule"]
+    return LineTable(samples, rule.limit).count({"rule": rule})["rule"]

@@ -164,7 +164,9 @@ def _counted_many(texts: list[Sample], held: list[frozenset[str]]) -> list[dict[
         rows = tuple(row for row, hold in enumerate(held) if _candidate(grammar, hold))
         if grammar.detect_lines is not None and rows:
             by_rows.setdefault(rows, {})[grammar.name] = grammar.detect_lines
-    table = LineTable(texts) if by_rows else None
+    if not by_rows:
+        return out
+    table = LineTable(texts, max(rule.limit for rules in by_rows.values() for rule in rules.values()))
     for rows, rules in by_rows.items():
         counted = table.count(rules, None if len(rows) == len(texts) else list(rows))
         for name, counts in counted.items():

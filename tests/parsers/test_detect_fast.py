@@ -123,7 +123,7 @@ def test_one_table_counts_every_rule_at_once_for_every_sample_or_some():
     left out of ``rows`` are not read."""
     samples = [s for s, _ in TEXTS if linecount.polars_safe(s)] + ["", "\x1c\n \n\u3000", "\ufeffUser: hi\r\n"]
     rules = {g.name: g.detect_lines for g in LINE_RULES}
-    table = linecount.LineTable(samples)
+    table = linecount.LineTable(samples, max(r.limit for r in rules.values()))
     assert table.count(rules) == {k: [linecount.count(s, r) for s in samples] for k, r in rules.items()}
     rows = list(range(0, len(samples), 3))
     some = table.count(rules, rows)
@@ -217,6 +217,13 @@ def test_the_moved_line_rules_are_counted():
     assert {g.name for g in LINE_RULES} >= {"irc", "zoom", "whatsapp", "transcript", *RULES}
 
 
+def test_a_table_refuses_a_rule_that_reads_past_its_lines():
+    rule = registry.get("line").detect_lines
+    with pytest.raises(DetectionError) as caught:
+        linecount.LineTable(["a"], rule.limit - 1).count({"line": rule})
+    assert caught.value.reason is Reason.INTERNAL
+
+
 def test_a_transcript_without_a_name_line_scores_0_and_with_one_as_its_detector_does():
     """Transcript's counted gate is its detector's own first condition: no ``Name:`` line, no label."""
     gate = registry.get("transcript")
@@ -224,6 +231,10 @@ def test_a_transcript_without_a_name_line_scores_0_and_with_one_as_its_detector_
         counts = linecount.count(sample, gate.detect_lines)
         assert gate.detect_counted(sample, name, counts) == gate.detect(sample, name), name
     assert not linecount.count("[10:15] <ann> hi\n{\"text\": \"a: b\"}", gate.detect_lines).hits["label"]
+    front = "---\n" + "- v\n" * 500 + "---\n" + "Ann: hi\nBo: yo\n" * 5  # its labels past the gate's lines
+    assert not linecount.count(front, gate.detect_lines).hits["label"]
+    assert gate.detect_counted(front, "chat.txt", linecount.count(front, gate.detect_lines)) == \
+        gate.detect(front, "chat.txt") > 0.5
 
 
 def _whatsapp_lines_agree(samples: list[str]) -> None:
