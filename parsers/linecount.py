@@ -89,19 +89,18 @@ def polars_safe(sample: str) -> bool:
 
 
 class LineTable:
-    """The first ``limit`` lines of many samples in one polars table (``input``, ``raw``: its index among
-    the sample's lines, ``line``, ``blank``), built once and counted by any number of rules whose limit is
-    at most ``limit``. Every sample must be ``polars_safe``."""
+    """The first lines of many samples (``limits``: how many of each) in one polars table (``input``, ``raw``:
+    its index among the sample's lines, ``line``, ``blank``), built once and counted by any number of rules
+    that read no further. Every sample must be ``polars_safe``."""
 
-    def __init__(self, samples: list[str], limit: int) -> None:
+    def __init__(self, samples: list[str], limits: list[int]) -> None:
         inputs: list[int] = []
         every: list[str] = []
-        self.limit = limit
-        for i, sample in enumerate(samples):
+        self.limits = limits
+        for i, (sample, limit) in enumerate(zip(samples, limits, strict=True)):
             own = lines(sample)[:limit]
             inputs.extend([i] * len(own))
             every.extend(own)
-        self.size = len(samples)
         table = pl.DataFrame({"input": inputs, "line": every}, schema={"input": pl.UInt32, "line": pl.String})
         blank = pl.col("line").str.strip_chars(PY_SPACE).str.len_bytes() == 0  # as ``str.strip`` sees it
         self.table = table.with_columns(pl.int_range(pl.len(), dtype=pl.UInt32).over("input").alias("raw"),
@@ -110,8 +109,9 @@ class LineTable:
     def count(self, rules: dict[str, LinePatterns], rows: list[int] | None = None) -> dict[str, list[LineCounts]]:
         """Per rule (by name), the counts of every sample in order (``count`` of each), from one query;
         ``rows``: only those samples are read (the others' counts are empty)."""
-        if any(rule.limit > self.limit for rule in rules.values()):
-            raise DetectionError(Reason.INTERNAL, f"a line rule reads more than the table's first {self.limit} lines")
+        most = max(rule.limit for rule in rules.values())
+        if any(self.limits[row] < most for row in (range(len(self.limits)) if rows is None else rows)):
+            raise DetectionError(Reason.INTERNAL, f"a line rule reads {most} lines, more than the table holds")
         kept = ~pl.col("blank") if rows is None else ~pl.col("blank") & pl.col("input").is_in(rows)
         aggregated = (
             self.table.lazy()
@@ -121,7 +121,7 @@ class LineTable:
             .agg([e for name, rule in rules.items() for e in _aggregations(name, rule)])
             .collect()
         )
-        out = {name: [LineCounts(0, dict.fromkeys(r.patterns, 0), dict.fromkeys(r.patterns))] * self.size
+        out = {name: [LineCounts(0, dict.fromkeys(r.patterns, 0), dict.fromkeys(r.patterns))] * len(self.limits)
                for name, r in rules.items()}
         for row in aggregated.iter_rows(named=True):
             for name, rule in rules.items():
@@ -149,4 +149,4 @@ _MAX_RAW = 2**32 - 1
 def count_many(samples: list[str], rule: LinePatterns) -> list[LineCounts]:
     """The counts of every sample, in order, from one table of all their lines. Every sample must be
     ``polars_safe``."""
-    return LineTable(samples, rule.limit).count({"rule": rule})["rule"]
+    return LineTable(samples, [rule.limit] * len(samples)).count({"rule": rule})["rule"]

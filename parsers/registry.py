@@ -160,13 +160,16 @@ def _counted_many(texts: list[Sample], held: list[frozenset[str]]) -> list[dict[
     query over one table of the samples' lines per set of candidate samples."""
     out: list[dict[str, LineCounts]] = [{} for _ in texts]
     by_rows: dict[tuple[int, ...], dict[str, LinePatterns]] = {}
+    limits = [0] * len(texts)  # the lines of each sample its rules read
     for grammar in all_grammars():
         rows = tuple(row for row, hold in enumerate(held) if _candidate(grammar, hold))
         if grammar.detect_lines is not None and rows:
             by_rows.setdefault(rows, {})[grammar.name] = grammar.detect_lines
+            for row in rows:
+                limits[row] = max(limits[row], grammar.detect_lines.limit)
     if not by_rows:
         return out
-    table = LineTable(texts, max(rule.limit for rules in by_rows.values() for rule in rules.values()))
+    table = LineTable(texts, limits)
     for rows, rules in by_rows.items():
         counted = table.count(rules, None if len(rows) == len(texts) else list(rows))
         for name, counts in counted.items():

@@ -123,7 +123,7 @@ def test_one_table_counts_every_rule_at_once_for_every_sample_or_some():
     left out of ``rows`` are not read."""
     samples = [s for s, _ in TEXTS if linecount.polars_safe(s)] + ["", "\x1c\n \n\u3000", "\ufeffUser: hi\r\n"]
     rules = {g.name: g.detect_lines for g in LINE_RULES}
-    table = linecount.LineTable(samples, max(r.limit for r in rules.values()))
+    table = linecount.LineTable(samples, [max(r.limit for r in rules.values())] * len(samples))
     assert table.count(rules) == {k: [linecount.count(s, r) for s in samples] for k, r in rules.items()}
     rows = list(range(0, len(samples), 3))
     some = table.count(rules, rows)
@@ -220,8 +220,10 @@ def test_the_moved_line_rules_are_counted():
 def test_a_table_refuses_a_rule_that_reads_past_its_lines():
     rule = registry.get("line").detect_lines
     with pytest.raises(DetectionError) as caught:
-        linecount.LineTable(["a"], rule.limit - 1).count({"line": rule})
+        linecount.LineTable(["a", "b"], [rule.limit, rule.limit - 1]).count({"line": rule})
     assert caught.value.reason is Reason.INTERNAL
+    only = linecount.LineTable(["a", "b"], [rule.limit, rule.limit - 1]).count({"line": rule}, [0])
+    assert only["line"][0] == linecount.count("a", rule)  # the sample that holds its lines is counted
 
 
 def test_a_transcript_without_a_name_line_scores_0_and_with_one_as_its_detector_does():
