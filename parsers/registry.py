@@ -17,7 +17,7 @@ from models.errors import DetectionError, Reason, RegistryError
 from models.records import Detection
 
 from .base import Grammar
-from .linecount import LineCounts, count_many, polars_safe
+from .linecount import LineCounts, LinePatterns, LineTable, polars_safe
 from .sample import Sample, of
 
 _GRAMMARS: dict[str, Grammar] = {}
@@ -122,7 +122,7 @@ def detect_many(samples: Sequence[tuple[str, str]], *, threshold: float,
     Each sample is read once for every grammar (``parsers.sample.Sample``); which ``detect_needs`` each
     holds is one polars test per needed string over all samples, and the line patterns of the grammars
     that score from them (``Grammar.detect_lines``) are counted over one table of all the samples' lines
-    (``parsers.linecount.count_many``). A detector that fails fails its own input only."""
+    (``parsers.linecount.LineTable``, built once). A detector that fails fails its own input only."""
     if forced:
         get(forced)
         return [Detection(forced, 1.0, {forced: 1.0}, forced=True) for _ in samples]
@@ -156,15 +156,25 @@ def _held_many(texts: list[Sample]) -> list[frozenset[str]]:
 
 
 def _counted_many(texts: list[Sample], held: list[frozenset[str]]) -> list[dict[str, LineCounts]]:
-    """Per sample, the line counts of every grammar that scores from them and is a candidate for it."""
+    """Per sample, the line counts of every grammar that scores from them and is a candidate for it: one
+    query over one table of the samples' lines per set of candidate samples."""
     out: list[dict[str, LineCounts]] = [{} for _ in texts]
+    by_rows: dict[tuple[int, ...], dict[str, LinePatterns]] = {}
+    limits = [0] * len(texts)  # the lines of each sample its rules read
     for grammar in all_grammars():
-        rule = grammar.detect_lines
-        if rule is None:
-            continue
-        rows = [row for row, hold in enumerate(held) if _candidate(grammar, hold)]
-        for row, counts in zip(rows, count_many([texts[r] for r in rows], rule), strict=True):
-            out[row][grammar.name] = counts
+        rows = tuple(row for row, hold in enumerate(held) if _candidate(grammar, hold))
+        if grammar.detect_lines is not None and rows:
+            by_rows.setdefault(rows, {})[grammar.name] = grammar.detect_lines
+            for row in rows:
+                limits[row] = max(limits[row], grammar.detect_lines.limit)
+    if not by_rows:
+        return out
+    table = LineTable(texts, limits)
+    for rows, rules in by_rows.items():
+        counted = table.count(rules, None if len(rows) == len(texts) else list(rows))
+        for name, counts in counted.items():
+            for row in rows:
+                out[row][name] = counts[row]
     return out
 
 

@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from datetime import timedelta
 
+from parsers.columns import unnamed
+
 from ._whatsapp_data import MERIDIEMS, TEMPLATES
 
 MARKS = "\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
@@ -72,17 +74,20 @@ def _alternation(parts: set[str]) -> str:
 _AM = {w for am, _ in MERIDIEMS.values() for w in am}
 _PM = {w for _, pm in MERIDIEMS.values() for w in pm}
 _FIRST_CHARS = "".join(sorted({c for w in _AM | _PM for c in (w[0].lower(), w[0].upper())}))
-MERIDIEM = f"(?=[{_FIRST_CHARS}])(?i:" + _alternation({_word(w) for w in _AM | _PM})[3:]
+MERIDIEM_WORDS = "(?i:" + _alternation({_word(w) for w in _AM | _PM})[3:]
+"""Any meridiem word of the data (none starts with a character the case-insensitive test of ``_FIRST_CHARS``
+lacks: no simple case folding maps another character to a, p, A or P)."""
+MERIDIEM = f"(?=[{_FIRST_CHARS}])" + MERIDIEM_WORDS
 """Any meridiem word of the data; a first-character test spares the alternatives on a header's dash."""
 _NORMAL = str.maketrans("", "", ". \u00a0\u202f" + MARKS)
 PM_WORDS = frozenset(w.translate(_NORMAL).lower() for w in _PM)
 
 
-def _clock_piece(templates: tuple[Template, ...]) -> str:
+def _clock_piece(templates: tuple[Template, ...], meridiem: str = MERIDIEM) -> str:
     seps = {re.escape(c) for t in templates for c in re.findall(r"%[HIM](.)%", t.clock)}
     cs = _alternation(seps)
-    return (rf"(?P<clock>(?:(?P<mb>{MERIDIEM}){SP}*)?(?P<h>\d{{1,2}}){cs}(?P<mi>\d{{2}})(?:{cs}(?P<s>\d{{2}}))?"
-            rf"(?:{SP}*(?P<ma>{MERIDIEM}))?)")
+    return (rf"(?P<clock>(?:(?P<mb>{meridiem}){SP}*)?(?P<h>\d{{1,2}}){cs}(?P<mi>\d{{2}})(?:{cs}(?P<s>\d{{2}}))?"
+            rf"(?:{SP}*(?P<ma>{meridiem}))?)")
 
 
 def _date_piece(templates: tuple[Template, ...]) -> str:
@@ -99,11 +104,17 @@ def _connector_piece(templates: tuple[Template, ...]) -> str:
     return "(?:" + "|".join(common + sorted(parts - set(common), key=lambda p: (-len(p), p))) + ")"
 
 
-def _close_piece(templates: tuple[Template, ...]) -> str:
-    """What follows the clock: an optional dot, then ``]`` for bracketed headers or a dash."""
+def _closes(templates: tuple[Template, ...]) -> tuple[str, str, str]:
+    """What may follow the clock: (an optional dot, a bracketed header's ``]``, another header's dash)."""
     dashes = {t.close.strip(" .")[0] for t in templates if not t.open.strip()}
     dot = r"\.?" if any(t.close.startswith(".") for t in templates) else ""
-    return rf"{dot}(?(open)[{MARKS}]*\]|{SP}+[{''.join(map(re.escape, sorted(dashes)))}]){SP}[{MARKS}]*"
+    return dot, rf"[{MARKS}]*\]", rf"{SP}+[{''.join(map(re.escape, sorted(dashes)))}]"
+
+
+def _close_piece(templates: tuple[Template, ...]) -> str:
+    """What follows the clock: an optional dot, then ``]`` for bracketed headers or a dash."""
+    dot, bracket, dash = _closes(templates)
+    return rf"{dot}(?(open){bracket}|{dash}){SP}[{MARKS}]*"
 
 
 AUTHOR_MAX = 128
@@ -120,7 +131,19 @@ STAMP = rf"(?P<stamp>{DATE}{CONNECTOR}{CLOCK})"
 HEADER_BODY = rf"[{MARKS}]*(?P<open>\[)?[{MARKS}]*{STAMP}{_close_piece(PARSED)}"
 """The union of every template: marks, an optional ``[``, the stamp, then the close."""
 CLOCK_ONLY = re.compile(CLOCK)
-STAMP_ONLY = re.compile(STAMP)
+
+
+def _line_test() -> str:
+    """``HEADER_BODY`` as a test of a line's start with neither a conditional nor a lookahead, which Rust's
+    regex lacks: its bracketed and its dashed headers as two alternatives (only a ``[`` opens the first; a
+    stamp starts with a digit), and its meridiem words without their first-character test. Unnamed."""
+    stamp = DATE + CONNECTOR + _clock_piece(PARSED, MERIDIEM_WORDS)
+    dot, bracket, dash = _closes(PARSED)
+    return unnamed(rf"^(?:[{MARKS}]*\[[{MARKS}]*{stamp}{dot}{bracket}|[{MARKS}]*{stamp}{dot}{dash}){SP}")
+
+
+HEADER_LINE = re.compile(_line_test())
+"""A line that starts with ``HEADER_BODY`` (which matches wherever this does: what follows it is optional)."""
 
 
 def template_regex(template: Template) -> re.Pattern:

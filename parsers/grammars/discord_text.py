@@ -52,8 +52,8 @@ from models.records import ParsedSession, Region, ShapedLine, SourceText
 from models.settings import Settings
 from parsers.base import Grammar
 from parsers.columns import TURN_SCHEMA, LineTable, own, rust_pattern
+from parsers.linecount import LineCounts, LinePatterns, count
 from parsers.registry import register
-from parsers.sample import nonblank
 from parsers.sessions import file_name_id
 from parsers.timeparse import clock_24h
 
@@ -115,18 +115,27 @@ def _clock(text: str) -> timedelta | None:
     return timedelta(hours=hour, minutes=int(m["mi"]), seconds=int(m["s"] or 0))
 
 
+DETECT_LINES = LinePatterns(2000, {
+    "author": regex.compile(rf"^{_AUTHOR_LINE}", regex.MULTILINE),
+    "stamp": _COUNT_STAMP,
+}, unless={"author": regex.compile(rf"^(?:{MARKDOWN})", regex.MULTILINE)})
+"""Detection's line patterns: HEADER's first alternative, an author line (its negative lookahead as the
+lines the Markdown test takes), and the independent counter's continuation stamps."""
+
+
 def explained_share(sample: str) -> float:
     """Author lines, continuation stamps, dividers and every line after the first author line
     (message lines) over the sample's non-blank lines; 0 when author lines are too rare to make
     the text a Discord paste (under 5% of the lines)."""
-    lines = nonblank(sample, 2000)
-    if not lines:
+    return counted_share(count(sample, DETECT_LINES))
+
+
+def counted_share(counts: LineCounts) -> float:
+    """``explained_share`` from the counts of ``DETECT_LINES``."""
+    heads, first = counts.hits["author"], counts.first["author"]
+    if not heads or first is None or heads + counts.hits["stamp"] < 0.05 * counts.lines:
         return 0.0
-    heads = [i for i, ln in enumerate(lines) if (m := HEADER.match(ln)) and m["name"]]
-    stamps = sum(1 for ln in lines if _COUNT_STAMP.match(ln))
-    if not heads or len(heads) + stamps < 0.05 * len(lines):
-        return 0.0
-    return (len(lines) - heads[0]) / len(lines)
+    return (counts.lines - first) / counts.lines
 
 
 def _under_reply(line: int) -> str:
@@ -142,9 +151,13 @@ class DiscordText(Grammar):
     turn_shape = rf"^(?:{_NOT_MARKDOWN}{_AUTHOR_LINE}|{_CSTAMP})"  # an author line or a clock-stamped message
     example = "Maya Chen — 08/11/2023 1:30 PM"
 
+    detect_lines = DETECT_LINES
+
     def detect(self, sample: str, name: str) -> float:
         return explained_share(sample)
 
+    def detect_counted(self, sample: str, name: str, counts: LineCounts) -> float:
+        return counted_share(counts)
 
     def read(self, sources: list[SourceText], settings: Settings) -> list:
         """The session of each source with its turns as a frame (``_discord_columns``), every source in one

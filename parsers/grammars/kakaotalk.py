@@ -41,8 +41,8 @@ from models.records import ParsedSession, Region, RegionKind, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
 from parsers.engine import Block, split_blocks
+from parsers.linecount import LineCounts, LinePatterns, count
 from parsers.registry import register
-from parsers.sample import nonblank
 from parsers.timeparse import clock_24h, from_parts
 
 from . import _kakaotalk_data as data
@@ -67,20 +67,40 @@ _COUNT = regex.compile(
 )
 
 
+_M = regex.MULTILINE
+_NOTICE = (r"[^\[\n][^\n]*?(?:" + "|".join(regex.escape(e) for e in data.NOTICE_ENDS) + r")[ \t]*$")
+_TAKEN = regex.compile(rf"^(?:{data.DATE_LINE}|{data.PC_MESSAGE})", _M)
+DETECT_LINES = LinePatterns(2000, {
+    "dateline": regex.compile(rf"^{data.DATE_LINE}", _M),
+    "pc": regex.compile(rf"^{data.PC_MESSAGE}", _M),
+    "mobile": regex.compile(rf"^{data.MOBILE_MESSAGE}", _M),
+    "mobile named": regex.compile(rf"^{data.MOBILE_STAMP}, [^\n]+? : ", _M),
+    "notice": regex.compile(rf"^{_NOTICE}", _M),
+    "title": TITLE,
+}, unless={"pc": regex.compile(rf"^{data.DATE_LINE}", _M), "mobile": _TAKEN, "mobile named": _TAKEN})
+"""Detection's line patterns: HEADER's alternatives, each counting the lines an earlier one does not take
+(the notice's lookahead read as text: nothing follows it), a mobile line with a name, and the title. A
+mobile stamp can end in one place only where a ``,`` or ``:`` follows it, so a mobile line that has a
+name after its stamp is one HEADER reads with its name."""
+
+
 def explained_share(sample: str) -> float:
     """Header lines, date lines, message lines and their continuations over the sample's non-blank
     lines; 0 without a message line, or without a date line or stamped message to date it, or when
     message lines are rare. Lines before the first are explained when the first line is a title."""
-    lines = nonblank(sample, 2000)
-    if not lines:
+    return counted_share(count(sample, DETECT_LINES))
+
+
+def counted_share(counts: LineCounts) -> float:
+    """``explained_share`` from the counts of ``DETECT_LINES``."""
+    hits, first = counts.hits, counts.first
+    messages = hits["pc"] + hits["mobile named"]  # a notice alone makes no chat
+    dated = hits["dateline"] or hits["mobile"]
+    if not messages or not dated or messages < 0.05 * counts.lines:
         return 0.0
-    marks = [(i, m) for i, ln in enumerate(lines) if (m := HEADER.match(ln))]
-    messages = sum(1 for _, m in marks if m["name"])  # a notice alone makes no chat
-    dated = any(m["dateline"] or m["day"] for _, m in marks)
-    if not messages or not dated or messages < 0.05 * len(lines):
-        return 0.0
-    start = 0 if TITLE.match(lines[0]) else marks[0][0]
-    return (len(lines) - start) / len(lines)
+    marks = ("dateline", "pc", "mobile", "notice")
+    start = 0 if first["title"] == 0 else min(first[k] for k in marks if first[k] is not None)
+    return (counts.lines - start) / counts.lines
 
 
 def _day(h: regex.Match) -> datetime | None:
@@ -111,8 +131,13 @@ class KakaoTalk(Grammar):
     turn_shape = HEADER.pattern
     example = "--------------- 2024년 3월 1일 금요일 ---------------\n[홍길동] [오후 12:34] 안녕하세요"
 
+    detect_lines = DETECT_LINES
+
     def detect(self, sample: str, name: str) -> float:
         return explained_share(sample)
+
+    def detect_counted(self, sample: str, name: str, counts: LineCounts) -> float:
+        return counted_share(counts)
 
     def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
         session = file_session(source)

@@ -40,8 +40,8 @@ from models.records import ParsedSession, Region, RegionKind, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
 from parsers.engine import split_blocks
+from parsers.linecount import LineCounts, LinePatterns, count
 from parsers.registry import register
-from parsers.sample import nonblank
 from parsers.timeparse import clock_24h, from_parts
 
 from ._lines import export_header, file_session, unreadable_times
@@ -67,20 +67,31 @@ SAVED = regex.compile(r"^[^\n:：\t]{1,20}[:：][ \t]*(?P<saved>\d{4}/\d{1,2}/\d
 _COUNT = regex.compile(r"^(?:午前|午後|上午|下午)?\d{1,2}:\d\d[^\t\n]{0,6}\t", regex.MULTILINE)
 
 
+_DATE_LINE = regex.compile(rf"^(?:{_DATE})[ \t]*$", regex.MULTILINE)
+DETECT_LINES = LinePatterns(2000, {
+    "date": _DATE_LINE,
+    "clock": regex.compile(rf"^{_CLOCK}\t", regex.MULTILINE),
+    "title": TITLE,
+}, unless={"clock": _DATE_LINE})
+"""Detection's line patterns: HEADER's two alternatives (a message line is one the date line alternative,
+tried first, does not take) and the title."""
+
+
 def explained_share(sample: str) -> float:
     """Date lines, message lines and their continuations over the sample's non-blank lines, plus
     the header lines of a file that starts with ``[LINE]``; 0 without a date line or that title
     (tab-separated clock lines alone are too common to claim), or when message lines are rare."""
-    lines = nonblank(sample, 2000)
-    if not lines:
+    return counted_share(count(sample, DETECT_LINES))
+
+
+def counted_share(counts: LineCounts) -> float:
+    """``explained_share`` from the counts of ``DETECT_LINES``."""
+    messages, first = counts.hits["clock"], counts.first
+    titled = first["title"] == 0
+    if not messages or not (titled or counts.hits["date"]) or messages < 0.05 * counts.lines:
         return 0.0
-    marks = [(i, m) for i, ln in enumerate(lines) if (m := HEADER.match(ln))]
-    messages = sum(1 for _, m in marks if m["clock"])
-    titled = TITLE.match(lines[0]) is not None
-    if not messages or not (titled or any(m["date"] for _, m in marks)) or messages < 0.05 * len(lines):
-        return 0.0
-    start = 0 if titled else marks[0][0]
-    return (len(lines) - start) / len(lines)
+    start = 0 if titled else min(i for i in (first["date"], first["clock"]) if i is not None)
+    return (counts.lines - start) / counts.lines
 
 
 def _time(day: datetime | None, h: regex.Match) -> datetime | None:
@@ -122,8 +133,13 @@ class Line(Grammar):
     turn_shape = HEADER.pattern
     example = "10:15\tAnn Lee\tMorning!"
 
+    detect_lines = DETECT_LINES
+
     def detect(self, sample: str, name: str) -> float:
         return explained_share(sample)
+
+    def detect_counted(self, sample: str, name: str, counts: LineCounts) -> float:
+        return counted_share(counts)
 
     def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
         session = file_session(source)

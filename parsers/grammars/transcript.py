@@ -55,6 +55,7 @@ from parsers.base import Grammar
 from parsers.columns import LineTable, failed, line_test, rust_pattern, split_lines, unnamed
 from parsers.grammars.markdown import candidate as md_candidate
 from parsers.grammars.markdown import without_said
+from parsers.linecount import LineCounts, LinePatterns
 from parsers.registry import register
 from parsers.sessions import SESSION_LINE, Segment, file_name_id, front_matter, segments
 from parsers.speakers import ROLE_WORDS, parse_model_spec, role_of, split_speaker
@@ -79,6 +80,11 @@ RUST_HEADER = rust_pattern(HEADER_NO_LOOKAHEAD)
 _HEADER_TEST = unnamed(rust_pattern(regex.compile(
     rf"^(?:{_TS}?{_LABEL}[ \t]*:(?:[ \t]+|$)|{_NOTICE_STAMP}\S)", regex.MULTILINE)))
 _CLOCK = regex.compile(r"(?P<h>\d{1,2}):(?P<m>\d{2})(?::(?P<s>\d{2}))?")
+DETECT_LINES = 400
+"""The lines after front matter that detection reads."""
+LABELLED = LinePatterns(DETECT_LINES, {"label": regex.compile(rf"^{_TS}?{_LABEL}[ \t]*:(?:[ \t]+|$)", regex.M)})
+"""Detection's gate, over the lines it reads of a sample without front matter: HEADER's ``Name:``
+alternative, the one a label comes from. Without one there is no label, and ``detect`` says 0."""
 EXPORT_KEYS = frozenset({
     "participants", "participant", "members", "speakers", "attendees", "with", "between", "date", "dates",
     "time", "started", "start", "ended", "end", "duration", "title", "subject", "topic", "model", "models",
@@ -149,6 +155,15 @@ class Transcript(Grammar):
     example = "[2025-08-24 10:00:00] User: Can you check the build log?"
     turn_shape = TURN_SHAPE
 
+    detect_lines = LABELLED
+
+    def detect_counted(self, sample: str, name: str, counts: LineCounts) -> float:
+        """0 for a sample without front matter and without a ``Name:`` line where ``detect`` reads (its own
+        answer: no label accepted), else ``detect`` (front matter moves the lines it reads)."""
+        if counts.hits["label"] or front_matter(sample)[1]:
+            return self.detect(sample, name)
+        return 0.0
+
     def detect(self, sample: str, name: str) -> float:
         lines = sample.split("\n")
         if len(sample) >= 65536 and len(lines) > 1:
@@ -156,7 +171,7 @@ class Transcript(Grammar):
         _, body = front_matter(sample)
         skip = sample.count("\n", 0, body)
         explained = front = sum(1 for ln in lines[:skip] if ln.strip())  # declared as front matter
-        lines = [ln for ln in lines[skip:][:400] if ln.strip()]
+        lines = [ln for ln in lines[skip:][:DETECT_LINES] if ln.strip()]
         found = [HEADER.match(ln) for ln in lines]
         ok = accepted_labels([(lb, bool(m["ts"] or m["iso"])) for m in found if m and (lb := _speaker_label(m))])
         if not ok:

@@ -60,6 +60,7 @@ from models.settings import Settings
 from parsers.base import Grammar
 from parsers.columns import LineTable, each_source, split_lines
 from parsers.engine import line_patterns
+from parsers.linecount import LineCounts, LinePatterns, count
 from parsers.registry import register
 from parsers.sample import nonblank
 from parsers.sessions import file_name_id
@@ -67,7 +68,7 @@ from parsers.sessions import file_name_id
 from . import _whatsapp_columns as columns
 from ._lines import DateOrder, date_order, day_of, drop_final_newline, line_count, unreadable_times
 from ._whatsapp_data import NOTICES
-from ._whatsapp_headers import AUTHOR_MAX, HEADER_BODY, MARKS, SP, clock_delta
+from ._whatsapp_headers import AUTHOR_MAX, HEADER_BODY, HEADER_LINE, MARKS, SP, clock_delta
 
 _MARKS = MARKS
 _SP = SP
@@ -144,15 +145,22 @@ def chat_title(name: str) -> str | None:
 SAMPLE_LINES = 400
 
 
-def _native(hits: list[re.Match], sample: str, name: str) -> bool:
+DETECT_LINES = LinePatterns(SAMPLE_LINES, {"head": HEADER_LINE})
+"""Detection's line pattern: a line that ``FIRST`` matches (a header; what follows a header is optional)."""
+
+
+def _native(sample: str, name: str) -> bool:
     """Whether a sample shows WhatsApp's own shapes, not only a header a plain transcript also has.
 
     ``[2019-12-24 11:23:45] Name:`` is also a generic transcript: WhatsApp's own marks are a day or
     month first, a dash form, a meridiem, a localized connector, its invisible marks, its encryption
-    notice and media placeholders, or its file names."""
+    notice and media placeholders, or its file names. The headers are read here, for a sample that has
+    some and no mark in its name or text."""
     if "whatsapp" in name.lower() or PurePosixPath(name).name == "_chat.txt" or "\u200e" in sample:
         return True
-    for m in hits:
+    for ln in nonblank(sample, SAMPLE_LINES):
+        if (m := FIRST.match(ln)) is None:
+            continue
         if len(m["d1"]) <= 2 or not m["open"] or m["mb"] or m["ma"] or "-" not in m["date"]:
             return True
         first = m["text"]  # an author-less "X joined ..." is a transcript's notice too: not evidence
@@ -166,21 +174,17 @@ def explained_share(sample: str, name: str) -> float:
     follow a header (continuations of a multi-line message). Continuations only count when headers
     are frequent enough to make the text a chat (a tenth of the lines). Without WhatsApp's own shapes
     (``_native``) the share is discounted below the detection threshold: a generic transcript wins."""
-    lines = nonblank(sample, SAMPLE_LINES)
-    if not lines:
+    return counted_share(sample, name, count(sample, DETECT_LINES))
+
+
+def counted_share(sample: str, name: str, counts: LineCounts) -> float:
+    """``explained_share`` from the counts of ``DETECT_LINES``."""
+    heads, first = counts.hits["head"], counts.first["head"]
+    if not heads or first is None:
         return 0.0
-    hits = []
-    first_at = None
-    for i, ln in enumerate(lines):
-        m = FIRST.match(ln)
-        if m is not None:
-            hits.append(m)
-            first_at = i if first_at is None else first_at
-    if not hits:
-        return 0.0
-    explained = len(lines) - first_at if len(hits) >= 0.1 * len(lines) else len(hits)
-    share = explained / len(lines)
-    return share if _native(hits, sample, name) else share * 0.45
+    explained = counts.lines - first if heads >= 0.1 * counts.lines else heads
+    share = explained / counts.lines
+    return share if _native(sample, name) else share * 0.45
 
 
 @register
@@ -191,9 +195,13 @@ class WhatsApp(Grammar):
     example = "12/24/19, 11:23 - John Doe: Lorem ipsum dolor sit amet."
     turn_shape = "^" + HEADER_BODY  # every template's stamp: each such line starts a message
 
+    detect_lines = DETECT_LINES
+
     def detect(self, sample: str, name: str) -> float:
         return explained_share(sample, name)
 
+    def detect_counted(self, sample: str, name: str, counts: LineCounts) -> float:
+        return counted_share(sample, name, counts)
 
     def read(self, sources: list[SourceText], settings: Settings) -> list[list[ParsedSession]]:
         """The session of each source, with its turns as a frame (``session.frame``), all sources read

@@ -10,7 +10,7 @@ from models.records import ParsedSession, SourceText, Turn
 from models.settings import Settings
 from parsers.engine import scan, trim_blank_tail
 from parsers.grammars._lines import date_order, day_of, drop_final_newline
-from parsers.grammars._whatsapp_headers import STAMP_ONLY
+from parsers.grammars._whatsapp_headers import STAMP
 from parsers.grammars.whatsapp import (
     _ATTACHED_LAST,
     _AUTHORED_EVENT,
@@ -138,7 +138,7 @@ def _read_turns(session: ParsedSession, text: str, guess: str) -> tuple[list[tup
         line = end + 1
     return runs, bad
 _UNSEEN = object()
-_STAMP = STAMP_ONLY
+_STAMP = re.compile(STAMP)
 
 
 def _redo_times(turns: list[Turn], runs: list[tuple[str, int]], old: str, new: str) -> int:
