@@ -36,7 +36,8 @@ def roles(r: dict) -> str:
     by = r.get("peak_rss_by_role_mb") or {}
     if not by.get("server"):
         return ""
-    return f" (server {by['server']:.0f}, flow process {by['main']:.0f}, workers {by['workers']:.0f})"
+    ours = f"{r['peak_rss_ours_mb']:.0f} without it; " if "peak_rss_ours_mb" in r else ""
+    return f" ({ours}server {by['server']:.0f}, flow process {by['main']:.0f}, workers {by['workers']:.0f})"
 
 
 def floor_lines(runs: dict) -> list[str]:

@@ -6,7 +6,9 @@
 
 Each measurement runs in its own subprocess, so its peak RSS (summed over the process tree, the
 pool workers and Prefect's server included, sampled every 20 ms) is its own; a tree above
---max-rss-mb is stopped. Figures are printed and written to bench/results.json. No figure is
+--max-rss-mb is stopped. The RSS targets are judged on the tree without Prefect's server
+(``peak_rss_ours_mb``: the measured process and its workers, summed at each sample), the server's own
+peak reported apart. Figures are printed and written to bench/results.json. No figure is
 asserted anywhere: this is a measuring tool.
 """
 
@@ -34,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @dataclass(frozen=True)
 class Target:
-    """One target of issue 11: ``row[run][field] op limit``."""
+    """One target of the one-route issue (#22): ``row[run][field] op limit``."""
 
     label: str
     run: str  # a run kind, or "prefect" for the overhead
@@ -52,19 +54,19 @@ class DataSet:
 
 
 PREFECT = Target("Prefect overhead, % of the core", "prefect", "pct", "<=", 10)
+RSS = Target("flow peak RSS MB, Prefect's server apart", "flow", "peak_rss_ours_mb", "<=", 500)
 WHATSAPP_RUNS = dict.fromkeys(("flow", "core", "core_pool", "shard", "whatstk", "chatminer"), "lines")
 SETS = {
-    "whatsapp": DataSet(WHATSAPP_RUNS, (Target("flow MB/s", "flow", "mb_s", ">=", 25),
-                                        Target("flow peak RSS MB", "flow", "peak_rss_mb", "<=", 500), PREFECT)),
-    "whatsapp_1gb": DataSet({"shard": "lines", "flow": "lines"},
-                            (Target("flow peak RSS MB", "flow", "peak_rss_mb", "<=", 500),), huge=True),
+    "whatsapp": DataSet(WHATSAPP_RUNS, (Target("flow time / the text floor's", "flow", "time_x_floor", "<=", 3),
+                                        RSS, PREFECT)),
+    "whatsapp_1gb": DataSet({"shard": "lines", "flow": "lines"}, (RSS,), huge=True),
     "chatgpt": DataSet(dict.fromkeys(("flow", "core", "core_pool"), "orjson"),
-                       (Target("flow time / orjson's", "flow", "time_x_floor", "<=", 2),
-                        Target("flow peak RSS MB", "flow", "peak_rss_mb", "<=", 600), PREFECT)),
+                       (Target("flow time / orjson's", "flow", "time_x_floor", "<=", 3), RSS, PREFECT)),
     "mixed": DataSet({**dict.fromkeys(("flow", "core", "core_pool"), "file_io"), "rerun": "file_hash"},
-                     (Target("flow sessions/s", "flow", "sessions_s", ">=", 1500),
+                     (Target("flow sessions/s", "flow", "sessions_s", ">=", 3000),
                       Target("flow time / I/O floor's", "flow", "time_x_floor", "<=", 3),
-                      Target("unchanged rerun s", "rerun", "seconds", "<=", 3), PREFECT)),
+                      Target("unchanged rerun s, net of Prefect's start", "rerun", "seconds", "<=", 1), RSS,
+                      PREFECT)),
     # The other line grammars, streamed through the line-table engine (asked for by name).
     "irc": DataSet(dict.fromkeys(("shard", "flow"), "lines"), (), on_demand=True),
     "transcript": DataSet(dict.fromkeys(("shard", "flow"), "lines"), (), on_demand=True),
@@ -126,12 +128,13 @@ def measure(kind: str, data: Path, out: Path, max_rss_mb: float) -> dict:
     with logs.with_suffix(".out").open("w+") as fo, logs.with_suffix(".err").open("w+") as fe:
         proc = subprocess.Popen(child_command(kind, data, out), cwd=ROOT, stdin=subprocess.DEVNULL,
                                 stdout=fo, stderr=fe)
-        ps, peak, killed, cpu, roles = psutil.Process(proc.pid), 0, False, {}, {}
+        ps, peak, ours, killed, cpu, roles = psutil.Process(proc.pid), 0, 0, False, {}, {}
         by_role = dict.fromkeys(ROLES, 0)  # each role's own peak (they need not peak together)
         while proc.poll() is None:
             with contextlib.suppress(psutil.Error):
                 now = _sample(ps, cpu, roles)
                 peak = max(peak, sum(now.values()))
+                ours = max(ours, now["main"] + now["workers"])
                 by_role = {k: max(v, now[k]) for k, v in by_role.items()}
             if peak > max_rss_mb * 2**20 and not killed:
                 _stop(ps)
@@ -143,7 +146,7 @@ def measure(kind: str, data: Path, out: Path, max_rss_mb: float) -> dict:
     # CPU seconds of the whole tree (start-up and Prefect's server included, up to the last sample of
     # each process): on a loaded machine wall time grows with the load, CPU time much less
     machine = {"cpu_s": sum(cpu.values()), "load": os.getloadavg()[0], "peak_rss_mb": peak / 2**20,
-               "peak_rss_by_role_mb": {k: v / 2**20 for k, v in by_role.items()}}
+               "peak_rss_ours_mb": ours / 2**20, "peak_rss_by_role_mb": {k: v / 2**20 for k, v in by_role.items()}}
     lines = stdout.strip().splitlines()
     if killed:
         return {"error": f"stopped: process tree above {max_rss_mb:.0f} MB", **machine}
@@ -196,8 +199,10 @@ def best_of(kind: str, data: Path, outs: list[Path], mb: float, floor: dict | No
     done = [r for r in runs if "seconds" in r] or runs
     best = min(done, key=lambda r: r.get("seconds", 0))
     peak = max(r.get("peak_rss_mb", 0) for r in runs)
+    ours = max(r.get("peak_rss_ours_mb", 0) for r in runs)
     roles = {k: max(r.get("peak_rss_by_role_mb", {}).get(k, 0) for r in runs) for k in ROLES}
-    return derive({**best, "peak_rss_mb": peak, "peak_rss_by_role_mb": roles, "repeats": len(runs)}, mb, floor)
+    return derive({**best, "peak_rss_mb": peak, "peak_rss_ours_mb": ours, "peak_rss_by_role_mb": roles,
+                   "repeats": len(runs)}, mb, floor)
 
 
 def bench_set(name: str, spec: DataSet, data: Path, args: argparse.Namespace) -> dict:
