@@ -16,6 +16,7 @@ Checks, all run, every failure collected with a reason code (the gate never stop
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
@@ -123,6 +124,41 @@ class _Collector:
         for reason, n in other.counts.items():
             for _ in range(n - listed.get(reason, 0)):
                 self.add(reason, "$", "")
+
+
+ISO_Z_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+
+
+def bad_instants(values: pl.Series) -> pl.Series:
+    """Where a column of times holds a value ``valid_instant`` refuses (nulls are no value): one
+    expression over the column. polars' parser takes what ``datetime`` does not (year 0, second 60):
+    those are refused by position, the format being fixed."""
+    parsed = values.str.strptime(pl.Datetime, ISO_Z_FORMAT, strict=False)
+    good = (values.str.contains(ISO_Z_PATTERN) & parsed.is_not_null()
+            & (values.str.slice(0, 4) != "0000") & (values.str.slice(17, 2) != "60"))
+    return values.is_not_null() & ~good.fill_null(False)
+
+
+# Every key ``is_timestamp_key`` accepts shows in orjson's text as one of these (orjson escapes only
+# quotes, backslashes and control characters; no other character lower-cases to these ASCII letters).
+_TIME_KEY_TEXT = re.compile(rb'(?:(?i:date|timestamp)|At)":')
+
+
+def _may_hold_times(doc: dict[str, Any]) -> bool:
+    """Whether ``_walk_times`` of ``doc`` (``createdAt`` aside) could find anything: False only when no key
+    named like a time is in its envelope's JSON text (the history's interactions, which the walk skips,
+    left out). A document the text cannot show (not a plain envelope, or not serialisable) is walked."""
+    artifacts = doc.get("artifacts")
+    history = artifacts.get("Chatthistorik") if isinstance(artifacts, dict) else None
+    if not isinstance(history, dict):
+        return True
+    shown = {k: v for k, v in doc.items() if k != "createdAt"}
+    shown["artifacts"] = {**artifacts, "Chatthistorik": {**history, "interactions": []}}
+    try:
+        text = orjson.dumps(shown)
+    except TypeError:
+        return True
+    return _TIME_KEY_TEXT.search(text) is not None
 
 
 def _walk_times(node: Any, path: str, out: _Collector) -> None:
@@ -253,8 +289,7 @@ class FrameCheck:
         for i in (interactions["kind"].is_null() | interactions["content"].is_null()).arg_true().head(MAX_LISTED):
             out.add(Reason.SCHEMA, where.format(base + i), "content and kind must be strings")
         dates = interactions["date"]
-        bad = (dates.is_not_null() & ~dates.str.contains(ISO_Z_PATTERN)).arg_true().head(MAX_LISTED)
-        for i in bad.to_list():
+        for i in bad_instants(dates).arg_true().head(MAX_LISTED).to_list():
             out.add(Reason.TIMESTAMP_FORMAT, where.format(base + i) + ".date",
                     f"{dates[i]!r} is not YYYY-MM-DDTHH:mm:ssZ")
         self.items(checked)
@@ -266,9 +301,8 @@ class FrameCheck:
         column, ``sizes[i]`` rows of session ``i`` in order): the column checks run once over the batch,
         and again on its own rows for a session they flag."""
         checks = [cls() for _ in sizes]
-        dates = interactions["date"]
         flagged = ((~interactions["role"].is_in(sorted(_ROLES))).fill_null(True) | interactions["kind"].is_null()
-                   | interactions["content"].is_null() | (dates.is_not_null() & ~dates.str.contains(ISO_Z_PATTERN)))
+                   | interactions["content"].is_null() | bad_instants(interactions["date"]))
         bad = set(interactions["session"].filter(flagged).to_list())
         start = 0
         for s, (n, items) in enumerate(zip(sizes, checked, strict=True)):
@@ -402,7 +436,8 @@ def check(doc: dict[str, Any], encoded: bytes | None, source_turns: int, *, sche
     accounted = _check_accounting(history, accounting, out)
     if not valid_instant(doc.get("createdAt")):
         out.add(Reason.TIMESTAMP_FORMAT, "$.createdAt", f"{doc.get('createdAt')!r} is not YYYY-MM-DDTHH:mm:ssZ")
-    _walk_times({k: v for k, v in doc.items() if k != "createdAt"}, "$", out)
+    if _may_hold_times(doc):
+        _walk_times({k: v for k, v in doc.items() if k != "createdAt"}, "$", out)
     if schema:
         try:
             # Interactions were checked above; the envelope goes through the pydantic models.
