@@ -201,8 +201,11 @@ class Rows:
         if not self._keyed:
             return
         own = [k for k in PART_COLUMNS["turns"] if k not in _CONSTANTS]
-        turns = pl.concat([_own_columns(run, own) for run in _runs_of_one_schema([f for f, _ in self._keyed])],
-                          how="vertical_relaxed")
+        # one call for the shard's documents, whatever their mix (line turns have no source pointer: null)
+        turns = pl.concat([f for f, _ in self._keyed], how="diagonal_relaxed")
+        if "source_pointer" not in turns.columns:
+            turns = turns.with_columns(source_pointer=pl.lit(None, dtype=pl.Utf8))
+        turns = turns.select(own)
         counts = [f.height for f, _ in self._keyed]
         constants = {k: pl.Series(k, [s[k] for (_, s), n in zip(self._keyed, counts, strict=True) for _ in range(n)],
                                   dtype=pl.Utf8) for k in _CONSTANTS}
@@ -248,26 +251,6 @@ class Rows:
         turns = [*self._frames, self._listed()]
         return {"sessions": pl.DataFrame(self.sessions, schema=PART_COLUMNS["sessions"]),
                 "turns": turns[0] if len(turns) == 1 else pl.concat(turns, how="vertical")}
-
-
-def _runs_of_one_schema(frames: list[pl.DataFrame]) -> list[pl.DataFrame]:
-    """Consecutive frames of the same schema, each run as one frame, in order: the documents of a batch
-    are slices of one table, so a shard's turns take a few polars calls, not a few per document."""
-    runs: list[list[pl.DataFrame]] = []
-    for f in frames:
-        if runs and runs[-1][0].schema == f.schema:
-            runs[-1].append(f)
-        else:
-            runs.append([f])
-    return [run[0] if len(run) == 1 else pl.concat(run, how="vertical") for run in runs]
-
-
-def _own_columns(frame: pl.DataFrame, own: list[str]) -> pl.DataFrame:
-    """A document's own turns columns (line turns have no source pointer: located by lines)."""
-    if "source_pointer" not in frame.columns:
-        frame = frame.with_columns(source_pointer=pl.lit(None, dtype=pl.Utf8))
-    return frame.select(own)
-
 
 def _range_part(pieces: list[Path], speakers: dict[str, dict[str, Any]], constants: dict[str, Any],
                 target: Path) -> None:

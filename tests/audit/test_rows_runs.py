@@ -24,7 +24,9 @@ def _documents(sizes: list[int], pointerless: set[int]) -> list[DocumentRows]:
     table, docs, start = _table(sum(sizes)), [], 0
     for i, n in enumerate(sizes):
         turns = table.slice(start, n)
-        docs.append(DocumentRows(_session(i), turns.drop("source_pointer") if i in pointerless else turns))
+        if i in pointerless:  # line turns, and a document without times (a column of nulls)
+            turns = turns.drop("source_pointer").with_columns(date=pl.lit(None))
+        docs.append(DocumentRows(_session(i), turns))
         start += n
     return docs
 
