@@ -258,6 +258,30 @@ def _check_speaker(where: str, name: Any, model: Any, speaker: Any, out: _Collec
             out.add(Reason.SPEAKER_MIRROR, f"{where}.speaker", f"{speaker!r} does not mirror {expected!r}")
 
 
+class SpeakerChecks:
+    """``_check_speaker`` once per distinct speaker of a batch (its fields and their types), each session
+    given the same failures at its own interaction's path."""
+
+    __slots__ = ("_found",)
+
+    def __init__(self) -> None:
+        self._found: dict[tuple, list[tuple[Reason, str, str]]] = {}
+
+    def check(self, where: str, name: Any, model: Any, speaker: Any, out: _Collector) -> None:
+        fields = [model.get(f) if isinstance(model, dict) else None for f in ("provider", "name", "version")]
+        key = (name, speaker, *fields)
+        if not all(v is None or type(v) is str for v in key):  # equal values of other types may print apart
+            _check_speaker(where, name, model, speaker, out)
+            return
+        found = self._found.get(key)
+        if found is None:
+            probe = _Collector()
+            _check_speaker("", name, model, speaker, probe)
+            found = self._found[key] = [(f.reason, f.path, f.message) for f in probe.failures]
+        for reason, path, message in found:
+            out.add(reason, where + path, message)
+
+
 class FrameCheck:
     """The per-interaction checks over interaction columns (normalizers.columns), chunk by chunk.
 
@@ -279,7 +303,8 @@ class FrameCheck:
         _check_speaker(f"$.artifacts.Chatthistorik.interactions[{at}]", entry["speakerName"], entry["model"],
                        entry["speaker"], self.out)
 
-    def feed(self, interactions: pl.DataFrame, checked: list[dict[str, Any]]) -> None:
+    def feed(self, interactions: pl.DataFrame, checked: list[dict[str, Any]],
+             speakers: SpeakerChecks | None = None) -> None:
         base, out = self.count, self.out
         self.count += interactions.height
         where = "$.artifacts.Chatthistorik.interactions[{}]"
@@ -292,7 +317,7 @@ class FrameCheck:
         for i in bad_instants(dates).arg_true().head(MAX_LISTED).to_list():
             out.add(Reason.TIMESTAMP_FORMAT, where.format(base + i) + ".date",
                     f"{dates[i]!r} is not YYYY-MM-DDTHH:mm:ssZ")
-        self.items(checked)
+        self.items(checked, speakers)
 
     @classmethod
     def batch(cls, interactions: pl.DataFrame, sizes: list[int], checked: list[list[dict[str, Any]]]
@@ -300,30 +325,31 @@ class FrameCheck:
         """One check per session of a batch assembled as one table (``interactions`` with a ``session``
         column, ``sizes[i]`` rows of session ``i`` in order): the column checks run once over the batch,
         and again on its own rows for a session they flag."""
-        checks = [cls() for _ in sizes]
+        checks, speakers = [cls() for _ in sizes], SpeakerChecks()
         flagged = ((~interactions["role"].is_in(sorted(_ROLES))).fill_null(True) | interactions["kind"].is_null()
                    | interactions["content"].is_null() | bad_instants(interactions["date"]))
         bad = set(interactions["session"].filter(flagged).to_list())
         start = 0
         for s, (n, items) in enumerate(zip(sizes, checked, strict=True)):
             if s in bad:
-                checks[s].feed(interactions.slice(start, n).drop("session"), items)
+                checks[s].feed(interactions.slice(start, n).drop("session"), items, speakers)
             else:
                 checks[s].count = n
-                checks[s].items(items)
+                checks[s].items(items, speakers)
             start += n
         return checks
 
-    def items(self, checked: list[dict[str, Any]]) -> None:
+    def items(self, checked: list[dict[str, Any]], speakers: SpeakerChecks | None = None) -> None:
         """What the columns cannot say: each distinct speaker's fields, and source fields (``{"at": i,
-        "sourceFields": ...}``)."""
+        "sourceFields": ...}``); ``speakers``: the checks of the speakers met so far in the batch."""
         where, out = "$.artifacts.Chatthistorik.interactions[{}]", self.out
+        speakers = speakers or SpeakerChecks()
         for item in checked:
             at = where.format(item["at"])
             if "sourceFields" in item:
                 _walk_times(item["sourceFields"], f"{at}.sourceFields", out)
             else:
-                _check_speaker(at, item["speakerName"], item["model"], item["speaker"], out)
+                speakers.check(at, item["speakerName"], item["model"], item["speaker"], out)
 
 
 def check_bytes(encoded: bytes) -> list[GateFailure]:

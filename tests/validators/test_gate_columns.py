@@ -141,3 +141,45 @@ def documents(draw) -> dict:
 @given(st.lists(documents(), min_size=1, max_size=3))
 def test_generated_bad_times_give_the_walks_failures(docs):
     _compare(docs)
+
+
+_NAMES = st.sampled_from(["Alice", "Bob", "", " ", None, 0.0, -0.0, 1, True, ["x"]])
+_MODELS = st.fixed_dictionaries({"provider": st.sampled_from(["unknown", "openai", "", None, 0]),
+                                 "name": st.sampled_from(["unknown", "gpt-4o"]),
+                                 "version": st.sampled_from(["unknown", "2024"])}) | st.sampled_from([None, "x", 0])
+_SPEAKER_ITEMS = st.builds(lambda name, model, speaker: {"speakerName": name, "model": model, "speaker": speaker},
+                           _NAMES, _MODELS, st.sampled_from(["Alice (unknown:unknown@unknown)", "Bob (work)", "",
+                                                             None, 0.0, -0.0, "Alice (openai:gpt-4o@2024)"]))
+
+
+def _with_speakers(sessions: list[list[dict]]) -> tuple[pl.DataFrame, list[int], list[list[dict]]]:
+    rows = [(s, "user", "message", "x", None) for s, items in enumerate(sessions) for _ in items]
+    frame = pl.DataFrame(rows, orient="row", schema={"session": pl.Int64, "role": pl.Utf8, "kind": pl.Utf8,
+                                                     "content": pl.Utf8, "date": pl.Utf8})
+    return frame, [len(items) for items in sessions], [[{"at": i, **it} for i, it in enumerate(items)]
+                                                        for items in sessions]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(_SPEAKER_ITEMS, max_size=4), min_size=1, max_size=4))
+def test_speakers_checked_once_per_batch_give_each_sessions_own_failures(sessions):
+    frame, sizes, checked = _with_speakers(sessions)
+    got = [c.out.failures for c in gate.FrameCheck.batch(frame, sizes, checked)]
+    expected = []
+    for items in checked:
+        out = gate._Collector()
+        for it in items:
+            gate._check_speaker(f"$.artifacts.Chatthistorik.interactions[{it['at']}]", it["speakerName"], it["model"],
+                                it["speaker"], out)
+        expected.append(out.failures)
+    assert got == expected
+
+
+def test_a_batch_checks_each_distinct_speaker_once(monkeypatch):
+    calls = []
+    check = gate._check_speaker
+    monkeypatch.setattr(gate, "_check_speaker", lambda *a: calls.append(a[1]) or check(*a))
+    alice = {"speakerName": "Alice", "model": {"provider": "unknown", "name": "unknown", "version": "unknown"},
+             "speaker": "Alice (unknown:unknown@unknown)"}
+    gate.FrameCheck.batch(*_with_speakers([[alice, {**alice, "speaker": "Alice (x)"}]] * 50))
+    assert len(calls) == 2
