@@ -1,37 +1,17 @@
 """The gate's time checks as they were before the column checks: a walk of each document, per session.
 
-Frozen here as the oracle the product's column checks and envelope pre-filter are compared with
-(tests/validators/test_gate_columns.py); it is not imported by the product.
+Kept here as the oracle the product's column checks and envelope pre-filter are compared with
+(tests/validators/test_gate_columns.py): where and in which order the walk looks, over the gate's own
+definitions of a key named like a time and of a valid instant. Not imported by the product.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
-import regex
+from validators.gate import is_timestamp_key, valid_instant  # what one value must be: the gate's own
 
-from models.document import ISO_Z_PATTERN
-
-ISO_Z = regex.compile(ISO_Z_PATTERN)
 Failure = tuple[str, str]  # (path, message), all of reason timestamp_format
-
-
-def is_timestamp_key(key: str) -> bool:
-    k = key.lower()
-    if "raw" in k:
-        return False
-    return k in ("date", "timestamp") or key.endswith(("At", "Date", "Timestamp"))
-
-
-def valid_instant(value: Any) -> bool:
-    if not (isinstance(value, str) and ISO_Z.fullmatch(value)):
-        return False
-    try:
-        datetime.fromisoformat(value[:-1])
-    except ValueError:
-        return False
-    return True
 
 
 def _bad(path: str, value: Any) -> Failure:
