@@ -128,7 +128,7 @@ class _Collector:
 ISO_Z_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 
 
-def bad_instants(values: pl.Series) -> pl.Series:
+def bad_instant(values: pl.Expr) -> pl.Expr:
     """Where a column of times holds a value ``valid_instant`` refuses (nulls are no value): one
     expression over the column. polars' parser takes what ``datetime`` does not (year 0, second 60):
     those are refused by position, the format being fixed."""
@@ -262,6 +262,32 @@ def _check_speaker(where: str, name: Any, model: Any, speaker: Any, out: _Collec
             out.add(Reason.SPEAKER_MIRROR, f"{where}.speaker", f"{speaker!r} does not mirror {expected!r}")
 
 
+_COLUMN_CHECKS = (  # (flag, the column its message shows, reason, path under the interaction, message)
+    ("badRole", "role", Reason.SCHEMA, ".role", "{!r} is not a role"),
+    ("badText", "role", Reason.SCHEMA, "", "content and kind must be strings"),
+    ("badDate", "date", Reason.TIMESTAMP_FORMAT, ".date", "{!r} is not YYYY-MM-DDTHH:mm:ssZ"),
+)
+
+
+def _column_failures(interactions: pl.DataFrame, base: int = 0) -> dict[int, list[tuple[Reason, str, str]]]:
+    """The column checks of a table of interactions (a ``session`` column, each session's rows together
+    and in order; ``base``: the index of each session's first row): by session, (reason, path, message)
+    of each check in turn, at most MAX_LISTED of each, in row order."""
+    c = pl.col
+    marked = interactions.with_columns(
+        at=pl.int_range(pl.len()).over("session") + base,
+        badRole=(~c("role").is_in(sorted(_ROLES))).fill_null(True),
+        badText=c("kind").is_null() | c("content").is_null(),
+        badDate=bad_instant(c("date")))
+    found: dict[int, list[tuple[Reason, str, str]]] = {}
+    where = "$.artifacts.Chatthistorik.interactions[{}]"
+    for flag, shown, reason, under, message in _COLUMN_CHECKS:
+        rows = marked.filter(c(flag)).group_by("session", maintain_order=True).head(MAX_LISTED)
+        for s, at, value in rows.select("session", "at", shown).iter_rows():
+            found.setdefault(s, []).append((reason, where.format(at) + under, message.format(value)))
+    return found
+
+
 class SpeakerChecks:
     """``_check_speaker`` once per distinct speaker of a batch (its fields and their types), each session
     given the same failures at its own interaction's path."""
@@ -309,38 +335,27 @@ class FrameCheck:
 
     def feed(self, interactions: pl.DataFrame, checked: list[dict[str, Any]],
              speakers: SpeakerChecks | None = None) -> None:
-        base, out = self.count, self.out
+        """The next interactions of the session (``role``, ``kind``, ``content``, ``date`` columns) and
+        what the columns cannot say of them (``items``)."""
+        found = _column_failures(interactions.with_columns(session=pl.lit(0)), self.count)
         self.count += interactions.height
-        where = "$.artifacts.Chatthistorik.interactions[{}]"
-        bad_roles = (~interactions["role"].is_in(sorted(_ROLES))).fill_null(True).arg_true()
-        for i in bad_roles.head(MAX_LISTED).to_list():
-            out.add(Reason.SCHEMA, where.format(base + i) + ".role", f"{interactions['role'][i]!r} is not a role")
-        for i in (interactions["kind"].is_null() | interactions["content"].is_null()).arg_true().head(MAX_LISTED):
-            out.add(Reason.SCHEMA, where.format(base + i), "content and kind must be strings")
-        dates = interactions["date"]
-        for i in bad_instants(dates).arg_true().head(MAX_LISTED).to_list():
-            out.add(Reason.TIMESTAMP_FORMAT, where.format(base + i) + ".date",
-                    f"{dates[i]!r} is not YYYY-MM-DDTHH:mm:ssZ")
+        for failure in found.get(0, ()):
+            self.out.add(*failure)
         self.items(checked, speakers)
 
     @classmethod
     def batch(cls, interactions: pl.DataFrame, sizes: list[int], checked: list[list[dict[str, Any]]]
               ) -> list[FrameCheck]:
         """One check per session of a batch assembled as one table (``interactions`` with a ``session``
-        column, ``sizes[i]`` rows of session ``i`` in order): the column checks run once over the batch,
-        and again on its own rows for a session they flag."""
+        column, ``sizes[i]`` rows of session ``i`` in order): each column check runs once over the batch,
+        its failures given to their sessions."""
         checks, speakers = [cls() for _ in sizes], SpeakerChecks()
-        flagged = ((~interactions["role"].is_in(sorted(_ROLES))).fill_null(True) | interactions["kind"].is_null()
-                   | interactions["content"].is_null() | bad_instants(interactions["date"]))
-        bad = set(interactions["session"].filter(flagged).to_list())
-        start = 0
+        found = _column_failures(interactions)
         for s, (n, items) in enumerate(zip(sizes, checked, strict=True)):
-            if s in bad:
-                checks[s].feed(interactions.slice(start, n).drop("session"), items, speakers)
-            else:
-                checks[s].count = n
-                checks[s].items(items, speakers)
-            start += n
+            checks[s].count = n
+            for failure in found.get(s, ()):
+                checks[s].out.add(*failure)
+            checks[s].items(items, speakers)
         return checks
 
     def items(self, checked: list[dict[str, Any]], speakers: SpeakerChecks | None = None) -> None:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from validators.gate import is_timestamp_key, valid_instant  # what one value must be: the gate's own
+from models.errors import Reason
+from validators.gate import MAX_LISTED, is_timestamp_key, valid_instant  # what one value must be: the gate's
 
 Failure = tuple[str, str]  # (path, message), all of reason timestamp_format
 
@@ -54,3 +55,24 @@ def document_times(doc: dict[str, Any]) -> list[Failure]:
         out.append(_bad("$.createdAt", doc.get("createdAt")))
     walk({k: v for k, v in doc.items() if k != "createdAt"}, "$", out)
     return out
+
+
+ROLES = {"user", "assistant", "system", "tool", "other"}
+
+
+def column_failures(rows: list[dict[str, Any]], base: int, out) -> None:
+    """What ``FrameCheck.feed`` found in one session's rows before the checks ran over a batch, row by row
+    (dates as the walk reads them): roles, then strings, then dates, the first MAX_LISTED of each,
+    into the gate's collector ``out``."""
+    where = "$.artifacts.Chatthistorik.interactions[{}]"
+    found = [
+        [(Reason.SCHEMA, where.format(base + i) + ".role", f"{r['role']!r} is not a role")
+         for i, r in enumerate(rows) if r["role"] not in ROLES],
+        [(Reason.SCHEMA, where.format(base + i), "content and kind must be strings")
+         for i, r in enumerate(rows) if r["kind"] is None or r["content"] is None],
+        [(Reason.TIMESTAMP_FORMAT, where.format(base + i) + ".date", f"{r['date']!r} is not YYYY-MM-DDTHH:mm:ssZ")
+         for i, r in enumerate(rows) if r["date"] is not None and not valid_instant(r["date"])],
+    ]
+    for check in found:
+        for failure in check[:MAX_LISTED]:
+            out.add(*failure)

@@ -153,7 +153,8 @@ _SPEAKER_ITEMS = st.builds(lambda name, model, speaker: {"speakerName": name, "m
 
 
 def _with_speakers(sessions: list[list[dict]]) -> tuple[pl.DataFrame, list[int], list[list[dict]]]:
-    rows = [(s, "user", "message", "x", None) for s, items in enumerate(sessions) for _ in items]
+    rows = [(s, it.get("role", "user"), it.get("kind", "message"), it.get("content", "x"), it.get("date"))
+            for s, items in enumerate(sessions) for it in items]
     frame = pl.DataFrame(rows, orient="row", schema={"session": pl.Int64, "role": pl.Utf8, "kind": pl.Utf8,
                                                      "content": pl.Utf8, "date": pl.Utf8})
     return frame, [len(items) for items in sessions], [[{"at": i, **it} for i, it in enumerate(items)]
@@ -183,3 +184,43 @@ def test_a_batch_checks_each_distinct_speaker_once(monkeypatch):
              "speaker": "Alice (unknown:unknown@unknown)"}
     gate.FrameCheck.batch(*_with_speakers([[alice, {**alice, "speaker": "Alice (x)"}]] * 50))
     assert len(calls) == 2
+
+
+_ROWS = st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant", "tool", "bot", "", None]),
+                               "kind": st.sampled_from(["message", None]), "content": st.sampled_from(["x", "", None]),
+                               "date": st.none() | TIMES})
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.lists(_ROWS, max_size=6) | st.lists(_ROWS, min_size=52, max_size=60), min_size=1, max_size=4))
+def test_column_checks_over_a_batch_give_each_sessions_own_checks(sessions):
+    frame = pl.DataFrame([(s, *(row[k] for k in ("role", "kind", "content", "date")))
+                          for s, rows in enumerate(sessions) for row in rows], orient="row",
+                         schema={"session": pl.Int64, "role": pl.Utf8, "kind": pl.Utf8, "content": pl.Utf8,
+                                 "date": pl.Utf8})
+    got = [c.out.failures for c in gate.FrameCheck.batch(frame, [len(r) for r in sessions], [[] for _ in sessions])]
+    expected = []
+    for rows in sessions:
+        out = gate._Collector()
+        oracle.column_failures(rows, 0, out)
+        expected.append(out.failures)
+    assert got == expected
+
+
+def test_a_range_of_a_session_is_checked_from_its_first_interaction():
+    check = gate.FrameCheck(start=40)
+    check.feed(pl.DataFrame({"role": ["user", "bot"], "kind": ["message", None], "content": ["x", "y"],
+                             "date": ["2024-02-30T00:00:00Z", None]}), [])
+    assert [(f.reason, f.path) for f in check.out.failures] == [
+        (Reason.SCHEMA, "$.artifacts.Chatthistorik.interactions[41].role"),
+        (Reason.SCHEMA, "$.artifacts.Chatthistorik.interactions[41]"),
+        (Reason.TIMESTAMP_FORMAT, "$.artifacts.Chatthistorik.interactions[40].date")]
+    assert check.count == 42
+
+
+def test_a_batch_of_refused_sessions_is_checked_without_a_table_per_session(monkeypatch):
+    fed = []
+    monkeypatch.setattr(gate.FrameCheck, "feed", lambda self, *a, **k: fed.append(a))
+    items = [{"role": "bot", "kind": "message", "content": "x", "date": BAD[0]}] * 3
+    checks = gate.FrameCheck.batch(*_with_speakers([items] * 20)[:2], [[] for _ in range(20)])
+    assert fed == [] and all(len(c.out.failures) == 6 for c in checks)
