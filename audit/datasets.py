@@ -200,11 +200,13 @@ class Rows:
         """The waiting column turns as one frame, each document's key and constants added as columns."""
         if not self._keyed:
             return
-        frames = [f if "source_pointer" in f.columns else f.with_columns(source_pointer=pl.lit(None, dtype=pl.Utf8))
-                  for f, _ in self._keyed]
         own = [k for k in PART_COLUMNS["turns"] if k not in _CONSTANTS]
-        turns = pl.concat([f.select(own) for f in frames], how="vertical_relaxed")
-        counts = [f.height for f in frames]
+        # one call for the shard's documents, whatever their mix (line turns have no source pointer: null)
+        turns = pl.concat([f for f, _ in self._keyed], how="diagonal_relaxed")
+        if "source_pointer" not in turns.columns:
+            turns = turns.with_columns(source_pointer=pl.lit(None, dtype=pl.Utf8))
+        turns = turns.select(own)
+        counts = [f.height for f, _ in self._keyed]
         constants = {k: pl.Series(k, [s[k] for (_, s), n in zip(self._keyed, counts, strict=True) for _ in range(n)],
                                   dtype=pl.Utf8) for k in _CONSTANTS}
         self._frames.append(turns.with_columns(**constants)
@@ -249,7 +251,6 @@ class Rows:
         turns = [*self._frames, self._listed()]
         return {"sessions": pl.DataFrame(self.sessions, schema=PART_COLUMNS["sessions"]),
                 "turns": turns[0] if len(turns) == 1 else pl.concat(turns, how="vertical")}
-
 
 def _range_part(pieces: list[Path], speakers: dict[str, dict[str, Any]], constants: dict[str, Any],
                 target: Path) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,7 @@ class ShardTrail:
         """What went wrong without failing a document (its dataset rows not written), each naming it."""
         self._base: str | None = None  # the output root's real path: resolved once per shard
         self._plain: set[str] = set()  # folders under the root known to be no links (or not there yet)
+        self._absent: set[str] = set()  # of those, the ones not there when first looked at (``absent``)
 
     def resolve(self, rel: str) -> Path:
         """``resolve_inside(out_root, rel)`` with the output root's real path taken once per shard and
@@ -65,13 +67,30 @@ class ShardTrail:
         for depth in range(1, len(parts)):
             folder = "/".join(parts[:depth])
             if folder not in self._plain:
-                if os.path.islink(os.path.join(self._base, folder)):
+                if self._is_link(folder):
                     return resolve_inside(self.out_root, rel)
                 self._plain.add(folder)
         target = os.path.join(self._base, rel)
-        if os.path.islink(target):
+        if not self.absent(rel) and os.path.islink(target):
             return resolve_inside(self.out_root, rel)
         return Path(target)
+
+    def _is_link(self, folder: str) -> bool:
+        """Whether ``folder`` is a link; one not there (or under one not there) is noted as absent."""
+        if folder.rpartition("/")[0] in self._absent:
+            self._absent.add(folder)
+            return False
+        try:
+            return stat.S_ISLNK(os.lstat(os.path.join(self._base, folder)).st_mode)
+        except (FileNotFoundError, NotADirectoryError):
+            self._absent.add(folder)
+            return False
+
+    def absent(self, rel: str) -> bool:
+        """Whether the folder of ``rel`` (resolved by this trail) was not there when the shard first looked:
+        nothing of it is on disk before the shard commits (its writes are temporaries until then), so
+        its files need not be looked for one by one (a new session key's folder)."""
+        return rel.rpartition("/")[0] in self._absent
 
     def document(self, rel: str, data: bytes | Path, old: bytes | None, *, note: str = "",
                  rows: datasets.DocumentRows | None = None, target: Path | None = None) -> tuple[str, bool]:

@@ -125,6 +125,46 @@ class _Collector:
                 self.add(reason, "$", "")
 
 
+ISO_Z_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+
+
+def bad_instant(values: pl.Expr) -> pl.Expr:
+    """Where a column of times holds a value ``valid_instant`` refuses (nulls are no value): one
+    expression over the column. polars' parser takes what ``datetime`` does not (year 0, second 60):
+    those are refused by position, the format being fixed."""
+    parsed = values.str.strptime(pl.Datetime, ISO_Z_FORMAT, strict=False)
+    good = (values.str.contains(ISO_Z_PATTERN) & parsed.is_not_null()
+            & (values.str.slice(0, 4) != "0000") & (values.str.slice(17, 2) != "60"))
+    return values.is_not_null() & ~good.fill_null(False)
+
+
+def _names_a_time(text: bytes) -> bool:
+    """Whether orjson's text of an object holds a key ``is_timestamp_key`` may accept: one ending in
+    ``At":``, or in ``date":`` or ``timestamp":`` in any case (orjson escapes only quotes, backslashes
+    and control characters, and no other character lower-cases to these ASCII letters)."""
+    if b'At":' in text:
+        return True
+    lower = text.lower()
+    return b'date":' in lower or b'timestamp":' in lower
+
+
+def _may_hold_times(doc: dict[str, Any]) -> bool:
+    """Whether ``_walk_times`` of ``doc`` (``createdAt`` aside) could find anything: False only when no key
+    named like a time is in its envelope's JSON text (the history's interactions, which the walk skips,
+    left out). A document the text cannot show (not a plain envelope, or not serialisable) is walked."""
+    artifacts = doc.get("artifacts")
+    history = artifacts.get("Chatthistorik") if isinstance(artifacts, dict) else None
+    if not isinstance(history, dict):
+        return True
+    shown = {k: v for k, v in doc.items() if k != "createdAt"}
+    shown["artifacts"] = {**artifacts, "Chatthistorik": {**history, "interactions": []}}
+    try:
+        text = orjson.dumps(shown)
+    except TypeError:
+        return True
+    return _names_a_time(text)
+
+
 def _walk_times(node: Any, path: str, out: _Collector) -> None:
     """Every key named like a time under ``node`` (the interactions aside) holds a valid instant.
     Runs for every interaction's source fields: paths are built only where needed."""
@@ -222,6 +262,56 @@ def _check_speaker(where: str, name: Any, model: Any, speaker: Any, out: _Collec
             out.add(Reason.SPEAKER_MIRROR, f"{where}.speaker", f"{speaker!r} does not mirror {expected!r}")
 
 
+_COLUMN_CHECKS = (  # (flag, the column its message shows, reason, path under the interaction, message)
+    ("badRole", "role", Reason.SCHEMA, ".role", "{!r} is not a role"),
+    ("badText", "role", Reason.SCHEMA, "", "content and kind must be strings"),
+    ("badDate", "date", Reason.TIMESTAMP_FORMAT, ".date", "{!r} is not YYYY-MM-DDTHH:mm:ssZ"),
+)
+
+
+def _column_failures(interactions: pl.DataFrame, base: int = 0) -> dict[int, list[tuple[Reason, str, str]]]:
+    """The column checks of a table of interactions (a ``session`` column, each session's rows together
+    and in order; ``base``: the index of each session's first row): by session, (reason, path, message)
+    of each check in turn, at most MAX_LISTED of each, in row order."""
+    c = pl.col
+    marked = interactions.with_columns(
+        at=pl.int_range(pl.len()).over("session") + base,
+        badRole=(~c("role").is_in(sorted(_ROLES))).fill_null(True),
+        badText=c("kind").is_null() | c("content").is_null(),
+        badDate=bad_instant(c("date")))
+    found: dict[int, list[tuple[Reason, str, str]]] = {}
+    where = "$.artifacts.Chatthistorik.interactions[{}]"
+    for flag, shown, reason, under, message in _COLUMN_CHECKS:
+        rows = marked.filter(c(flag)).group_by("session", maintain_order=True).head(MAX_LISTED)
+        for s, at, value in rows.select("session", "at", shown).iter_rows():
+            found.setdefault(s, []).append((reason, where.format(at) + under, message.format(value)))
+    return found
+
+
+class SpeakerChecks:
+    """``_check_speaker`` once per distinct speaker of a batch (its fields and their types), each session
+    given the same failures at its own interaction's path."""
+
+    __slots__ = ("_found",)
+
+    def __init__(self) -> None:
+        self._found: dict[tuple, list[tuple[Reason, str, str]]] = {}
+
+    def check(self, where: str, name: Any, model: Any, speaker: Any, out: _Collector) -> None:
+        fields = [model.get(f) if isinstance(model, dict) else None for f in ("provider", "name", "version")]
+        key = (name, speaker, *fields)
+        if not all(v is None or type(v) is str for v in key):  # equal values of other types may print apart
+            _check_speaker(where, name, model, speaker, out)
+            return
+        found = self._found.get(key)
+        if found is None:
+            probe = _Collector()
+            _check_speaker("", name, model, speaker, probe)
+            found = self._found[key] = [(f.reason, f.path, f.message) for f in probe.failures]
+        for reason, path, message in found:
+            out.add(reason, where + path, message)
+
+
 class FrameCheck:
     """The per-interaction checks over interaction columns (normalizers.columns), chunk by chunk.
 
@@ -243,53 +333,42 @@ class FrameCheck:
         _check_speaker(f"$.artifacts.Chatthistorik.interactions[{at}]", entry["speakerName"], entry["model"],
                        entry["speaker"], self.out)
 
-    def feed(self, interactions: pl.DataFrame, checked: list[dict[str, Any]]) -> None:
-        base, out = self.count, self.out
+    def feed(self, interactions: pl.DataFrame, checked: list[dict[str, Any]],
+             speakers: SpeakerChecks | None = None) -> None:
+        """The next interactions of the session (``role``, ``kind``, ``content``, ``date`` columns) and
+        what the columns cannot say of them (``items``)."""
+        found = _column_failures(interactions.with_columns(session=pl.lit(0)), self.count)
         self.count += interactions.height
-        where = "$.artifacts.Chatthistorik.interactions[{}]"
-        bad_roles = (~interactions["role"].is_in(sorted(_ROLES))).fill_null(True).arg_true()
-        for i in bad_roles.head(MAX_LISTED).to_list():
-            out.add(Reason.SCHEMA, where.format(base + i) + ".role", f"{interactions['role'][i]!r} is not a role")
-        for i in (interactions["kind"].is_null() | interactions["content"].is_null()).arg_true().head(MAX_LISTED):
-            out.add(Reason.SCHEMA, where.format(base + i), "content and kind must be strings")
-        dates = interactions["date"]
-        bad = (dates.is_not_null() & ~dates.str.contains(ISO_Z_PATTERN)).arg_true().head(MAX_LISTED)
-        for i in bad.to_list():
-            out.add(Reason.TIMESTAMP_FORMAT, where.format(base + i) + ".date",
-                    f"{dates[i]!r} is not YYYY-MM-DDTHH:mm:ssZ")
-        self.items(checked)
+        for failure in found.get(0, ()):
+            self.out.add(*failure)
+        self.items(checked, speakers)
 
     @classmethod
     def batch(cls, interactions: pl.DataFrame, sizes: list[int], checked: list[list[dict[str, Any]]]
               ) -> list[FrameCheck]:
         """One check per session of a batch assembled as one table (``interactions`` with a ``session``
-        column, ``sizes[i]`` rows of session ``i`` in order): the column checks run once over the batch,
-        and again on its own rows for a session they flag."""
-        checks = [cls() for _ in sizes]
-        dates = interactions["date"]
-        flagged = ((~interactions["role"].is_in(sorted(_ROLES))).fill_null(True) | interactions["kind"].is_null()
-                   | interactions["content"].is_null() | (dates.is_not_null() & ~dates.str.contains(ISO_Z_PATTERN)))
-        bad = set(interactions["session"].filter(flagged).to_list())
-        start = 0
+        column, ``sizes[i]`` rows of session ``i`` in order): each column check runs once over the batch,
+        its failures given to their sessions."""
+        checks, speakers = [cls() for _ in sizes], SpeakerChecks()
+        found = _column_failures(interactions)
         for s, (n, items) in enumerate(zip(sizes, checked, strict=True)):
-            if s in bad:
-                checks[s].feed(interactions.slice(start, n).drop("session"), items)
-            else:
-                checks[s].count = n
-                checks[s].items(items)
-            start += n
+            checks[s].count = n
+            for failure in found.get(s, ()):
+                checks[s].out.add(*failure)
+            checks[s].items(items, speakers)
         return checks
 
-    def items(self, checked: list[dict[str, Any]]) -> None:
+    def items(self, checked: list[dict[str, Any]], speakers: SpeakerChecks | None = None) -> None:
         """What the columns cannot say: each distinct speaker's fields, and source fields (``{"at": i,
-        "sourceFields": ...}``)."""
+        "sourceFields": ...}``); ``speakers``: the checks of the speakers met so far in the batch."""
         where, out = "$.artifacts.Chatthistorik.interactions[{}]", self.out
+        speakers = speakers or SpeakerChecks()
         for item in checked:
             at = where.format(item["at"])
             if "sourceFields" in item:
                 _walk_times(item["sourceFields"], f"{at}.sourceFields", out)
             else:
-                _check_speaker(at, item["speakerName"], item["model"], item["speaker"], out)
+                speakers.check(at, item["speakerName"], item["model"], item["speaker"], out)
 
 
 def check_bytes(encoded: bytes) -> list[GateFailure]:
@@ -402,7 +481,8 @@ def check(doc: dict[str, Any], encoded: bytes | None, source_turns: int, *, sche
     accounted = _check_accounting(history, accounting, out)
     if not valid_instant(doc.get("createdAt")):
         out.add(Reason.TIMESTAMP_FORMAT, "$.createdAt", f"{doc.get('createdAt')!r} is not YYYY-MM-DDTHH:mm:ssZ")
-    _walk_times({k: v for k, v in doc.items() if k != "createdAt"}, "$", out)
+    if _may_hold_times(doc):
+        _walk_times({k: v for k, v in doc.items() if k != "createdAt"}, "$", out)
     if schema:
         try:
             # Interactions were checked above; the envelope goes through the pydantic models.

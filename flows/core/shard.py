@@ -618,7 +618,8 @@ def _migrate(ref: ingest.InputRef, s, rel: str, trail: ShardTrail) -> str:
     session id) to ``rel`` as recorded revisions; returns the note for ``rel``."""
     old = emit.legacy_relpath(ref.key, s.session_id, s.ordinal)
     legacy = [old] if old != rel and os.path.isfile(os.path.join(trail.out_root, old)) else []
-    return snapshots.move_here(trail, rel, legacy + snapshots.others_in_folder(trail.out_root, rel))
+    others = [] if trail.absent(rel) else snapshots.others_in_folder(trail.out_root, rel)
+    return snapshots.move_here(trail, rel, legacy + others)
 
 
 def _emitter(ref: ingest.InputRef, trail: ShardTrail, result: ShardResult, settings: Settings, allow_shrink: bool):
@@ -641,7 +642,7 @@ def _session(ref, s, trail: ShardTrail, result: ShardResult, settings: Settings 
         return record, None
     rel = emit.document_relpath(key, s.session_id)
     target = trail.resolve(rel)
-    old = _read(target)
+    old = None if trail.absent(rel) else _read(target)
     note, latched = _migrate(ref, s, rel, trail), None
     if old is not None and old != s.encoded and settings is not None:
         latched = _latch(old, s, settings.latch_threshold(ref.key.split("/", 1)[0]))
