@@ -123,7 +123,7 @@ class Grammar(ABC):
     raise to have the input read whole), ``stream_session(source, plan)``, ``is_header(lines)`` (the
     lines a chunk may start at: turn starts of this input; a grammar whose header depends on the
     input makes ``plan`` refuse an input where a line would pass this test and not be a turn start),
-    ``reader(source)``, ``stream_chunk(session, plan, lines, first_line, reader)`` (a chunk with
+    ``stream_chunk(session, plan, lines, first_line)`` (a chunk with
     ``frame``, ``bad`` and ``extras``; the chunk's declared regions go into the session before it
     returns; what spans chunks may be carried on the plan, as the chunks come in order) and
     ``stream_end(session, source, plan, bad, extras)``. WhatsApp, IRC and transcripts stream."""

@@ -187,19 +187,18 @@ def read_range(r: Reading, rng: Range) -> RangePart:
     """One range, chunk by chunk: its interactions into its spool piece, its rows into row pieces."""
     part = RangePart(ColumnAssembler.starting_at(r.ctx, rng.turn), gate.FrameCheck(rng.turn), gate.ByteCheck(),
                      Accounting("lines"), r.spool.with_name(f"{r.spool.name}.{rng.index:05d}.lines.tmp"))
-    reader = r.grammar.reader(r.source)
     size = r.ctx.settings.stream_chunk_bytes
     with r.open_input() as fp, open(part.piece, "wb") as out:
         fp.seek(rng.start)
         chunks = turn_chunks(decoded(raw_blocks(fp, size, rng.end), rng.line), r.grammar.is_header)
         for lines, first_line in chunks:
-            _chunk(r, part, reader, lines, first_line, out)
+            _chunk(r, part, lines, first_line, out)
     return part
 
 
-def _chunk(r: Reading, part: RangePart, reader, lines: pl.Series, first_line: int, out: BinaryIO) -> None:
+def _chunk(r: Reading, part: RangePart, lines: pl.Series, first_line: int, out: BinaryIO) -> None:
     """One chunk of a range: assembled, checked, accounted; its interactions appended to ``out``."""
-    chunk = r.grammar.stream_chunk(r.session, r.plan, lines, first_line, reader)
+    chunk = r.grammar.stream_chunk(r.session, r.plan, lines, first_line)
     part.bad += chunk.bad
     part.extras.extend(chunk.extras)
     assembler = part.assembler

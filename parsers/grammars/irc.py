@@ -244,22 +244,17 @@ class Irc(Grammar):
     def stream_session(self, source: SourceText, plan: StreamPlan) -> ParsedSession:
         return _new_session(plan.dialect, "", plan.lines)
 
-    def stream_chunk(self, session: ParsedSession, plan: StreamPlan, lines, first_line: int, reader):
+    def stream_chunk(self, session: ParsedSession, plan: StreamPlan, lines, first_line: int):
         """The turn frame of a run of whole turns; what spans chunks (irssi's day, the counts, the
         channels named) is carried in ``plan.facts``."""
         chunk = columns.turn_frame(lines, plan.dialect, RUST[plan.dialect], plan.facts.day, first_line,
                                    plan.facts.from_name)
-        if chunk is None:
-            raise NotStreamable(Reason.NOT_STREAMABLE, "the header pattern cannot run in polars")
         _absorb(session, plan.facts, chunk)
         return chunk
 
     def stream_end(self, session: ParsedSession, source: SourceText, plan: StreamPlan, bad: int,
                    extras: list[dict]) -> None:
         _conclude(session, source.name, plan.facts)
-
-    def reader(self, source: SourceText) -> None:
-        return None
 
     def count_turns(self, raw: Any) -> int:
         dialect, text = raw

@@ -246,7 +246,7 @@ class Transcript(Grammar):
         sid = file_name_id(source.name)
         return ParsedSession(sid, "file-name" if sid else "none", [], raw="", lines=(1, max(plan.lines, 1)))
 
-    def stream_chunk(self, session: ParsedSession, plan: StreamPlan, lines, first_line: int, reader):
+    def stream_chunk(self, session: ParsedSession, plan: StreamPlan, lines, first_line: int):
         heads, rows = columns.header_rows(lines, RUST_HEADER, _plausible)
         chunk = columns.turn_frame(lines, heads, rows, plan.reading, first_line, plan.turns)
         _absorb(session, chunk)
@@ -258,9 +258,6 @@ class Transcript(Grammar):
                    extras: list[dict]) -> None:
         if plan.clock_only:
             session.warnings.append(_clock_only(plan.clock_only))
-
-    def reader(self, source: SourceText) -> None:
-        return None
 
     def count_turns(self, raw: Any) -> int:
         """A line-by-line scan of its own: header lines with the same acceptance rule, notices of the

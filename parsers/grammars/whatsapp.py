@@ -255,7 +255,7 @@ class WhatsApp(Grammar):
         """The pre-pass of a streamed input over its blocks' scans, in order: the headers' date runs
         (the day/month order is decided from the whole file), the independent turn count, the first
         header and the line count."""
-        plan = TextPlan()
+        plan = TextPlan(reader=_Reader(source.siblings))
         for found in scans:
             plan.starts.append(plan.turns)
             plan.lines = found.last_line
@@ -282,7 +282,7 @@ class WhatsApp(Grammar):
             session.meta["dialect"] = plan.dialect
         return session
 
-    def stream_chunk(self, session: ParsedSession, plan: TextPlan, lines, first_line: int, reader) -> Any:
+    def stream_chunk(self, session: ParsedSession, plan: TextPlan, lines, first_line: int) -> Any:
         """The turn frame of a run of whole turns (the first chunk may start with a preamble)."""
         heads = columns.headers(lines, _REST)
         if first_line == 1 and heads.count:
@@ -290,16 +290,13 @@ class WhatsApp(Grammar):
             _preamble(session, "\n".join(lines.head(first).to_list()) + ("\n" if first else ""), first)
         elif plan.turns == 0:  # no header anywhere: the whole text is the preamble
             _headerless(session, session.meta.get("preamble", "") + "\n".join(lines.to_list()) + "\n")
-        return columns.turn_frame(lines, heads, plan.order.order, reader, first_line)
+        return columns.turn_frame(lines, heads, plan.order.order, plan.reader, first_line)
 
     def stream_end(self, session: ParsedSession, source: SourceText, plan: TextPlan, bad: int,
                    extras: list[dict]) -> None:
         """What the whole file decided, once every chunk is read."""
         _conclude(session, plan.runs, plan.order, bad, plan.run_lines.__getitem__)
         _attachments(session, extras, source.siblings)
-
-    def reader(self, source: SourceText) -> _Reader:
-        return _Reader(source.siblings)
 
     def count_turns(self, raw: Any) -> int:
         return (1 if _LOOSE_FIRST.match(raw) else 0) + len(_LOOSE.findall(raw))
@@ -330,6 +327,8 @@ class TextPlan:
     order: DateOrder | None = None
     starts: list[int] = field(default_factory=list)
     """The turns before each block (a range cut at a block's first header starts with that turn)."""
+    reader: Any = None
+    """How the flagged rows of every chunk are read (``_Reader``: the input's siblings, for attachments)."""
 
 
 def _session(source: SourceText, text: str) -> ParsedSession:

@@ -42,9 +42,9 @@ def _chunks_read(monkeypatch, grammar) -> list[int]:
     seen: list[int] = []
     chunk = grammar.stream_chunk
 
-    def counting(self, session, plan, lines, first_line, reader):
+    def counting(self, session, plan, lines, first_line):
         seen.append(first_line)
-        return chunk(self, session, plan, lines, first_line, reader)
+        return chunk(self, session, plan, lines, first_line)
 
     monkeypatch.setattr(grammar, "stream_chunk", counting)
     return seen
