@@ -252,6 +252,7 @@ class Rows:
         return {"sessions": pl.DataFrame(self.sessions, schema=PART_COLUMNS["sessions"]),
                 "turns": turns[0] if len(turns) == 1 else pl.concat(turns, how="vertical")}
 
+
 def _range_part(pieces: list[Path], speakers: dict[str, dict[str, Any]], constants: dict[str, Any],
                 target: Path) -> None:
     """The turns part of one range of a streamed document, from its row pieces."""

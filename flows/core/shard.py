@@ -270,15 +270,17 @@ def _prior(ledger_path: Path, refs: list[ingest.InputRef]) -> PriorRuns:
 
 
 def _committed(trail: ShardTrail, result: ShardResult) -> ShardResult:
-    """Make the shard's writes durable and hand their revisions and dataset rows over."""
+    """Hand the shard's dataset rows over, then make its writes durable and hand their revisions over:
+    nothing that can fail comes after the documents are in place (a shard that raised there would
+    leave documents on disk that no ledger row names)."""
     try:
+        result.datasets = trail.rows.frames()
+        result.staged = [str(p) for p in trail.rows.staged]
         trail.commit()
     except BaseException:
         trail.abandon()
         raise
     result.revisions = trail.revisions
-    result.datasets = trail.rows.frames()
-    result.staged = [str(p) for p in trail.rows.staged]
     return result
 
 

@@ -104,9 +104,13 @@ def tiny_disk(tmp_path):
 def test_a_real_full_disk(tmp_path, tiny_disk):
     src = _archive(tmp_path, 300)  # ~17 MB of documents for a 2 MB disk
     out = tiny_disk / "out"
-    _one_line(_cli(["run", str(src), "--out", str(out)]), "disk full")
+    line = _one_line(_cli(["run", str(src), "--out", str(out)]), "disk full")
     assert _run_row(out).status is RunStatus.FAILED
-    assert _recorded(out) == _documents(out) and _recorded(out)  # the shards in flight recorded too
+    unrecorded = sorted(set(_documents(out)) - set(_recorded(out)))
+    details = Path(line.rsplit("details in ", 1)[1]) if "details in " in line else None
+    why = details.read_text()[-4000:] if details is not None and details.is_file() else line
+    assert not unrecorded and _recorded(out), (unrecorded, why)  # the shards in flight recorded too
+    assert _recorded(out) == _documents(out)  # and nothing recorded that is not on disk
     assert _unrecorded_by_verify(out) == []
 
 
