@@ -77,18 +77,21 @@ HUGE_OUTPUT_FACTOR = 8  # a document set is ~4x its input (6.6x before the compa
 
 # -- one measurement -------------------------------------------------------------------------------
 ROLES = ("main", "server", "workers")
+SERVER_MARKS = ("flows.embedded", "uvicorn", "prefect server")
+"""How Prefect's server shows in a command line: the embedded one the flow launches (flows/serve.py), or one
+started by hand."""
 
 
 def _role(p: psutil.Process, top: psutil.Process, roles: dict[int, str]) -> str:
     """Which part of the tree a process is: the measured process itself, Prefect's server (the
-    embedded uvicorn or a ``prefect server start``), or the rest (pool workers, the forkserver).
+    embedded one the flow launches or a ``prefect server start``), or the rest (pool workers, the forkserver).
     A server is known once seen; anything else is read again, since a child seen between its fork
     and its exec still shows its parent's command line."""
     if p.pid == top.pid:
         return "main"
     if p.pid not in roles:
         line = " ".join(p.cmdline())
-        if "uvicorn" in line or "prefect server" in line:
+        if any(mark in line for mark in SERVER_MARKS):
             roles[p.pid] = "server"
         else:
             return "workers"
