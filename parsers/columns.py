@@ -82,20 +82,24 @@ class LineTable:
     lines: pl.Series
     source: pl.Series
     bounds: list[int]
+    texts: list[str] | None = None
+    """The texts themselves, when the table was made of them (``of``)."""
 
     @classmethod
     def of(cls, texts: list[str]) -> LineTable:
         if not texts:
-            return cls(split_lines(""), pl.Series("source", [], pl.UInt32), [0])
+            return cls(split_lines(""), pl.Series("source", [], pl.UInt32), [0], [])
         if len(texts) == 1:  # one text: no list column to build
-            return cls.of_lines(split_lines(texts[0]))
+            table = cls.of_lines(split_lines(texts[0]))
+            table.texts = texts
+            return table
         split = pl.DataFrame({"text": texts}).select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("source"), pl.when(
             pl.col("text").str.ends_with("\n") | (pl.col("text") == ""))
             .then(pl.col("text").str.split("\n").list.slice(0, pl.col("text").str.split("\n").list.len() - 1))
             .otherwise(pl.col("text").str.split("\n")).alias("line"))
         counts = split["line"].list.len().cum_sum().to_list()
         rows = split.explode("line").drop_nulls("line")  # an empty list explodes to a null row
-        return cls(rows["line"], rows["source"], [0, *counts])
+        return cls(rows["line"], rows["source"], [0, *counts], texts)
 
     @classmethod
     def of_lines(cls, lines: pl.Series) -> LineTable:
@@ -115,7 +119,8 @@ class LineTable:
         keep = self.source.is_in(texts)
         sizes = [self.bounds[i + 1] - self.bounds[i] for i in texts]
         source = self.source.filter(keep).replace_strict(texts, range(len(texts)), return_dtype=pl.UInt32)
-        return LineTable(self.lines.filter(keep), source, [0, *accumulate(sizes)])
+        return LineTable(self.lines.filter(keep), source, [0, *accumulate(sizes)],
+                         None if self.texts is None else [self.texts[i] for i in texts])
 
     def row_in_text(self) -> pl.Series:
         """Each row's index among its own text's lines."""
