@@ -154,6 +154,14 @@ class LineTable:
         return rows.search_sorted(pl.Series(self.bounds, dtype=rows.dtype), "left").to_list()
 
 
+def first_line_of(first_lines: list[int]) -> int:
+    """The first line of every text of a table whose texts share it: a batch's inputs start at line 1,
+    a streamed chunk is alone in its table."""
+    if len(set(first_lines)) > 1:
+        raise ValueError("the texts of this table must start at the same line")
+    return first_lines[0] if first_lines else 1
+
+
 def each_source(sources: list, read) -> list:
     """A table read done one source at a time (``read(source)``: its sessions or None): a source whose
     read raises gives its failure when its sessions are iterated, the others theirs."""

@@ -56,7 +56,7 @@ from typing import Any
 
 from models.records import ParsedSession, Region, RegionKind, SourceText, Turn
 from parsers.base import LineGrammar, Survey
-from parsers.columns import LineTable
+from parsers.columns import LineTable, first_line_of
 from parsers.engine import line_patterns
 from parsers.linecount import LineCounts, LinePatterns, count
 from parsers.registry import register
@@ -238,7 +238,7 @@ class WhatsApp(LineGrammar):
         at = heads.ok.arg_true()
         cuts = table.split(at)
         chunks = columns.turn_frames(table, heads, [v.order.order for v in surveys], [v.reader for v in surveys],
-                                     _one(first_lines))
+                                     first_line_of(first_lines))
         for i, (session,) in enumerate(sessions):
             if cuts[i + 1] > cuts[i] and first_lines[i] == 1:
                 first = int(at[cuts[i]]) - table.bounds[i]
@@ -254,13 +254,6 @@ class WhatsApp(LineGrammar):
 
     def count_turns(self, raw: Any) -> int:
         return (1 if _LOOSE_FIRST.match(raw) else 0) + len(_LOOSE.findall(raw))
-
-
-def _one(first_lines: list[int]) -> int:
-    """The first line of every text of a table: a batch's inputs start at 1, a streamed chunk is alone."""
-    if len(set(first_lines)) > 1:
-        raise ValueError("the texts of one WhatsApp table must start at the same line")
-    return first_lines[0] if first_lines else 1
 
 
 @dataclass(slots=True)
