@@ -12,13 +12,13 @@ whole, nor all its turns:
    (``Survey.apart``) is cut into ranges of about ``stream_range_bytes`` at turn starts, the others
    are one range read in order;
 2. main pass: the ranges are read on ``workers`` threads (flows/core/ranges.py), each in chunks cut at
-   the last turn start of each block; each chunk's turns become a frame (``LineGrammar.frames``), its interactions are
-   assembled and encoded (normalizers.columns), checked (the gate's column and byte checks),
+   the last turn start of each block; each chunk's turns become a frame (``LineGrammar.frames``), its
+   interactions are assembled and encoded (normalizers.columns), checked (the gate's column and byte checks),
    accounted (line spans, prefix sums) and appended to the range's spool piece, its dataset rows
    to row pieces; the ranges are then merged in order (speaker table, counts, redactions, facts,
    accounting), so the bytes do not depend on the cuts or the number of workers;
-3. the session's envelope facts are concluded (``LineGrammar.conclude``), the envelope is built from those aggregates and the document is written as head + pieces +
-   tail into a temporary file (sha256 computed on the way, fsync); the shard renames it into
+3. the session's envelope facts are concluded (``LineGrammar.conclude``), the envelope is built from
+   those aggregates and the document is written as head + pieces + tail into a temporary file (sha256 computed on the way, fsync); the shard renames it into
    place (the shard stages it in its write batch) and turns the row pieces into a dataset part.
    The worker hands on files, never the bytes.
 
