@@ -1,14 +1,14 @@
 """A large text input cut into byte ranges at turn starts, the ranges read in parallel, merged in order.
 
 The pre-pass of a streamed input (flows/core/spool.py) reads the raw bytes in blocks of whole lines
-(``raw_blocks``), decodes them and hands each to the grammar's survey; the route notes the turns
-before each block. ``cut`` then picks a block every ``stream_range_bytes`` and cuts at its first
-turn start (``LineGrammar.starts``): each ``Range`` knows its byte offsets, its first line and its
-first turn, so it can be read alone. ``read_range`` reads one range chunk by chunk (the grammar's
-``frames`` of a table of the chunk, the column assembler, the gate's column and byte checks, the
-source accounting) into its own spool piece and its own dataset row pieces, and returns what the session needs of it (``RangePart``);
-``merge`` adds the parts in order as one pass over the whole input would have added them (the
-speaker table with each speaker's first turn, the redactions, the facts observed in order), so
+(``raw_blocks``), decodes them and hands each to the grammar's survey; the route notes the turns before
+each block. ``cut`` then picks a block every ``stream_range_bytes`` and cuts at its first turn start
+(``LineGrammar.starts``): each ``Range`` knows its byte offsets, its first line and its first turn, so
+it can be read alone. ``read_range`` reads one range chunk by chunk (the grammar's ``frames`` of a table
+of the chunk, the column assembler, the gate's column and byte checks, the source accounting) into its
+own spool piece and its own dataset row pieces, and returns what the session needs of it
+(``RangePart``); ``merge`` adds the parts in order as one pass over the whole input would have added
+them (the speaker table with each speaker's first turn, the redactions, the facts observed in order), so
 the document's bytes do not depend on where the input was cut or how many ranges ran at once.
 
 The ranges run on threads of the worker that streams the input: nearly all of a range's time is

@@ -18,9 +18,9 @@ whole, nor all its turns:
    to row pieces; the ranges are then merged in order (speaker table, counts, redactions, facts,
    accounting), so the bytes do not depend on the cuts or the number of workers;
 3. the session's envelope facts are concluded (``LineGrammar.conclude``), the envelope is built from
-   those aggregates and the document is written as head + pieces + tail into a temporary file
-   (sha256 computed on the way, fsync); the shard renames it into place (the shard stages it in its write batch) and turns the row pieces into a dataset part.
-   The worker hands on files, never the bytes.
+   those aggregates and the document is written as head + pieces + tail into a temporary file (sha256
+   computed on the way, fsync); the shard renames it into place (the shard stages it in its write batch)
+   and turns the row pieces into a dataset part. The worker hands on files, never the bytes.
 
 Memory is bounded by a chunk (``stream_chunk_bytes``) per worker, not by the file or the session.
 The bytes are those of the same input read whole (tests cut golden and sample inputs into tiny
