@@ -13,7 +13,7 @@ import regex
 
 from models.records import ParsedSession, SourceText
 from models.settings import Settings
-from parsers.columns import LineTable, each_source
+from parsers.columns import LineTable, each_source, own
 from parsers.jsonload import pointer_part
 from parsers.linecount import LineCounts, LinePatterns
 
@@ -220,8 +220,9 @@ class LineGrammar(Grammar):
     4. ``conclude(sessions, source, survey, chunks)``: the envelope facts (assumptions, warnings,
        attachments, the session id) once every chunk is read (``chunks``: each session's, added up).
 
-    ``starts(lines)`` flags the lines a turn may start at: where a stream is cut. A text whose own
-    survey fails is that exception in the surveys (``columns.failed``): its input fails alone.
+    ``starts(lines)`` flags the lines a turn may start at: where a stream is cut. An input whose own
+    decisions fail raises from ``sessions``: in a whole read that input alone fails (``columns.own``),
+    in a streamed read the input is quarantined with the failure.
     """
 
     @abstractmethod
@@ -229,7 +230,7 @@ class LineGrammar(Grammar):
         """Whether each line may start a turn (a header shape, tested without captures)."""
 
     @abstractmethod
-    def survey(self, sources: list[SourceText], table: LineTable, first_lines: list[int]) -> list[Survey | Exception]:
+    def survey(self, sources: list[SourceText], table: LineTable, first_lines: list[int]) -> list[Survey]:
         """Each text's survey (``sources[i]``: the input text ``i`` is a piece of)."""
 
     @abstractmethod
@@ -239,7 +240,7 @@ class LineGrammar(Grammar):
     @abstractmethod
     def frames(self, sources: list[SourceText], table: LineTable, surveys: list, sessions: list[list[ParsedSession]],
                first_lines: list[int]) -> list[list[Any]]:
-        """Each text's chunks, one per session (a failed text: none)."""
+        """Each text's chunks, one per session (an input whose ``sessions`` failed: none)."""
 
     @abstractmethod
     def conclude(self, sessions: list[ParsedSession], source: SourceText, survey: Survey, chunks: list) -> None:
@@ -252,13 +253,13 @@ class LineGrammar(Grammar):
         table = LineTable.of([s.text for s in sources])
         ones = [1] * len(sources)
         surveys = self.survey(sources, table, ones)
-        sessions = [[] if isinstance(v, Exception) else self.sessions(s, v) for s, v in zip(sources, surveys,
-                                                                                            strict=True)]
-        chunks = self.frames(sources, table, surveys, sessions, ones)
+        sessions = [own(self.sessions, source, survey) for source, survey in zip(sources, surveys, strict=True)]
+        read = [s if isinstance(s, list) else [] for s in sessions]  # a failed input has no session to frame
+        chunks = self.frames(sources, table, surveys, read, ones)
 
         def finish(i: int) -> list[ParsedSession]:
-            if isinstance(surveys[i], Exception):
-                raise surveys[i]
+            if not isinstance(sessions[i], list):
+                return sessions[i]  # the input's own failure, raised where its sessions are taken
             for session, chunk in zip(sessions[i], chunks[i], strict=True):
                 session.frame = chunk.frame
             self.conclude(sessions[i], sources[i], surveys[i], chunks[i])

@@ -25,7 +25,7 @@ fallbacks compare the two paths with it).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta, timezone
 from itertools import accumulate
 
@@ -84,6 +84,8 @@ class LineTable:
     bounds: list[int]
     texts: list[str] | None = None
     """The texts themselves, when the table was made of them (``of``)."""
+    memo: dict = field(default_factory=dict)
+    """What a grammar computed over this table once, for the next step to reuse (its header columns)."""
 
     @classmethod
     def of(cls, texts: list[str]) -> LineTable:
@@ -265,7 +267,7 @@ def line_headers(lines: pl.Series, rust: str) -> LineHeaders:
 
 
 def line_test(rust: str):
-    """A grammar's ``is_header``: which lines match ``rust`` (a pattern without captures: ``unnamed``)."""
+    """A grammar's ``starts``: which lines match ``rust`` (a pattern without captures: ``unnamed``)."""
     def test(lines: pl.Series) -> pl.Series:
         return lines.str.contains(rust).fill_null(False)
     return test

@@ -135,7 +135,7 @@ def line_offset(raw: bytes, k: int) -> int:
     return pos
 
 
-def cut(fp: BinaryIO, blocks: Blocks, starts: list[int], is_header: Callable[[pl.Series], pl.Series],
+def cut(fp: BinaryIO, blocks: Blocks, starts: list[int], starts_turn: Callable[[pl.Series], pl.Series],
         every: int) -> list[Range]:
     """Ranges of about ``every`` bytes, each starting at the first turn start of a block
     (``starts``: the turns before each block, from the blocks' surveys)."""
@@ -145,7 +145,7 @@ def cut(fp: BinaryIO, blocks: Blocks, starts: list[int], is_header: Callable[[pl
             continue
         fp.seek(offset)
         raw = fp.read(size)
-        heads = is_header(split_lines(canonical(raw, False))).arg_true()
+        heads = starts_turn(split_lines(canonical(raw, False))).arg_true()
         if len(heads):
             k = int(heads[0])
             found.append((offset + line_offset(raw, k), line + k, starts[b]))
@@ -225,7 +225,7 @@ def _chunk(r: Reading, part: RangePart, lines: pl.Series, first_line: int, out: 
     columns.select("line").write_csv(out, include_header=False, quote_style="never", line_terminator=",\n")
 
 
-def turn_chunks(blocks: Iterator[tuple[str, int]], is_header: Callable[[pl.Series], pl.Series]
+def turn_chunks(blocks: Iterator[tuple[str, int]], starts_turn: Callable[[pl.Series], pl.Series]
                 ) -> Iterator[tuple[pl.Series, int]]:
     """Runs of whole turns: each block's lines up to its last header line, the rest carried on."""
     carry: list[str] = []
@@ -235,7 +235,7 @@ def turn_chunks(blocks: Iterator[tuple[str, int]], is_header: Callable[[pl.Serie
         if carry:
             lines = pl.concat([pl.Series("line", carry, pl.Utf8), lines])
             first_line = carry_line
-        heads = is_header(lines).arg_true()
+        heads = starts_turn(lines).arg_true()
         at = int(heads[-1]) if len(heads) else 0
         if at == 0:  # no turn starts after the first line: the chunk goes on
             carry, carry_line = lines.to_list(), first_line

@@ -133,10 +133,7 @@ def _survey(fp: BinaryIO, source: SourceText, grammar: LineGrammar, settings) ->
     blocks = ranges.Blocks()
 
     def survey(text: str, first_line: int) -> Survey:
-        found = grammar.survey([source], LineTable.of([text]), [first_line])[0]
-        if isinstance(found, Exception):
-            raise found
-        return found
+        return grammar.survey([source], LineTable.of([text]), [first_line])[0]
 
     total: Survey | None = None
     before: list[int] = []  # the turns before each block
