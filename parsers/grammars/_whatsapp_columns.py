@@ -96,10 +96,15 @@ def headers(lines: pl.Series, rest: str) -> Headers:
 
 
 def header_dates(lines: pl.Series) -> tuple[pl.Series, pl.Series]:
-    """(row of each header line, its date), without the full pattern's captures: a header line's
-    date is the first date-shaped run in it (the pre-pass of a streamed input reads only these)."""
+    """(row of each header line, its date), without the full pattern's captures."""
     at = header_lines(lines).arg_true()
-    return at, lines.gather(at).str.extract(_DATE, 1)
+    return at, dates_at(lines, at)
+
+
+def dates_at(lines: pl.Series, at: pl.Series) -> pl.Series:
+    """The date of each header line (rows ``at``): the first date-shaped run in it (the pre-pass of a
+    streamed input reads only these)."""
+    return lines.gather(at).str.extract(_DATE, 1)
 
 
 def date_runs(heads: Headers | pl.Series, offset: int = 0) -> list[tuple[str, int]]:

@@ -42,11 +42,9 @@ Decisions:
 
 from __future__ import annotations
 
-import operator
 import re
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from functools import reduce
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -199,7 +197,7 @@ class Irc(LineGrammar):
         early = (table.row_in_text() < 300) & nonblank(table.lines)
         hits = {name: table.counts(f & early) for name, f in flags.items()}
         heads = {name: table.counts(f) for name, f in flags.items()}
-        any_heads = table.counts(reduce(operator.or_, flags.values()))
+        any_heads = table.counts(self.starts(table.lines))
         out = []
         for i, text in enumerate(table.texts):
             found = LogSurvey(first_lines[i] + table.bounds[i + 1] - table.bounds[i] - 1, any_heads[i], text[:65536],

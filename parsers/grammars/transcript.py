@@ -186,7 +186,8 @@ class Transcript(LineGrammar):
         return explained / (len(lines) + front)
 
     # The header lines (``HEADER``'s, tested without captures). A streamed transcript has no header
-    # line that starts no turn (``TextSurvey.whole_only``), so these are its turn starts.
+    # line that starts no turn, and no other line these flag (``TextSurvey.whole_only``), so these
+    # are its turn starts.
     starts = staticmethod(line_test(_HEADER_TEST))
 
     def survey(self, sources: list[SourceText], table: LineTable, first_lines: list[int]) -> list[TextSurvey]:
@@ -211,9 +212,10 @@ class Transcript(LineGrammar):
                 "src", "label", "shape").iter_rows():
             if src in plain:
                 out[plain[src]].first = (label, shape)
+        starts = read.counts(self.starts(read.lines))
         for j, n in enumerate(read.counts(heads.ok)):
             if j in plain:
-                out[plain[j]].counted = out[plain[j]].turns = n
+                out[plain[j]].counted, out[plain[j]].turns = n, starts[j]
         for found, text, first in zip(out, table.texts, first_lines, strict=True):
             # a plain first text has no Session line but in fenced code (``segments`` skips those)
             maybe = first > 1 or not found.plain or "```" in text or "~~~" in text
@@ -495,7 +497,7 @@ class TextSurvey(Survey):
     def whole_only(self) -> str | None:
         if self.why is not None:
             return f"{self.why}: the transcript is read whole"
-        if self.kept_as_text():
+        if self.kept_as_text() or self.turns != self.counted:
             return "a header that starts no turn: the transcript is read whole"
         return None
 

@@ -206,7 +206,8 @@ class WhatsApp(LineGrammar):
     def survey(self, sources: list[SourceText], table: LineTable, first_lines: list[int]) -> list[DateSurvey]:
         """Each text's headers: their runs of equal dates (the day/month order is decided from the whole
         input's), its independent turn count, its first header's dialect and its line count."""
-        at, dates = columns.header_dates(table.lines)
+        at = self.starts(table.lines).arg_true()
+        dates = columns.dates_at(table.lines, at)
         cuts = table.split(at)
         runs = columns.date_runs_by_text(dates, table.source.gather(at), cuts)
         rows = at.to_list()
