@@ -157,6 +157,22 @@ def event_of(text: str) -> tuple[str, str | None, dict[str, Any]]:
 
 RUST = columns.rust_headers(DIALECTS)
 _TESTS = {name: unnamed(p) for name, p in RUST.items()}
+_COUNTED = {  # the independent count's idea of a logged line in each dialect (no two match one line)
+    "irssi": r"^\d\d:\d\d",
+    "bracketed": r"^\[\d\d:\d\d",
+    "xchat": r"^[A-Za-z]{3} +\d{1,2} \d\d:\d\d:\d\d[ \t]",
+    "weechat": r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\t(?!\*\*\*\*  (?:Beginning|End) of log)",
+    "supybot": r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\S*\s",
+}
+_COUNTED_ALL = re.compile("|".join(f"(?P<{name}>{p})" for name, p in _COUNTED.items()), re.M)
+
+
+def counted_by_dialect(text: str) -> dict[str, int]:
+    """``count_turns`` of the text in every dialect, in one pass (a line is one dialect's at most)."""
+    found = dict.fromkeys(DIALECTS, 0)
+    for m in _COUNTED_ALL.finditer(text):
+        found[m.lastgroup] += 1
+    return found
 _ANY_HEADER = "|".join(f"(?:{p})" for p in _TESTS.values())
 
 
@@ -201,8 +217,7 @@ class Irc(LineGrammar):
         out = []
         for i, text in enumerate(table.texts):
             found = LogSurvey(first_lines[i] + table.bounds[i + 1] - table.bounds[i] - 1, any_heads[i], text[:65536],
-                              {name: self.count_turns((name, text)) for name in DIALECTS},
-                              {name: n[i] for name, n in heads.items()})
+                              {name: n[i] for name, n in heads.items()}, text)
             if len(text) <= 65536:  # the whole sample is in this table
                 found.hits = {name: n[i] for name, n in hits.items()}
             out.append(found)
@@ -232,16 +247,7 @@ class Irc(LineGrammar):
 
     def count_turns(self, raw: Any) -> int:
         dialect, text = raw
-        if dialect == "irssi":
-            return len(re.findall(r"^\d\d:\d\d", text, re.M))
-        if dialect == "bracketed":
-            return len(re.findall(r"^\[\d\d:\d\d", text, re.M))
-        if dialect == "xchat":
-            return len(re.findall(r"^[A-Za-z]{3} +\d{1,2} \d\d:\d\d:\d\d[ \t]", text, re.M))
-        if dialect == "weechat":
-            return len(re.findall(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\t(?!\*\*\*\*  (?:Beginning|End) of log)", text,
-                                  re.M))
-        return len(re.findall(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\S*\s", text, re.M))
+        return len(re.findall(_COUNTED.get(dialect, _COUNTED["supybot"]), text, re.M))
 
 
 @dataclass(slots=True)
@@ -270,10 +276,11 @@ class LogSurvey(Survey):
     """Header lines of any dialect."""
     sample: str
     """The input's first 64 KiB, from which its dialect is decided."""
-    counted_by: dict[str, int]
-    """The independent turn count in each dialect."""
     heads_by: dict[str, int]
     """Header lines of each dialect."""
+    text: str | None
+    """The piece's text, until its turns are counted (``counted_by``: only when asked)."""
+    counts: dict[str, int] | None = None
     hits: dict[str, int] | None = None
     """Each dialect's headers among the first 300 non-blank lines, when the whole sample was surveyed at once."""
     decided: str | None = None
@@ -287,8 +294,9 @@ class LogSurvey(Survey):
         if len(self.sample) < 65536:
             self.sample += more.sample[:65536 - len(self.sample)]
         self.hits = self.decided = None
+        counted = self.counted_by
         for name, n in more.counted_by.items():
-            self.counted_by[name] += n
+            counted[name] += n
         for name, n in more.heads_by.items():
             self.heads_by[name] += n
         return self
@@ -299,6 +307,13 @@ class LogSurvey(Survey):
             best = _best(self.hits)[0] if self.hits is not None else _dialect(self.sample)[0]
             self.decided = best or "supybot"
         return self.decided
+
+    @property
+    def counted_by(self) -> dict[str, int]:
+        """The independent turn count in each dialect (``counted_by_dialect``), counted once, when first asked."""
+        if self.counts is None:
+            self.counts, self.text = counted_by_dialect(self.text), None
+        return self.counts
 
     @property
     def counted(self) -> int:
