@@ -209,7 +209,9 @@ class LineGrammar(Grammar):
     starting at line ``first_lines[i]`` of it: in a whole read, the batch's inputs, each whole, in ONE
     table (one polars call per step for the whole batch); in a streamed read (flows/core/spool.py,
     flows/core/ranges.py), blocks of whole lines of one input for the pre-pass, then chunks cut at turn
-    starts, one table each, in order. The grammar does not know which it serves:
+    starts, one table each, in order (a surveyed table is made of its texts, ``LineTable.of``; the texts
+    of one framed table start at the same line: a batch's at 1, a chunk is alone in its table). The
+    grammar does not know which it serves:
 
     1. ``survey(sources, table, first_lines)``: each text's ``Survey``; an input's surveys are added
        up in order (``Survey.then``); an input whose survey gives ``whole_only`` is read whole;
