@@ -219,7 +219,7 @@ class WhatsApp(LineGrammar):
                                cuts[i + 1] - cuts[i], reader=_Reader(source.siblings))
             if found.turns:
                 found.dialect = "ios" if table.lines[rows[cuts[i]]].lstrip(MARKS).startswith("[") else "android"
-                found.runs = [(d, k) for d, k in runs[i]]
+                found.runs = runs[i]
                 found.run_lines = {k: base + rows[cuts[i] + k] for _, k in runs[i]}
             out.append(found)
         return out
