@@ -188,6 +188,11 @@ class Survey(ABC):
     def then(self, more: Survey) -> Survey:
         """The survey of this piece followed by ``more``, the next piece of the same input."""
 
+    def census(self) -> Survey:
+        """This survey with its piece's independent turn count taken now, on the caller's thread (a
+        grammar may take it only when ``counted`` is first asked: a whole read does not ask)."""
+        return self
+
     @property
     def whole_only(self) -> str | None:
         """Why this input can only be read whole (a line that ``starts`` flags but that would start no

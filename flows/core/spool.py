@@ -132,8 +132,8 @@ def _survey(fp: BinaryIO, source: SourceText, grammar: LineGrammar, settings) ->
     when the survey says the input can only be read whole."""
     blocks = ranges.Blocks()
 
-    def survey(text: str, first_line: int) -> Survey:
-        return grammar.survey([source], LineTable.of([text]), [first_line])[0]
+    def survey(text: str, first_line: int) -> Survey:  # on the pre-pass's threads, the count included
+        return grammar.survey([source], LineTable.of([text]), [first_line])[0].census()
 
     total: Survey | None = None
     before: list[int] = []  # the turns before each block

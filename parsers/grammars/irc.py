@@ -311,13 +311,16 @@ class LogSurvey(Survey):
     @property
     def counted_by(self) -> dict[str, int]:
         """The independent turn count in each dialect (``counted_by_dialect``), counted once, when first asked."""
-        if self.counts is None:
-            self.counts, self.text = counted_by_dialect(self.text), None
-        return self.counts
+        return self.census().counts
 
     @property
     def counted(self) -> int:
         return self.counted_by[self.dialect]
+
+    def census(self) -> LogSurvey:
+        if self.counts is None:  # counted now, on this thread
+            self.counts, self.text = counted_by_dialect(self.text), None
+        return self
 
     @property
     def whole_only(self) -> str | None:

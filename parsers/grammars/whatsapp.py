@@ -82,6 +82,11 @@ _LOOSE_FIRST, _LOOSE = line_patterns(
     rf"{_LOOSE_DATE}[^\n\d]{{1,8}}?\d{{1,2}}[:.]\d{{2}}(?:[:.]\d{{2}})?[^\n\d\]]{{0,12}}?(?:\]|[-–](?: |(?=\n)|\Z))")
 
 
+def counted_messages(text: str) -> int:
+    """The independent count of a text's messages: the lines that start with the loose stamp."""
+    return (1 if _LOOSE_FIRST.match(text) else 0) + len(_LOOSE.findall(text))
+
+
 def _phrases(key: str) -> tuple[str, ...]:
     return tuple(p for lang in NOTICES.values() for p in lang.get(key, ()))
 
@@ -213,10 +218,9 @@ class WhatsApp(LineGrammar):
         rows = at.to_list()
         out = []
         for i, source in enumerate(sources):
-            lines = table.lines_of(i)
             base = first_lines[i] - table.bounds[i]
-            found = DateSurvey(first_lines[i] + len(lines) - 1, self.count_turns(table.texts[i]),
-                               cuts[i + 1] - cuts[i], reader=_Reader(source.siblings))
+            found = DateSurvey(base + table.bounds[i + 1] - 1, cuts[i + 1] - cuts[i], table.texts[i],
+                               reader=_Reader(source.siblings))
             if found.turns:
                 found.dialect = "ios" if table.lines[rows[cuts[i]]].lstrip(MARKS).startswith("[") else "android"
                 found.runs = runs[i]
@@ -254,7 +258,7 @@ class WhatsApp(LineGrammar):
         _attachments(session, chunk.extras, source.siblings)
 
     def count_turns(self, raw: Any) -> int:
-        return (1 if _LOOSE_FIRST.match(raw) else 0) + len(_LOOSE.findall(raw))
+        return counted_messages(raw)
 
 
 @dataclass(slots=True)
@@ -262,8 +266,10 @@ class DateSurvey(Survey):
     """What a WhatsApp input's headers tell of it as a whole (``WhatsApp.survey``)."""
 
     lines: int
-    counted: int
     turns: int
+    text: str | None
+    """The piece's text, until its turns are counted (``counted``: only when asked)."""
+    count: int | None = None
     reader: Any = None
     """How the flagged rows of every chunk are read (``_Reader``: the input's siblings, for attachments)."""
     dialect: str | None = None
@@ -276,7 +282,7 @@ class DateSurvey(Survey):
     def then(self, more: DateSurvey) -> DateSurvey:
         """This survey, the next block's added (in place)."""
         self.lines = more.lines
-        self.counted += more.counted
+        self.count, self.text = self.counted + more.counted, None
         if more.turns:
             self.dialect = self.dialect or more.dialect
             runs = [(d, i + self.turns) for d, i in more.runs]
@@ -287,6 +293,15 @@ class DateSurvey(Survey):
                 self.runs.append((d, i))
             self.turns += more.turns
         self.decided = None
+        return self
+
+    @property
+    def counted(self) -> int:
+        return self.census().count
+
+    def census(self) -> DateSurvey:
+        if self.count is None:  # counted now, on this thread
+            self.count, self.text = counted_messages(self.text), None
         return self
 
     @property
