@@ -79,9 +79,9 @@ class LineTable:
     polars call per step instead of one per input: text ``i``'s lines are rows ``bounds[i]`` to
     ``bounds[i + 1] - 1`` (``split_lines`` of each text), ``source`` the index of each row's text."""
 
-    lines: pl.Series
-    source: pl.Series
-    bounds: list[int]
+    made: tuple[pl.Series, pl.Series, list[int]] | None
+    """(lines, source, bounds), made from ``texts`` when first asked (a grammar may read a batch
+    through another table of its own, as transcripts do their sessions' lines)."""
     texts: list[str] | None = None
     """The texts themselves, when the table was made of them (``of``)."""
     memo: dict = field(default_factory=dict)
@@ -89,27 +89,49 @@ class LineTable:
 
     @classmethod
     def of(cls, texts: list[str]) -> LineTable:
+        """The table of these texts, split into lines when its lines are first asked."""
+        return cls(None, texts)
+
+    @staticmethod
+    def _split(texts: list[str]) -> tuple[pl.Series, pl.Series, list[int]]:
         if not texts:
-            return cls(split_lines(""), pl.Series("source", [], pl.UInt32), [0], [])
+            return split_lines(""), pl.Series("source", [], pl.UInt32), [0]
         if len(texts) == 1:  # one text: no list column to build
-            table = cls.of_lines(split_lines(texts[0]))
-            table.texts = texts
-            return table
+            return LineTable.of_lines(split_lines(texts[0])).made
         split = pl.DataFrame({"text": texts}).select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("source"), pl.when(
             pl.col("text").str.ends_with("\n") | (pl.col("text") == ""))
             .then(pl.col("text").str.split("\n").list.slice(0, pl.col("text").str.split("\n").list.len() - 1))
             .otherwise(pl.col("text").str.split("\n")).alias("line"))
         counts = split["line"].list.len().cum_sum().to_list()
         rows = split.explode("line").drop_nulls("line")  # an empty list explodes to a null row
-        return cls(rows["line"], rows["source"], [0, *counts], texts)
+        return rows["line"], rows["source"], [0, *counts]
 
     @classmethod
     def of_lines(cls, lines: pl.Series) -> LineTable:
         """One text's lines (a chunk of a streamed input) as a table."""
-        return cls(lines, pl.zeros(len(lines), pl.UInt32, eager=True).alias("source"), [0, len(lines)])
+        return cls((lines, pl.zeros(len(lines), pl.UInt32, eager=True).alias("source"), [0, len(lines)]))
+
+    def _made(self) -> tuple[pl.Series, pl.Series, list[int]]:
+        if self.made is None:
+            self.made = self._split(self.texts)
+        return self.made
+
+    @property
+    def lines(self) -> pl.Series:
+        return self._made()[0]
+
+    @property
+    def source(self) -> pl.Series:
+        """The index of each row's text."""
+        return self._made()[1]
+
+    @property
+    def bounds(self) -> list[int]:
+        """Text ``i``'s rows are ``bounds[i]`` to ``bounds[i + 1] - 1``."""
+        return self._made()[2]
 
     def __len__(self) -> int:
-        return len(self.bounds) - 1
+        return len(self.texts) if self.texts is not None else len(self.bounds) - 1
 
     def lines_of(self, i: int) -> pl.Series:
         return self.lines.slice(self.bounds[i], self.bounds[i + 1] - self.bounds[i])
@@ -121,7 +143,7 @@ class LineTable:
         keep = self.source.is_in(texts)
         sizes = [self.bounds[i + 1] - self.bounds[i] for i in texts]
         source = self.source.filter(keep).replace_strict(texts, range(len(texts)), return_dtype=pl.UInt32)
-        return LineTable(self.lines.filter(keep), source, [0, *accumulate(sizes)],
+        return LineTable((self.lines.filter(keep), source, [0, *accumulate(sizes)]),
                          None if self.texts is None else [self.texts[i] for i in texts])
 
     def row_in_text(self) -> pl.Series:

@@ -60,6 +60,7 @@ from parsers.speakers import ROLE_WORDS, parse_model_spec, role_of, split_speake
 from parsers.timeparse import parse_iso
 
 from . import _transcript_columns as columns
+from ._lines import line_count
 
 _ISO = r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2})?(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
 _TS = rf"(?:\[(?P<ts>[^\]\n]{{4,40}})\][ \t]*|(?P<iso>{_ISO})[ \t]+)"
@@ -197,7 +198,7 @@ class Transcript(LineGrammar):
         lines (``_sessions_table``: the table itself when every text is one plain session)."""
         segments = [_segments(text, s.name) if first == 1 else None
                     for s, text, first in zip(sources, table.texts, first_lines, strict=True)]
-        out = [TextSurvey(first_lines[i] + table.bounds[i + 1] - table.bounds[i] - 1, 0, 0, len(text),
+        out = [TextSurvey(first_lines[i] + line_count(text) - 1, 0, 0, len(text),
                           columns.Labels(), Counter(), None, segments[i]) for i, text in enumerate(table.texts)]
         read, owners = _sessions_table(table, out)
         heads, rows = _header_rows(read)
