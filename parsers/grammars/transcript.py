@@ -46,6 +46,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import orjson
+import polars as pl
 import regex
 
 from models.records import ParsedSession, Region, RegionKind, SourceText
@@ -201,29 +202,9 @@ class Transcript(LineGrammar):
         out = [TextSurvey(first_lines[i] + line_count(text) - 1, 0, 0, len(text),
                           columns.Labels(), Counter(), None, segments[i]) for i, text in enumerate(table.texts)]
         read, owners = _sessions_table(table, out)
-        heads, rows = _header_rows(read)
-        plain = {j: i for j, (i, seg) in enumerate(owners) if seg is None}
-        labels = read.memo["labels"] = columns.labels_by_text(rows, len(read))
-        for j, i in plain.items():
-            out[i].labels = labels[j]
-        for src, label, shape, n in rows.group_by("src", "label", "shape").len().iter_rows():
-            if src in plain:
-                out[plain[src]].keys[label, shape] = n
-        for src, label, shape in rows.group_by("src", maintain_order=True).first().select(
-                "src", "label", "shape").iter_rows():
-            if src in plain:
-                out[plain[src]].first = (label, shape)
-        starts = read.counts(self.starts(read.lines))
-        for j, n in enumerate(read.counts(heads.ok)):
-            if j in plain:
-                out[plain[j]].counted, out[plain[j]].turns = n, starts[j]
+        _tally(read, {j: out[i] for j, (i, seg) in enumerate(owners) if seg is None}, self.starts(read.lines))
         for found, text, first in zip(out, table.texts, first_lines, strict=True):
-            # a plain first text has no Session line but in fenced code (``segments`` skips those)
-            maybe = first > 1 or not found.plain or "```" in text or "~~~" in text
-            if (first == 1 and text.startswith("---")) or (maybe and SESSION_LINE.search(text)):
-                found.why = "front matter or a Session line"
-            elif first == 1 and not found.plain:
-                found.why = "export header lines above the conversation"
+            found.why = _why_whole(found, text, first)
         return out
 
     def sessions(self, source: SourceText, survey: TextSurvey) -> list[ParsedSession]:
@@ -303,6 +284,37 @@ def _header_rows(table: LineTable) -> tuple:
         heads, rows = columns.header_rows(table.lines, RUST_HEADER, _plausible)
         table.memo["transcript"] = heads, rows.with_columns(src=table.source.filter(heads.ok))
     return table.memo["transcript"]
+
+
+def _tally(read: LineTable, plain: dict[int, TextSurvey], starts: pl.Series) -> None:
+    """The header labels, stamp shapes and counts of each text of the sessions' table that is a plain
+    text's (``plain``: its survey by its number in ``read``), from one header pass over the table."""
+    heads, rows = _header_rows(read)
+    labels = read.memo["labels"] = columns.labels_by_text(rows, len(read))
+    for j, found in plain.items():
+        found.labels = labels[j]
+    for src, label, shape, n in rows.group_by("src", "label", "shape").len().iter_rows():
+        if src in plain:
+            plain[src].keys[label, shape] = n
+    for src, label, shape in rows.group_by("src", maintain_order=True).first().select(
+            "src", "label", "shape").iter_rows():
+        if src in plain:
+            plain[src].first = (label, shape)
+    turns = read.counts(starts)
+    for j, n in enumerate(read.counts(heads.ok)):
+        if j in plain:
+            plain[j].counted, plain[j].turns = n, turns[j]
+
+
+def _why_whole(found: TextSurvey, text: str, first: int) -> str | None:
+    """Why a piece of a transcript (from line ``first``) cannot be cut at its turn starts, or None."""
+    # a plain first text has no Session line but in fenced code (``segments`` skips those)
+    maybe = first > 1 or not found.plain or "```" in text or "~~~" in text
+    if (first == 1 and text.startswith("---")) or (maybe and SESSION_LINE.search(text)):
+        return "front matter or a Session line"
+    if first == 1 and not found.plain:
+        return "export header lines above the conversation"
+    return None
 
 
 def _sessions_table(table: LineTable, surveys: list[TextSurvey]) -> tuple[LineTable, list]:
