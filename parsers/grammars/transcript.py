@@ -15,9 +15,9 @@ turn before); a line whose timestamp has another shape is text of the turn it is
 
 Read as columns (``_transcript_columns``, the same sessions), every segment of every transcript of a
 batch in one table of lines (each segment's labels and front matter decided on its own), and, above
-``stream_text_bytes``,
-streamed in chunks when every header line starts a turn and there is no front matter or ``Session:``
-line (the acceptance rule needs every label's count: ``plan`` counts them first).
+``stream_text_bytes``, streamed in chunks through the same methods (``parsers.base.LineGrammar``) when
+every header line starts a turn and there is no front matter or ``Session:`` line (the acceptance rule
+needs every label's count: the survey of the blocks counts them first).
 
 **Export headers.** An exporter's ``Key: value`` lines above the conversation (``Participants: User,
 Assistant``, ``Date:``, ``Title:``, ``Model:``, ``Exported:`` and their kin, ``EXPORT_KEYS``) are
