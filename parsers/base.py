@@ -8,10 +8,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, ClassVar
 
+import polars as pl
 import regex
 
 from models.records import ParsedSession, SourceText
 from models.settings import Settings
+from parsers.columns import LineTable, each_source, own
 from parsers.jsonload import pointer_part
 from parsers.linecount import LineCounts, LinePatterns
 
@@ -116,18 +118,6 @@ class Grammar(ABC):
         number = _DIGITS.search(m["part"])
         return file_name[:m.start("part")] + file_name[m.end("part"):], int(number[0]) if number else 0
 
-    streams_text: ClassVar[bool] = False
-    """True when a large text input of this grammar can be streamed in chunks of whole turns
-    (flows/core/spool.py), through: ``plan(source, blocks)`` (a pre-pass over blocks of whole lines,
-    ``(text, first line)``: what only the whole file decides, with ``lines`` and ``counted``; it may
-    raise to have the input read whole), ``stream_session(source, plan)``, ``is_header(lines)`` (the
-    lines a chunk may start at: turn starts of this input; a grammar whose header depends on the
-    input makes ``plan`` refuse an input where a line would pass this test and not be a turn start),
-    ``stream_chunk(session, plan, lines, first_line)`` (a chunk with
-    ``frame``, ``bad`` and ``extras``; the chunk's declared regions go into the session before it
-    returns; what spans chunks may be carried on the plan, as the chunks come in order) and
-    ``stream_end(session, source, plan, bad, extras)``. WhatsApp, IRC and transcripts stream."""
-
     conversations: ClassVar[ConversationList | None] = None
     """Where this JSON format keeps its conversations (``ConversationList``), for a grammar whose whole
     read is ``conversations_of`` the decoded input; None for every other grammar. With it set, a large
@@ -177,3 +167,109 @@ class Grammar(ABC):
     @abstractmethod
     def count_turns(self, raw: Any) -> int:
         """Count the turns of one session's raw source independently of ``parse``."""
+
+
+class Survey(ABC):
+    """What a line grammar learns of one input from a piece of it: the whole input, or one block of
+    whole lines of a streamed input (``LineGrammar.survey``). The surveys of an input's blocks, added
+    up in order (``then``), are the survey of the whole input: what only the whole input decides
+    (WhatsApp's day/month order, IRC's dialect, a transcript's accepted labels), the independent turn
+    count, the line count. What spans the chunks of a streamed read (IRC's day in force, the turns
+    read so far) is carried on the input's survey by ``LineGrammar.frames``, the chunks coming in order."""
+
+    lines: int
+    """The number of the piece's last line (of the input's last line, once added up)."""
+    counted: int
+    """The independent turn count (``Grammar.count_turns``'s rule) of the piece."""
+    turns: int
+    """The piece's turn starts (the lines ``LineGrammar.starts`` flags): a stream is cut at them."""
+
+    @abstractmethod
+    def then(self, more: Survey) -> Survey:
+        """The survey of this piece followed by ``more``, the next piece of the same input."""
+
+    def census(self) -> Survey:
+        """This survey with its piece's independent turn count taken now, on the caller's thread (a
+        grammar may take it only when ``counted`` is first asked: a whole read does not ask)."""
+        return self
+
+    @property
+    def whole_only(self) -> str | None:
+        """Why this input can only be read whole (a line that ``starts`` flags but that would start no
+        turn, a decision that needs the whole text at once): the reason its ledger row gives. None
+        when it can be read in chunks cut at turn starts."""
+        return None
+
+    @property
+    def apart(self) -> bool:
+        """Whether the chunks of this input can be read apart from each other (ranges read side by
+        side), with nothing carried from one chunk to the next but the survey itself."""
+        return False
+
+
+class LineGrammar(Grammar):
+    """A line-oriented text format, read as tables of lines through one contract, whole or streamed.
+
+    A table (``parsers.columns.LineTable``) holds one or more texts; each text is a piece of an input,
+    starting at line ``first_lines[i]`` of it: in a whole read, the batch's inputs, each whole, in ONE
+    table (one polars call per step for the whole batch); in a streamed read (flows/core/spool.py,
+    flows/core/ranges.py), blocks of whole lines of one input for the pre-pass, then chunks cut at turn
+    starts, one table each, in order (a surveyed table is made of its texts, ``LineTable.of``; the texts
+    of one framed table start at the same line: a batch's at 1, a chunk is alone in its table). The
+    grammar does not know which it serves:
+
+    1. ``survey(sources, table, first_lines)``: each text's ``Survey``; an input's surveys are added
+       up in order (``Survey.then``); an input whose survey gives ``whole_only`` is read whole;
+    2. ``sessions(source, survey)``: the sessions of the input, before their turns;
+    3. ``frames(sources, table, surveys, sessions, first_lines)``: each text's chunks, one per session
+       of the text (``frame`` in ``parsers.columns.TURN_SCHEMA``, ``bad``, ``extras``); the text's
+       declared regions and preamble go into its sessions before it returns;
+    4. ``conclude(sessions, source, survey, chunks)``: the envelope facts (assumptions, warnings,
+       attachments, the session id) once every chunk is read (``chunks``: each session's, added up).
+
+    ``starts(lines)`` flags the lines a turn may start at: where a stream is cut. An input whose own
+    decisions fail raises from ``sessions``: in a whole read that input alone fails (``columns.own``),
+    in a streamed read the input is quarantined with the failure.
+    """
+
+    @abstractmethod
+    def starts(self, lines: pl.Series) -> pl.Series:
+        """Whether each line may start a turn (a header shape, tested without captures)."""
+
+    @abstractmethod
+    def survey(self, sources: list[SourceText], table: LineTable, first_lines: list[int]) -> list[Survey]:
+        """Each text's survey (``sources[i]``: the input text ``i`` is a piece of)."""
+
+    @abstractmethod
+    def sessions(self, source: SourceText, survey: Survey) -> list[ParsedSession]:
+        """The input's sessions before their turns (``source.text`` is empty in a streamed read)."""
+
+    @abstractmethod
+    def frames(self, sources: list[SourceText], table: LineTable, surveys: list, sessions: list[list[ParsedSession]],
+               first_lines: list[int]) -> list[list[Any]]:
+        """Each text's chunks, one per session (an input whose ``sessions`` failed: none)."""
+
+    @abstractmethod
+    def conclude(self, sessions: list[ParsedSession], source: SourceText, survey: Survey, chunks: list) -> None:
+        """What the whole input decided, into its sessions, once every chunk is read."""
+
+    def read(self, sources: list[SourceText], settings: Settings) -> list[Iterable[ParsedSession]]:
+        """The whole read: the batch as one table of lines, surveyed, framed and concluded."""
+        if not sources:
+            return []
+        table = LineTable.of([s.text for s in sources])
+        ones = [1] * len(sources)
+        surveys = self.survey(sources, table, ones)
+        sessions = [own(self.sessions, source, survey) for source, survey in zip(sources, surveys, strict=True)]
+        read = [s if isinstance(s, list) else [] for s in sessions]  # a failed input has no session to frame
+        chunks = self.frames(sources, table, surveys, read, ones)
+
+        def finish(i: int) -> list[ParsedSession]:
+            if not isinstance(sessions[i], list):
+                return sessions[i]  # the input's own failure, raised where its sessions are taken
+            for session, chunk in zip(sessions[i], chunks[i], strict=True):
+                session.frame = chunk.frame
+            self.conclude(sessions[i], sources[i], surveys[i], chunks[i])
+            return sessions[i]
+
+        return each_source(list(range(len(sources))), finish)

@@ -25,7 +25,7 @@ fallbacks compare the two paths with it).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta, timezone
 from itertools import accumulate
 
@@ -79,31 +79,59 @@ class LineTable:
     polars call per step instead of one per input: text ``i``'s lines are rows ``bounds[i]`` to
     ``bounds[i + 1] - 1`` (``split_lines`` of each text), ``source`` the index of each row's text."""
 
-    lines: pl.Series
-    source: pl.Series
-    bounds: list[int]
+    made: tuple[pl.Series, pl.Series, list[int]] | None
+    """(lines, source, bounds), made from ``texts`` when first asked (a grammar may read a batch
+    through another table of its own, as transcripts do their sessions' lines)."""
+    texts: list[str] | None = None
+    """The texts themselves, when the table was made of them (``of``)."""
+    memo: dict = field(default_factory=dict)
+    """What a grammar computed over this table once, for the next step to reuse (its header columns)."""
 
     @classmethod
     def of(cls, texts: list[str]) -> LineTable:
+        """The table of these texts, split into lines when its lines are first asked."""
+        return cls(None, texts)
+
+    @staticmethod
+    def _split(texts: list[str]) -> tuple[pl.Series, pl.Series, list[int]]:
         if not texts:
-            return cls(split_lines(""), pl.Series("source", [], pl.UInt32), [0])
+            return split_lines(""), pl.Series("source", [], pl.UInt32), [0]
         if len(texts) == 1:  # one text: no list column to build
-            return cls.of_lines(split_lines(texts[0]))
+            return LineTable.of_lines(split_lines(texts[0])).made
         split = pl.DataFrame({"text": texts}).select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("source"), pl.when(
             pl.col("text").str.ends_with("\n") | (pl.col("text") == ""))
             .then(pl.col("text").str.split("\n").list.slice(0, pl.col("text").str.split("\n").list.len() - 1))
             .otherwise(pl.col("text").str.split("\n")).alias("line"))
         counts = split["line"].list.len().cum_sum().to_list()
         rows = split.explode("line").drop_nulls("line")  # an empty list explodes to a null row
-        return cls(rows["line"], rows["source"], [0, *counts])
+        return rows["line"], rows["source"], [0, *counts]
 
     @classmethod
     def of_lines(cls, lines: pl.Series) -> LineTable:
         """One text's lines (a chunk of a streamed input) as a table."""
-        return cls(lines, pl.zeros(len(lines), pl.UInt32, eager=True).alias("source"), [0, len(lines)])
+        return cls((lines, pl.zeros(len(lines), pl.UInt32, eager=True).alias("source"), [0, len(lines)]))
+
+    def _made(self) -> tuple[pl.Series, pl.Series, list[int]]:
+        if self.made is None:
+            self.made = self._split(self.texts)
+        return self.made
+
+    @property
+    def lines(self) -> pl.Series:
+        return self._made()[0]
+
+    @property
+    def source(self) -> pl.Series:
+        """The index of each row's text."""
+        return self._made()[1]
+
+    @property
+    def bounds(self) -> list[int]:
+        """Text ``i``'s rows are ``bounds[i]`` to ``bounds[i + 1] - 1``."""
+        return self._made()[2]
 
     def __len__(self) -> int:
-        return len(self.bounds) - 1
+        return len(self.texts) if self.texts is not None else len(self.bounds) - 1
 
     def lines_of(self, i: int) -> pl.Series:
         return self.lines.slice(self.bounds[i], self.bounds[i + 1] - self.bounds[i])
@@ -115,7 +143,8 @@ class LineTable:
         keep = self.source.is_in(texts)
         sizes = [self.bounds[i + 1] - self.bounds[i] for i in texts]
         source = self.source.filter(keep).replace_strict(texts, range(len(texts)), return_dtype=pl.UInt32)
-        return LineTable(self.lines.filter(keep), source, [0, *accumulate(sizes)])
+        return LineTable((self.lines.filter(keep), source, [0, *accumulate(sizes)]),
+                         None if self.texts is None else [self.texts[i] for i in texts])
 
     def row_in_text(self) -> pl.Series:
         """Each row's index among its own text's lines."""
@@ -147,6 +176,14 @@ class LineTable:
         """For ascending row numbers (a column of turns' ``at``), the index of the first of each text's,
         and their count at the end: text ``i`` owns ``rows[out[i]:out[i + 1]]``."""
         return rows.search_sorted(pl.Series(self.bounds, dtype=rows.dtype), "left").to_list()
+
+
+def first_line_of(first_lines: list[int]) -> int:
+    """The first line of every text of a table whose texts share it: a batch's inputs start at line 1,
+    a streamed chunk is alone in its table."""
+    if len(set(first_lines)) > 1:
+        raise ValueError("the texts of this table must start at the same line")
+    return first_lines[0] if first_lines else 1
 
 
 def each_source(sources: list, read) -> list:
@@ -252,7 +289,7 @@ def line_headers(lines: pl.Series, rust: str) -> LineHeaders:
 
 
 def line_test(rust: str):
-    """A grammar's ``is_header``: which lines match ``rust`` (a pattern without captures: ``unnamed``)."""
+    """A grammar's ``starts``: which lines match ``rust`` (a pattern without captures: ``unnamed``)."""
     def test(lines: pl.Series) -> pl.Series:
         return lines.str.contains(rust).fill_null(False)
     return test

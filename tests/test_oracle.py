@@ -11,6 +11,7 @@ from flows.core.process import process_bytes
 from models.errors import ReconstructError
 from models.settings import Settings
 from normalizers.assemble import RunContext
+from parsers.base import LineGrammar
 from parsers.text import decode
 from tests import oracle
 from tests.helpers import known_inputs
@@ -49,7 +50,7 @@ def _streamable(path: Path) -> bool:
         grammar = registry.get(registry.detect(source.text[:65536], path.name, threshold=0.5).grammar)
     except ReconstructError:  # not decodable, or no grammar: nothing to stream
         return False
-    return bool(grammar.streams_text or grammar.conversations is not None)
+    return bool(isinstance(grammar, LineGrammar) or grammar.conversations is not None)
 
 
 STREAMED = [p for p in INPUTS if _streamable(p)]

@@ -1,14 +1,14 @@
 """A large text input cut into byte ranges at turn starts, the ranges read in parallel, merged in order.
 
 The pre-pass of a streamed input (flows/core/spool.py) reads the raw bytes in blocks of whole lines
-(``raw_blocks``), decodes them (``decoded``) and hands them to the grammar's plan, which notes the
-turns before each block. ``cut`` then picks a block every ``stream_range_bytes`` and cuts at its
-first turn start: each ``Range`` knows its byte offsets, its first line and its first turn, so it
-can be read alone. ``read_range`` reads one range chunk by chunk (the grammar's turn frame, the
-column assembler, the gate's column and byte checks, the source accounting) into its own spool
-piece and its own dataset row pieces, and returns what the session needs of it (``RangePart``);
-``merge`` adds the parts in order as one pass over the whole input would have added them (the
-speaker table with each speaker's first turn, the redactions, the facts observed in order), so
+(``raw_blocks``), decodes them and hands each to the grammar's survey; the route notes the turns before
+each block. ``cut`` then picks a block every ``stream_range_bytes`` and cuts at its first turn start
+(``LineGrammar.starts``): each ``Range`` knows its byte offsets, its first line and its first turn, so
+it can be read alone. ``read_range`` reads one range chunk by chunk (the grammar's ``frames`` of a table
+of the chunk, the column assembler, the gate's column and byte checks, the source accounting) into its
+own spool piece and its own dataset row pieces, and returns what the session needs of it
+(``RangePart``); ``merge`` adds the parts in order as one pass over the whole input would have added
+them (the speaker table with each speaker's first turn, the redactions, the facts observed in order), so
 the document's bytes do not depend on where the input was cut or how many ranges ran at once.
 
 The ranges run on threads of the worker that streams the input: nearly all of a range's time is
@@ -31,7 +31,7 @@ import polars as pl
 
 from models.errors import NotStreamable, Reason
 from normalizers.table import ColumnAssembler
-from parsers.columns import split_lines
+from parsers.columns import LineTable, split_lines
 from validators import gate
 from validators.accounting import Accounting, BlankIndex, account_spans
 
@@ -135,17 +135,17 @@ def line_offset(raw: bytes, k: int) -> int:
     return pos
 
 
-def cut(fp: BinaryIO, blocks: Blocks, starts: list[int], is_header: Callable[[pl.Series], pl.Series],
+def cut(fp: BinaryIO, blocks: Blocks, starts: list[int], starts_turn: Callable[[pl.Series], pl.Series],
         every: int) -> list[Range]:
     """Ranges of about ``every`` bytes, each starting at the first turn start of a block
-    (``starts``: the turns before each block, from the grammar's plan)."""
+    (``starts``: the turns before each block, from the blocks' surveys)."""
     found: list[tuple[int, int, int]] = [(0, 1, 0)]
     for b, (offset, size, line) in enumerate(blocks.offsets):
         if b == 0 or offset - found[-1][0] < every:
             continue
         fp.seek(offset)
         raw = fp.read(size)
-        heads = is_header(split_lines(canonical(raw, False))).arg_true()
+        heads = starts_turn(split_lines(canonical(raw, False))).arg_true()
         if len(heads):
             k = int(heads[0])
             found.append((offset + line_offset(raw, k), line + k, starts[b]))
@@ -171,12 +171,12 @@ class RangePart:
 
 @dataclass(slots=True)
 class Reading:
-    """What every range of one input reads with: the grammar, its plan and session, the run's context."""
+    """What every range of one input reads with: the grammar, the input's survey and session, the run's context."""
 
     open_input: Callable[[], BinaryIO]
     source: Any
     grammar: Any
-    plan: Any
+    survey: Any
     session: Any
     ctx: Any
     spool: Path
@@ -190,7 +190,7 @@ def read_range(r: Reading, rng: Range) -> RangePart:
     size = r.ctx.settings.stream_chunk_bytes
     with r.open_input() as fp, open(part.piece, "wb") as out:
         fp.seek(rng.start)
-        chunks = turn_chunks(decoded(raw_blocks(fp, size, rng.end), rng.line), r.grammar.is_header)
+        chunks = turn_chunks(decoded(raw_blocks(fp, size, rng.end), rng.line), r.grammar.starts)
         for lines, first_line in chunks:
             _chunk(r, part, lines, first_line, out)
     return part
@@ -198,7 +198,8 @@ def read_range(r: Reading, rng: Range) -> RangePart:
 
 def _chunk(r: Reading, part: RangePart, lines: pl.Series, first_line: int, out: BinaryIO) -> None:
     """One chunk of a range: assembled, checked, accounted; its interactions appended to ``out``."""
-    chunk = r.grammar.stream_chunk(r.session, r.plan, lines, first_line)
+    table = LineTable.of_lines(lines)
+    chunk = r.grammar.frames([r.source], table, [r.survey], [[r.session]], [first_line])[0][0]
     part.bad += chunk.bad
     part.extras.extend(chunk.extras)
     assembler = part.assembler
@@ -224,7 +225,7 @@ def _chunk(r: Reading, part: RangePart, lines: pl.Series, first_line: int, out: 
     columns.select("line").write_csv(out, include_header=False, quote_style="never", line_terminator=",\n")
 
 
-def turn_chunks(blocks: Iterator[tuple[str, int]], is_header: Callable[[pl.Series], pl.Series]
+def turn_chunks(blocks: Iterator[tuple[str, int]], starts_turn: Callable[[pl.Series], pl.Series]
                 ) -> Iterator[tuple[pl.Series, int]]:
     """Runs of whole turns: each block's lines up to its last header line, the rest carried on."""
     carry: list[str] = []
@@ -234,7 +235,7 @@ def turn_chunks(blocks: Iterator[tuple[str, int]], is_header: Callable[[pl.Serie
         if carry:
             lines = pl.concat([pl.Series("line", carry, pl.Utf8), lines])
             first_line = carry_line
-        heads = is_header(lines).arg_true()
+        heads = starts_turn(lines).arg_true()
         at = int(heads[-1]) if len(heads) else 0
         if at == 0:  # no turn starts after the first line: the chunk goes on
             carry, carry_line = lines.to_list(), first_line

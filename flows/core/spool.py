@@ -1,23 +1,26 @@
 """A large text input streamed: read in ranges cut at turn starts, interactions spooled to disk.
 
-For a grammar that reads text column-wise and plans from a pre-pass (``Grammar.streams_text``:
-WhatsApp, IRC, transcripts), an input above ``stream_text_bytes`` is never held whole, nor all its
-turns (a grammar without ``scan_block``, whose chunks carry state in order, is read as one range):
+A line grammar (``parsers.base.LineGrammar``) is read through one contract, whole or streamed; an
+input above ``stream_text_bytes`` is streamed through the same methods the whole read calls, never held
+whole, nor all its turns:
 
-1. pre-pass: the input is read in blocks of whole lines (flows/core/ranges.py ``Blocks``); the grammar
-   takes what only the whole file can decide (WhatsApp's day/month order from every header's
-   date), the independent turn count, the line count and the turns before each block
-   (``Grammar.plan``); the input is cut into ranges of about ``stream_range_bytes`` at turn starts;
+1. pre-pass: the input is read in blocks of whole lines (flows/core/ranges.py ``Blocks``), each a table
+   of one text surveyed (``LineGrammar.survey``), the surveys added up in order (``Survey.then``): what
+   only the whole file can decide (WhatsApp's day/month order from every header's date), the
+   independent turn count, the line count and the turns before each block; an input whose survey
+   says it can only be read whole (``Survey.whole_only``) is; one whose chunks can be read apart
+   (``Survey.apart``) is cut into ranges of about ``stream_range_bytes`` at turn starts, the others
+   are one range read in order;
 2. main pass: the ranges are read on ``workers`` threads (flows/core/ranges.py), each in chunks cut at
-   the last turn start of each block; each chunk's turns become a frame, its interactions are
-   assembled and encoded (normalizers.columns), checked (the gate's column and byte checks),
+   the last turn start of each block; each chunk's turns become a frame (``LineGrammar.frames``), its
+   interactions are assembled and encoded (normalizers.columns), checked (the gate's column and byte checks),
    accounted (line spans, prefix sums) and appended to the range's spool piece, its dataset rows
    to row pieces; the ranges are then merged in order (speaker table, counts, redactions, facts,
    accounting), so the bytes do not depend on the cuts or the number of workers;
-3. the envelope is built from those aggregates and the document is written as head + pieces +
-   tail into a temporary file (sha256 computed on the way, fsync); the shard renames it into
-   place (the shard stages it in its write batch) and turns the row pieces into a dataset part.
-   The worker hands on files, never the bytes.
+3. the session's envelope facts are concluded (``LineGrammar.conclude``), the envelope is built from
+   those aggregates and the document is written as head + pieces + tail into a temporary file (sha256
+   computed on the way, fsync); the shard renames it into place (the shard stages it in its write batch)
+   and turns the row pieces into a dataset part. The worker hands on files, never the bytes.
 
 Memory is bounded by a chunk (``stream_chunk_bytes``) per worker, not by the file or the session.
 The bytes are those of the same input read whole (tests cut golden and sample inputs into tiny
@@ -44,6 +47,8 @@ from models.status import FileStatus, SessionStatus
 from normalizers.assemble import RunContext, envelope
 from normalizers.encode import head_and_tail
 from parsers import registry
+from parsers.base import LineGrammar, Survey
+from parsers.columns import LineTable
 from parsers.memory import paused_gc
 from validators import gate
 
@@ -66,7 +71,7 @@ class _Spooled:
 
 def stream_text_input(open_input: Callable[[], BinaryIO], source: SourceText, sample: str, ctx: RunContext,
                       out_root: Path) -> FileOutcome | ReadWhole | None:
-    """The streamed core for a large input whose grammar streams text; None when it does not;
+    """The streamed core for a large input of a line grammar; None for another grammar;
     ``ReadWhole`` with the reason when its pre-pass finds the input must be read whole (its ledger row
     says so)."""
     try:
@@ -75,7 +80,7 @@ def stream_text_input(open_input: Callable[[], BinaryIO], source: SourceText, sa
     except ReconstructError:
         return None  # the whole path records why
     grammar = registry.get(detection.grammar)
-    if not getattr(grammar, "streams_text", False):
+    if not isinstance(grammar, LineGrammar):
         return None
     try:
         with paused_gc():
@@ -96,17 +101,20 @@ def stream_text(open_input: Callable[[], BinaryIO], source: SourceText, detectio
     started = time.perf_counter()
     settings = ctx.settings
     with open_input() as fp:
-        plan, cuts = _plan(fp, source, grammar, settings)
-    session = grammar.stream_session(source, plan)
+        survey, cuts = _survey(fp, source, grammar, settings)
+    sessions = grammar.sessions(source, survey)
+    if len(sessions) != 1:
+        raise NotStreamable(Reason.NOT_STREAMABLE, f"{len(sessions)} sessions in one input")
+    session = sessions[0]
     spool_dir = out_root / SPOOL_DIR
     spool_dir.mkdir(parents=True, exist_ok=True)
     name = f".{hashlib.sha256(source.name.encode()).hexdigest()[:16]}.{os.getpid()}"
-    reading = ranges.Reading(open_input, source, grammar, plan, session, ctx, spool_dir / name)
+    reading = ranges.Reading(open_input, source, grammar, survey, session, ctx, spool_dir / name)
     kept: list[Path] = []
     try:
         built = ranges.merge(ranges.read_all(reading, cuts, settings.workers), ctx)
-        grammar.stream_end(session, source, plan, built.bad, built.extras)
-        outcome = _finish(built, spool_dir / f"{name}.json.tmp", source, detection, grammar, plan, session, ctx,
+        grammar.conclude(sessions, source, survey, [built])
+        outcome = _finish(built, spool_dir / f"{name}.json.tmp", source, detection, grammar, survey, session, ctx,
                           started)
         first = outcome.sessions[0]
         if first.spool is not None:
@@ -118,24 +126,33 @@ def stream_text(open_input: Callable[[], BinaryIO], source: SourceText, detectio
     return outcome
 
 
-def _plan(fp: BinaryIO, source: SourceText, grammar, settings) -> tuple[object, list[ranges.Range]]:
-    """The grammar's plan and the ranges to read. A grammar that scans blocks on their own
-    (``scan_block``: WhatsApp) is cut into ranges read side by side; one whose plan reads the blocks'
-    text in order and carries state from chunk to chunk (IRC's day, a transcript's labels) is read as
-    one range, its chunks in order."""
-    if not hasattr(grammar, "scan_block"):
-        size = settings.stream_chunk_bytes
-        return grammar.plan(source, ranges.decoded(ranges.raw_blocks(fp, size), 1)), [ranges.WHOLE]
+def _survey(fp: BinaryIO, source: SourceText, grammar: LineGrammar, settings) -> tuple[Survey, list[ranges.Range]]:
+    """The input's survey, its blocks' added up in order, and the ranges to read: ranges cut at turn
+    starts when its chunks can be read apart, else one range read in order. Raises NotStreamable
+    when the survey says the input can only be read whole."""
     blocks = ranges.Blocks()
-    plan = grammar.plan(source, blocks.scans(fp, settings.stream_chunk_bytes, grammar.scan_block, settings.workers))
-    cuts = (ranges.cut(fp, blocks, plan.starts, grammar.is_header, settings.stream_range_bytes)
-            if ranges.seekable(fp) else [ranges.WHOLE])
-    return plan, cuts
+
+    def survey(text: str, first_line: int) -> Survey:  # on the pre-pass's threads, the count included
+        return grammar.survey([source], LineTable.of([text]), [first_line])[0].census()
+
+    total: Survey | None = None
+    before: list[int] = []  # the turns before each block
+    for found in blocks.scans(fp, settings.stream_chunk_bytes, survey, settings.workers):
+        before.append(total.turns if total is not None else 0)
+        total = found if total is None else total.then(found)
+    if total is None:  # an empty input: the survey of no lines
+        total = survey("", 1)
+    if (why := total.whole_only) is not None:
+        raise NotStreamable(Reason.NOT_STREAMABLE, why)
+    cuts = (ranges.cut(fp, blocks, before, grammar.starts, settings.stream_range_bytes)
+            if total.apart and ranges.seekable(fp) else [ranges.WHOLE])
+    return total, cuts
 
 
-def _finish(built: ranges.Merged, target: Path, source, detection, grammar, plan, session, ctx, started) -> FileOutcome:
+def _finish(built: ranges.Merged, target: Path, source, detection, grammar, survey, session, ctx, started
+            ) -> FileOutcome:
     """The envelope from the aggregates, gated; the document written as head + spool + tail."""
-    counted = plan.counted
+    counted = survey.counted
     summary = built.assembler.summary
     doc = envelope(session, counted, summary, [], source=source, detection=detection,
                    grammar_version=grammar.version, ctx=ctx, accounting=built.accounting.as_dict(), unaccounted=None)

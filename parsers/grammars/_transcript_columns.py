@@ -47,9 +47,8 @@ class Labels:
     stamped: set[str] = field(default_factory=set)
     shapes: set[str] = field(default_factory=set)
 
-    def add(self, h: pl.DataFrame) -> None:
-        """The header rows of some lines of one text (``header_rows``)."""
-        more = labels_by_text(h.with_columns(src=pl.lit(0, pl.UInt32)), 1)[0]
+    def add(self, more: Labels) -> None:
+        """The labels of the lines that follow (in place)."""
         for label, n in more.counts.items():
             self.counts[label] = self.counts.get(label, 0) + n
         self.stamped |= more.stamped

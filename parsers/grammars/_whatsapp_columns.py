@@ -96,10 +96,15 @@ def headers(lines: pl.Series, rest: str) -> Headers:
 
 
 def header_dates(lines: pl.Series) -> tuple[pl.Series, pl.Series]:
-    """(row of each header line, its date), without the full pattern's captures: a header line's
-    date is the first date-shaped run in it (the pre-pass of a streamed input reads only these)."""
+    """(row of each header line, its date), without the full pattern's captures."""
     at = header_lines(lines).arg_true()
-    return at, lines.gather(at).str.extract(_DATE, 1)
+    return at, dates_at(lines, at)
+
+
+def dates_at(lines: pl.Series, at: pl.Series) -> pl.Series:
+    """The date of each header line (rows ``at``): the first date-shaped run in it (the pre-pass of a
+    streamed input reads only these)."""
+    return lines.gather(at).str.extract(_DATE, 1)
 
 
 def date_runs(heads: Headers | pl.Series, offset: int = 0) -> list[tuple[str, int]]:
@@ -111,10 +116,10 @@ def date_runs(heads: Headers | pl.Series, offset: int = 0) -> list[tuple[str, in
     return [(d, int(i) + offset) for d, i in zip(dates.filter(starts).to_list(), at.to_list(), strict=True)]
 
 
-def date_runs_by_text(heads: Headers, source: pl.Series, cuts: list[int]) -> list[list[tuple[str, int]]]:
-    """``date_runs`` of each text of a line table (``source``: each header's text; ``cuts``: the index of
-    each text's first header, and their count): a run never goes on into the next text."""
-    dates = heads.groups["date"].filter(heads.ok)
+def date_runs_by_text(dates: pl.Series, source: pl.Series, cuts: list[int]) -> list[list[tuple[str, int]]]:
+    """``date_runs`` of each text of a line table (``dates``: each header's date; ``source``: each header's
+    text; ``cuts``: the index of each text's first header, and their count): a run never goes on into
+    the next text."""
     starts = (dates != dates.shift(1)).fill_null(True) | (source != source.shift(1)).fill_null(True)
     at = pl.int_range(0, len(dates), eager=True).filter(starts).to_list()
     out: list[list[tuple[str, int]]] = [[] for _ in cuts[:-1]]

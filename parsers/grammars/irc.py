@@ -33,8 +33,8 @@ Decisions:
   time None, time_raw kept, one warning. No date is ever taken from the clock.
 - supybot stamps carry a zone (aware times); weechat and irssi times are naive.
 - Read as columns (``_irc_columns``, the same turns) and, above ``stream_text_bytes``, streamed in
-  chunks (``plan``/``stream_chunk``): irssi's day, the counts and the channels named are carried from
-  chunk to chunk; a log holding a line in another dialect's header shape is read whole.
+  chunks through the same contract (``survey``, ``frames``): irssi's day, the counts and the channels
+  named are carried from chunk to chunk; a log holding a line in another dialect's header shape is read whole.
 - session_id: the file-name rule (``chat_<id>.log``...); otherwise, when the log names one channel
   (``has joined #ceph``, ``Log opened``/topic lines) and has a date, ``<channel>_<first date>``
   (``ceph_2012-10-18``, the channel without its ``#``), id_source ``source:channel``; else none.
@@ -48,18 +48,16 @@ from datetime import date, datetime
 from pathlib import PurePosixPath
 from typing import Any
 
-from models.errors import NotStreamable, Reason
 from models.records import ParsedSession, SourceText
-from models.settings import Settings
-from parsers.base import Grammar
-from parsers.columns import LineTable, line_test, nonblank, own, split_lines, unnamed
+from parsers.base import LineGrammar, Survey
+from parsers.columns import LineTable, first_line_of, line_test, nonblank, unnamed
 from parsers.linecount import LineCounts, LinePatterns, count
 from parsers.registry import register
 from parsers.sessions import file_name_id
 from parsers.timeparse import from_parts
 
 from . import _irc_columns as columns
-from ._lines import line_count, unreadable_times
+from ._lines import unreadable_times
 
 DIALECTS: dict[str, re.Pattern] = {
     "supybot": re.compile(r"^(?P<ts>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:Z|[+-]\d{2}:?\d{2}))[ \t]+", re.M),
@@ -159,11 +157,27 @@ def event_of(text: str) -> tuple[str, str | None, dict[str, Any]]:
 
 RUST = columns.rust_headers(DIALECTS)
 _TESTS = {name: unnamed(p) for name, p in RUST.items()}
+_COUNTED = {  # the independent count's idea of a logged line in each dialect (no two match one line)
+    "irssi": r"^\d\d:\d\d",
+    "bracketed": r"^\[\d\d:\d\d",
+    "xchat": r"^[A-Za-z]{3} +\d{1,2} \d\d:\d\d:\d\d[ \t]",
+    "weechat": r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\t(?!\*\*\*\*  (?:Beginning|End) of log)",
+    "supybot": r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\S*\s",
+}
+_COUNTED_ALL = re.compile("|".join(f"(?P<{name}>{p})" for name, p in _COUNTED.items()), re.M)
+
+
+def counted_by_dialect(text: str) -> dict[str, int]:
+    """``count_turns`` of the text in every dialect, in one pass (a line is one dialect's at most)."""
+    found = dict.fromkeys(DIALECTS, 0)
+    for m in _COUNTED_ALL.finditer(text):
+        found[m.lastgroup] += 1
+    return found
 _ANY_HEADER = "|".join(f"(?:{p})" for p in _TESTS.values())
 
 
 @register
-class Irc(Grammar):
+class Irc(LineGrammar):
     name = "irc"
     version = "2"
     description = ("IRC log (supybot/limnoria, irssi, weechat, bracketed clocks: irclog2html, ZNC, mIRC; "
@@ -187,87 +201,53 @@ class Irc(Grammar):
         return share if counts.hits[SHAPED] >= 0.5 * hits else share * 0.45
 
 
-    def read(self, sources: list[SourceText], settings: Settings) -> list:
-        """The session of each source, with its turns as a frame (``_irc_columns``): every source in one
-        table of lines, each dialect's texts read together."""
-        if not sources:
-            return []
-        texts = [s.text for s in sources]
-        table = LineTable.of(texts)
-        dialects = _dialects(table, texts)
-        out: list = [None] * len(sources)
-        for dialect in dict.fromkeys(dialects):
-            mine = [i for i, d in enumerate(dialects) if d == dialect]
-            days = [file_day(sources[i].name) if dialect in CLOCK_ONLY else None for i in mine]
-            chunks = columns.turn_frames(table.subset(mine), dialect, RUST[dialect], days,
-                                         [d is not None for d in days])
-            for k, i in enumerate(mine):
-                out[i] = own(_read, sources[i], dialect, chunks[k])
+    # The lines a chunk may start at: a header of any dialect. A streamed log has no header of
+    # another dialect than its own (``LogSurvey.whole_only``), so these are its own turn starts.
+    starts = staticmethod(line_test(_ANY_HEADER))
+
+    def survey(self, sources: list[SourceText], table: LineTable, first_lines: list[int]) -> list[LogSurvey]:
+        """Each text's line count, independent turn counts and header lines per dialect (the dialect is
+        decided from the input's first 64 KiB, as ``parse``), from one ``str.contains`` per dialect
+        over the whole table."""
+        flags = {name: table.lines.str.contains(test).fill_null(False) for name, test in _TESTS.items()}
+        early = (table.row_in_text() < 300) & nonblank(table.lines)
+        hits = {name: table.counts(f & early) for name, f in flags.items()}
+        heads = {name: table.counts(f) for name, f in flags.items()}
+        any_heads = table.counts(self.starts(table.lines))
+        out = []
+        for i, text in enumerate(table.texts):
+            found = LogSurvey(first_lines[i] + table.bounds[i + 1] - table.bounds[i] - 1, any_heads[i], text[:65536],
+                              {name: n[i] for name, n in heads.items()}, text)
+            if len(text) <= 65536:  # the whole sample is in this table
+                found.hits = {name: n[i] for name, n in hits.items()}
+            out.append(found)
         return out
 
-    # -- streaming (flows/core/spool.py) ------------------------------------------------------------
+    def sessions(self, source: SourceText, survey: LogSurvey) -> list[ParsedSession]:
+        return [_new_session(survey.dialect, source.text, survey.lines)]
 
-    streams_text = True
+    def frames(self, sources: list[SourceText], table: LineTable, surveys: list[LogSurvey],
+               sessions: list[list[ParsedSession]], first_lines: list[int]) -> list[list[columns.Chunk]]:
+        """Each text's turn frame, the texts of one dialect read together; what spans chunks (irssi's
+        day, the counts, the channels named) is carried on the survey's ``facts``."""
+        facts = [v.started(s.name) for s, v in zip(sources, surveys, strict=True)]
+        dialects = [v.dialect for v in surveys]
+        out: list = [None] * len(surveys)
+        for dialect in dict.fromkeys(dialects):
+            mine = [i for i, d in enumerate(dialects) if d == dialect]
+            chunks = columns.turn_frames(table.subset(mine), dialect, RUST[dialect], [facts[i].day for i in mine],
+                                         [facts[i].from_name for i in mine], first_line_of(first_lines))
+            for i, chunk in zip(mine, chunks, strict=True):
+                _absorb(sessions[i][0], facts[i], chunk)
+                out[i] = [chunk]
+        return out
 
-    # The lines a chunk may start at: a header of any dialect. A streamed log has no header of
-    # another dialect than its own (``plan`` checks it), so these are its own turn starts.
-    is_header = staticmethod(line_test(_ANY_HEADER))
-
-    def plan(self, source: SourceText, blocks) -> StreamPlan:
-        """The pre-pass: the dialect (from the first 64 KiB, as ``parse``), the line count, the
-        independent turn count, and the check that no line is another dialect's header (a chunk
-        must start at one of the log's own). Raises when there is one: the log is read whole."""
-        plan = StreamPlan()
-        for text, first_line in blocks:
-            lines = split_lines(text)
-            plan.lines = first_line + len(lines) - 1
-            if len(plan.sample) < 65536:
-                plan.sample += text[:65536 - len(plan.sample)]
-            wanted = (plan.dialect,) if plan.dialect else tuple(DIALECTS)
-            for name in wanted:
-                plan.counted_by[name] = plan.counted_by.get(name, 0) + self.count_turns((name, text))
-                plan.heads_by[name] = plan.heads_by.get(name, 0) + int(
-                    lines.str.contains(_TESTS[name]).fill_null(False).sum())
-            plan.any_heads += int(self.is_header(lines).sum())
-            if plan.dialect is None and len(plan.sample) >= 65536:
-                plan.dialect = _dialect(plan.sample)[0] or "supybot"
-        plan.dialect = plan.dialect or _dialect(plan.sample)[0] or "supybot"
-        if plan.dialect in CLOCK_ONLY:
-            plan.facts.day = file_day(source.name)
-            plan.facts.from_name = plan.facts.day is not None
-        plan.counted = plan.counted_by[plan.dialect] if plan.counted_by else 0
-        if plan.heads_by.get(plan.dialect, 0) != plan.any_heads:
-            raise NotStreamable(Reason.NOT_STREAMABLE, "a line has another IRC dialect's header: the log is read whole")
-        plan.sample = ""
-        return plan
-
-    def stream_session(self, source: SourceText, plan: StreamPlan) -> ParsedSession:
-        return _new_session(plan.dialect, "", plan.lines)
-
-    def stream_chunk(self, session: ParsedSession, plan: StreamPlan, lines, first_line: int):
-        """The turn frame of a run of whole turns; what spans chunks (irssi's day, the counts, the
-        channels named) is carried in ``plan.facts``."""
-        chunk = columns.turn_frame(lines, plan.dialect, RUST[plan.dialect], plan.facts.day, first_line,
-                                   plan.facts.from_name)
-        _absorb(session, plan.facts, chunk)
-        return chunk
-
-    def stream_end(self, session: ParsedSession, source: SourceText, plan: StreamPlan, bad: int,
-                   extras: list[dict]) -> None:
-        _conclude(session, source.name, plan.facts)
+    def conclude(self, sessions: list[ParsedSession], source: SourceText, survey: LogSurvey, chunks: list) -> None:
+        _conclude(sessions[0], source.name, survey.facts)
 
     def count_turns(self, raw: Any) -> int:
         dialect, text = raw
-        if dialect == "irssi":
-            return len(re.findall(r"^\d\d:\d\d", text, re.M))
-        if dialect == "bracketed":
-            return len(re.findall(r"^\[\d\d:\d\d", text, re.M))
-        if dialect == "xchat":
-            return len(re.findall(r"^[A-Za-z]{3} +\d{1,2} \d\d:\d\d:\d\d[ \t]", text, re.M))
-        if dialect == "weechat":
-            return len(re.findall(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\t(?!\*\*\*\*  (?:Beginning|End) of log)", text,
-                                  re.M))
-        return len(re.findall(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\S*\s", text, re.M))
+        return len(re.findall(_COUNTED.get(dialect, _COUNTED["supybot"]), text, re.M))
 
 
 @dataclass(slots=True)
@@ -288,53 +268,78 @@ class Facts:
 
 
 @dataclass(slots=True)
-class StreamPlan:
-    """A streamed log's pre-pass (``Irc.plan``), and the facts its chunks add as they are read."""
+class LogSurvey(Survey):
+    """What a log tells of itself as a whole (``Irc.survey``), and the facts its chunks add as they are read."""
 
-    lines: int = 0
-    counted: int = 0
-    dialect: str | None = None
-    sample: str = ""
-    counted_by: dict[str, int] = field(default_factory=dict)
-    heads_by: dict[str, int] = field(default_factory=dict)
-    any_heads: int = 0
-    facts: Facts = field(default_factory=Facts)
+    lines: int
+    turns: int
+    """Header lines of any dialect."""
+    sample: str
+    """The input's first 64 KiB, from which its dialect is decided."""
+    heads_by: dict[str, int]
+    """Header lines of each dialect."""
+    text: str | None
+    """The piece's text, until its turns are counted (``counted_by``: only when asked)."""
+    counts: dict[str, int] | None = None
+    hits: dict[str, int] | None = None
+    """Each dialect's headers among the first 300 non-blank lines, when the whole sample was surveyed at once."""
+    decided: str | None = None
+    facts: Facts | None = None
+    """What the turns read so far tell (``started`` before the first chunk)."""
+
+    def then(self, more: LogSurvey) -> LogSurvey:
+        """This survey, the next block's added (in place)."""
+        self.lines = more.lines
+        self.turns += more.turns
+        if len(self.sample) < 65536:
+            self.sample += more.sample[:65536 - len(self.sample)]
+        self.hits = self.decided = None
+        counted = self.counted_by
+        for name, n in more.counted_by.items():
+            counted[name] += n
+        for name, n in more.heads_by.items():
+            self.heads_by[name] += n
+        return self
+
+    @property
+    def dialect(self) -> str:
+        if self.decided is None:
+            best = _best(self.hits)[0] if self.hits is not None else _dialect(self.sample)[0]
+            self.decided = best or "supybot"
+        return self.decided
+
+    @property
+    def counted_by(self) -> dict[str, int]:
+        """The independent turn count in each dialect (``counted_by_dialect``), counted once, when first asked."""
+        return self.census().counts
+
+    @property
+    def counted(self) -> int:
+        return self.counted_by[self.dialect]
+
+    def census(self) -> LogSurvey:
+        if self.counts is None:  # counted now, on this thread
+            self.counts, self.text = counted_by_dialect(self.text), None
+        return self
+
+    @property
+    def whole_only(self) -> str | None:
+        if self.heads_by[self.dialect] != self.turns:
+            return "a line has another IRC dialect's header: the log is read whole"
+        return None
+
+    def started(self, name: str) -> Facts:
+        """The facts carried from chunk to chunk, begun with the file name's day for a clock-only dialect."""
+        if self.facts is None:
+            day = file_day(name) if self.dialect in CLOCK_ONLY else None
+            self.facts = Facts(day=day, from_name=day is not None)
+        return self.facts
 
 
 def file_day(name: str) -> datetime | None:
     """The date a log's file name holds (its base name: ``#chan_2024-03-01.log``), or None."""
     m = FILE_DATE.search(PurePosixPath(name).name)
     return from_parts(int(m["y"]), int(m["m"]), int(m["d"])) if m else None
-
-
-def _dialects(table: LineTable, texts: list[str]) -> list[str]:
-    """Each text's dialect as ``_dialect`` decides it from its first 64 KiB: the dialect whose header
-    starts the most of its first 300 lines (non-blank), tested once over the whole table; a text
-    longer than its sample is decided on the sample itself."""
-    early = (table.row_in_text() < 300) & nonblank(table.lines)
-    hits = {name: table.counts(table.lines.str.contains(test).fill_null(False) & early)
-            for name, test in _TESTS.items()}
-    out = []
-    for i, text in enumerate(texts):
-        if len(text) > 65536:
-            out.append(_dialect(text[:65536])[0] or "supybot")
-            continue
-        best, most = "supybot", 0
-        for name, counts in hits.items():
-            if counts[i] > most:
-                best, most = name, counts[i]
-        out.append(best)
-    return out
-
-
-def _read(source: SourceText, dialect: str, chunk: columns.Chunk) -> list[ParsedSession]:
-    """A log's session from its chunk of the table: what the log tells beyond its turns, decided on its own."""
-    session = _new_session(dialect, source.text, line_count(source.text))
-    facts = Facts()
-    _absorb(session, facts, chunk)
-    session.frame = chunk.frame
-    _conclude(session, source.name, facts)
-    return [session]
 
 
 def _new_session(dialect: str, text: str, lines: int) -> ParsedSession:

@@ -15,9 +15,9 @@ turn before); a line whose timestamp has another shape is text of the turn it is
 
 Read as columns (``_transcript_columns``, the same sessions), every segment of every transcript of a
 batch in one table of lines (each segment's labels and front matter decided on its own), and, above
-``stream_text_bytes``,
-streamed in chunks when every header line starts a turn and there is no front matter or ``Session:``
-line (the acceptance rule needs every label's count: ``plan`` counts them first).
+``stream_text_bytes``, streamed in chunks through the same methods (``parsers.base.LineGrammar``) when
+every header line starts a turn and there is no front matter or ``Session:`` line (the acceptance rule
+needs every label's count: the survey of the blocks counts them first).
 
 **Export headers.** An exporter's ``Key: value`` lines above the conversation (``Participants: User,
 Assistant``, ``Date:``, ``Title:``, ``Model:``, ``Exported:`` and their kin, ``EXPORT_KEYS``) are
@@ -40,19 +40,18 @@ Text before the first turn is declared but not claimed.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import orjson
+import polars as pl
 import regex
 
-from models.errors import NotStreamable, Reason
 from models.records import ParsedSession, Region, RegionKind, SourceText
-from models.settings import Settings
-from parsers.base import Grammar
-from parsers.columns import LineTable, failed, line_test, rust_pattern, split_lines, unnamed
+from parsers.base import LineGrammar, Survey
+from parsers.columns import LineTable, line_test, rust_pattern, unnamed
 from parsers.grammars.markdown import candidate as md_candidate
 from parsers.grammars.markdown import without_said
 from parsers.linecount import LineCounts, LinePatterns
@@ -62,6 +61,7 @@ from parsers.speakers import ROLE_WORDS, parse_model_spec, role_of, split_speake
 from parsers.timeparse import parse_iso
 
 from . import _transcript_columns as columns
+from ._lines import line_count
 
 _ISO = r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2})?(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
 _TS = rf"(?:\[(?P<ts>[^\]\n]{{4,40}})\][ \t]*|(?P<iso>{_ISO})[ \t]+)"
@@ -141,13 +141,8 @@ def _header_shapes(matches: list[regex.Match]) -> set[str]:
     return {_shape(m) for m in matches if _speaker_label(m) is not None and (m["ts"] or m["iso"])}
 
 
-def _read_whole(why: str) -> NotStreamable:
-    """The pre-pass's decision that this transcript cannot be cut at its turn starts."""
-    return NotStreamable(Reason.NOT_STREAMABLE, f"{why}: the transcript is read whole")
-
-
 @register
-class Transcript(Grammar):
+class Transcript(LineGrammar):
     name = "transcript"
     specificity = 1
     version = "2"
@@ -192,72 +187,71 @@ class Transcript(Grammar):
             explained += state
         return explained / (len(lines) + front)
 
-    def read(self, sources: list[SourceText], settings: Settings) -> list:
-        """The sessions of each source, with their turns as frames (``_transcript_columns``): each
-        source's segments (and their front matter) decided on its own, then every segment of every
-        source read as one table of lines."""
-        decided = [_segments(source) for source in sources]
-        parts = [(i, seg, front) for i, d in enumerate(decided) if isinstance(d, list) for seg, front in d]
-        chunks = _segment_chunks([sources[i].text[seg.start:seg.end] for i, seg, _ in parts],
-                                 [(seg, front) for _, seg, front in parts])
-        out: list = [failed(d) if isinstance(d, Exception) else [] for d in decided]
-        for (i, seg, (zone, _, _)), chunk in zip(parts, chunks, strict=True):
-            session = _new_session(sources[i].text, seg, zone)
-            _absorb(session, chunk)
-            if chunk.clock_only:
-                session.warnings.append(_clock_only(chunk.clock_only))
-            session.frame = chunk.frame
-            out[i].append(session)
+    # The header lines (``HEADER``'s, tested without captures). A streamed transcript has no header
+    # line that starts no turn, and no other line these flag (``TextSurvey.whole_only``), so these
+    # are its turn starts.
+    starts = staticmethod(line_test(_HEADER_TEST))
+
+    def survey(self, sources: list[SourceText], table: LineTable, first_lines: list[int]) -> list[TextSurvey]:
+        """Each text's header labels and stamp shapes, counted, and, for a text that starts its input, its
+        sessions' segments (front matter, ``Session:`` lines, an exporter's header lines: a transcript
+        that has any is read whole). The header pattern runs once, over the table of every session's
+        lines (``_sessions_table``: the table itself when every text is one plain session)."""
+        segments = [_segments(text, s.name) if first == 1 else None
+                    for s, text, first in zip(sources, table.texts, first_lines, strict=True)]
+        out = [TextSurvey(first_lines[i] + line_count(text) - 1, 0, 0, len(text),
+                          columns.Labels(), Counter(), None, segments[i]) for i, text in enumerate(table.texts)]
+        read, owners = _sessions_table(table, out)
+        _tally(read, {j: out[i] for j, (i, seg) in enumerate(owners) if seg is None}, self.starts(read.lines))
+        for found, text, first in zip(out, table.texts, first_lines, strict=True):
+            found.why = _why_whole(found, text, first)
         return out
 
-    # -- streaming (flows/core/spool.py) ------------------------------------------------------------
+    def sessions(self, source: SourceText, survey: TextSurvey) -> list[ParsedSession]:
+        if isinstance(survey.segments, Exception):
+            raise survey.segments
+        segs = survey.segments
+        if segs is None:  # the surveys of a streamed input's blocks, added up: one plain session
+            sid = file_name_id(source.name)
+            segs = [(Segment(0, 0, 1, sid, "file-name" if sid else "none", span=(1, max(survey.lines, 1))),
+                     (None, None, None))]
+        return [_new_session(source.text, seg, zone) for seg, (zone, _, _) in segs]
 
-    streams_text = True
+    def frames(self, sources: list[SourceText], table: LineTable, surveys: list[TextSurvey],
+               sessions: list[list[ParsedSession]], first_lines: list[int]) -> list[list[columns.Chunk]]:
+        """Each session's turn frame, from the table of every session's lines (a streamed chunk: the
+        chunk's table), each read with its own labels and front matter; the turns read so far and the
+        clock-only times are carried on the survey."""
+        read, owners = table.memo.get("sessions") or (table, [(i, None) for i in range(len(table))])
+        heads, rows = _header_rows(read)
+        readings, firsts, before = [], [], []
+        for j, (i, seg) in enumerate(owners):
+            if seg is None:  # one plain session: the survey's reading
+                readings.append(surveys[i].reading)
+                firsts.append(first_lines[i])
+                before.append(surveys[i].turns_read)
+                continue
+            seg, (zone, day, model) = seg
+            readings.append(_reading(read.memo["labels"][j], day, zone, model))
+            firsts.append(seg.first_line)
+            before.append(0)
+        chunks = columns.turn_frames(read, heads, rows, columns.Texts(readings, firsts, before)) if owners else []
+        out: list[list[columns.Chunk]] = [[] for _ in surveys]
+        for (i, _), chunk in zip(owners, chunks, strict=True):
+            if sessions[i]:
+                out[i].append(chunk)
+        for i, survey in enumerate(surveys):
+            survey.clock_only = survey.clock_only or [0] * len(sessions[i])
+            for k, (session, chunk) in enumerate(zip(sessions[i], out[i], strict=True)):
+                _absorb(session, chunk)
+                survey.clock_only[k] += chunk.clock_only
+                survey.turns_read += chunk.turns
+        return out
 
-    # The header lines (``HEADER``'s, tested without captures). A streamed transcript has no header
-    # line that starts no turn (``plan`` checks it), so these are its turn starts.
-    is_header = staticmethod(line_test(_HEADER_TEST))
-
-    def plan(self, source: SourceText, blocks) -> StreamPlan:
-        """The pre-pass: the line count and every header's label and stamp shape, counted. Raises (the
-        transcript is read whole) on front matter, a ``Session:`` line, or a header that would start
-        no turn (a ``Note:`` kept as text)."""
-        plan = StreamPlan()
-        for text, first_line in blocks:
-            if (first_line == 1 and text.startswith("---")) or SESSION_LINE.search(text):
-                raise _read_whole("front matter or a Session line")
-            if first_line == 1 and export_headers(text, Segment(0, len(text), 1)).regions:
-                raise _read_whole("export header lines above the conversation")
-            lines = split_lines(text)
-            plan.lines = first_line + len(lines) - 1
-            _, rows = columns.header_rows(lines, RUST_HEADER, _plausible)
-            plan.labels.add(rows)
-            for label, shape, n in rows.group_by("label", "shape").len().iter_rows():
-                plan.keys[label, shape] += n
-            if plan.first is None and rows.height:
-                plan.first = (rows["label"][0], rows["shape"][0])
-            plan.counted += rows.height
-        plan.reading = _reading(plan.labels, None, None, None)
-        if plan.kept_as_text():
-            raise _read_whole("a header that starts no turn")
-        return plan
-
-    def stream_session(self, source: SourceText, plan: StreamPlan) -> ParsedSession:
-        sid = file_name_id(source.name)
-        return ParsedSession(sid, "file-name" if sid else "none", [], raw="", lines=(1, max(plan.lines, 1)))
-
-    def stream_chunk(self, session: ParsedSession, plan: StreamPlan, lines, first_line: int):
-        heads, rows = columns.header_rows(lines, RUST_HEADER, _plausible)
-        chunk = columns.turn_frame(lines, heads, rows, plan.reading, first_line, plan.turns)
-        _absorb(session, chunk)
-        plan.turns += chunk.turns
-        plan.clock_only += chunk.clock_only
-        return chunk
-
-    def stream_end(self, session: ParsedSession, source: SourceText, plan: StreamPlan, bad: int,
-                   extras: list[dict]) -> None:
-        if plan.clock_only:
-            session.warnings.append(_clock_only(plan.clock_only))
+    def conclude(self, sessions: list[ParsedSession], source: SourceText, survey: TextSurvey, chunks: list) -> None:
+        for session, clock_only in zip(sessions, survey.clock_only or [0] * len(sessions), strict=True):
+            if clock_only:
+                session.warnings.append(_clock_only(clock_only))
 
     def count_turns(self, raw: Any) -> int:
         """A line-by-line scan of its own: header lines with the same acceptance rule, notices of the
@@ -275,26 +269,66 @@ class Transcript(Grammar):
 
 
 
-def _segments(source: SourceText) -> list | Exception:
-    """A source's sessions' segments, each with its front matter read (zone, day, model); the failure of
+def _segments(text: str, name: str) -> list | Exception:
+    """A text's sessions' segments, each with its front matter read (zone, day, model); the failure of
     this source's own decision, for it alone."""
     try:
-        return [(seg, _front(seg.front)) for seg in sessions_of(source.text, source.name)]
-    except Exception as exc:  # raised where this source's sessions are taken (columns.failed)
+        return [(seg, _front(seg.front)) for seg in sessions_of(text, name)]
+    except Exception as exc:  # raised where this source's sessions are taken (``Transcript.sessions``)
         return exc
 
 
-def _segment_chunks(texts: list[str], segs: list) -> list[columns.Chunk]:
-    """The turns of segments, all read as one table of lines, each with its own labels and front matter."""
-    if not texts:
-        return []
-    table = LineTable.of(texts)
-    heads, rows = columns.header_rows(table.lines, RUST_HEADER, _plausible)
-    rows = rows.with_columns(src=table.source.filter(heads.ok))
-    labels = columns.labels_by_text(rows, len(texts))
-    readings = [_reading(lb, day, zone, model) for lb, (_, (zone, day, model)) in zip(labels, segs, strict=True)]
-    texts_ = columns.Texts(readings, [seg.first_line for seg, _ in segs], [0] * len(texts))
-    return columns.turn_frames(table, heads, rows, texts_)
+def _header_rows(table: LineTable) -> tuple:
+    """The header lines of a table and their rows with ``src`` (each row's text), once per table."""
+    if "transcript" not in table.memo:
+        heads, rows = columns.header_rows(table.lines, RUST_HEADER, _plausible)
+        table.memo["transcript"] = heads, rows.with_columns(src=table.source.filter(heads.ok))
+    return table.memo["transcript"]
+
+
+def _tally(read: LineTable, plain: dict[int, TextSurvey], starts: pl.Series) -> None:
+    """The header labels, stamp shapes and counts of each text of the sessions' table that is a plain
+    text's (``plain``: its survey by its number in ``read``), from one header pass over the table."""
+    heads, rows = _header_rows(read)
+    labels = read.memo["labels"] = columns.labels_by_text(rows, len(read))
+    for j, found in plain.items():
+        found.labels = labels[j]
+    for src, label, shape, n in rows.group_by("src", "label", "shape").len().iter_rows():
+        if src in plain:
+            plain[src].keys[label, shape] = n
+    for src, label, shape in rows.group_by("src", maintain_order=True).first().select(
+            "src", "label", "shape").iter_rows():
+        if src in plain:
+            plain[src].first = (label, shape)
+    turns = read.counts(starts)
+    for j, n in enumerate(read.counts(heads.ok)):
+        if j in plain:
+            plain[j].counted, plain[j].turns = n, turns[j]
+
+
+def _why_whole(found: TextSurvey, text: str, first: int) -> str | None:
+    """Why a piece of a transcript (from line ``first``) cannot be cut at its turn starts, or None."""
+    # a plain first text has no Session line but in fenced code (``segments`` skips those)
+    maybe = first > 1 or not found.plain or "```" in text or "~~~" in text
+    if (first == 1 and text.startswith("---")) or (maybe and SESSION_LINE.search(text)):
+        return "front matter or a Session line"
+    if first == 1 and not found.plain:
+        return "export header lines above the conversation"
+    return None
+
+
+def _sessions_table(table: LineTable, surveys: list[TextSurvey]) -> tuple[LineTable, list]:
+    """The table of every session's lines and, for each of its texts, (the text it is of, None for a
+    text that is one plain session, else its segment with its front matter read). The table itself
+    when every text is plain; a text whose segments failed has none."""
+    owners = [(i, None) if v.plain else (i, seg) for i, v in enumerate(surveys)
+              if not isinstance(v.segments, Exception) for seg in ([None] if v.plain else v.segments)]
+    if all(seg is None for _, seg in owners) and len(owners) == len(table):
+        return table, owners
+    read = LineTable.of([table.texts[i] if seg is None else table.texts[i][seg[0].start:seg[0].end]
+                         for i, seg in owners])
+    table.memo["sessions"] = read, owners
+    return read, owners
 
 
 def sessions_of(text: str, name: str) -> list:
@@ -420,18 +454,65 @@ def _absorb(session: ParsedSession, chunk: columns.Chunk) -> None:
 
 
 @dataclass(slots=True)
-class StreamPlan:
-    """A streamed transcript's pre-pass (``Transcript.plan``), and the counts its chunks add."""
+class TextSurvey(Survey):
+    """What a transcript's headers tell of it as a whole (``Transcript.survey``): the labels that start
+    turns are decided from all of them; the turns read and the clock-only times, carried from chunk to chunk."""
 
-    lines: int = 0
-    counted: int = 0
-    labels: columns.Labels = field(default_factory=columns.Labels)
-    keys: Counter = field(default_factory=Counter)
+    lines: int
+    counted: int
+    turns: int
+    chars: int
+    labels: columns.Labels
+    keys: Counter
     """(label, stamp shape) -> header lines"""
-    first: tuple[str | None, str] | None = None
-    reading: columns.Reading | None = None
-    turns: int = 0
-    clock_only: int = 0
+    first: tuple[str | None, str] | None
+    """The first header's (label, stamp shape)."""
+    segments: list | Exception | None = None
+    """The sessions' segments with their front matter, of a text that starts its input (else None)."""
+    why: str | None = None
+    """Why the input cannot be cut at its turn starts, found in this text."""
+    decided: columns.Reading | None = None
+    turns_read: int = 0
+    clock_only: list[int] | None = None
+    """Each session's clock times without a day, read so far."""
+
+    def then(self, more: TextSurvey) -> TextSurvey:
+        """This survey, the next block's added (in place)."""
+        self.lines = more.lines
+        self.counted += more.counted
+        self.turns += more.turns
+        self.chars += more.chars
+        self.labels.add(more.labels)
+        self.keys.update(more.keys)
+        self.first = self.first or more.first
+        self.why = self.why or more.why
+        self.segments = self.decided = None
+        return self
+
+    @property
+    def plain(self) -> bool:
+        """Whether the text is one session with no front matter or header lines of its own."""
+        if self.segments is None:
+            return True
+        if isinstance(self.segments, Exception) or len(self.segments) != 1:
+            return False
+        seg, _ = self.segments[0]
+        return seg.start == 0 and seg.end == self.chars and not seg.regions and not seg.front
+
+    @property
+    def reading(self) -> columns.Reading:
+        """How the turns of a plain transcript are read: its accepted labels and stamp shapes."""
+        if self.decided is None:
+            self.decided = _reading(self.labels, None, None, None)
+        return self.decided
+
+    @property
+    def whole_only(self) -> str | None:
+        if self.why is not None:
+            return f"{self.why}: the transcript is read whole"
+        if self.kept_as_text() or self.turns != self.counted:
+            return "a header that starts no turn: the transcript is read whole"
+        return None
 
     def kept_as_text(self) -> int:
         """Header lines that would start no turn: neither an accepted label, nor a notice in a

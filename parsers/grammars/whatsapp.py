@@ -49,16 +49,14 @@ the cyclic garbage collector is paused while the turns are built (``parsers.memo
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from itertools import pairwise
 from pathlib import PurePosixPath
 from typing import Any
 
 from models.records import ParsedSession, Region, RegionKind, SourceText, Turn
-from models.settings import Settings
-from parsers.base import Grammar
-from parsers.columns import LineTable, each_source, split_lines
+from parsers.base import LineGrammar, Survey
+from parsers.columns import LineTable, first_line_of
 from parsers.engine import line_patterns
 from parsers.linecount import LineCounts, LinePatterns, count
 from parsers.registry import register
@@ -82,6 +80,11 @@ FIRST, HEADER = line_patterns(HEADER_BODY + _REST)
 _LOOSE_DATE = rf"[{_MARKS}]*\[?[{_MARKS}]*\d{{1,4}}(?:[./-]|\. )\d{{1,2}}(?:[./-]|\. )\d{{1,4}}"
 _LOOSE_FIRST, _LOOSE = line_patterns(
     rf"{_LOOSE_DATE}[^\n\d]{{1,8}}?\d{{1,2}}[:.]\d{{2}}(?:[:.]\d{{2}})?[^\n\d\]]{{0,12}}?(?:\]|[-–](?: |(?=\n)|\Z))")
+
+
+def counted_messages(text: str) -> int:
+    """The independent count of a text's messages: the lines that start with the loose stamp."""
+    return (1 if _LOOSE_FIRST.match(text) else 0) + len(_LOOSE.findall(text))
 
 
 def _phrases(key: str) -> tuple[str, ...]:
@@ -188,7 +191,7 @@ def counted_share(sample: str, name: str, counts: LineCounts) -> float:
 
 
 @register
-class WhatsApp(Grammar):
+class WhatsApp(LineGrammar):
     name = "whatsapp"
     version = "3"
     description = "WhatsApp chat export (.txt, or a zip with its media), Android and iOS, every header dialect"
@@ -203,132 +206,114 @@ class WhatsApp(Grammar):
     def detect_counted(self, sample: str, name: str, counts: LineCounts) -> float:
         return counted_share(sample, name, counts)
 
-    def read(self, sources: list[SourceText], settings: Settings) -> list[list[ParsedSession]]:
-        """The session of each source, with its turns as a frame (``session.frame``), all sources read
-        as one table of lines."""
-        if not sources:
-            return []
-        texts = [s.text for s in sources]
-        table = LineTable.of(texts)
+    starts = staticmethod(columns.header_lines)
+
+    def survey(self, sources: list[SourceText], table: LineTable, first_lines: list[int]) -> list[DateSurvey]:
+        """Each text's headers: their runs of equal dates (the day/month order is decided from the whole
+        input's), its independent turn count, its first header's dialect and its line count."""
+        at = self.starts(table.lines).arg_true()
+        dates = columns.dates_at(table.lines, at)
+        cuts = table.split(at)
+        runs = columns.date_runs_by_text(dates, table.source.gather(at), cuts)
+        rows = at.to_list()
+        out = []
+        for i, source in enumerate(sources):
+            base = first_lines[i] - table.bounds[i]
+            found = DateSurvey(base + table.bounds[i + 1] - 1, cuts[i + 1] - cuts[i], table.texts[i],
+                               reader=_Reader(source.siblings))
+            if found.turns:
+                found.dialect = "ios" if table.lines[rows[cuts[i]]].lstrip(MARKS).startswith("[") else "android"
+                found.runs = runs[i]
+                found.run_lines = {k: base + rows[cuts[i] + k] for _, k in runs[i]}
+            out.append(found)
+        return out
+
+    def sessions(self, source: SourceText, survey: DateSurvey) -> list[ParsedSession]:
+        session = _session(source, source.text)
+        session.lines = (1, survey.lines)
+        if survey.dialect:
+            session.meta["dialect"] = survey.dialect
+        return [session]
+
+    def frames(self, sources: list[SourceText], table: LineTable, surveys: list[DateSurvey],
+               sessions: list[list[ParsedSession]], first_lines: list[int]) -> list[list[columns.Chunk]]:
+        """Each text's turn frame, its dates read in its input's day/month order; the preamble (the
+        lines before an input's first header, or all of a headerless input) into its session."""
         heads = columns.headers(table.lines, _REST)
         at = heads.ok.arg_true()
         cuts = table.split(at)
-        runs = columns.date_runs_by_text(heads, table.source.filter(heads.ok), cuts)
-        decided = [date_order(r) for r in runs]
-        chunks = columns.turn_frames(table, heads, [d.order for d in decided], [_Reader(s.siblings) for s in sources])
-        headed = [i for i, (c, d) in enumerate(pairwise(cuts)) if d > c]
-        rows = at.gather([cuts[i] for i in headed])
-        first_header = dict(zip(headed, zip(rows.to_list(), heads.groups["open"].gather(rows).to_list(), strict=True),
-                                strict=True))  # text -> (row of its first header, that header's "[")
-
-        def sessions(i: int) -> list[ParsedSession]:
-            session, chunk, source = _session(sources[i], texts[i]), chunks[i], sources[i]
-            session.frame = chunk.frame
-            if chunk.frame.height:
-                row, opening = first_header[i]
-                first = row - table.bounds[i]
-                session.meta["dialect"] = "ios" if opening is not None else "android"
+        chunks = columns.turn_frames(table, heads, [v.order.order for v in surveys], [v.reader for v in surveys],
+                                     first_line_of(first_lines))
+        for i, (session,) in enumerate(sessions):
+            if cuts[i + 1] > cuts[i] and first_lines[i] == 1:
+                first = int(at[cuts[i]]) - table.bounds[i]
                 _preamble(session, "\n".join(table.lines_of(i).head(first).to_list()) + ("\n" if first else ""), first)
-            if not runs[i]:
-                _headerless(session, texts[i])
-            _conclude(session, runs[i], decided[i], chunk.bad, chunk.frame["line_start"].__getitem__)
-            _attachments(session, chunk.extras, source.siblings)
-            return [session]
+            elif surveys[i].turns == 0:  # no header anywhere: the whole text is the preamble
+                _headerless(session, session.meta.get("preamble", "") + "\n".join(table.lines_of(i).to_list()) + "\n")
+        return [[chunk] for chunk in chunks]
 
-        return each_source(list(range(len(sources))), sessions)
-
-    streams_text = True
-    is_header = staticmethod(columns.header_lines)
-
-    def scan_block(self, text: str, first_line: int) -> BlockScan:
-        """What the pre-pass of a streamed input needs of one block of whole lines (``text`` from
-        line ``first_line``); blocks are scanned in any order, on any thread, and planned in order."""
-        lines = split_lines(text)
-        at, dates = columns.header_dates(lines)
-        found = BlockScan(first_line + len(lines) - 1, self.count_turns(text), len(at))
-        if len(at):
-            found.dialect = "ios" if lines[int(at[0])].lstrip(MARKS).startswith("[") else "android"
-            found.runs = [(d, i, first_line + int(at[i])) for d, i in columns.date_runs(dates)]
-        return found
-
-    def plan(self, source: SourceText, scans: Iterable[BlockScan]) -> TextPlan:
-        """The pre-pass of a streamed input over its blocks' scans, in order: the headers' date runs
-        (the day/month order is decided from the whole file), the independent turn count, the first
-        header and the line count."""
-        plan = TextPlan(reader=_Reader(source.siblings))
-        for found in scans:
-            plan.starts.append(plan.turns)
-            plan.lines = found.last_line
-            plan.counted += found.counted
-            if not found.turns:
-                continue
-            if plan.turns == 0:
-                plan.dialect = found.dialect
-            runs = [(d, i + plan.turns, line) for d, i, line in found.runs]
-            if plan.runs and runs and runs[0][0] == plan.runs[-1][0]:
-                runs = runs[1:]  # the same run goes on across the block boundary
-            for d, i, line in runs:
-                plan.run_lines[i] = line
-                plan.runs.append((d, i))
-            plan.turns += found.turns
-        plan.order = date_order(plan.runs)
-        return plan
-
-    def stream_session(self, source: SourceText, plan: TextPlan) -> ParsedSession:
-        """The session of a streamed input, before its turns: what the whole file decided."""
-        session = _session(source, "")
-        session.lines = (1, plan.lines)
-        if plan.dialect:
-            session.meta["dialect"] = plan.dialect
-        return session
-
-    def stream_chunk(self, session: ParsedSession, plan: TextPlan, lines, first_line: int) -> Any:
-        """The turn frame of a run of whole turns (the first chunk may start with a preamble)."""
-        heads = columns.headers(lines, _REST)
-        if first_line == 1 and heads.count:
-            first = int(heads.ok.arg_true()[0])
-            _preamble(session, "\n".join(lines.head(first).to_list()) + ("\n" if first else ""), first)
-        elif plan.turns == 0:  # no header anywhere: the whole text is the preamble
-            _headerless(session, session.meta.get("preamble", "") + "\n".join(lines.to_list()) + "\n")
-        return columns.turn_frame(lines, heads, plan.order.order, plan.reader, first_line)
-
-    def stream_end(self, session: ParsedSession, source: SourceText, plan: TextPlan, bad: int,
-                   extras: list[dict]) -> None:
-        """What the whole file decided, once every chunk is read."""
-        _conclude(session, plan.runs, plan.order, bad, plan.run_lines.__getitem__)
-        _attachments(session, extras, source.siblings)
+    def conclude(self, sessions: list[ParsedSession], source: SourceText, survey: DateSurvey, chunks: list) -> None:
+        (session,), (chunk,) = sessions, chunks
+        _conclude(session, survey.runs, survey.order, chunk.bad, survey.run_lines.__getitem__)
+        _attachments(session, chunk.extras, source.siblings)
 
     def count_turns(self, raw: Any) -> int:
-        return (1 if _LOOSE_FIRST.match(raw) else 0) + len(_LOOSE.findall(raw))
+        return counted_messages(raw)
 
 
 @dataclass(slots=True)
-class BlockScan:
-    """One block of a streamed input as the pre-pass sees it (``WhatsApp.scan_block``)."""
+class DateSurvey(Survey):
+    """What a WhatsApp input's headers tell of it as a whole (``WhatsApp.survey``)."""
 
-    last_line: int
-    counted: int
+    lines: int
     turns: int
-    dialect: str | None = None
-    runs: list[tuple[str, int, int]] = field(default_factory=list)
-    """(date, index of its first turn in the block, its line) for each run of equal dates."""
-
-
-@dataclass(slots=True)
-class TextPlan:
-    """What a streamed input's pre-pass found (``WhatsApp.plan``)."""
-
-    lines: int = 0
-    counted: int = 0
-    turns: int = 0
-    dialect: str | None = None
-    runs: list[tuple[str, int]] = field(default_factory=list)
-    run_lines: dict[int, int] = field(default_factory=dict)
-    order: DateOrder | None = None
-    starts: list[int] = field(default_factory=list)
-    """The turns before each block (a range cut at a block's first header starts with that turn)."""
+    text: str | None
+    """The piece's text, until its turns are counted (``counted``: only when asked)."""
+    count: int | None = None
     reader: Any = None
     """How the flagged rows of every chunk are read (``_Reader``: the input's siblings, for attachments)."""
+    dialect: str | None = None
+    runs: list[tuple[str, int]] = field(default_factory=list)
+    """(date, index of its first turn) for each run of equal dates."""
+    run_lines: dict[int, int] = field(default_factory=dict)
+    """The line of each run's first turn."""
+    decided: DateOrder | None = None
+
+    def then(self, more: DateSurvey) -> DateSurvey:
+        """This survey, the next block's added (in place)."""
+        self.lines = more.lines
+        self.count, self.text = self.counted + more.counted, None
+        if more.turns:
+            self.dialect = self.dialect or more.dialect
+            runs = [(d, i + self.turns) for d, i in more.runs]
+            if self.runs and runs and runs[0][0] == self.runs[-1][0]:
+                runs = runs[1:]  # the same run goes on across the block boundary
+            for d, i in runs:
+                self.run_lines[i] = more.run_lines[i - self.turns]
+                self.runs.append((d, i))
+            self.turns += more.turns
+        self.decided = None
+        return self
+
+    @property
+    def counted(self) -> int:
+        return self.census().count
+
+    def census(self) -> DateSurvey:
+        if self.count is None:  # counted now, on this thread
+            self.count, self.text = counted_messages(self.text), None
+        return self
+
+    @property
+    def order(self) -> DateOrder:
+        """The day/month order, decided from every run of dates (``_lines.date_order``)."""
+        if self.decided is None:
+            self.decided = date_order(self.runs)
+        return self.decided
+
+    @property
+    def apart(self) -> bool:
+        return True
 
 
 def _session(source: SourceText, text: str) -> ParsedSession:

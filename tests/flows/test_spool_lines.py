@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import io
 import shutil
+from functools import reduce
 
 import pytest
 
 from flows.core import ranges
-from models.errors import NotStreamable
 from models.records import SourceText
 from parsers import registry
+from parsers.base import LineGrammar
+from parsers.columns import LineTable
 from parsers.grammars.irc import Irc
 from tests.flows.test_spool import _documents, _run
 from tests.parsers.test_columns import CASES
 
-STREAMED = [(g, p) for g, p in CASES if g != "whatsapp" and registry.get(g).streams_text]
+STREAMED = [(g, p) for g, p in CASES if g != "whatsapp" and isinstance(registry.get(g), LineGrammar)]
 
 
 def _same(path, tmp_path, chunk: int) -> None:
@@ -38,15 +40,15 @@ def test_streamed_documents_equal_whole_ones(grammar, path, chunk, tmp_path):
 
 
 def _chunks_read(monkeypatch, grammar) -> list[int]:
-    """The first line of each chunk ``grammar`` streams, from now on."""
+    """The first line of each chunk ``grammar`` streams (each table of one text it frames), from now on."""
     seen: list[int] = []
-    chunk = grammar.stream_chunk
+    frames = grammar.frames
 
-    def counting(self, session, plan, lines, first_line):
-        seen.append(first_line)
-        return chunk(self, session, plan, lines, first_line)
+    def counting(self, sources, table, surveys, sessions, first_lines):
+        seen.extend(first_lines)
+        return frames(self, sources, table, surveys, sessions, first_lines)
 
-    monkeypatch.setattr(grammar, "stream_chunk", counting)
+    monkeypatch.setattr(grammar, "frames", counting)
     return seen
 
 
@@ -66,9 +68,10 @@ def test_a_log_with_another_dialects_header_is_read_whole(tmp_path):
     lines[12] = "2012-10-18 09:30:30\tbob\tnot a supybot header"
     log.write_text("\n".join(lines) + "\n")
     data = log.read_bytes()
-    with pytest.raises(NotStreamable, match="another IRC dialect"):
-        blocks = ranges.decoded(ranges.raw_blocks(io.BytesIO(data), 64), 1)
-        Irc().plan(SourceText("", "mixed.log", "0" * 64, len(data), "utf-8"), blocks)
+    blocks = ranges.decoded(ranges.raw_blocks(io.BytesIO(data), 64), 1)
+    source = SourceText("", "mixed.log", "0" * 64, len(data), "utf-8")
+    surveys = [Irc().survey([source], LineTable.of([text]), [line])[0] for text, line in blocks]
+    assert "another IRC dialect" in reduce(lambda total, more: total.then(more), surveys).whole_only
     (tmp_path / "run").mkdir()
     _same(log, tmp_path / "run", 64)
 

@@ -6,12 +6,14 @@ from datetime import UTC, datetime
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from flows.core.process import process_bytes
 from models.settings import Settings
 from normalizers.assemble import RunContext
 from parsers import registry
-from parsers.grammars.irc import event_of
+from parsers.grammars.irc import DIALECTS, counted_by_dialect, event_of
 from parsers.text import decode
 from tests.helpers import CONFORMANCE, columns_of, read_one
 
@@ -215,3 +217,17 @@ def test_a_log_naming_no_channel_takes_it_from_its_path(name, sid):
     s = _both_routes(ZNC, name)
     assert s.session_id == sid
     assert (s.id_source == "source:channel in the file's path") == (sid is not None)
+
+
+_LINE_PARTS = ["10:00 <ann> hi", "[10:00] <ann> hi", "dec 31 21:11:58 <ann> hi", "2012-10-18 09:30:30\tann\thi",
+               "2012-10-18 09:30:30\t****  Beginning of log  ****", "2012-10-18T09:30:30+0000  <ann> hi",
+               "2012-10-18T09:30:30", "2012-10-18T09:30:30\u001c", "text", "", " 10:00 indented", "Dec  1 10:00:00\t"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(_LINE_PARTS), max_size=12), st.booleans())
+def test_the_survey_counts_every_dialect_as_count_turns_does(parts, final_newline):
+    """The survey's one-pass count in every dialect equals ``count_turns`` in each (the gate's count of a
+    streamed log is the survey's)."""
+    text = "\n".join(parts) + ("\n" if final_newline else "")
+    assert counted_by_dialect(text) == {d: IRC.count_turns((d, text)) for d in DIALECTS}
