@@ -112,18 +112,13 @@ def batch_stem(key: str, first: int) -> str:
     return f"{hashlib.sha256(key.encode()).hexdigest()[:16]}.{first:09d}"
 
 
-def stream_json_input(open_input: Callable[[], BinaryIO], source: SourceText, sample: str, ctx: RunContext,
+def stream_json_input(open_input: Callable[[], BinaryIO], source: SourceText, detection: Detection, ctx: RunContext,
                       out_root: Path, emit: Emit, key: str | None = None) -> FileOutcome | ReadWhole | None:
-    """The streamed core for a large JSON export whose grammar names its ``conversations``; ``ReadWhole``
-    when the list cannot be located cheaply (module docstring); None when the input is no such export
-    (no grammar detected, or another; the whole-file route records why). Sessions go to ``emit`` as they
-    are done; the outcome returned lists them with ``emitted`` set, and the staged dataset parts of the
-    documents written (with ``key``, the input's source key)."""
-    try:
-        detection = registry.detect(sample, source.name, threshold=ctx.settings.detect_threshold,
-                                    forced=ctx.settings.format)
-    except ReconstructError:
-        return None
+    """The streamed core for a large JSON export whose grammar (``detection``) names its ``conversations``;
+    ``ReadWhole`` when the list cannot be located cheaply (module docstring); None when its grammar names
+    none (the caller says why it is read whole). Sessions go to ``emit`` as they are done; the outcome
+    returned lists them with ``emitted`` set, and the staged dataset parts of the documents written (with
+    ``key``, the input's source key)."""
     shape = registry.get(detection.grammar).conversations
     if shape is None:
         return None

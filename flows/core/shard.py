@@ -32,12 +32,13 @@ from audit.ledger import (
 )
 from audit.trail import ShardTrail
 from flows import faults
-from models.errors import IngestError, Reason
+from models.errors import IngestError, Reason, ReconstructError
 from models.records import SourceText
 from models.settings import Settings
 from models.status import FileStatus, SessionStatus
 from normalizers.assemble import RunContext
 from normalizers.secrets import scrub_name
+from parsers import registry
 from parsers.text import decode, detection_sample, input_sha256, sha256_text
 
 from . import archives, emit, ingest, jsonstream, snapshots, spool
@@ -440,9 +441,10 @@ UNCHANGED = "unchanged since an earlier run with the same settings"
 def _streamed(ref, ctx, prior, inputs: ShardInputs, context_sha, out_root: Path,
               emitter) -> FileOutcome | FileRow | ReadWhole | None:
     """A large input through its grammar's streamed read (a JSON export's conversations, or text in
-    chunks), its skipped row when unchanged, ``ReadWhole`` when a stream is refused up
-    front (why goes into its row), or None to read it whole (no streamed read for its grammar;
-    ``emitter`` stages a session as soon as it is done, for the routes that hand them on one by one)."""
+    chunks), its skipped row when unchanged, ``ReadWhole`` when it is read whole instead (why goes into its
+    row: a database, a grammar with no streamed read, a stream refused up front), or None when no grammar
+    is detected (the whole read records why). ``emitter`` stages a session as soon as it is done, for the
+    routes that hand them on one by one."""
     from parsers import sqlite
     from parsers.text import sha256_stream
 
@@ -453,19 +455,25 @@ def _streamed(ref, ctx, prior, inputs: ShardInputs, context_sha, out_root: Path,
             return _note_row(ref, FileStatus.SKIPPED, UNCHANGED, sha, context_sha)
         with ingest.open_binary(ref, inputs.zips) as fp:
             head = fp.read(DETECT_SAMPLE)
-            if sqlite.is_sqlite(head):  # a database is read whole: its text is its tables, rendered
-                return None
-            sample = detection_sample(head)
+            if sqlite.is_sqlite(head):
+                return ReadWhole("a database is read whole: its text is its tables, rendered")
+            try:
+                detection = registry.detect(detection_sample(head), ref.name, threshold=ctx.settings.detect_threshold,
+                                            forced=ctx.settings.format)
+            except ReconstructError:
+                return None  # the whole read records why
             source = SourceText("", ref.name, sha, size, encoding, siblings=ref.siblings)
-            text = None
+            streamed = None
             if size >= ctx.settings.stream_json_bytes:
                 source_json = jsonstream.with_companions(source, inputs.context(ref)[0])
-                text = jsonstream.stream_json_input(lambda: ingest.open_binary(ref, inputs.zips), source_json, sample,
-                                                    ctx, out_root, emitter, ref.key)
-            if text is None and size >= ctx.settings.stream_text_bytes:
-                text = spool.stream_text_input(lambda: ingest.open_binary(ref, inputs.zips), source, sample, ctx,
-                                               out_root)
-            return text
+                streamed = jsonstream.stream_json_input(lambda: ingest.open_binary(ref, inputs.zips), source_json,
+                                                        detection, ctx, out_root, emitter, ref.key)
+            if streamed is None and size >= ctx.settings.stream_text_bytes:
+                streamed = spool.stream_text_input(lambda: ingest.open_binary(ref, inputs.zips), source, detection,
+                                                   ctx, out_root)
+            if streamed is None:  # said in its ledger row: no silent hand-over to the whole read
+                return ReadWhole(f"the {detection.grammar} grammar has no streamed read")
+            return streamed
     except OSError as exc:
         if exc.errno in DISK_FULL or _under(exc.filename, out_root):
             raise  # the output failed, not the input: the shard stops and records it

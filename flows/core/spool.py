@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from audit.datasets import StreamedRows
-from models.errors import NotStreamable, Reason, ReconstructError
+from models.errors import NotStreamable, Reason
 from models.records import Detection, SourceText
 from models.status import FileStatus, SessionStatus
 from normalizers.assemble import RunContext, envelope
@@ -69,16 +69,11 @@ class _Spooled:
     size: int
 
 
-def stream_text_input(open_input: Callable[[], BinaryIO], source: SourceText, sample: str, ctx: RunContext,
+def stream_text_input(open_input: Callable[[], BinaryIO], source: SourceText, detection: Detection, ctx: RunContext,
                       out_root: Path) -> FileOutcome | ReadWhole | None:
-    """The streamed core for a large input of a line grammar; None for another grammar;
-    ``ReadWhole`` with the reason when its pre-pass finds the input must be read whole (its ledger row
-    says so)."""
-    try:
-        detection = registry.detect(sample, source.name, threshold=ctx.settings.detect_threshold,
-                                    forced=ctx.settings.format)
-    except ReconstructError:
-        return None  # the whole path records why
+    """The streamed core for a large input of a line grammar (``detection``); None for another grammar
+    (the caller says why it is read whole); ``ReadWhole`` with the reason when its pre-pass finds the
+    input must be read whole (its ledger row says so)."""
     grammar = registry.get(detection.grammar)
     if not isinstance(grammar, LineGrammar):
         return None

@@ -22,6 +22,7 @@ from flows.pipeline import reconstruct
 from models.records import SourceText
 from models.settings import Settings
 from normalizers.assemble import RunContext
+from parsers import registry
 from tests.helpers import CONFORMANCE, GOLDEN, ROOT
 
 STREAMED = {"stream_json_bytes": 1, "stream_chunk_bytes": 1, "workers": 1}
@@ -271,8 +272,9 @@ def test_a_batch_that_fails_leaves_no_rows(tmp_path, monkeypatch):
     source = SourceText("", ref.name, "0" * 64, ref.size, "utf-8")
     emitted = []
     with pytest.raises(OSError, match="disk failed"):
-        jsonstream.stream_json_input(functools.partial(Path(ref.path).open, "rb"), source, '[{"mapping": {}}]', ctx,
-                                     tmp_path, lambda s: emitted.append(s) or ("x", "y"), ref.key)
+        jsonstream.stream_json_input(functools.partial(Path(ref.path).open, "rb"), source,
+                                     registry.detect('[{"mapping": {}}]', ref.name, threshold=0.5), ctx, tmp_path,
+                                     lambda s: emitted.append(s) or ("x", "y"), ref.key)
     assert len(calls) == 3 and emitted
     assert not [p for t in datasets.TABLES for p in (tmp_path / datasets.PARTS / t).rglob("*") if p.is_file()]
 

@@ -182,3 +182,23 @@ def test_a_large_text_read_whole_says_why_in_its_ledger_row(tmp_path):
     assert row.status is FileStatus.OK and "read whole, not streamed: front matter" in row.detail, row.detail
     assert "not streamed" not in whole.files[0].detail
     assert _documents(tmp_path / "s") == _documents(tmp_path / "w")
+
+
+@pytest.mark.parametrize("folder, grammar", [("markdown", "markdown"), ("discord-text", "discord-text"),
+                                             ("whatsapp-db", "whatsapp-db")])
+def test_a_large_input_of_a_grammar_with_no_streamed_read_says_so(tmp_path, folder, grammar):
+    """No silent hand-over: an input above the streaming threshold whose grammar reads inputs only whole
+    (or a database) is read whole, with the same documents, and its ledger row says why."""
+    from tests.helpers import GOLDEN
+
+    inputs = [p for p in sorted((GOLDEN / folder).iterdir()) if p.is_file() and not p.name.endswith(".expected.json")]
+    src = tmp_path / "in"
+    src.mkdir()
+    shutil.copy(inputs[0], src / inputs[0].name)
+    large = _run(src, tmp_path / "large", stream_text_bytes=1, stream_json_bytes=1)
+    small = _run(src, tmp_path / "small")
+    (row,) = large.files
+    why = "a database is read whole" if grammar == "whatsapp-db" else f"the {grammar} grammar has no streamed read"
+    assert row.grammar == grammar and f"read whole, not streamed: {why}" in row.detail, row.detail
+    assert "not streamed" not in small.files[0].detail
+    assert _documents(tmp_path / "large") == _documents(tmp_path / "small")
