@@ -41,7 +41,7 @@ from models.status import DocumentMark, FileStatus, RunCounts, RunOutcome, RunSt
 from normalizers.ids import safe_path_part
 
 from . import alerts, artifacts, cluster, faults, pool
-from .core import emit, ingest, snapshots
+from .core import emit, ingest, snapshots, unchanged
 from .core.merge import merge_keys
 from .core.shard import ShardResult, run_shard
 from .summary import RunSummary
@@ -181,14 +181,14 @@ def reconstruct(paths: list[ingest.Root], out_root: Path, settings: Settings, *,
             refs = _only(refs, keys, run_id, settings, ledger)
         else:
             _record_missing(paths, refs, run_id, settings, ledger)
-        shards = plan_shards(refs, settings)
         files = sum(len(r.parts) or 1 for r in refs)  # a conversation over several files counts each file
+        refs, done = _skip_unchanged(refs, out_root, run_id, settings, ledger, companions, force)
+        shards = plan_shards(refs, settings)
         if progress:
-            progress(0, files)
+            progress(done, files)
         results = flight.follow(runner(shards, companions, str(lpath)) if runner else flight.here(
             shards, lambda s: run_shard(s, out_root, settings, companions=companions, ledger_path=lpath, force=force,
                                         allow_shrink=allow_shrink, run_id=run_id)))
-        done = 0
         written = 0
         deferred: list[str] = []
         prints: list = []
@@ -221,6 +221,17 @@ def reconstruct(paths: list[ingest.Root], out_root: Path, settings: Settings, *,
         ledger.close()
     return RunSummary(run_id, ending, counts, quarantined, seconds, len(shards), written, cleaned, str(lpath),
                       unpublished)
+
+
+def _skip_unchanged(refs: list[ingest.InputRef], out_root: Path, run_id: str, settings: Settings, ledger: Ledger,
+                    companions: dict[str, ingest.InputRef], force: bool) -> tuple[list[ingest.InputRef], int]:
+    """Record the inputs an earlier run proves unchanged (flows/core/unchanged.py) as skipped, before any
+    shard is planned; returns the inputs left for the shards and the files recorded."""
+    if force:
+        return refs, 0
+    proof = unchanged.prove(refs, out_root, settings, ledger, companions)
+    ledger.inputs.record(run_id, settings.fingerprint(), proof.rows, [])
+    return proof.rest, len(proof.rows)
 
 
 def _publish(out_root: Path, run_id: str, ledger: Ledger) -> str | None:

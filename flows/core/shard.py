@@ -222,7 +222,7 @@ def run_shard(
     ctx = RunContext.from_settings(settings)
     prior = None
     if ledger_path is not None and not force and ledger_path.is_file():
-        prior = _prior(ledger_path, refs)
+        prior = _prior(ledger_path, refs, out_root)
     inputs = ShardInputs(companions or {})
     result = ShardResult(part=part_name(refs[0].key) if refs else "")
     trail = ShardTrail(out_root)
@@ -260,11 +260,12 @@ def run_shard(
     return _committed(trail, result)
 
 
-def _prior(ledger_path: Path, refs: list[ingest.InputRef]) -> PriorRuns:
-    """What the ledger knows of the shard's inputs, in one query per kind for all of them."""
+def _prior(ledger_path: Path, refs: list[ingest.InputRef], out_root: Path) -> PriorRuns:
+    """What the ledger knows of the shard's inputs, in one query per kind for all of them (and which
+    of their documents are no longer under ``out_root``)."""
     ledger = Ledger(ledger_path, read_only=True)
     try:
-        return ledger.inputs.prior([key for ref in refs for key in (ref.key, *(p.key for p in ref.parts))])
+        return ledger.inputs.prior([key for ref in refs for key in (ref.key, *(p.key for p in ref.parts))], out_root)
     finally:
         ledger.close()
 
@@ -310,15 +311,12 @@ def _window(refs: list[ingest.InputRef], ctx: RunContext, prior, inputs: ShardIn
 
 def _one(ref, trail: ShardTrail, ctx, prior, inputs: ShardInputs, result: ShardResult, allow_shrink: bool,
          held: Held, loaded: Loaded | None = None) -> None:
-    if ref.ignored:
-        held.later(functools.partial(result.files.append, _note_row(ref, FileStatus.IGNORED, ref.ignored)))
+    noted = note_only(ref)
+    if noted is not None:
+        held.later(functools.partial(result.files.append, noted))
         return
     if ref.parts:
         _group(ref, trail, ctx, prior, inputs, result, allow_shrink, held)
-        return
-    if ref.companion:
-        held.later(functools.partial(result.files.append,
-                                     _note_row(ref, FileStatus.COMPANION, "context file for its folder's inputs")))
         return
     context_sha = None
     if ref.problem:
@@ -335,6 +333,15 @@ def _one(ref, trail: ShardTrail, ctx, prior, inputs: ShardInputs, result: ShardR
             held.later(functools.partial(result.files.append, outcome))
             return
     held.later(functools.partial(_emit, ref, outcome, trail, result, ctx.settings, allow_shrink, context_sha))
+
+
+def note_only(ref: ingest.InputRef) -> FileRow | None:
+    """The row of an input that is only noted, never read (ignored, or a companion), else None."""
+    if ref.ignored:
+        return _note_row(ref, FileStatus.IGNORED, ref.ignored)
+    if ref.companion and not ref.parts:
+        return _note_row(ref, FileStatus.COMPANION, "context file for its folder's inputs")
+    return None
 
 
 def _stream_limit(ref: ingest.InputRef, settings: Settings) -> int:

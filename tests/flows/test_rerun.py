@@ -1,0 +1,146 @@
+"""An unchanged rerun: the inputs the ledger proves unchanged get their rows and no shard work; a
+changed configuration, pipeline version, input or a deleted document still gets the work it needs."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+import flows.pipeline as pipeline
+import models.settings as settings_module
+from audit.ledger import Ledger
+from flows.core import ingest, unchanged
+from flows.pipeline import reconstruct, run_archive
+from models.settings import Settings
+from tests.helpers import ROOT
+
+TRANSCRIPT = "User: hi\nAssistant: hello {}\n"
+
+
+@pytest.fixture
+def archive(tmp_path):
+    src = tmp_path / "in"
+    src.mkdir()
+    for i in range(4):
+        (src / f"t{i}.txt").write_text(TRANSCRIPT.format(i))
+    return src
+
+
+class Shards:
+    """A runner that records the shards it is given and runs them here, as the core does."""
+
+    def __init__(self, out, settings) -> None:
+        self.out, self.settings, self.given = out, settings, []
+
+    def __call__(self, shards, companions, ledger_path):
+        from pathlib import Path
+
+        from flows.core.shard import run_shard
+
+        self.given.append([ref.key for shard in shards for ref in shard])
+        for shard in shards:
+            yield run_shard(shard, self.out, self.settings, companions=companions, ledger_path=Path(ledger_path))
+
+
+def _run(src, out, settings=None, **kw):
+    settings = settings or Settings()
+    runner = Shards(out, settings)
+    summary = reconstruct([src], out, settings, runner=runner, **kw)
+    return summary, (runner.given[0] if runner.given else [])
+
+
+def _files(out, run_id):
+    ledger = Ledger(out / "ledger.sqlite", read_only=True)
+    try:
+        return {f.source_key: (str(f.status), f.sha256) for f in ledger.inputs.of_run(run_id)}
+    finally:
+        ledger.close()
+
+
+def test_an_unchanged_rerun_plans_no_shard_and_records_every_input(archive, tmp_path):
+    out = tmp_path / "out"
+    first, given = _run(archive, out)
+    assert len(given) == 4
+    again, given = _run(archive, out)
+    assert given == [] and again.shards == 0
+    rows = _files(out, again.run_id)
+    assert {k: s for k, (s, _) in rows.items()} == dict.fromkeys(_files(out, first.run_id), "skipped")
+    assert {k: sha for k, (_, sha) in rows.items()} == {k: sha for k, (_, sha) in _files(out, first.run_id).items()}
+
+
+def test_only_the_changed_input_goes_to_a_shard(archive, tmp_path):
+    out = tmp_path / "out"
+    _run(archive, out)
+    (archive / "t2.txt").write_text(TRANSCRIPT.format("changed"))
+    (archive / "t3.txt").write_text(TRANSCRIPT.format(3).replace("hello", "hallo"))  # the same size
+    again, given = _run(archive, out)
+    assert given == ["in/t2.txt", "in/t3.txt"]
+    assert again.counts.files_skipped == 2 and again.counts.sessions_ok == 2
+
+
+def test_a_changed_configuration_or_pipeline_version_reprocesses_everything(archive, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    _run(archive, out)
+    changed, given = _run(archive, out, Settings(source_tz="Europe/Stockholm"))
+    assert len(given) == 4 and changed.counts.files_skipped == 0
+    monkeypatch.setattr(settings_module, "PIPELINE_VERSION", "99.0.0")
+    bumped, given = _run(archive, out, Settings(source_tz="Europe/Stockholm"))
+    assert len(given) == 4 and bumped.counts.files_skipped == 0
+
+
+def test_a_deleted_document_is_written_again(archive, tmp_path):
+    out = tmp_path / "out"
+    _run(archive, out)
+    docs = sorted((out / "sessions").rglob("*.json"))
+    kept = {p: p.read_bytes() for p in docs}
+    docs[1].unlink()
+    again, given = _run(archive, out)
+    assert len(given) == 1 and again.counts.files_skipped == 3 and again.counts.sessions_ok == 1
+    assert {p: p.read_bytes() for p in docs} == kept
+
+
+def test_a_deleted_document_is_written_again_by_its_shard_too(archive, tmp_path):
+    """The shard applies the same rule when the flow did not (a run of the core on a shard alone)."""
+    from flows.core.shard import run_shard
+
+    out = tmp_path / "out"
+    _run(archive, out)
+    doc = sorted((out / "sessions").rglob("*.json"))[0]
+    doc.unlink()
+    refs = ingest.discover([archive], Settings())
+    result = run_shard(refs, out, Settings(), ledger_path=out / "ledger.sqlite")
+    assert sorted(str(f.status) for f in result.files) == ["ok", "skipped", "skipped", "skipped"]
+
+
+def test_first_run_reads_nothing_to_prove(archive, tmp_path, monkeypatch):
+    read = []
+    monkeypatch.setattr(unchanged, "input_sha256", lambda data: read.append(data) or "x")
+    out = tmp_path / "out"
+    summary, given = _run(archive, out)
+    assert read == [] and len(given) == 4 and summary.counts.sessions_ok == 4
+
+
+def test_a_conversation_of_several_files_is_skipped_whole(tmp_path):
+    src = tmp_path / "in"
+    shutil.copytree(ROOT / "sample_logs" / "slack-export", src / "acme-export")
+    out = tmp_path / "out"
+    first, given = _run(src, out)
+    assert given
+    assert any(ref.parts for ref in ingest.discover([src], Settings()))
+    again, given = _run(src, out)
+    assert given == [] and again.counts.files_skipped + again.counts.files_companion == first.counts.files
+
+
+def test_an_unchanged_rerun_of_the_flow_starts_no_shard_task(prefect_harness, archive, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    run_archive([archive], out, Settings())
+    dispatched = []
+    real = pipeline.pool.dispatch
+    monkeypatch.setattr(pipeline.pool, "dispatch",
+                        lambda refs, *a, **kw: dispatched.append(refs) or real(refs, *a, **kw))
+    again = run_archive([archive], out, Settings())
+    assert dispatched == [] and again.shards == 0 and again.counts.files_skipped == 4
+    changed = run_archive([archive], out, Settings(source_tz="Europe/Stockholm"))
+    shard_refs = [r for refs in dispatched for r in refs if isinstance(r, ingest.InputRef)]  # not merge keys
+    assert len(shard_refs) == 4 and changed.counts.sessions_ok == 4
