@@ -182,7 +182,7 @@ def reconstruct(paths: list[ingest.Root], out_root: Path, settings: Settings, *,
         else:
             _record_missing(paths, refs, run_id, settings, ledger)
         files = sum(len(r.parts) or 1 for r in refs)  # a conversation over several files counts each file
-        refs, done = _skip_unchanged(refs, out_root, run_id, settings, ledger, companions, force)
+        refs, done = _skip_unchanged(refs, run_id, settings, ledger, companions, force)
         shards = plan_shards(refs, settings)
         if progress:
             progress(done, files)
@@ -223,13 +223,13 @@ def reconstruct(paths: list[ingest.Root], out_root: Path, settings: Settings, *,
                       unpublished)
 
 
-def _skip_unchanged(refs: list[ingest.InputRef], out_root: Path, run_id: str, settings: Settings, ledger: Ledger,
+def _skip_unchanged(refs: list[ingest.InputRef], run_id: str, settings: Settings, ledger: Ledger,
                     companions: dict[str, ingest.InputRef], force: bool) -> tuple[list[ingest.InputRef], int]:
     """Record the inputs an earlier run proves unchanged (flows/core/unchanged.py) as skipped, before any
     shard is planned; returns the inputs left for the shards and the files recorded."""
     if force:
         return refs, 0
-    proof = unchanged.prove(refs, out_root, settings, ledger, companions)
+    proof = unchanged.prove(refs, settings, ledger, companions)
     ledger.inputs.record(run_id, settings.fingerprint(), proof.rows, [])
     return proof.rest, len(proof.rows)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable
-from pathlib import Path
 
 from models.errors import Reason
 from models.status import FileStatus
@@ -49,15 +48,13 @@ class Inputs:
                  for s in sessions for item, d in (s.drift or {}).items()],
             )
 
-    def prior(self, keys: Iterable[str], out_root: Path | None = None) -> PriorRuns:
-        """What earlier runs recorded of these inputs: each one's latest file record and whether its
-        latest processing held a session back by the mass latch, in one query per kind for them all
-        (a shard asks once, not once per input). With ``out_root``, also the keys a document of whose
-        latest processing is no longer under it (deleted by hand)."""
+    def prior(self, keys: Iterable[str]) -> PriorRuns:
+        """What earlier runs recorded of these inputs: each one's latest file record (and its size) and
+        whether its latest processing held a session back by the mass latch, in one query per kind for
+        them all (a shard asks once, not once per input)."""
         latest: dict[str, tuple] = {}
         sizes: dict[str, int | None] = {}
         latched: set[str] = set()
-        absent: set[str] = set()
         for chunk in chunks(keys):
             for row in self.db.execute(
                     f"SELECT source_key, sha256, config_fingerprint, context_sha256, status, {FAILED}, size "
@@ -70,17 +67,7 @@ class Inputs:
                 f"WHERE source_key IN ({marks(chunk)}) GROUP BY source_key) AND EXISTS (SELECT 1 FROM reasons r "
                 "WHERE r.source_key = s.source_key AND r.run_id = s.run_id AND r.reason = ?)",
                 (*chunk, Reason.MASS_LATCH)))
-            if out_root is not None:
-                absent.update(key for key, path in self._documents(chunk) if not (out_root / path).is_file())
-        return PriorRuns(latest, latched, sizes, absent)
-
-    def _documents(self, chunk: list[str]) -> list[tuple[str, str]]:
-        """(source key, document path) of every document the latest processing of these keys wrote."""
-        return self.db.execute(
-            "SELECT s.source_key, s.output_path FROM sessions s WHERE s.source_key IN "
-            f"({marks(chunk)}) AND s.output_sha256 IS NOT NULL AND s.output_path LIKE 'sessions/%' AND s.run_id = "
-            "(SELECT run_id FROM sessions WHERE source_key = s.source_key ORDER BY rowid DESC LIMIT 1)",
-            chunk).fetchall()
+        return PriorRuns(latest, latched, sizes)
 
     def known(self) -> dict[str, tuple[FileStatus, str]]:
         """source key -> (status, source path) of its latest ledger row, for every input ever seen."""

@@ -302,22 +302,18 @@ class PriorRuns:
     latest: dict[str, tuple]  # source key -> (sha256, fingerprint, context sha256, status, failed) of its last row
     latched: set[str]  # keys whose latest processing held a session back by the mass latch
     sizes: dict[str, int | None] = field(default_factory=dict)  # source key -> the size its last row recorded
-    absent: set[str] = field(default_factory=set)  # keys a document of whose latest processing is gone
 
     def unchanged(self, source_key: str, sha256: str, fingerprint: str, context_sha256: str | None = None) -> bool:
         """True when the latest record of this input is of these exact bytes (and companions), with
         these settings, and nothing in it failed (an input changed and changed back is processed),
-        and no session of it is held by the mass latch (--allow-shrink may now decide otherwise) or
-        lost its document (deleted by hand: the input is processed again to write it)."""
+        and no session of it is held by the mass latch (--allow-shrink may now decide otherwise)."""
         row = self.latest.get(source_key)
         return (row is not None and row == (sha256, fingerprint, context_sha256, row[3], 0)
                 and row[3] in (FileStatus.OK, FileStatus.PARTIAL, FileStatus.SKIPPED)
-                and not self.held(source_key))
+                and source_key not in self.latched)
 
     def held(self, source_key: str) -> bool:
-        """Whether the key's latest sessions are not as its processing left them: one held back by
-        the mass latch, or a document of them no longer in place."""
-        return source_key in self.latched or source_key in self.absent
+        return source_key in self.latched
 
     def sized(self, source_key: str, size: int) -> bool:
         """Whether the latest record of this input has this size (an input of another size changed:

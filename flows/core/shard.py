@@ -222,7 +222,7 @@ def run_shard(
     ctx = RunContext.from_settings(settings)
     prior = None
     if ledger_path is not None and not force and ledger_path.is_file():
-        prior = _prior(ledger_path, refs, out_root)
+        prior = _prior(ledger_path, refs)
     inputs = ShardInputs(companions or {})
     result = ShardResult(part=part_name(refs[0].key) if refs else "")
     trail = ShardTrail(out_root)
@@ -260,12 +260,11 @@ def run_shard(
     return _committed(trail, result)
 
 
-def _prior(ledger_path: Path, refs: list[ingest.InputRef], out_root: Path) -> PriorRuns:
-    """What the ledger knows of the shard's inputs, in one query per kind for all of them (and which
-    of their documents are no longer under ``out_root``)."""
+def _prior(ledger_path: Path, refs: list[ingest.InputRef]) -> PriorRuns:
+    """What the ledger knows of the shard's inputs, in one query per kind for all of them."""
     ledger = Ledger(ledger_path, read_only=True)
     try:
-        return ledger.inputs.prior([key for ref in refs for key in (ref.key, *(p.key for p in ref.parts))], out_root)
+        return ledger.inputs.prior([key for ref in refs for key in (ref.key, *(p.key for p in ref.parts))])
     finally:
         ledger.close()
 

@@ -3,15 +3,15 @@ skipped row and no shard work, so an unchanged rerun reads and hashes its inputs
 
 The rule is the shard's (``PriorRuns.unchanged``: the same key, size, sha256 of the canonical text,
 companions, configuration fingerprint and pipeline version as its latest row, nothing in it failed,
-no session held by the mass latch, every document of its latest processing still in place), applied
-here once for the whole run. An input this cannot prove (changed, unreadable, too large to read
-whole, streamed as a database) goes to its shard as before, which reads it and records what it is.
+no session held by the mass latch), applied here once for the whole run. As before, a document
+removed by hand is not written again (it is no longer current: docs/auditing.md). An input this
+cannot prove (changed, unreadable, too large to read whole, a database streamed) goes to its shard
+as before, which reads it and records what it is.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from audit.ledger import FileRow, Ledger, PriorRuns
 from models.errors import IngestError
@@ -50,11 +50,11 @@ class Check:
     inputs: ShardInputs
 
 
-def prove(refs: list[ingest.InputRef], out_root: Path, settings: Settings, ledger: Ledger,
+def prove(refs: list[ingest.InputRef], settings: Settings, ledger: Ledger,
           companions: dict[str, ingest.InputRef]) -> Proof:
     """Split ``refs`` into the inputs the ledger proves unchanged (their rows, with those of the inputs only
     noted) and the rest, in order. Nothing is read when the ledger knows none of them (a first run)."""
-    prior = ledger.inputs.prior([key for ref in refs for key in (ref.key, *(p.key for p in ref.parts))], out_root)
+    prior = ledger.inputs.prior([key for ref in refs for key in (ref.key, *(p.key for p in ref.parts))])
     proof = Proof()
     inputs = ShardInputs(companions)
     check = Check(prior, settings, settings.fingerprint(), inputs)

@@ -1,5 +1,5 @@
 """An unchanged rerun: the inputs the ledger proves unchanged get their rows and no shard work; a
-changed configuration, pipeline version, input or a deleted document still gets the work it needs."""
+changed configuration, pipeline version or input still gets the work it needs."""
 
 from __future__ import annotations
 
@@ -89,28 +89,15 @@ def test_a_changed_configuration_or_pipeline_version_reprocesses_everything(arch
     assert len(given) == 4 and bumped.counts.files_skipped == 0
 
 
-def test_a_deleted_document_is_written_again(archive, tmp_path):
+def test_a_document_removed_by_hand_stays_removed(archive, tmp_path):
+    """As before: a document removed from the output is no longer current (docs/auditing.md), its
+    unchanged input skipped, not processed again."""
     out = tmp_path / "out"
     _run(archive, out)
     docs = sorted((out / "sessions").rglob("*.json"))
-    kept = {p: p.read_bytes() for p in docs}
     docs[1].unlink()
     again, given = _run(archive, out)
-    assert len(given) == 1 and again.counts.files_skipped == 3 and again.counts.sessions_ok == 1
-    assert {p: p.read_bytes() for p in docs} == kept
-
-
-def test_a_deleted_document_is_written_again_by_its_shard_too(archive, tmp_path):
-    """The shard applies the same rule when the flow did not (a run of the core on a shard alone)."""
-    from flows.core.shard import run_shard
-
-    out = tmp_path / "out"
-    _run(archive, out)
-    doc = sorted((out / "sessions").rglob("*.json"))[0]
-    doc.unlink()
-    refs = ingest.discover([archive], Settings())
-    result = run_shard(refs, out, Settings(), ledger_path=out / "ledger.sqlite")
-    assert sorted(str(f.status) for f in result.files) == ["ok", "skipped", "skipped", "skipped"]
+    assert given == [] and again.counts.files_skipped == 4 and not docs[1].exists()
 
 
 def test_first_run_reads_nothing_to_prove(archive, tmp_path, monkeypatch):
