@@ -39,6 +39,7 @@ from audit.ledger import FileRow, Ledger, LedgerError, ledger_path_for
 from models.settings import PIPELINE_VERSION, Settings
 from models.status import DocumentMark, FileStatus, RunCounts, RunOutcome, RunStatus
 from normalizers.ids import safe_path_part
+from parsers import registry
 
 from . import alerts, artifacts, cluster, faults, pool
 from .core import emit, ingest, snapshots, unchanged
@@ -652,6 +653,16 @@ class progress_bar:
     def __exit__(self, *exc) -> None:
         if self._bar is not None:
             self._bar.__exit__(*exc)
+
+
+def preload() -> None:
+    """Load what every run needs in this process, while Prefect's server starts (``reconstruct run`` calls
+    it between launching the server and waiting for it): the grammar registry, which discovery asks for
+    the companion file names, and the encoder Prefect serializes a flow run's parameters with (FastAPI's,
+    imported by Prefect on the first flow run with parameters)."""
+    import fastapi.encoders  # noqa: F401
+
+    registry.all_grammars()
 
 
 def run_archive(paths: list[Path], out: Path, settings: Settings, *, force: bool = False,

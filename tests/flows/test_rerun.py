@@ -131,3 +131,14 @@ def test_an_unchanged_rerun_of_the_flow_starts_no_shard_task(prefect_harness, ar
     changed = run_archive([archive], out, Settings(source_tz="Europe/Stockholm"))
     shard_refs = [r for refs in dispatched for r in refs if isinstance(r, ingest.InputRef)]  # not merge keys
     assert len(shard_refs) == 4 and changed.counts.sessions_ok == 4
+
+
+def test_preload_loads_the_registry_and_prefects_parameter_encoder_in_a_fresh_process():
+    import subprocess
+    import sys
+
+    code = ("import sys; from parsers import registry; from flows.pipeline import preload; "
+            "before = (registry._LOADED, 'fastapi.encoders' in sys.modules); preload(); "
+            "print(before, (registry._LOADED, 'fastapi.encoders' in sys.modules))")
+    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert shown.stdout.split() == ["(False,", "False)", "(True,", "True)"]
