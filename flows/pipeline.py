@@ -475,6 +475,8 @@ def _record_missing(paths: list[ingest.Root], refs: list[ingest.InputRef], run_i
 
 
 def _missing(gone: list[str], run_id: str, settings: Settings, ledger: Ledger) -> None:
+    if not gone:
+        return
     known = ledger.inputs.known()
     ledger.inputs.record(run_id, settings.fingerprint(), [
         FileRow(k, known[k][1] if k in known else k, None, 0, None, FileStatus.MISSING, [],

@@ -71,7 +71,8 @@ class Inputs:
 
     def known(self) -> dict[str, tuple[FileStatus, str]]:
         """source key -> (status, source path) of its latest ledger row, for every input ever seen."""
-        rows = self.db.execute("SELECT source_key, status, source_path FROM files ORDER BY rowid").fetchall()
+        rows = self.db.execute("SELECT source_key, status, source_path FROM files WHERE rowid IN "
+                               "(SELECT MAX(rowid) FROM files GROUP BY source_key)").fetchall()  # not every run's
         return {k: (FileStatus(s), p) for k, s, p in rows}
 
     def of_run(self, run_id: str) -> list[FileRecord]:

@@ -142,3 +142,21 @@ def test_preload_loads_the_registry_and_prefects_parameter_encoder_in_a_fresh_pr
             "print(before, (registry._LOADED, 'fastapi.encoders' in sys.modules))")
     shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert shown.stdout.split() == ["(False,", "False)", "(True,", "True)"]
+
+
+def test_known_inputs_are_each_keys_latest_row(archive, tmp_path):
+    from models.status import FileStatus
+
+    out = tmp_path / "out"
+    _run(archive, out)
+    (archive / "t1.txt").unlink()
+    _run(archive, out)
+    _run(archive, out)
+    ledger = Ledger(out / "ledger.sqlite", read_only=True)
+    try:
+        known = ledger.inputs.known()
+    finally:
+        ledger.close()
+    assert {k: s for k, (s, _) in known.items()} == {
+        "in/t0.txt": FileStatus.SKIPPED, "in/t1.txt": FileStatus.MISSING,
+        "in/t2.txt": FileStatus.SKIPPED, "in/t3.txt": FileStatus.SKIPPED}
