@@ -122,6 +122,7 @@ class ShardInputs:
         self.companions = companion_index(companions)
         self.zips = archives.ArchiveCache()
         self._context: dict[PurePosixPath, tuple[dict[str, str], str | None]] = {}
+        self._companion: dict[str, bytes] = {}  # a companion above many folders is read once, not once each
 
     def read(self, ref: ingest.InputRef) -> bytes:
         return ingest.read(ref, self.zips)
@@ -130,12 +131,17 @@ class ShardInputs:
         """The companion texts for the input's folder and their combined hash (None without any)."""
         folder = PurePosixPath(ref.key).parent
         if folder not in self._context:
-            texts = companions_for(ref, self.companions, self.read)
+            texts = companions_for(ref, self.companions, self._read_companion)
             digest = hashlib.sha256()
             for name in sorted(texts):
                 digest.update(f"{name}\0{sha256_text(texts[name])}\0".encode())
             self._context[folder] = (texts, digest.hexdigest() if texts else None)
         return self._context[folder]
+
+    def _read_companion(self, ref: ingest.InputRef) -> bytes:
+        if ref.key not in self._companion:
+            self._companion[ref.key] = self.read(ref)
+        return self._companion[ref.key]
 
     def close(self) -> None:
         self.zips.close()

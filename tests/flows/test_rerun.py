@@ -160,3 +160,23 @@ def test_known_inputs_are_each_keys_latest_row(archive, tmp_path):
     assert {k: s for k, (s, _) in known.items()} == {
         "in/t0.txt": FileStatus.SKIPPED, "in/t1.txt": FileStatus.MISSING,
         "in/t2.txt": FileStatus.SKIPPED, "in/t3.txt": FileStatus.SKIPPED}
+
+
+def test_a_companion_above_many_folders_is_read_once(tmp_path, monkeypatch):
+    from flows.core import shard
+
+    src = tmp_path / "export"
+    for name in ("a", "b", "c"):
+        (src / name).mkdir(parents=True)
+        (src / name / "messages.json").write_text("[]")
+    (src / "users.json").write_text('[{"id": "U1", "name": "ann"}]')
+    refs = ingest.discover([src], Settings())
+    companions = {r.key: r for r in refs if r.companion}
+    assert len(companions) == 1
+    reads = []
+    real = ingest.read
+    monkeypatch.setattr(shard.ingest, "read", lambda ref, *a: reads.append(ref.key) or real(ref, *a))
+    inputs = shard.ShardInputs(companions)
+    found = [inputs.context(r) for r in refs if not r.companion]
+    assert len(found) == 3 and all(texts == {"users.json": '[{"id": "U1", "name": "ann"}]'} for texts, _ in found)
+    assert reads == list(companions)
