@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -527,7 +527,10 @@ def reconciliation(ledger: Ledger) -> pl.DataFrame:
     key's snapshots, ``new`` is its document's interactions: each message is counted once."""
     paths = {r.session_key: r.output_path for r in ledger.sessions.keyed()}
     sources = {(s.session_key, s.source_sha256): s.source_path for s in ledger.snapshots.all()}
-    rows = [{**{k: v for k, v in asdict(r).items() if k in RECONCILIATION_COLUMNS},
+    from .ledger.rows import ReconciliationRecord
+
+    own = [f.name for f in fields(ReconciliationRecord) if f.name in RECONCILIATION_COLUMNS]
+    rows = [{**{k: getattr(r, k) for k in own},  # its flat fields as they are: asdict would deep-copy each
              "output_path": paths.get(r.session_key), "source_path": sources.get((r.session_key, r.source_sha256))}
             for r in ledger.snapshots.reconciliation()]
     return pl.DataFrame(rows, schema=RECONCILIATION_COLUMNS).select(list(RECONCILIATION_COLUMNS))

@@ -93,7 +93,9 @@ def _start_prefect():
     server = start_embedded()
     from prefect import flow as prefect_flow
 
-    import flows.pipeline  # noqa: F401  (the flow's imports, as in a real run, while the server starts)
+    from flows.pipeline import preload  # the flow's imports and preload, as in a real run, while the server starts
+
+    preload()
 
     use_embedded(server)
 

@@ -39,9 +39,10 @@ from audit.ledger import FileRow, Ledger, LedgerError, ledger_path_for
 from models.settings import PIPELINE_VERSION, Settings
 from models.status import DocumentMark, FileStatus, RunCounts, RunOutcome, RunStatus
 from normalizers.ids import safe_path_part
+from parsers import registry
 
 from . import alerts, artifacts, cluster, faults, pool
-from .core import emit, ingest, snapshots
+from .core import emit, ingest, snapshots, unchanged
 from .core.merge import merge_keys
 from .core.shard import ShardResult, run_shard
 from .summary import RunSummary
@@ -181,14 +182,14 @@ def reconstruct(paths: list[ingest.Root], out_root: Path, settings: Settings, *,
             refs = _only(refs, keys, run_id, settings, ledger)
         else:
             _record_missing(paths, refs, run_id, settings, ledger)
-        shards = plan_shards(refs, settings)
         files = sum(len(r.parts) or 1 for r in refs)  # a conversation over several files counts each file
+        refs, done = _skip_unchanged(refs, run_id, settings, ledger, companions, force)
+        shards = plan_shards(refs, settings)
         if progress:
-            progress(0, files)
+            progress(done, files)
         results = flight.follow(runner(shards, companions, str(lpath)) if runner else flight.here(
             shards, lambda s: run_shard(s, out_root, settings, companions=companions, ledger_path=lpath, force=force,
                                         allow_shrink=allow_shrink, run_id=run_id)))
-        done = 0
         written = 0
         deferred: list[str] = []
         prints: list = []
@@ -221,6 +222,17 @@ def reconstruct(paths: list[ingest.Root], out_root: Path, settings: Settings, *,
         ledger.close()
     return RunSummary(run_id, ending, counts, quarantined, seconds, len(shards), written, cleaned, str(lpath),
                       unpublished)
+
+
+def _skip_unchanged(refs: list[ingest.InputRef], run_id: str, settings: Settings, ledger: Ledger,
+                    companions: dict[str, ingest.InputRef], force: bool) -> tuple[list[ingest.InputRef], int]:
+    """Record the inputs an earlier run proves unchanged (flows/core/unchanged.py) as skipped, before any
+    shard is planned; returns the inputs left for the shards and the files recorded."""
+    if force:
+        return refs, 0
+    proof = unchanged.prove(refs, settings, ledger, companions)
+    ledger.inputs.record(run_id, settings.fingerprint(), proof.rows, [])
+    return proof.rest, len(proof.rows)
 
 
 def _publish(out_root: Path, run_id: str, ledger: Ledger) -> str | None:
@@ -463,6 +475,8 @@ def _record_missing(paths: list[ingest.Root], refs: list[ingest.InputRef], run_i
 
 
 def _missing(gone: list[str], run_id: str, settings: Settings, ledger: Ledger) -> None:
+    if not gone:
+        return
     known = ledger.inputs.known()
     ledger.inputs.record(run_id, settings.fingerprint(), [
         FileRow(k, known[k][1] if k in known else k, None, 0, None, FileStatus.MISSING, [],
@@ -641,6 +655,16 @@ class progress_bar:
     def __exit__(self, *exc) -> None:
         if self._bar is not None:
             self._bar.__exit__(*exc)
+
+
+def preload() -> None:
+    """Load what every run needs in this process, while Prefect's server starts (``reconstruct run`` calls
+    it between launching the server and waiting for it): the grammar registry, which discovery asks for
+    the companion file names, and the encoder Prefect serializes a flow run's parameters with (FastAPI's,
+    imported by Prefect on the first flow run with parameters)."""
+    import fastapi.encoders  # noqa: F401
+
+    registry.all_grammars()
 
 
 def run_archive(paths: list[Path], out: Path, settings: Settings, *, force: bool = False,

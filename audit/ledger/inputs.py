@@ -49,27 +49,30 @@ class Inputs:
             )
 
     def prior(self, keys: Iterable[str]) -> PriorRuns:
-        """What earlier runs recorded of these inputs: each one's latest file record and whether its
-        latest processing held a session back by the mass latch, in one query per kind for them all
-        (a shard asks once, not once per input)."""
+        """What earlier runs recorded of these inputs: each one's latest file record (and its size) and
+        whether its latest processing held a session back by the mass latch, in one query per kind for
+        them all (a shard asks once, not once per input)."""
         latest: dict[str, tuple] = {}
+        sizes: dict[str, int | None] = {}
         latched: set[str] = set()
         for chunk in chunks(keys):
             for row in self.db.execute(
-                    f"SELECT source_key, sha256, config_fingerprint, context_sha256, status, {FAILED} FROM files f "
-                    f"WHERE rowid IN (SELECT MAX(rowid) FROM files WHERE source_key IN ({marks(chunk)}) "
+                    f"SELECT source_key, sha256, config_fingerprint, context_sha256, status, {FAILED}, size "
+                    f"FROM files f WHERE rowid IN (SELECT MAX(rowid) FROM files WHERE source_key IN ({marks(chunk)}) "
                     "GROUP BY source_key)", chunk):
-                latest[row[0]] = tuple(row[1:])
+                latest[row[0]] = tuple(row[1:6])
+                sizes[row[0]] = row[6]
             latched.update(r[0] for r in self.db.execute(
                 "SELECT s.source_key FROM sessions s WHERE s.rowid IN (SELECT MAX(rowid) FROM sessions "
                 f"WHERE source_key IN ({marks(chunk)}) GROUP BY source_key) AND EXISTS (SELECT 1 FROM reasons r "
                 "WHERE r.source_key = s.source_key AND r.run_id = s.run_id AND r.reason = ?)",
                 (*chunk, Reason.MASS_LATCH)))
-        return PriorRuns(latest, latched)
+        return PriorRuns(latest, latched, sizes)
 
     def known(self) -> dict[str, tuple[FileStatus, str]]:
         """source key -> (status, source path) of its latest ledger row, for every input ever seen."""
-        rows = self.db.execute("SELECT source_key, status, source_path FROM files ORDER BY rowid").fetchall()
+        rows = self.db.execute("SELECT source_key, status, source_path FROM files WHERE rowid IN "
+                               "(SELECT MAX(rowid) FROM files GROUP BY source_key)").fetchall()  # not every run's
         return {k: (FileStatus(s), p) for k, s, p in rows}
 
     def of_run(self, run_id: str) -> list[FileRecord]:

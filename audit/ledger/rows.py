@@ -12,7 +12,7 @@ import functools
 import sqlite3
 import typing
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from models.status import FileStatus, RunStatus, SessionStatus
@@ -301,6 +301,7 @@ class PriorRuns:
 
     latest: dict[str, tuple]  # source key -> (sha256, fingerprint, context sha256, status, failed) of its last row
     latched: set[str]  # keys whose latest processing held a session back by the mass latch
+    sizes: dict[str, int | None] = field(default_factory=dict)  # source key -> the size its last row recorded
 
     def unchanged(self, source_key: str, sha256: str, fingerprint: str, context_sha256: str | None = None) -> bool:
         """True when the latest record of this input is of these exact bytes (and companions), with
@@ -313,6 +314,11 @@ class PriorRuns:
 
     def held(self, source_key: str) -> bool:
         return source_key in self.latched
+
+    def sized(self, source_key: str, size: int) -> bool:
+        """Whether the latest record of this input has this size (an input of another size changed:
+        no need to hash it to know)."""
+        return self.sizes.get(source_key) == size
 
 
 # -- reading rows ----------------------------------------------------------------------------------

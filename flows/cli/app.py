@@ -252,10 +252,11 @@ def _run(paths: list[str], out: Path, settings: Settings, force: bool, allow_shr
             faults.check_prefect_home()
     embedded = start_embedded()  # starts while this process imports the flow
     try:
-        from ..pipeline import run_archive
+        from ..pipeline import preload, run_archive
     except Exception as exc:  # an environment problem, not an input problem
         console.print(f"[red]cannot start:[/red] Prefect is unavailable: {exc}")
         return ExitCode.CANNOT_START
+    preload()
     try:
         from ..pipeline import graceful_stop
 

@@ -123,6 +123,7 @@ class ShardInputs:
         self.companions = companion_index(companions)
         self.zips = archives.ArchiveCache()
         self._context: dict[PurePosixPath, tuple[dict[str, str], str | None]] = {}
+        self._companion: dict[str, bytes] = {}  # a companion above many folders is read once, not once each
 
     def read(self, ref: ingest.InputRef) -> bytes:
         return ingest.read(ref, self.zips)
@@ -131,12 +132,17 @@ class ShardInputs:
         """The companion texts for the input's folder and their combined hash (None without any)."""
         folder = PurePosixPath(ref.key).parent
         if folder not in self._context:
-            texts = companions_for(ref, self.companions, self.read)
+            texts = companions_for(ref, self.companions, self._read_companion)
             digest = hashlib.sha256()
             for name in sorted(texts):
                 digest.update(f"{name}\0{sha256_text(texts[name])}\0".encode())
             self._context[folder] = (texts, digest.hexdigest() if texts else None)
         return self._context[folder]
+
+    def _read_companion(self, ref: ingest.InputRef) -> bytes:
+        if ref.key not in self._companion:
+            self._companion[ref.key] = self.read(ref)
+        return self._companion[ref.key]
 
     def close(self) -> None:
         self.zips.close()
@@ -311,15 +317,12 @@ def _window(refs: list[ingest.InputRef], ctx: RunContext, prior, inputs: ShardIn
 
 def _one(ref, trail: ShardTrail, ctx, prior, inputs: ShardInputs, result: ShardResult, allow_shrink: bool,
          held: Held, loaded: Loaded | None = None) -> None:
-    if ref.ignored:
-        held.later(functools.partial(result.files.append, _note_row(ref, FileStatus.IGNORED, ref.ignored)))
+    noted = note_only(ref)
+    if noted is not None:
+        held.later(functools.partial(result.files.append, noted))
         return
     if ref.parts:
         _group(ref, trail, ctx, prior, inputs, result, allow_shrink, held)
-        return
-    if ref.companion:
-        held.later(functools.partial(result.files.append,
-                                     _note_row(ref, FileStatus.COMPANION, "context file for its folder's inputs")))
         return
     context_sha = None
     if ref.problem:
@@ -336,6 +339,15 @@ def _one(ref, trail: ShardTrail, ctx, prior, inputs: ShardInputs, result: ShardR
             held.later(functools.partial(result.files.append, outcome))
             return
     held.later(functools.partial(_emit, ref, outcome, trail, result, ctx.settings, allow_shrink, context_sha))
+
+
+def note_only(ref: ingest.InputRef) -> FileRow | None:
+    """The row of an input that is only noted, never read (ignored, or a companion), else None."""
+    if ref.ignored:
+        return _note_row(ref, FileStatus.IGNORED, ref.ignored)
+    if ref.companion and not ref.parts:
+        return _note_row(ref, FileStatus.COMPANION, "context file for its folder's inputs")
+    return None
 
 
 def _stream_limit(ref: ingest.InputRef, settings: Settings) -> int:

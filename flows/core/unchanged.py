@@ -1,0 +1,115 @@
+"""The inputs an earlier run proves unchanged, found before the shards are planned: each gets its
+skipped row and no shard work, so an unchanged rerun reads and hashes its inputs and starts nothing.
+
+The rule is the shard's (``PriorRuns.unchanged``: the same key, size, sha256 of the canonical text,
+companions, configuration fingerprint and pipeline version as its latest row, nothing in it failed,
+no session held by the mass latch), applied here once for the whole run. As before, a document
+removed by hand is not written again (it is no longer current: docs/auditing.md). An input this
+cannot prove (changed, unreadable, too large to read whole, a database streamed) goes to its shard
+as before, which reads it and records what it is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from audit.ledger import FileRow, Ledger, PriorRuns
+from models.errors import IngestError
+from models.settings import Settings
+from models.status import FileStatus
+from parsers.text import input_sha256, sha256_stream
+
+from . import ingest
+from .shard import (
+    MEMORY_PER_INPUT_BYTE,
+    UNCHANGED,
+    ShardInputs,
+    _note_row,
+    _stream_limit,
+    memory_budget,
+    note_only,
+)
+
+
+@dataclass(slots=True)
+class Proof:
+    """The run's inputs split: the skipped rows of those proven unchanged, and the rest for the shards."""
+
+    rows: list[FileRow] = field(default_factory=list)
+    rest: list[ingest.InputRef] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """What proving one input needs: the ledger's prior rows, the run's settings and their fingerprint,
+    and the reads (each zip opened once, each folder's companions read once)."""
+
+    prior: PriorRuns
+    settings: Settings
+    fingerprint: str
+    inputs: ShardInputs
+
+
+def prove(refs: list[ingest.InputRef], settings: Settings, ledger: Ledger,
+          companions: dict[str, ingest.InputRef]) -> Proof:
+    """Split ``refs`` into the inputs the ledger proves unchanged (their rows, with those of the inputs only
+    noted) and the rest, in order. Nothing is read when the ledger knows none of them (a first run)."""
+    prior = ledger.inputs.prior([key for ref in refs for key in (ref.key, *(p.key for p in ref.parts))])
+    proof = Proof()
+    inputs = ShardInputs(companions)
+    check = Check(prior, settings, settings.fingerprint(), inputs)
+    try:
+        for ref in refs:
+            rows = _proven(ref, check) if prior.latest else None
+            if rows is None:
+                proof.rest.append(ref)
+            else:
+                proof.rows.extend(rows)
+    finally:
+        inputs.close()
+    return proof
+
+
+def _proven(ref: ingest.InputRef, check: Check) -> list[FileRow] | None:
+    """The skipped rows of ``ref`` (one per file of a conversation) when it is proven unchanged, its own
+    row when it is only noted (ignored, a companion), else None."""
+    noted = note_only(ref)
+    if noted is not None:
+        return [noted]
+    if ref.problem:
+        return None
+    try:
+        if ref.parts:
+            return _group(ref, check)
+        sha = _sha(ref, check)
+        context = check.inputs.context(ref)[1]
+    except (IngestError, OSError):  # its shard reads it again and records why it cannot
+        return None
+    if sha is None or not check.prior.unchanged(ref.key, sha, check.fingerprint, context):
+        return None
+    return [_note_row(ref, FileStatus.SKIPPED, UNCHANGED, sha, context)]
+
+
+def _group(ref: ingest.InputRef, check: Check) -> list[FileRow] | None:
+    """A conversation's files (their sessions under the group's key): proven when every file is."""
+    prior = check.prior
+    if prior.held(ref.key) or any(p.problem or not prior.sized(p.key, p.size) for p in ref.parts):
+        return None
+    context = check.inputs.context(ref.parts[0])[1]
+    shas = [input_sha256(check.inputs.read(p)) for p in ref.parts]
+    if not all(prior.unchanged(p.key, sha, check.fingerprint, context) for p, sha in zip(ref.parts, shas, strict=True)):
+        return None
+    return [_note_row(p, FileStatus.SKIPPED, UNCHANGED, sha, context) for p, sha in zip(ref.parts, shas, strict=True)]
+
+
+def _sha(ref: ingest.InputRef, check: Check) -> str | None:
+    """The hash the ledger keys an input on, as its shard computes it (streamed from the stream size on,
+    else of its decoded text); None when its size alone says it changed, or it is not read whole."""
+    if not check.prior.sized(ref.key, ref.size):
+        return None
+    if ref.size >= _stream_limit(ref, check.settings):
+        with ingest.open_binary(ref, check.inputs.zips) as fp:
+            return sha256_stream(iter(lambda: fp.read(1 << 20), b""))[0]
+    if ref.size * MEMORY_PER_INPUT_BYTE > memory_budget(check.settings):
+        return None  # its shard quarantines it as too large, as it always has
+    return input_sha256(check.inputs.read(ref))
