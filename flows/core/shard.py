@@ -178,7 +178,7 @@ def _file_row(ref: ingest.InputRef, outcome: FileOutcome, context_sha: str | Non
                    context_sha)
 
 
-def _note_row(ref: ingest.InputRef, status: FileStatus, detail: str, sha: str | None = None,
+def note_row(ref: ingest.InputRef, status: FileStatus, detail: str, sha: str | None = None,
               context_sha: str | None = None) -> FileRow:
     return FileRow(ref.key, ref.recorded, sha, ref.size, None, status, [], detail, 0, 0.0, context_sha)
 
@@ -306,7 +306,7 @@ def _window(refs: list[ingest.InputRef], ctx: RunContext, prior, inputs: ShardIn
     """The shard's inputs read whole, read and detected a window at a time (flows/core/window.py)."""
     def whole(ref: ingest.InputRef) -> bool:
         return (not (ref.ignored or ref.parts or ref.companion or ref.problem)
-                and ref.size < _stream_limit(ref, ctx.settings)
+                and ref.size < stream_limit(ref, ctx.settings)
                 and ref.size * MEMORY_PER_INPUT_BYTE <= memory_budget(ctx.settings))
 
     def unchanged(ref: ingest.InputRef, sha: str) -> bool:
@@ -330,7 +330,7 @@ def _one(ref, trail: ShardTrail, ctx, prior, inputs: ShardInputs, result: ShardR
     else:
         texts, context_sha = inputs.context(ref)
         outcome = None
-        if ref.size >= _stream_limit(ref, ctx.settings):
+        if ref.size >= stream_limit(ref, ctx.settings):
             emitter = _emitter(ref, trail, result, ctx.settings, allow_shrink)
             outcome = _streamed(ref, ctx, prior, inputs, context_sha, trail.out_root, emitter)
         if outcome is None or isinstance(outcome, ReadWhole):
@@ -344,13 +344,13 @@ def _one(ref, trail: ShardTrail, ctx, prior, inputs: ShardInputs, result: ShardR
 def note_only(ref: ingest.InputRef) -> FileRow | None:
     """The row of an input that is only noted, never read (ignored, or a companion), else None."""
     if ref.ignored:
-        return _note_row(ref, FileStatus.IGNORED, ref.ignored)
+        return note_row(ref, FileStatus.IGNORED, ref.ignored)
     if ref.companion and not ref.parts:
-        return _note_row(ref, FileStatus.COMPANION, "context file for its folder's inputs")
+        return note_row(ref, FileStatus.COMPANION, "context file for its folder's inputs")
     return None
 
 
-def _stream_limit(ref: ingest.InputRef, settings: Settings) -> int:
+def stream_limit(ref: ingest.InputRef, settings: Settings) -> int:
     """The size from which an input is read as a stream (a JSON export's lower limit applies to .json files)."""
     limit = settings.stream_text_bytes
     return min(limit, settings.stream_json_bytes) if ref.name.lower().endswith(".json") else limit
@@ -384,7 +384,7 @@ def _group(ref, trail: ShardTrail, ctx, prior, inputs: ShardInputs, result: Shar
             and all(sha is not None and prior.unchanged(p.key, sha, ctx.fingerprint, context_sha)
                     for p, sha in zip(ref.parts, shas, strict=True))):
         held.later(functools.partial(result.files.extend, [
-            _note_row(part, FileStatus.SKIPPED, UNCHANGED, sha, context_sha)
+            note_row(part, FileStatus.SKIPPED, UNCHANGED, sha, context_sha)
             for part, sha in zip(ref.parts, shas, strict=True)]))
         return
     outcome = process_group([(d, p.name) for d, p in zip(datas, ref.parts, strict=True)], ref.name, ctx, texts,
@@ -442,7 +442,7 @@ def _whole(ref, ctx, prior, inputs: ShardInputs, texts, context_sha, batch: Batc
         except IngestError:
             sha = input_sha256(data)
         if prior.unchanged(ref.key, sha, ctx.fingerprint, context_sha):
-            return _note_row(ref, FileStatus.SKIPPED, UNCHANGED, sha, context_sha)
+            return note_row(ref, FileStatus.SKIPPED, UNCHANGED, sha, context_sha)
     return process_bytes(data, ref.name, ctx, texts, siblings=ref.siblings, decoded=decoded, batch=batch,
                          detection=loaded.detection)
 
@@ -464,7 +464,7 @@ def _streamed(ref, ctx, prior, inputs: ShardInputs, context_sha, out_root: Path,
         with ingest.open_binary(ref, inputs.zips) as fp:
             sha, size, encoding = sha256_stream(iter(lambda: fp.read(1 << 20), b""))
         if prior is not None and prior.unchanged(ref.key, sha, ctx.fingerprint, context_sha):
-            return _note_row(ref, FileStatus.SKIPPED, UNCHANGED, sha, context_sha)
+            return note_row(ref, FileStatus.SKIPPED, UNCHANGED, sha, context_sha)
         with ingest.open_binary(ref, inputs.zips) as fp:
             head = fp.read(DETECT_SAMPLE)
             if sqlite.is_sqlite(head):

@@ -24,10 +24,10 @@ from .shard import (
     MEMORY_PER_INPUT_BYTE,
     UNCHANGED,
     ShardInputs,
-    _note_row,
-    _stream_limit,
     memory_budget,
     note_only,
+    note_row,
+    stream_limit,
 )
 
 
@@ -87,7 +87,7 @@ def _proven(ref: ingest.InputRef, check: Check) -> list[FileRow] | None:
         return None
     if sha is None or not check.prior.unchanged(ref.key, sha, check.fingerprint, context):
         return None
-    return [_note_row(ref, FileStatus.SKIPPED, UNCHANGED, sha, context)]
+    return [note_row(ref, FileStatus.SKIPPED, UNCHANGED, sha, context)]
 
 
 def _group(ref: ingest.InputRef, check: Check) -> list[FileRow] | None:
@@ -99,7 +99,7 @@ def _group(ref: ingest.InputRef, check: Check) -> list[FileRow] | None:
     shas = [input_sha256(check.inputs.read(p)) for p in ref.parts]
     if not all(prior.unchanged(p.key, sha, check.fingerprint, context) for p, sha in zip(ref.parts, shas, strict=True)):
         return None
-    return [_note_row(p, FileStatus.SKIPPED, UNCHANGED, sha, context) for p, sha in zip(ref.parts, shas, strict=True)]
+    return [note_row(p, FileStatus.SKIPPED, UNCHANGED, sha, context) for p, sha in zip(ref.parts, shas, strict=True)]
 
 
 def _sha(ref: ingest.InputRef, check: Check) -> str | None:
@@ -107,7 +107,7 @@ def _sha(ref: ingest.InputRef, check: Check) -> str | None:
     else of its decoded text); None when its size alone says it changed, or it is not read whole."""
     if not check.prior.sized(ref.key, ref.size):
         return None
-    if ref.size >= _stream_limit(ref, check.settings):
+    if ref.size >= stream_limit(ref, check.settings):
         with ingest.open_binary(ref, check.inputs.zips) as fp:
             return sha256_stream(iter(lambda: fp.read(1 << 20), b""))[0]
     if ref.size * MEMORY_PER_INPUT_BYTE > memory_budget(check.settings):
