@@ -169,38 +169,74 @@ def _dirty(out_root: Path, ledger: Ledger, layout: Layout) -> tuple[dict[str, se
 
 
 def _buckets(out_root: Path, ledger: Ledger, layout: Layout) -> list[Path]:
-    """Rewrite the buckets of the changed documents; an empty table keeps one file without rows."""
+    """Rewrite the buckets of the changed documents, a group of documents at a time (``_groups``: the
+    run's memory is a group's turns, not the archive's); an empty table keeps one file without rows."""
     dirty, only = _dirty(out_root, ledger, layout)
     if only is not None and not only:
         return []
-    sessions, turns = current.sessions_and_turns(out_root, ledger, None, only)
-    new = {"sessions": sessions, "turns": turns, "terms": current.terms(turns.lazy(), sessions.lazy()).collect()}
-    split = _by_bucket(new)
-    written = []
     for name in BUCKETED:
         layout.tables[name].pop(EMPTY, None)
-        for b in sorted(dirty[name]):
-            rows = split[name].get(b, new[name].clear())
-            old = layout.kept(name, b, only)
-            frame = rows if old is None else pl.concat([old, rows], how="vertical_relaxed")
-            if frame.is_empty():
-                layout.tables[name].pop(str(b), None)
-            else:
-                written.append(layout.write(name, str(b), frame))
-        if not layout.tables[name]:
-            written.append(layout.write(name, EMPTY, new[name].clear()))
+    written: list[Path] = []
+    sessions: list[pl.DataFrame] = []
+    empty: dict[str, pl.DataFrame] = {}
+    for group, paths in _groups(out_root, ledger, dirty, only):
+        part, turns = current.sessions_and_turns(out_root, ledger, None, paths)
+        new = {"sessions": part, "turns": turns, "terms": current.terms(turns.lazy(), part.lazy()).collect()}
+        empty = {name: frame.clear() for name, frame in new.items()}
+        sessions.append(part)
+        for name in ("turns", "terms"):
+            mine = {b for b in dirty[name] if b % GROUPS == group}
+            written.extend(_rewrite(layout, name, mine, new[name], only))
+        del new, turns
+    if sessions:
+        written.extend(_rewrite(layout, "sessions", dirty["sessions"], pl.concat(sessions, how="vertical"), only))
+    for name in BUCKETED:
+        if not layout.tables[name] and name in empty:
+            written.append(layout.write(name, EMPTY, empty[name]))
     return written
 
 
-def _by_bucket(frames: dict[str, pl.DataFrame]) -> dict[str, dict[int, pl.DataFrame]]:
-    """Each table's rows split by their document's bucket of that table."""
-    paths = pl.concat([f["output_path"].unique() for f in frames.values()]).unique()
-    out = {}
-    for name, frame in frames.items():
-        buckets = pl.DataFrame({"output_path": paths, "bucket": bucket_of(paths, BUCKETS[name])})
-        keyed = frame.join(buckets, on="output_path", how="left")
-        out[name] = {k[0]: part.drop("bucket") for k, part in keyed.partition_by("bucket", as_dict=True).items()}
-    return out
+GROUPS = BUCKETS["terms"]
+"""Documents are published a group at a time: those of one terms bucket, hence of BUCKETS["turns"] / GROUPS
+turns buckets (a document's terms bucket is its turns bucket modulo GROUPS), whole in that group."""
+
+
+def _groups(out_root: Path, ledger: Ledger, dirty: dict[str, set[int]],
+            only: frozenset[str] | None) -> list[tuple[int, frozenset[str]]]:
+    """The changed documents (``only``; None: every current document) split by their terms bucket: each
+    group that holds one of them or a dirty turns or terms bucket (whose documents may all have gone)."""
+    paths = sorted(only) if only is not None else datasets.current_documents(out_root, ledger)["output_path"].to_list()
+    buckets = bucket_of(pl.Series(paths, dtype=pl.Utf8), GROUPS).to_list()
+    by_group: dict[int, set[str]] = {}
+    for path, b in zip(paths, buckets, strict=True):
+        by_group.setdefault(b, set()).add(path)
+    wanted = set(by_group) | {b % GROUPS for name in ("turns", "terms") for b in dirty[name]}
+    return [(g, frozenset(by_group.get(g, ()))) for g in sorted(wanted)]
+
+
+def _rewrite(layout: Layout, name: str, buckets: set[int], rows: pl.DataFrame,
+             only: frozenset[str] | None) -> list[Path]:
+    """These buckets of a table from the new ``rows`` of their changed documents and the published
+    rows of the others; a bucket left without rows is dropped."""
+    split = _by_bucket(rows, BUCKETS[name])
+    written = []
+    for b in sorted(buckets):
+        new = split.get(b, rows.clear())
+        old = layout.kept(name, b, only)
+        frame = new if old is None else pl.concat([old, new], how="vertical_relaxed")
+        if frame.is_empty():
+            layout.tables[name].pop(str(b), None)
+        else:
+            written.append(layout.write(name, str(b), frame))
+    return written
+
+
+def _by_bucket(frame: pl.DataFrame, buckets: int) -> dict[int, pl.DataFrame]:
+    """A table's rows split by their document's bucket of that table."""
+    paths = frame["output_path"].unique()
+    keyed = frame.join(pl.DataFrame({"output_path": paths, "bucket": bucket_of(paths, buckets)}),
+                       on="output_path", how="left")
+    return {k[0]: part.drop("bucket") for k, part in keyed.partition_by("bucket", as_dict=True).items()}
 
 
 def write_file(frame: pl.DataFrame, folder: Path, name: str) -> str:

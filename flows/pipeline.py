@@ -199,8 +199,8 @@ def reconstruct(paths: list[ingest.Root], out_root: Path, settings: Settings, *,
             _stop_if_full(result)
             deferred.extend(result.deferred)
             prints.extend(result.prints)
-            done += len(result.files)
             written += result.written
+            done += result.release()
             if progress:
                 progress(done, files)
         found = snapshots.resolve(prints, ledger, settings.snapshot_time_tolerance_seconds)  # on proof only
@@ -280,6 +280,7 @@ def _merge_phase(deferred: list[str], out_root: Path, run_id: str, settings: Set
         _record(result, out_root, run_id, settings, ledger)
         _stop_if_full(result)
         written += result.written
+        result.release()
     return written
 
 
