@@ -91,15 +91,16 @@ def published(out_root: Path, ledger: Ledger) -> dict[str, list[Path]] | None:
     return files
 
 
-def state(out_root: Path, ledger: Ledger) -> pl.DataFrame:
-    """Every current document's state as the ledger has it now (the ``STATE`` columns)."""
-    docs = datasets.current_documents(out_root, ledger)
-    writers, flags = ledger.sessions.writers(), ledger.revisions.flags()
+def state(out_root: Path, ledger: Ledger, known: current.Known | None = None) -> pl.DataFrame:
+    """Every current document's state as the ledger has it now (the ``STATE`` columns; ``known``: read before)."""
+    known = current.Known.of(out_root, ledger) if known is None else known
+    docs = datasets.current_documents(out_root, ledger, latest=known.documents.latest)
+    writers, flags = known.documents.writers, known.documents.flags
     keys = docs.rows()
     return (docs.with_columns(pl.Series("run_id", [writers.get(k) for k in keys], dtype=pl.Utf8),
                               pl.Series("flag", [flags.get(k[0]) for k in keys], dtype=pl.Utf8))
-            .join(current.document_keys(ledger), on=["output_path", "output_sha256"], how="left")
-            .join(current.revision_counts(ledger), on="output_path", how="left")
+            .join(known.keys, on=["output_path", "output_sha256"], how="left")
+            .join(known.counts, on="output_path", how="left")
             .with_columns(pl.col("revisions").fill_null(0)).select(STATE))
 
 
@@ -157,13 +158,14 @@ class Layout:
         return frame.filter(~pl.col("output_path").is_in(pl.Series(sorted(only or ()), dtype=pl.Utf8).implode()))
 
 
-def _dirty(out_root: Path, ledger: Ledger, layout: Layout) -> tuple[dict[str, set[int]], frozenset[str] | None]:
+def _dirty(out_root: Path, ledger: Ledger, layout: Layout,
+           known: current.Known) -> tuple[dict[str, set[int]], frozenset[str] | None]:
     """The buckets of each table to rewrite and the documents whose rows to build (None: all of them)."""
     if layout.before is None:
         return {name: set(range(n)) for name, n in BUCKETS.items()}, None
     was = pl.concat([pl.read_parquet(f, columns=list(STATE)) for f in layout.before.files(layout.folder)["sessions"]],
                     how="vertical_relaxed")
-    only = changed(state(out_root, ledger), was)
+    only = changed(state(out_root, ledger, known), was)
     paths = pl.Series(sorted(only), dtype=pl.Utf8)
     return {name: set(bucket_of(paths, n).to_list()) for name, n in BUCKETS.items()}, only
 
@@ -171,7 +173,8 @@ def _dirty(out_root: Path, ledger: Ledger, layout: Layout) -> tuple[dict[str, se
 def _buckets(out_root: Path, ledger: Ledger, layout: Layout) -> list[Path]:
     """Rewrite the buckets of the changed documents, a group of documents at a time (``_groups``: the
     run's memory is a group's turns, not the archive's); an empty table keeps one file without rows."""
-    dirty, only = _dirty(out_root, ledger, layout)
+    known = current.Known.of(out_root, ledger)
+    dirty, only = _dirty(out_root, ledger, layout, known)
     if only is not None and not only:
         return []
     for name in BUCKETED:
@@ -179,8 +182,8 @@ def _buckets(out_root: Path, ledger: Ledger, layout: Layout) -> list[Path]:
     written: list[Path] = []
     sessions: list[pl.DataFrame] = []
     empty: dict[str, pl.DataFrame] = {}
-    for group, paths in _groups(out_root, ledger, dirty, only):
-        part, turns = current.sessions_and_turns(out_root, ledger, None, paths)
+    for group, paths in _groups(dirty, only, known):
+        part, turns = current.sessions_and_turns(out_root, ledger, None, paths, known)
         new = {"sessions": part, "turns": turns, "terms": current.terms(turns.lazy(), part.lazy()).collect()}
         empty = {name: frame.clear() for name, frame in new.items()}
         sessions.append(part)
@@ -201,11 +204,11 @@ GROUPS = BUCKETS["terms"]
 turns buckets (a document's terms bucket is its turns bucket modulo GROUPS), whole in that group."""
 
 
-def _groups(out_root: Path, ledger: Ledger, dirty: dict[str, set[int]],
-            only: frozenset[str] | None) -> list[tuple[int, frozenset[str]]]:
+def _groups(dirty: dict[str, set[int]], only: frozenset[str] | None,
+            known: current.Known) -> list[tuple[int, frozenset[str]]]:
     """The changed documents (``only``; None: every current document) split by their terms bucket: each
     group that holds one of them or a dirty turns or terms bucket (whose documents may all have gone)."""
-    paths = sorted(only) if only is not None else datasets.current_documents(out_root, ledger)["output_path"].to_list()
+    paths = sorted(only if only is not None else known.documents.latest)  # one gone from disk: built as none
     buckets = bucket_of(pl.Series(paths, dtype=pl.Utf8), GROUPS).to_list()
     by_group: dict[int, set[str]] = {}
     for path, b in zip(paths, buckets, strict=True):

@@ -123,8 +123,8 @@ def test_a_publication_builds_the_turns_of_one_group_of_documents_at_a_time(tmp_
     built: list[list[str]] = []
     real = current.sessions_and_turns
 
-    def spy(out_root, ledger, problems=None, only=None):
-        sessions, turns = real(out_root, ledger, problems, only)
+    def spy(out_root, ledger, problems=None, only=None, known=None):
+        sessions, turns = real(out_root, ledger, problems, only, known)
         built.append(sessions["output_path"].to_list())
         return sessions, turns
 
