@@ -206,6 +206,7 @@ def reconstruct(paths: list[ingest.Root], out_root: Path, settings: Settings, *,
         found = snapshots.resolve(prints, ledger, settings.snapshot_time_tolerance_seconds)  # on proof only
         deferred.extend([*found.merge, *found.linked])  # a possible link is written into both documents
         written += _merge_phase(deferred, out_root, run_id, settings, ledger, lpath, merger, allow_shrink, flight)
+        pool.release_workers()  # the rest runs here: idle workers would hold their last shard's memory
         revisions.refresh_index(out_root, ledger)
         interrupted = emit.stop_requested(out_root)
         seconds = time.perf_counter() - started

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from flows import pipeline, pool
 from flows.core.merge import merge_keys
 from flows.core.shard import ShardResult, run_shard
 from flows.pipeline import reconstruct
@@ -77,3 +78,41 @@ def test_a_recorded_merge_result_holds_no_rows(tmp_path: Path):
     assert len(list((out / "sessions").rglob("*.json"))) == 1
     for result in kept:
         assert set(_held(result).values()) == {0}, _held(result)
+
+
+def _allocator() -> str | None:
+    import os
+
+    return os.environ.get(pool.WORKER_ALLOCATOR[0])
+
+
+def test_the_workers_are_stopped_before_the_run_builds_its_tables(archive: Path, tmp_path: Path, monkeypatch):
+    """Idle workers would hold their last shard's memory while this process publishes the tables."""
+    out = tmp_path / "out"
+    settings = Settings(workers=2, shard_files=3)
+    seen: list[bool] = []
+    publish = pipeline._publish
+
+    def spy(out_root, run_id, ledger):
+        seen.append(holder.closed)
+        return publish(out_root, run_id, ledger)
+
+    def runner(shards, companions, ledger_path):
+        for shard in shards:
+            result, where = pool.dispatch(shard, out, settings, companions=companions, ledger_path=Path(ledger_path))
+            assert where == "the local process pool"
+            yield result
+
+    monkeypatch.setattr(pipeline, "_publish", spy)
+    with pool.local_pool(settings) as holder:
+        summary = reconstruct([archive], out, settings, runner=runner)
+    assert summary.counts.sessions_ok == 9 and seen == [True]
+
+
+def test_the_workers_allocator_gives_freed_memory_back_and_this_process_is_left_as_it_was():
+    value = pool.WORKER_ALLOCATOR[1]
+    before = _allocator()
+    with pool.local_pool(Settings(workers=2)) as holder:
+        seen = holder.pool.submit(_allocator).result()
+    assert seen is not None and seen.endswith(value)  # jemalloc takes the last value of each option
+    assert _allocator() == before
