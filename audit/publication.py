@@ -20,6 +20,7 @@ of this layout's version and bucket count, a publication rebuilds every bucket.
 from __future__ import annotations
 
 import hashlib
+import math
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -182,13 +183,14 @@ def _buckets(out_root: Path, ledger: Ledger, layout: Layout) -> list[Path]:
     written: list[Path] = []
     sessions: list[pl.DataFrame] = []
     empty: dict[str, pl.DataFrame] = {}
-    for group, paths in _groups(dirty, only, known):
+    count, groups = _groups(dirty, only, known)
+    for group, paths in groups:
         part, turns = current.sessions_and_turns(out_root, ledger, None, paths, known)
         new = {"sessions": part, "turns": turns, "terms": current.terms(turns.lazy(), part.lazy()).collect()}
         empty = {name: frame.clear() for name, frame in new.items()}
         sessions.append(part)
         for name in ("turns", "terms"):
-            mine = {b for b in dirty[name] if b % GROUPS == group}
+            mine = {b for b in dirty[name] if b % count == group}
             written.extend(_rewrite(layout, name, mine, new[name], only))
         del new, turns
     if sessions:
@@ -199,22 +201,27 @@ def _buckets(out_root: Path, ledger: Ledger, layout: Layout) -> list[Path]:
     return written
 
 
-GROUPS = BUCKETS["terms"]
-"""Documents are published a group at a time: those of one terms bucket, hence of BUCKETS["turns"] / GROUPS
-turns buckets (a document's terms bucket is its turns bucket modulo GROUPS), whole in that group."""
+GROUPS = tuple(n for n in (1, 2, 4, 8, 16) if BUCKETS["terms"] % n == 0)
+"""How many groups documents may be published in: each group is the documents of the terms buckets equal
+modulo that count, hence of whole turns buckets (a document's terms bucket is its turns bucket modulo 16)."""
+GROUP_DOCUMENTS = 2_000
+"""At most this many changed documents per group (while the groups allow it): about what a shard of
+small files hands the run's process already, so the publication does not raise its peak; a smaller
+publication stays in one group, as fast as before."""
 
 
 def _groups(dirty: dict[str, set[int]], only: frozenset[str] | None,
-            known: current.Known) -> list[tuple[int, frozenset[str]]]:
-    """The changed documents (``only``; None: every current document) split by their terms bucket: each
-    group that holds one of them or a dirty turns or terms bucket (whose documents may all have gone)."""
+            known: current.Known) -> tuple[int, list[tuple[int, frozenset[str]]]]:
+    """How many groups, and the changed documents (``only``; None: every current document) split into
+    them: each group that holds one of them or a dirty turns or terms bucket (whose documents may all have gone)."""
     paths = sorted(only if only is not None else known.documents.latest)  # one gone from disk: built as none
-    buckets = bucket_of(pl.Series(paths, dtype=pl.Utf8), GROUPS).to_list()
+    count = next((n for n in GROUPS if math.ceil(len(paths) / n) <= GROUP_DOCUMENTS), GROUPS[-1])
+    buckets = bucket_of(pl.Series(paths, dtype=pl.Utf8), count).to_list()
     by_group: dict[int, set[str]] = {}
     for path, b in zip(paths, buckets, strict=True):
         by_group.setdefault(b, set()).add(path)
-    wanted = set(by_group) | {b % GROUPS for name in ("turns", "terms") for b in dirty[name]}
-    return [(g, frozenset(by_group.get(g, ()))) for g in sorted(wanted)]
+    wanted = set(by_group) | {b % count for name in ("turns", "terms") for b in dirty[name]}
+    return count, [(g, frozenset(by_group.get(g, ()))) for g in sorted(wanted)]
 
 
 def _rewrite(layout: Layout, name: str, buckets: set[int], rows: pl.DataFrame,

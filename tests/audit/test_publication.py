@@ -129,8 +129,9 @@ def test_a_publication_builds_the_turns_of_one_group_of_documents_at_a_time(tmp_
         return sessions, turns
 
     monkeypatch.setattr(current, "sessions_and_turns", spy)
+    monkeypatch.setattr(publication, "GROUP_DOCUMENTS", 3)  # 40 documents: as many groups as can be
     reconstruct([src], out, Settings(workers=1))
-    groups = [set(publication.bucket_of(pl.Series(paths, dtype=pl.Utf8), publication.GROUPS).to_list())
+    groups = [set(publication.bucket_of(pl.Series(paths, dtype=pl.Utf8), publication.GROUPS[-1]).to_list())
               for paths in built]
     assert sum(map(len, built)) == 40 and len(built) > 4
     assert all(len(g) <= 1 for g in groups), groups
@@ -138,10 +139,31 @@ def test_a_publication_builds_the_turns_of_one_group_of_documents_at_a_time(tmp_
     _same_as_full_rebuild(out)
 
     monkeypatch.setattr(current, "sessions_and_turns", spy)
+    monkeypatch.setattr(publication, "GROUP_DOCUMENTS", 3)
     built.clear()
     (src / "c3.txt").write_text(_chat("c3", 5, title="Topic 3"))
     reconstruct([src], out, Settings(workers=1))
     changed = [p for paths in built for p in paths]  # the changed chat only (an empty group: its old bucket)
     assert changed and all("/c3" in p for p in changed) and len(built) <= 2
+    monkeypatch.undo()
+    _same_as_full_rebuild(out)
+
+
+def test_a_small_publication_is_one_group(tmp_path, monkeypatch):
+    src, out = tmp_path / "in", tmp_path / "out"
+    src.mkdir()
+    for i in range(40):
+        (src / f"c{i}.txt").write_text(_chat(f"c{i}", 1))
+    built = []
+    real = current.sessions_and_turns
+    monkeypatch.setattr(current, "sessions_and_turns", lambda *a: built.append(a) or real(*a))
+    monkeypatch.setattr(publication, "GROUP_DOCUMENTS", 10)  # 40 documents: four groups of ten or so
+    reconstruct([src], out, Settings(workers=1))
+    assert len(built) == 4
+    built.clear()
+    monkeypatch.setattr(publication, "GROUP_DOCUMENTS", 40)
+    with closing(Ledger(out / "ledger.sqlite")) as ledger:
+        publication.publish(out, ledger, full=True)
+    assert len(built) == 1
     monkeypatch.undo()
     _same_as_full_rebuild(out)
