@@ -101,12 +101,29 @@ def _platform() -> pl.Expr:
     return pl.col("output_path").str.split("/").list.get(1, null_on_oob=True)
 
 
+@dataclass(frozen=True, slots=True)
+class Known:
+    """What the ledger says of every document, read once for all the groups of documents a
+    publication builds: the parts and revisions (``datasets.Known``), each document's session key
+    and its number of revisions."""
+
+    documents: datasets.Known
+    keys: pl.DataFrame
+    counts: pl.DataFrame
+
+    @classmethod
+    def of(cls, out_root: Path, ledger: Ledger) -> Known:
+        return cls(datasets.Known.of(out_root, ledger), document_keys(ledger), revision_counts(ledger))
+
+
 def sessions_and_turns(out_root: Path, ledger: Ledger, problems: list[str] | None = None,
-                       only: frozenset[str] | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
+                       only: frozenset[str] | None = None,
+                       known: Known | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The current sessions and turns, typed and with the columns an audit asks first (``only``: of
-    the documents at these output paths)."""
-    sessions, turns = datasets.tables(out_root, ledger, problems, only)
-    keys, counts = document_keys(ledger), revision_counts(ledger)
+    the documents at these output paths; ``known``: what the ledger says of them, read before)."""
+    known = Known.of(out_root, ledger) if known is None else known
+    sessions, turns = datasets.tables(out_root, ledger, problems, only, known.documents)
+    keys, counts = known.keys, known.counts
     turns = turns.with_columns(_timestamp("date"))
     span = turns.group_by("output_path").agg(first_at=pl.col("date").min(), last_at=pl.col("date").max())
     sessions = (sessions.join(keys, on=["output_path", "output_sha256"], how="left")

@@ -406,32 +406,51 @@ def _read_parts(files: list[Path], table: str, only: frozenset[str] | None = Non
                       for f in files], how="vertical").collect()
 
 
-def current_documents(out_root: Path, ledger: Ledger, only: frozenset[str] | None = None) -> pl.DataFrame:
+def current_documents(out_root: Path, ledger: Ledger, only: frozenset[str] | None = None, *,
+                      latest: dict[str, str] | None = None) -> pl.DataFrame:
     """(output_path, output_sha256) of every current document (``only``: among these paths): the
-    index's latest revision of each path still on disk."""
-    latest = ledger.revisions.latest()
+    index's latest revision of each path still on disk (``latest``: the index's, read before)."""
+    latest = ledger.revisions.latest() if latest is None else latest
     present = [(p, h) for p, h in latest.items() if (only is None or p in only) and (out_root / p).is_file()]
     return pl.DataFrame(present, schema={"output_path": pl.Utf8, "output_sha256": pl.Utf8}, orient="row")
 
 
-class Snapshot:
-    """The part files as listed, then the ledger's current documents: listed first, since a run
-    records a shard in the ledger before it writes the shard's part, so every listed part's rows
-    are known to the ledger read after (compaction may then remove exactly the listed files).
-    ``only``: the documents at these output paths, not every one."""
+@dataclass(frozen=True, slots=True)
+class Known:
+    """The part files as listed, then what the ledger says of every document (each path's latest
+    revision, writer and flag): listed first, since a run records a shard in the ledger before it
+    writes the shard's part, so every listed part's rows are known to the ledger read after. Read
+    once, it serves every group of documents a publication builds (audit/publication.py)."""
 
-    def __init__(self, out_root: Path, ledger: Ledger, only: frozenset[str] | None = None) -> None:
-        self.files = {t: _part_files(out_root, t) for t in TABLES}
+    files: dict[str, list[Path]]
+    latest: dict[str, str]
+    writers: dict
+    flags: dict
+
+    @classmethod
+    def of(cls, out_root: Path, ledger: Ledger) -> Known:
+        files = {t: _part_files(out_root, t) for t in TABLES}
+        return cls(files, ledger.revisions.latest(), ledger.sessions.writers(), ledger.revisions.flags())
+
+
+class Snapshot:
+    """The part files and the current documents (``Known``; compaction may then remove exactly the
+    listed files). ``only``: the documents at these output paths, not every one."""
+
+    def __init__(self, out_root: Path, ledger: Ledger, only: frozenset[str] | None = None,
+                 known: Known | None = None) -> None:
+        known = Known.of(out_root, ledger) if known is None else known
+        self.files = known.files
         self.only = only
-        self.current = current_documents(out_root, ledger, only)
-        self.writers = ledger.sessions.writers()
-        self.flags = ledger.revisions.flags()
+        self.current = current_documents(out_root, ledger, only, latest=known.latest)
+        self.writers = known.writers
+        self.flags = known.flags
 
 
 def tables(out_root: Path, ledger: Ledger | None = None, problems: list[str] | None = None,
-           only: frozenset[str] | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
+           only: frozenset[str] | None = None, known: Known | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(sessions, turns) of every current session document under OUT/sessions (see the module's doc);
-    ``only``: of the current documents at these output paths (with a ledger).
+    ``only``: of the current documents at these output paths (with a ledger; ``known``: what it says, read before).
 
     Without a ledger (none given and none at OUT/ledger.sqlite) the documents on disk are read.
     A current document that is not a session document is left out and named in ``problems``.
@@ -447,7 +466,7 @@ def tables(out_root: Path, ledger: Ledger | None = None, problems: list[str] | N
             return tables(out_root, ledger, problems, only)
         finally:
             ledger.close()
-    return _tables(out_root, Snapshot(out_root, ledger, only), problems)
+    return _tables(out_root, Snapshot(out_root, ledger, only, known), problems)
 
 
 def _tables(out_root: Path, snap: Snapshot, problems: list[str] | None) -> tuple[pl.DataFrame, pl.DataFrame]:

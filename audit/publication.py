@@ -20,6 +20,7 @@ of this layout's version and bucket count, a publication rebuilds every bucket.
 from __future__ import annotations
 
 import hashlib
+import math
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,15 +92,16 @@ def published(out_root: Path, ledger: Ledger) -> dict[str, list[Path]] | None:
     return files
 
 
-def state(out_root: Path, ledger: Ledger) -> pl.DataFrame:
-    """Every current document's state as the ledger has it now (the ``STATE`` columns)."""
-    docs = datasets.current_documents(out_root, ledger)
-    writers, flags = ledger.sessions.writers(), ledger.revisions.flags()
+def state(out_root: Path, ledger: Ledger, known: current.Known | None = None) -> pl.DataFrame:
+    """Every current document's state as the ledger has it now (the ``STATE`` columns; ``known``: read before)."""
+    known = current.Known.of(out_root, ledger) if known is None else known
+    docs = datasets.current_documents(out_root, ledger, latest=known.documents.latest)
+    writers, flags = known.documents.writers, known.documents.flags
     keys = docs.rows()
     return (docs.with_columns(pl.Series("run_id", [writers.get(k) for k in keys], dtype=pl.Utf8),
                               pl.Series("flag", [flags.get(k[0]) for k in keys], dtype=pl.Utf8))
-            .join(current.document_keys(ledger), on=["output_path", "output_sha256"], how="left")
-            .join(current.revision_counts(ledger), on="output_path", how="left")
+            .join(known.keys, on=["output_path", "output_sha256"], how="left")
+            .join(known.counts, on="output_path", how="left")
             .with_columns(pl.col("revisions").fill_null(0)).select(STATE))
 
 
@@ -157,50 +159,94 @@ class Layout:
         return frame.filter(~pl.col("output_path").is_in(pl.Series(sorted(only or ()), dtype=pl.Utf8).implode()))
 
 
-def _dirty(out_root: Path, ledger: Ledger, layout: Layout) -> tuple[dict[str, set[int]], frozenset[str] | None]:
+def _dirty(out_root: Path, ledger: Ledger, layout: Layout,
+           known: current.Known) -> tuple[dict[str, set[int]], frozenset[str] | None]:
     """The buckets of each table to rewrite and the documents whose rows to build (None: all of them)."""
     if layout.before is None:
         return {name: set(range(n)) for name, n in BUCKETS.items()}, None
     was = pl.concat([pl.read_parquet(f, columns=list(STATE)) for f in layout.before.files(layout.folder)["sessions"]],
                     how="vertical_relaxed")
-    only = changed(state(out_root, ledger), was)
+    only = changed(state(out_root, ledger, known), was)
     paths = pl.Series(sorted(only), dtype=pl.Utf8)
     return {name: set(bucket_of(paths, n).to_list()) for name, n in BUCKETS.items()}, only
 
 
 def _buckets(out_root: Path, ledger: Ledger, layout: Layout) -> list[Path]:
-    """Rewrite the buckets of the changed documents; an empty table keeps one file without rows."""
-    dirty, only = _dirty(out_root, ledger, layout)
+    """Rewrite the buckets of the changed documents, a group of documents at a time (``_groups``: the
+    run's memory is a group's turns, not the archive's); an empty table keeps one file without rows."""
+    known = current.Known.of(out_root, ledger)
+    dirty, only = _dirty(out_root, ledger, layout, known)
     if only is not None and not only:
         return []
-    sessions, turns = current.sessions_and_turns(out_root, ledger, None, only)
-    new = {"sessions": sessions, "turns": turns, "terms": current.terms(turns.lazy(), sessions.lazy()).collect()}
-    split = _by_bucket(new)
-    written = []
     for name in BUCKETED:
         layout.tables[name].pop(EMPTY, None)
-        for b in sorted(dirty[name]):
-            rows = split[name].get(b, new[name].clear())
-            old = layout.kept(name, b, only)
-            frame = rows if old is None else pl.concat([old, rows], how="vertical_relaxed")
-            if frame.is_empty():
-                layout.tables[name].pop(str(b), None)
-            else:
-                written.append(layout.write(name, str(b), frame))
-        if not layout.tables[name]:
-            written.append(layout.write(name, EMPTY, new[name].clear()))
+    written: list[Path] = []
+    sessions: list[pl.DataFrame] = []
+    empty: dict[str, pl.DataFrame] = {}
+    count, groups = _groups(dirty, only, known)
+    for group, paths in groups:
+        part, turns = current.sessions_and_turns(out_root, ledger, None, paths, known)
+        new = {"sessions": part, "turns": turns, "terms": current.terms(turns.lazy(), part.lazy()).collect()}
+        empty = {name: frame.clear() for name, frame in new.items()}
+        sessions.append(part)
+        for name in ("turns", "terms"):
+            mine = {b for b in dirty[name] if b % count == group}
+            written.extend(_rewrite(layout, name, mine, new[name], only))
+        del new, turns
+    if sessions:
+        written.extend(_rewrite(layout, "sessions", dirty["sessions"], pl.concat(sessions, how="vertical"), only))
+    for name in BUCKETED:
+        if not layout.tables[name] and name in empty:
+            written.append(layout.write(name, EMPTY, empty[name]))
     return written
 
 
-def _by_bucket(frames: dict[str, pl.DataFrame]) -> dict[str, dict[int, pl.DataFrame]]:
-    """Each table's rows split by their document's bucket of that table."""
-    paths = pl.concat([f["output_path"].unique() for f in frames.values()]).unique()
-    out = {}
-    for name, frame in frames.items():
-        buckets = pl.DataFrame({"output_path": paths, "bucket": bucket_of(paths, BUCKETS[name])})
-        keyed = frame.join(buckets, on="output_path", how="left")
-        out[name] = {k[0]: part.drop("bucket") for k, part in keyed.partition_by("bucket", as_dict=True).items()}
-    return out
+GROUPS = tuple(n for n in (1, 2, 4, 8, 16) if BUCKETS["terms"] % n == 0)
+"""How many groups documents may be published in: each group is the documents of the terms buckets equal
+modulo that count, hence of whole turns buckets (a document's terms bucket is its turns bucket modulo 16)."""
+GROUP_DOCUMENTS = 2_000
+"""At most this many changed documents per group (while the groups allow it): about what a shard of
+small files hands the run's process already, so the publication does not raise its peak; a smaller
+publication stays in one group, as fast as before."""
+
+
+def _groups(dirty: dict[str, set[int]], only: frozenset[str] | None,
+            known: current.Known) -> tuple[int, list[tuple[int, frozenset[str]]]]:
+    """How many groups, and the changed documents (``only``; None: every current document) split into
+    them: each group that holds one of them or a dirty turns or terms bucket (whose documents may all have gone)."""
+    paths = sorted(only if only is not None else known.documents.latest)  # one gone from disk: built as none
+    count = next((n for n in GROUPS if math.ceil(len(paths) / n) <= GROUP_DOCUMENTS), GROUPS[-1])
+    buckets = bucket_of(pl.Series(paths, dtype=pl.Utf8), count).to_list()
+    by_group: dict[int, set[str]] = {}
+    for path, b in zip(paths, buckets, strict=True):
+        by_group.setdefault(b, set()).add(path)
+    wanted = set(by_group) | {b % count for name in ("turns", "terms") for b in dirty[name]}
+    return count, [(g, frozenset(by_group.get(g, ()))) for g in sorted(wanted)]
+
+
+def _rewrite(layout: Layout, name: str, buckets: set[int], rows: pl.DataFrame,
+             only: frozenset[str] | None) -> list[Path]:
+    """These buckets of a table from the new ``rows`` of their changed documents and the published
+    rows of the others; a bucket left without rows is dropped."""
+    split = _by_bucket(rows, BUCKETS[name])
+    written = []
+    for b in sorted(buckets):
+        new = split.get(b, rows.clear())
+        old = layout.kept(name, b, only)
+        frame = new if old is None else pl.concat([old, new], how="vertical_relaxed")
+        if frame.is_empty():
+            layout.tables[name].pop(str(b), None)
+        else:
+            written.append(layout.write(name, str(b), frame))
+    return written
+
+
+def _by_bucket(frame: pl.DataFrame, buckets: int) -> dict[int, pl.DataFrame]:
+    """A table's rows split by their document's bucket of that table."""
+    paths = frame["output_path"].unique()
+    keyed = frame.join(pl.DataFrame({"output_path": paths, "bucket": bucket_of(paths, buckets)}),
+                       on="output_path", how="left")
+    return {k[0]: part.drop("bucket") for k, part in keyed.partition_by("bucket", as_dict=True).items()}
 
 
 def write_file(frame: pl.DataFrame, folder: Path, name: str) -> str:

@@ -200,13 +200,14 @@ def reconstruct(paths: list[ingest.Root], out_root: Path, settings: Settings, *,
             _stop_if_full(result)
             deferred.extend(result.deferred)
             prints.extend(result.prints)
-            done += len(result.files)
             written += result.written
+            done += result.release()
             if progress:
                 progress(done, files)
         found = snapshots.resolve(prints, ledger, settings.snapshot_time_tolerance_seconds)  # on proof only
         deferred.extend([*found.merge, *found.linked])  # a possible link is written into both documents
         written += _merge_phase(deferred, out_root, run_id, settings, ledger, lpath, merger, allow_shrink, flight)
+        pool.release_workers()  # the rest runs here: idle workers would hold their last shard's memory
         revisions.refresh_index(out_root, ledger)
         interrupted = emit.stop_requested(out_root)
         seconds = time.perf_counter() - started
@@ -292,6 +293,7 @@ def _merge_phase(deferred: list[str], out_root: Path, run_id: str, settings: Set
         _record(result, out_root, run_id, settings, ledger)
         _stop_if_full(result)
         written += result.written
+        result.release()
     return written
 
 

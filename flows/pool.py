@@ -17,12 +17,14 @@ before it stops the workers (flows/pipeline.py).
 from __future__ import annotations
 
 import multiprocessing
+import os
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from contextvars import ContextVar
+from multiprocessing import forkserver
 from pathlib import Path
 
 from models.settings import Settings
@@ -43,6 +45,7 @@ class LocalPool:
     def _new(self) -> ProcessPoolExecutor:
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(["flows.core.shard"])
+        _start_forkserver()
         return ProcessPoolExecutor(max_workers=self.workers, mp_context=context, initializer=lifeline.worker_start,
                                    initargs=(lifeline.owner(),))
 
@@ -66,6 +69,28 @@ class LocalPool:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
+WORKER_ALLOCATOR = ("_RJEM_MALLOC_CONF", "dirty_decay_ms:0,muzzy_decay_ms:0")
+"""What the workers' allocator is told: polars' jemalloc gives the pages a shard freed back at once.
+Polars keeps them for reuse (500 ms, then 1 s) and only purges when it allocates again, so a worker
+idle between shards, or while the other works, would hold its last shard's memory (docs/memory.md).
+Appended to what the environment holds: jemalloc takes the last value of each option."""
+
+
+def _start_forkserver() -> None:
+    """Start the forkserver the workers are forked from (one per process, started once) with
+    ``WORKER_ALLOCATOR`` in its environment; this process's own environment is left as it was."""
+    name, value = WORKER_ALLOCATOR
+    before = os.environ.get(name)
+    os.environ[name] = f"{before},{value}" if before else value
+    try:
+        forkserver.ensure_running()
+    finally:
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
+
+
 def stop_starting() -> None:
     """From now on no shard of this flow run starts (each returns an empty result, at once); the shards
     already running finish and return what they wrote."""
@@ -86,6 +111,15 @@ def stop_workers() -> None:
     holder = _LOCAL_POOL.get()
     if holder is not None:
         holder.shutdown(kill=True)
+
+
+def release_workers() -> None:
+    """Stop the flow run's pool workers once its shards and merges are done: what the run does after
+    (the revision index, the current tables) runs in this process, and idle workers would keep the
+    memory of their last shard meanwhile. The pool is then closed."""
+    holder = _LOCAL_POOL.get()
+    if holder is not None:
+        holder.shutdown()
 
 
 _LOCAL_POOL: ContextVar[LocalPool | None] = ContextVar("reconstruct_local_pool", default=None)

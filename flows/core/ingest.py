@@ -94,7 +94,9 @@ class InputRef:
     problem: str | None = None  # reason code when it cannot be read
     detail: str = ""
     companion: bool = False
-    siblings: tuple[str, ...] = ()  # sorted names of the other files in the same folder or zip folder
+    folder: tuple[str, ...] = ()
+    """The sorted names of the files in its folder or zip folder, its own too: one tuple shared by the
+    folder's inputs (a tuple of the others' names each would grow with the square of the folder)."""
     ignored: str | None = None  # the rule that makes it no input (hidden, system file, the output root)
     parts: tuple[InputRef, ...] = ()
     """The files of one conversation over several files (a Slack channel's day files), in key order;
@@ -102,6 +104,14 @@ class InputRef:
     url: str | None = None
     """Where an input found under a URL root is (a zip member as fsspec's ``zip://member::url``): the
     ledger records it instead of ``name`` (a conversation over several files records each file)."""
+
+    @property
+    def siblings(self) -> tuple[str, ...]:
+        """The sorted names of the other files beside it (a chat's attachments): every entry of its own
+        name left out."""
+        base = self.name.rpartition("/")[2]
+        lo, hi = bisect_left(self.folder, base), bisect_right(self.folder, base)
+        return self.folder[:lo] + self.folder[hi:]
 
     @property
     def recorded(self) -> str:
@@ -214,19 +224,13 @@ def discover(paths: list[Root], settings: Settings, exclude: tuple[Path, ...] = 
 
 
 def _with_siblings(refs: list[InputRef]) -> list[InputRef]:
-    """Give every input the sorted names of the other files beside it (a chat's attachments)."""
+    """Give every input its folder's sorted names (``InputRef.siblings``: a chat's attachments)."""
     folders: dict[str, list[str]] = {}
     for ref in refs:
         folder, _, base = ref.name.rpartition("/")
         folders.setdefault(folder, []).append(base)
     ordered = {folder: tuple(sorted(names)) for folder, names in folders.items()}  # sorted once per folder
-    out = []
-    for ref in refs:
-        folder, _, base = ref.name.rpartition("/")
-        names = ordered[folder]
-        lo, hi = bisect_left(names, base), bisect_right(names, base)  # every entry of this name left out
-        out.append(replace(ref, siblings=names[:lo] + names[hi:]))
-    return out
+    return [replace(ref, folder=ordered[ref.name.rpartition("/")[0]]) for ref in refs]
 
 
 def root_names(paths: list[Root]) -> list[list[str]]:

@@ -91,6 +91,19 @@ class ShardResult:
             self.datasets = other.datasets if self.datasets is None else {
                 t: pl.concat([self.datasets[t], other.datasets[t]], how="vertical") for t in other.datasets}
 
+    def release(self) -> int:
+        """Drop the rows once the run's main process has recorded them (ledger, dataset part, prints and
+        deferred keys taken): whoever still holds the result (a finished future, Prefect's task state)
+        then holds no per-file or per-session object, so the run's memory does not grow with the
+        archive. Returns how many files the shard held, for the run's progress."""
+        files = len(self.files)
+        for rows in (self.files, self.sessions, self.revisions, self.staged, self.snapshots, self.deferred,
+                     self.reconciliation, self.prints, self.pending, self.unsettled):
+            rows.clear()
+        self.landed.clear()
+        self.datasets = None
+        return files
+
 
 # A disk that takes no more writes: the run stops (marked failed) instead of quarantining every document.
 DISK_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EROFS}

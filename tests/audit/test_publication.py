@@ -111,3 +111,59 @@ def test_an_archive_without_documents_publishes_empty_tables_with_their_columns(
     reconstruct([src], out, Settings(workers=1))
     tables = _same_as_full_rebuild(out)
     assert list(tables["sessions"]) == [publication.EMPTY]
+
+
+def test_a_publication_builds_the_turns_of_one_group_of_documents_at_a_time(tmp_path, monkeypatch):
+    """The run's memory is one group's turns, not the archive's: each build holds the documents of one
+    terms bucket (four turns buckets), the first publication and an incremental one alike."""
+    src, out = tmp_path / "in", tmp_path / "out"
+    src.mkdir()
+    for i in range(40):
+        (src / f"c{i}.txt").write_text(_chat(f"c{i}", 1 + i % 3, title=f"Topic {i}" if i % 2 else None))
+    built: list[list[str]] = []
+    real = current.sessions_and_turns
+
+    def spy(out_root, ledger, problems=None, only=None, known=None):
+        sessions, turns = real(out_root, ledger, problems, only, known)
+        built.append(sessions["output_path"].to_list())
+        return sessions, turns
+
+    monkeypatch.setattr(current, "sessions_and_turns", spy)
+    monkeypatch.setattr(publication, "GROUP_DOCUMENTS", 3)  # 40 documents: as many groups as can be
+    reconstruct([src], out, Settings(workers=1))
+    groups = [set(publication.bucket_of(pl.Series(paths, dtype=pl.Utf8), publication.GROUPS[-1]).to_list())
+              for paths in built]
+    assert sum(map(len, built)) == 40 and len(built) > 4
+    assert all(len(g) <= 1 for g in groups), groups
+    monkeypatch.undo()
+    _same_as_full_rebuild(out)
+
+    monkeypatch.setattr(current, "sessions_and_turns", spy)
+    monkeypatch.setattr(publication, "GROUP_DOCUMENTS", 3)
+    built.clear()
+    (src / "c3.txt").write_text(_chat("c3", 5, title="Topic 3"))
+    reconstruct([src], out, Settings(workers=1))
+    changed = [p for paths in built for p in paths]  # the changed chat only (an empty group: its old bucket)
+    assert changed and all("/c3" in p for p in changed) and len(built) <= 2
+    monkeypatch.undo()
+    _same_as_full_rebuild(out)
+
+
+def test_a_small_publication_is_one_group(tmp_path, monkeypatch):
+    src, out = tmp_path / "in", tmp_path / "out"
+    src.mkdir()
+    for i in range(40):
+        (src / f"c{i}.txt").write_text(_chat(f"c{i}", 1))
+    built = []
+    real = current.sessions_and_turns
+    monkeypatch.setattr(current, "sessions_and_turns", lambda *a: built.append(a) or real(*a))
+    monkeypatch.setattr(publication, "GROUP_DOCUMENTS", 10)  # 40 documents: four groups of ten or so
+    reconstruct([src], out, Settings(workers=1))
+    assert len(built) == 4
+    built.clear()
+    monkeypatch.setattr(publication, "GROUP_DOCUMENTS", 40)
+    with closing(Ledger(out / "ledger.sqlite")) as ledger:
+        publication.publish(out, ledger, full=True)
+    assert len(built) == 1
+    monkeypatch.undo()
+    _same_as_full_rebuild(out)
