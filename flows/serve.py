@@ -19,13 +19,14 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 LOCAL_HOST = "127.0.0.1"
 LOCAL_PORT = 4200
@@ -183,13 +184,22 @@ class EmbeddedServer(LocalServer):
     importing the flow while the server starts."""
 
     STARTUP_FAILURE = 3  # uvicorn's exit code when it cannot bind its port
+    TAIL_BYTES = 4000
 
     def __init__(self) -> None:
         super().__init__(home=None, port=free_port())
+        self.output: IO[bytes] | None = None
+        """The server's output: a nameless temporary file, quoted when it fails to start. Never the run's
+        own stderr, whose one line at a fault must stay one line (the server's services log tracebacks
+        when they are stopped in the middle of a write)."""
 
     @property
     def see(self) -> str:
-        return "see its output above"
+        if self.output is None:
+            return "it wrote nothing"
+        self.output.seek(0, os.SEEK_END)
+        self.output.seek(max(0, self.output.tell() - self.TAIL_BYTES))
+        return "its last output:\n" + self.output.read().decode("utf-8", "replace")
 
     def environment(self) -> dict[str, str]:
         env = {**EMBEDDED_SERVER_ENV, **os.environ, "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}
@@ -198,11 +208,14 @@ class EmbeddedServer(LocalServer):
 
     def launch(self) -> EmbeddedServer:
         site = Path(importlib.util.find_spec("prefect").origin).parents[1]  # no import of Prefect
+        if self.output is None:
+            self.output = tempfile.TemporaryFile(prefix="reconstruct-prefect-server-")  # noqa: SIM115 (closed by stop)
         self.process = subprocess.Popen(
             [sys.executable, "-m", "flows.embedded", str(os.getpid()), "--app-dir", str(site), "--factory",
              "prefect.server.api.server:create_app", "--host", LOCAL_HOST, "--port", str(self.port),
              "--log-level", "error", "--lifespan", "on"],
-            env=self.environment(), stdin=subprocess.DEVNULL, start_new_session=True)
+            env=self.environment(), stdin=subprocess.DEVNULL, stdout=self.output, stderr=subprocess.STDOUT,
+            start_new_session=True)
         atexit.register(self.stop)  # after Prefect's event and log workers have drained (they go first)
         return self
 
@@ -219,6 +232,9 @@ class EmbeddedServer(LocalServer):
 
     def stop(self, grace: float = 10.0) -> None:
         super().stop(grace)
+        if self.output is not None and (self.process is None or self.process.poll() is not None):
+            self.output.close()
+            self.output = None
 
 
 def start_embedded() -> EmbeddedServer | None:

@@ -159,3 +159,23 @@ def healthy_stub(port: int) -> bool:
             return response.status == 200
     except OSError:
         return False
+
+
+def test_a_server_that_cannot_start_is_quoted_in_the_error_not_on_the_runs_stderr(tmp_path, monkeypatch, capfd):
+    """The server's output goes to a temporary file, never to the run's stderr (whose one line at a fault
+    must stay one line); when it cannot start, the error quotes the end of that output."""
+    home = tmp_path / "not-a-folder"
+    home.write_text("")
+    monkeypatch.setenv("PREFECT_HOME", str(home))
+    server = EmbeddedServer().launch()
+    try:
+        with pytest.raises(RuntimeError) as err:
+            server.ready(timeout=120)
+    finally:
+        server.stop()
+    message = str(err.value)
+    assert "prefect server exited with" in message and "its last output:\n" in message, message
+    quoted = message.split("its last output:\n", 1)[1]
+    assert quoted.strip(), message
+    assert quoted.strip().splitlines()[-1] not in capfd.readouterr().err
+    assert server.output is None  # closed once the server is gone
