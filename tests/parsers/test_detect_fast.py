@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from models.errors import DetectionError, Reason
 from parsers import linecount, registry
-from parsers.grammars import _chatjson, discord_text, inferred, kakaotalk, line, whatsapp
+from parsers.grammars import _chatjson, csv_chat, discord_text, inferred, kakaotalk, line, whatsapp
 from parsers.sample import nonblank
 from tests.helpers import BREAKS_ZOOM, CONFORMANCE, GOLDEN, ROOT, break_zoom_detection, load_source
 from tests.parsers.test_golden import CASES
@@ -366,3 +366,35 @@ def test_inferred_scores_mixes_of_two_shapes_as_before(lines):
     """Two shapes and shapeless lines in every proportion near the limits (4 of 7, 3 of 5, 2 of 3...)."""
     sample = "\n".join(lines)
     assert registry.get("inferred").detect(sample, "chat.txt") == _inferred_reference(sample)
+
+
+def _csv_columns_reference(layout: csv_chat.Layout, header: list[str]) -> dict[str, int] | None:
+    """``Layout.columns`` before the names were normalised once per header: each name by ``_norm``."""
+    if layout.exact is not None and len(header) != len(layout.exact):
+        return None
+    names = [csv_chat._norm(h) for h in header]
+    if layout.exact is not None and names != [csv_chat._norm(h) for h in layout.exact]:
+        return None
+    found = {}
+    for field in ("author", "time", "text", "attachments"):
+        hits = [i for i, n in enumerate(names) if n in getattr(layout, field)]
+        if hits:
+            found[field] = hits[0]
+    return found if {"author", "time", "text"} <= found.keys() else None
+
+
+CSV_NAMES = sorted({n for layout in csv_chat.LAYOUTS for field in ("author", "time", "text", "attachments")
+                    for n in getattr(layout, field)} | {h for layout in csv_chat.LAYOUTS for h in layout.exact or ()})
+CSV_PIECES = ["\x00", "\ufeff", " ", "\t", "_", "-", "\x1c", "\u2028", "\u00a0", "Σ", "ΑΣ", "İ", "\u212a", "{", '"']
+
+
+@settings(max_examples=600)
+@given(st.lists(st.sampled_from(CSV_NAMES) | st.lists(st.sampled_from(CSV_NAMES + CSV_PIECES) | st.text(max_size=3),
+                                                      max_size=4).map("".join), max_size=8))
+def test_a_csv_header_s_names_and_columns_are_read_as_one_by_one(header):
+    """Names normalised in one substitution are each name's ``_norm`` (a NUL, a BOM, separators, a final
+    sigma at a name's end), and every layout finds the columns it found name by name."""
+    names = csv_chat.norms(header)
+    assert names == [csv_chat._norm(h) for h in header]
+    assert [layout.columns(names) for layout in csv_chat.LAYOUTS] == \
+        [_csv_columns_reference(layout, header) for layout in csv_chat.LAYOUTS]
