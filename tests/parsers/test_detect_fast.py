@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from models.errors import DetectionError, Reason
 from parsers import linecount, registry
-from parsers.grammars import _chatjson, csv_chat, discord_text, inferred, kakaotalk, line, whatsapp
+from parsers.grammars import _chatjson, csv_chat, discord_text, inferred, kakaotalk, line, markdown, whatsapp
 from parsers.sample import nonblank
 from tests.helpers import BREAKS_ZOOM, CONFORMANCE, GOLDEN, ROOT, break_zoom_detection, load_source
 from tests.parsers.test_golden import CASES
@@ -398,3 +398,16 @@ def test_a_csv_header_s_names_and_columns_are_read_as_one_by_one(header):
     assert names == [csv_chat._norm(h) for h in header]
     assert [layout.columns(names) for layout in csv_chat.LAYOUTS] == \
         [_csv_columns_reference(layout, header) for layout in csv_chat.LAYOUTS]
+
+
+def test_markdown_reads_a_repeated_label_s_role_word_once():
+    """A session's labels repeat on every turn: the second reading of a label is the cached first, and it
+    is what reading it afresh gives."""
+    key = markdown._role_key
+    key.cache_clear()
+    sample = "## User\nhi\n\n## Assistant\nhello\n\n## User\nagain\n\n## ChatGPT said:\nyes\n"
+    first = registry.get("markdown").detect(sample, "chat.md")
+    assert first > 0 and key.cache_info().hits > 0
+    assert registry.get("markdown").detect(sample, "chat.md") == first
+    for label in ("User", "ChatGPT said", " Assistant wrote ", "Claude"):
+        assert key(label) == key.__wrapped__(label)
