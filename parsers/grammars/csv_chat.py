@@ -66,6 +66,17 @@ def _norm(name: str) -> str:
     return _SEPARATORS.sub(" ", name.strip().lstrip("\ufeff")).lower()
 
 
+_APART = "\x00"
+"""Joins a header's names for ``norms``: no separator run crosses it, and ``lower`` reads it as a name's end."""
+
+
+def norms(header: list[str]) -> list[str]:
+    """``_norm`` of every name, in one substitution over the names joined by ``_APART``; one by one when a
+    name holds it."""
+    names = _SEPARATORS.sub(" ", _APART.join([h.strip().lstrip("\ufeff") for h in header])).lower().split(_APART)
+    return names if len(names) == len(header) else [_norm(h) for h in header]
+
+
 @dataclass(frozen=True, slots=True)
 class Layout:
     """Which columns hold the author, the time and the text (each: the names it may have)."""
@@ -81,17 +92,16 @@ class Layout:
     """The exporter's attachment placeholders as one pattern: a message that is one of them in full is
     a turn of kind ``media``."""
 
-    def columns(self, header: list[str]) -> dict[str, int] | None:
-        if self.exact is not None and len(header) != len(self.exact):
+    def columns(self, names: list[str]) -> dict[str, int] | None:
+        """The columns of a header whose names are ``names`` (``norms``), or None when it is not this layout's."""
+        if self.exact is not None and names != norms(list(self.exact)):
             return None
-        names = [_norm(h) for h in header]
-        if self.exact is not None and names != [_norm(h) for h in self.exact]:
-            return None
+        present = set(names)
         found = {}
         for field in ("author", "time", "text", "attachments"):
-            hits = [i for i, n in enumerate(names) if n in getattr(self, field)]
+            hits = [names.index(n) for n in getattr(self, field) if n in present]
             if hits:
-                found[field] = hits[0]
+                found[field] = min(hits)
         return found if {"author", "time", "text"} <= found.keys() else None
 
 
@@ -118,8 +128,9 @@ def _header(text: str) -> tuple[str, Layout, dict[str, int], list[str]] | None:
             header = next(csv.reader([first], delimiter=delimiter), [])
         except csv.Error:  # a stray carriage return or NUL in a raw sample: no header of ours
             continue
+        names = norms(header)
         for layout in LAYOUTS:
-            cols = layout.columns(header)
+            cols = layout.columns(names)
             if cols is not None:
                 return delimiter, layout, cols, header
     return None

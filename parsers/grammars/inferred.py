@@ -125,6 +125,30 @@ def infer(text: str) -> tuple[str, float, list[int]] | None:
     return pattern, share, where[pattern][:5]
 
 
+def decided(lines: list[str]) -> str | None:
+    """The pattern ``infer`` takes from these non-blank lines, or None where it takes none: the same
+    answer, with the lines shaped only until it is settled. It is settled once the lines without a
+    shape leave no shape its share, or once one shape starts its least number of lines and its share
+    (more than half the lines, so no other shape can catch it up)."""
+    n = len(lines)
+    shapes: Counter[str] = Counter()
+    shapeless = 0
+    for line in lines:
+        s = shape(line)
+        if s is None:
+            shapeless += 1
+            if (n - shapeless) / n < MIN_SHARE:
+                return None
+            continue
+        shapes[s] += 1
+        if shapes[s] >= MIN_LINES and shapes[s] / n >= MIN_SHARE and 2 * shapes[s] > n:
+            return s
+    if not shapes:
+        return None
+    pattern, count = max(shapes.items(), key=lambda kv: (kv[1], kv[0]))
+    return pattern if count >= MIN_LINES and count / n >= MIN_SHARE else None
+
+
 def heuristic_id(pattern: str) -> str:
     return "H-INFER-" + hashlib.sha256(pattern.encode("utf-8")).hexdigest()[:8]
 
@@ -143,11 +167,13 @@ class Inferred(Grammar):
         after the first of them), discounted by ``GUESS``: a guessed header explains a line less
         surely than a known grammar's, so the inferred grammar wins only where no grammar explains
         about half of the lines (and its specificity, 0, loses every close call)."""
-        found = infer(sample)
-        if found is None:
+        if _JSON_START.match(sample):
             return 0.0
         lines = [ln for ln in sample.split("\n", SAMPLE_LINES)[:SAMPLE_LINES] if ln.strip()]
-        header = regex.compile(found[0])
+        pattern = decided(lines)
+        if pattern is None:
+            return 0.0
+        header = regex.compile(pattern)
         first = next((i for i, ln in enumerate(lines) if header.match(ln)), len(lines))
         return GUESS * (len(lines) - first) / len(lines)
 

@@ -59,6 +59,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -174,7 +175,10 @@ def role_for(name: str) -> str:
     return ROLE_VOCAB.get(_role_key(name), "user")
 
 
+@lru_cache(maxsize=4096)
 def _role_key(name: str) -> str:
+    """A label's role word as ``ROLE_VOCAB`` keys it: lower case, without a trailing ``said``-like verb
+    (cached: a session repeats its few labels on every turn, and detection and parsing read them alike)."""
     key = name.strip().lower()
     for suffix in _SUFFIXES:
         if key.endswith(suffix):

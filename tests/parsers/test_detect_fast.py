@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from models.errors import DetectionError, Reason
 from parsers import linecount, registry
-from parsers.grammars import _chatjson, discord_text, kakaotalk, line, whatsapp
+from parsers.grammars import _chatjson, csv_chat, discord_text, inferred, kakaotalk, line, markdown, whatsapp
 from parsers.sample import nonblank
 from tests.helpers import BREAKS_ZOOM, CONFORMANCE, GOLDEN, ROOT, break_zoom_detection, load_source
 from tests.parsers.test_golden import CASES
@@ -324,3 +324,90 @@ def test_lines_at_a_moved_rule_s_edges_score_as_its_header_did(grammar, data):
     counts = [linecount.count(s, detector.detect_lines) for s in safe]
     assert linecount.count_many(safe, detector.detect_lines) == counts
     _same_batched([(s, "chat.txt") for s in samples])
+
+
+# --- per-input detectors made cheaper: each scores as the detector it replaced (kept here as the reference) ---
+
+def _inferred_reference(sample: str) -> float:
+    """``inferred``'s detector before it stopped shaping lines once settled: ``infer`` over every line."""
+    found = inferred.infer(sample)
+    if found is None:
+        return 0.0
+    lines = [ln for ln in sample.split("\n", inferred.SAMPLE_LINES)[:inferred.SAMPLE_LINES] if ln.strip()]
+    header = regex.compile(found[0])
+    first = next((i for i, ln in enumerate(lines) if header.match(ln)), len(lines))
+    return inferred.GUESS * (len(lines) - first) / len(lines)
+
+
+INFERRED_EDGES = ["<<2024/03/01 10:00>> alice | hi", "<<2024/03/01 10:00>> bob | yo", "#42 [alice] text",
+                  "#7 [bob] x", "12/24/19, 11:23 - Bo: x", "[10:15] <ann> hi", "1. one two three four five six: x",
+                  "- Ann: x", "Ann: plain", "  continued", "{", '{"a": 1}', "[[", "42", "#", "x" * 90 + " 1 a: b",
+                  "\u00b2 Ann: x", "e\u0301 1 Ann: x", "1 Ann Bo Cy Di Ed: x", "1 Ann Bo Cy Di: x"]
+
+
+def test_inferred_scores_every_known_input_as_before():
+    detector = registry.get("inferred")
+    assert [detector.detect(s, n) for s, n in TEXTS] == [_inferred_reference(s) for s, _ in TEXTS]
+
+
+@settings(max_examples=600)
+@given(st.lists(st.sampled_from(INFERRED_EDGES + FILLERS) | st.text(max_size=6), max_size=30),
+       st.booleans(), st.booleans())
+def test_inferred_scores_texts_at_its_edges_as_before(lines, crlf, bom):
+    """Header lines of one shape or several, shapeless lines and blank ones around the 3-line and 60 %
+    limits: the detector that stops once settled scores as ``infer`` over every line does."""
+    sample = _edge_text(lines, crlf, bom)
+    assert registry.get("inferred").detect(sample, "chat.txt") == _inferred_reference(sample)
+
+
+@settings(max_examples=600)
+@given(st.lists(st.sampled_from(["#1 [ann] x", "#2 [bo] y", "<1> ann | x", "Ann: plain", ""]), max_size=14))
+def test_inferred_scores_mixes_of_two_shapes_as_before(lines):
+    """Two shapes and shapeless lines in every proportion near the limits (4 of 7, 3 of 5, 2 of 3...)."""
+    sample = "\n".join(lines)
+    assert registry.get("inferred").detect(sample, "chat.txt") == _inferred_reference(sample)
+
+
+def _csv_columns_reference(layout: csv_chat.Layout, header: list[str]) -> dict[str, int] | None:
+    """``Layout.columns`` before the names were normalised once per header: each name by ``_norm``."""
+    if layout.exact is not None and len(header) != len(layout.exact):
+        return None
+    names = [csv_chat._norm(h) for h in header]
+    if layout.exact is not None and names != [csv_chat._norm(h) for h in layout.exact]:
+        return None
+    found = {}
+    for field in ("author", "time", "text", "attachments"):
+        hits = [i for i, n in enumerate(names) if n in getattr(layout, field)]
+        if hits:
+            found[field] = hits[0]
+    return found if {"author", "time", "text"} <= found.keys() else None
+
+
+CSV_NAMES = sorted({n for layout in csv_chat.LAYOUTS for field in ("author", "time", "text", "attachments")
+                    for n in getattr(layout, field)} | {h for layout in csv_chat.LAYOUTS for h in layout.exact or ()})
+CSV_PIECES = ["\x00", "\ufeff", " ", "\t", "_", "-", "\x1c", "\u2028", "\u00a0", "Σ", "ΑΣ", "İ", "\u212a", "{", '"']
+
+
+@settings(max_examples=600)
+@given(st.lists(st.sampled_from(CSV_NAMES) | st.lists(st.sampled_from(CSV_NAMES + CSV_PIECES) | st.text(max_size=3),
+                                                      max_size=4).map("".join), max_size=8))
+def test_a_csv_header_s_names_and_columns_are_read_as_one_by_one(header):
+    """Names normalised in one substitution are each name's ``_norm`` (a NUL, a BOM, separators, a final
+    sigma at a name's end), and every layout finds the columns it found name by name."""
+    names = csv_chat.norms(header)
+    assert names == [csv_chat._norm(h) for h in header]
+    assert [layout.columns(names) for layout in csv_chat.LAYOUTS] == \
+        [_csv_columns_reference(layout, header) for layout in csv_chat.LAYOUTS]
+
+
+def test_markdown_reads_a_repeated_label_s_role_word_once():
+    """A session's labels repeat on every turn: the second reading of a label is the cached first, and it
+    is what reading it afresh gives."""
+    key = markdown._role_key
+    key.cache_clear()
+    sample = "## User\nhi\n\n## Assistant\nhello\n\n## User\nagain\n\n## ChatGPT said:\nyes\n"
+    first = registry.get("markdown").detect(sample, "chat.md")
+    assert first > 0 and key.cache_info().hits > 0
+    assert registry.get("markdown").detect(sample, "chat.md") == first
+    for label in ("User", "ChatGPT said", " Assistant wrote ", "Claude"):
+        assert key(label) == key.__wrapped__(label)
