@@ -174,8 +174,10 @@ def ext4_disk(tmp_path):
 
 def _break_into_read_only(image: Path, mount: Path) -> None:
     """Corrupt the trap folder's block on the device and read it: ext4 remounts itself read-only."""
-    device = subprocess.run(["findmnt", "-n", "-o", "SOURCE", str(mount)], capture_output=True, text=True).stdout
-    blocks = subprocess.run(["debugfs", "-R", "blocks /trap", device.strip()], capture_output=True, text=True)
+    # the image itself, not the loop device findmnt names: the folder was written before the remount, so
+    # its block is on the image, and no second mount or busy device can hide it
+    blocks = subprocess.run(["debugfs", "-R", "blocks /trap", str(image)], capture_output=True, text=True)
+    assert blocks.stdout.split(), f"debugfs found no block of /trap: {blocks.stderr.strip()}"
     block = int(blocks.stdout.split()[0])
     with image.open("r+b") as fh:
         fh.seek(block * 4096)
