@@ -272,6 +272,17 @@ def keep_other_sets(target: Path, results: dict) -> dict:
     return results | {"sets": kept | results["sets"]}
 
 
+def save(results: dict, folder: Path, quick: bool) -> Path:
+    """Write ``results`` with the sets this run did not measure kept (``keep_other_sets``) to the results
+    file of its scale; a full-size run also rewrites RESULTS.md from every set, as ``bench.report`` does."""
+    target = folder / ("results-quick.json" if quick else "results.json")
+    merged = keep_other_sets(target, results)
+    target.write_text(json.dumps(merged, indent=2, sort_keys=True) + "\n")
+    if not quick:
+        write_markdown(merged, folder / "RESULTS.md")
+    return target
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="1/20 of the full size")
@@ -309,11 +320,7 @@ def main() -> None:
     for name in names:
         results["sets"][name] = bench_set(name, SETS[name], paths[name], args) | {"commit": results["commit"]}
     print_report(results)
-    target = ROOT / "bench" / ("results-quick.json" if args.quick else "results.json")
-    target.write_text(json.dumps(keep_other_sets(target, results), indent=2, sort_keys=True) + "\n")
-    if not args.quick:
-        write_markdown(results, ROOT / "bench" / "RESULTS.md")
-    print(f"\nwritten: {target}")
+    print(f"\nwritten: {save(results, ROOT / 'bench', args.quick)}")
 
 
 if __name__ == "__main__":

@@ -126,3 +126,17 @@ def test_the_shard_measure_runs_a_shard_and_leaves_no_output(tmp_path, monkeypat
     seconds, result = shard_cpu.one_shard(refs, settings)
     assert seconds >= 0 and result.written == len(result.sessions) >= 2
     assert list(tmp_path.iterdir()) == []  # the shard's output folder is removed
+
+
+def test_a_run_of_one_set_keeps_the_other_sets_in_the_results_and_their_page(tmp_path):
+    from bench.run import save
+    from tests.helpers import ROOT
+
+    landed = orjson.loads((ROOT / "bench" / "results.json").read_bytes())
+    earlier = landed | {"commit": "old", "sets": {"chatgpt": landed["sets"]["chatgpt"]}}
+    (tmp_path / "results.json").write_bytes(orjson.dumps(earlier))
+    save(landed | {"commit": "new", "sets": {"mixed": landed["sets"]["mixed"]}}, tmp_path, quick=False)
+    kept = orjson.loads((tmp_path / "results.json").read_bytes())
+    assert list(kept["sets"]) == ["chatgpt", "mixed"]
+    page = (tmp_path / "RESULTS.md").read_text()
+    assert "\nchatgpt (" in page and "\nmixed (" in page
