@@ -347,11 +347,16 @@ def check_open_files(workers: int) -> None:
                            f"the limit is {soft} (ulimit -n) and a run with {workers} workers needs {need}")
 
 
-def check_prefect_api(api_url: str | None) -> None:
-    """A configured Prefect API must answer before the run starts (else Prefect fails inside the flow)."""
-    from .serve import healthy
+PREFECT_API_PATIENCE = 30.0
+"""Seconds a configured Prefect API that listens is given to answer its health check before a run: a
+server loaded by other flows can take seconds. An address where nothing listens fails in about 2 s."""
 
-    if api_url and not healthy(api_url, timeout=5.0):
+
+def check_prefect_api(api_url: str | None, patience: float = PREFECT_API_PATIENCE) -> None:
+    """A configured Prefect API must answer before the run starts (else Prefect fails inside the flow)."""
+    from .serve import answers
+
+    if api_url and not answers(api_url, patience):
         raise EnvironmentFault(Reason.PREFECT_UNAVAILABLE, f"no answer at {api_url} (PREFECT_API_URL)")
 
 

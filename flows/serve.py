@@ -39,11 +39,35 @@ def local_api_url(port: int = LOCAL_PORT) -> str:
 
 def healthy(api_url: str, timeout: float = 1.0) -> bool:
     """True when a Prefect API answers its health check at this address."""
+    return _probe(api_url, timeout) is True
+
+
+def _probe(api_url: str, timeout: float) -> bool | None:
+    """True when the API answers its health check, None when something listens there but has not
+    answered within ``timeout`` (a loaded server), False when nothing does (refused, no such host)."""
     try:
         with urllib.request.urlopen(f"{api_url.rstrip('/')}/health", timeout=timeout) as response:
             return response.status == 200
-    except (OSError, urllib.error.URLError, ValueError):
+    except TimeoutError:
+        return None
+    except urllib.error.URLError as exc:
+        return None if isinstance(exc.reason, TimeoutError) else False
+    except (OSError, ValueError):
         return False
+
+
+def answers(api_url: str, patience: float, refused_for: float = 2.0) -> bool:
+    """Whether the API answers its health check within ``patience`` seconds: a server that listens but
+    is slow (loaded, or still starting its database) is asked again until then; an address where
+    nothing listens is given up on after ``refused_for`` seconds (a server that is restarting)."""
+    started = time.monotonic()
+    while True:
+        left = patience - (time.monotonic() - started)
+        found = _probe(api_url, timeout=max(0.1, min(5.0, left)))
+        waited = time.monotonic() - started
+        if found is True or waited >= patience or (found is False and waited >= refused_for):
+            return found is True
+        time.sleep(0.25)
 
 
 def configured_api_url() -> str | None:
