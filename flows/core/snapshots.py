@@ -24,7 +24,7 @@ import orjson
 from audit import revisions
 from audit.ledger import MOVED_TO, Ledger, RevisionRow, SnapshotRow
 from audit.ledger.links import Decisions
-from normalizers.keys import chat_of, column_index_prints, evidence, identities, is_system, resolvable
+from normalizers.keys import chat_of, column_index_prints, evidence, identities, printed, resolvable
 
 from . import lifeline
 
@@ -212,7 +212,7 @@ def prints_all(items: list[tuple[str | None, Any]]) -> list[Prints | None]:
         doc = s.document
         out.append(Prints(key, doc["artifacts"]["ByggLogg"]["grammar"]["id"],
                           chat_of(key, doc["artifacts"]["Chatthistorik"].get("title")),
-                          list(islice(prints, sum(not is_system(k) for k in cols[3])))))
+                          list(islice(prints, printed(cols[3])))))
     return out
 
 
