@@ -39,6 +39,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+import polars as pl
+import polars_hash as plh
 import regex
 
 KEY_MESSAGES = 3
@@ -138,35 +140,6 @@ def content_hash(content: str, kind: str = "message") -> str:
     return hashlib.sha256(identity_content(content, kind).encode("utf-8", "surrogatepass")).hexdigest()
 
 
-_JOIN = "\x00"
-"""What ``identity_contents`` joins a column with: no whitespace, unchanged by NFC and the typography
-table, and a boundary NFC never composes or reorders across (a starter that composes with nothing)."""
-_UNSPLIT = ("\x1c", "\x1d", "\x1e", "\x1f")
-"""Characters ``str.split`` and ``strip`` read as whitespace but ``_SPACE`` does not (the only ones)."""
-
-
-def identity_contents(contents: Sequence[str], kinds: Sequence[str]) -> list[str]:
-    """``identity_content`` of each (content, kind) of two columns, the text normalised once over the
-    column joined: NFC, line ends and typography are per character and do not cross ``_JOIN``, and
-    ``_SPACE`` runs collapsed and stripped are what ``str.split`` cuts at. A column that holds ``_JOIN``
-    or an ``_UNSPLIT`` character (ASCII separators, never seen in chat text) has its contents read one
-    by one, the same values by the same rules."""
-    texts = [MEDIA if kind == "media" else content for content, kind in zip(contents, kinds, strict=True)]
-    joined = _JOIN.join(texts)
-    if not texts:
-        return []
-    if joined.count(_JOIN) != len(texts) - 1 or any(c in joined for c in _UNSPLIT):
-        return [identity_content(c, k) for c, k in zip(contents, kinds, strict=True)]
-    joined = unicodedata.normalize("NFC", joined.replace("\r\n", "\n").replace("\r", "\n"))
-    return [piece.strip() for piece in " ".join(joined.translate(_TYPOGRAPHY).split()).split(_JOIN)]
-
-
-def content_hashes(contents: Sequence[str], kinds: Sequence[str]) -> list[str]:
-    """``content_hash`` of each (content, kind) of two columns (``identity_contents``)."""
-    return [hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-            for text in identity_contents(contents, kinds)]
-
-
 def _h16(*parts: str) -> str:
     return hashlib.sha256("\x1f".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
@@ -181,18 +154,6 @@ def index_print(author: str, date: str | None, digest: str) -> str:
     return f"{identity_print(author, digest)}:{_h16(author)[:8]}:{_epoch(date)}"
 
 
-def column_index_prints(authors: Sequence[str], dates: Sequence[str | None], contents: Sequence[str],
-                        kinds: Sequence[str]) -> list[str]:
-    """``index_print`` of each non-system message of four columns, in order: the contents hashed as
-    one column (``content_hashes``), each author's print and each time's epoch made once."""
-    keep = [n for n, kind in enumerate(kinds) if not is_system(kind)]
-    digests = content_hashes([contents[n] for n in keep], [kinds[n] for n in keep])
-    author_prints = {author: _h16(author)[:8] for author in {authors[n] for n in keep}}
-    epochs = {date: _epoch(date) for date in {dates[n] for n in keep}}
-    return [f"{identity_print(authors[n], digest)}:{author_prints[authors[n]]}:{epochs[dates[n]]}"
-            for n, digest in zip(keep, digests, strict=True)]
-
-
 def _epoch(date: str | None) -> str:
     return "" if not date else str(int(datetime.fromisoformat(date.replace("Z", "+00:00")).timestamp()))
 
@@ -200,6 +161,105 @@ def _epoch(date: str | None) -> str:
 def is_system(kind: str) -> bool:
     """System lines ("You created group", "Lucía created group") say nothing of which chat it is."""
     return kind == SYSTEM_KIND
+
+
+def printed(kinds: list[str]) -> int:
+    """How many messages of a kind column have an index print (those that are not ``is_system``)."""
+    return len(kinds) - kinds.count(SYSTEM_KIND)
+
+
+_JOIN = "\x00"
+"""What ``_nfc`` joins a column with: a starter NFC never composes or reorders across."""
+_WHITE = (*range(0x09, 0x0e), 0x20, 0x85, 0xa0, 0x1680, *range(0x2000, 0x200b), 0x2028, 0x2029, 0x202f, 0x205f,
+          0x3000)
+"""What ``_SPACE`` (``regex``'s ``\\s``: Unicode White_Space) matches (tests/normalizers checks every code point)."""
+_SPACE_RUN = ("[" + "".join(f"\\x{{{n:x}}}" for n in _WHITE) + "]{2,}|["
+              + "".join(f"\\x{{{n:x}}}" for n in _WHITE if n != 0x20) + "]")
+"""The runs ``_SPACE`` makes one space, in Rust's regex (its characters named rather than left to another
+engine's ``\\s``), less the single spaces that are one already (most of them: a tenth of the time)."""
+_STRIPPED = "".join(map(chr, (*_WHITE, *range(0x1c, 0x20))))
+"""What ``str.strip`` strips: ``_WHITE`` and the ASCII separators \\x1c-\\x1f (which ``_SPACE`` keeps)."""
+_TYPO_FROM = [chr(n) for n in _TYPOGRAPHY]
+_TYPO_TO = list(_TYPOGRAPHY.values())
+_CANONICAL = (r"^(?:[1-9]\d{3}|0[1-9]\d\d|00[1-9]\d|000[1-9])-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])"
+              r"T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\dZ$")
+"""The UTC form the pipeline writes dates in (normalizers/columns.py's ``_ISO``) within what Python's
+``fromisoformat`` reads: year 1 on, no leap second."""
+_UTC_Z = "%Y-%m-%dT%H:%M:%SZ"
+
+
+def _nfc(texts: list[str]) -> list[str]:
+    """NFC of each text: the column joined and normalised once (a text holding the join character is
+    normalised alone); an ASCII column is its own NFC."""
+    joined = _JOIN.join(texts)
+    if joined.isascii():
+        return texts
+    normal = unicodedata.normalize("NFC", joined)
+    if normal == joined:
+        return texts
+    if joined.count(_JOIN) != len(texts) - 1:
+        return [unicodedata.normalize("NFC", text) for text in texts]
+    return normal.split(_JOIN)
+
+
+def _identity(text: pl.Expr) -> pl.Expr:
+    """``identity_content`` of an NFC text column: typography folded, whitespace runs one space, stripped
+    (line ends need no step of their own: CR and LF are whitespace, and NFC leaves them be)."""
+    return text.str.replace_many(_TYPO_FROM, _TYPO_TO).str.replace_all(_SPACE_RUN, " ").str.strip_chars(_STRIPPED)
+
+
+def _texts(contents: Sequence[str], kinds: Sequence[str], **columns: Sequence[str | None]) -> pl.DataFrame | None:
+    """A frame of the columns with ``text``: each content NFC (a media message's is ``MEDIA``) and ``kind``;
+    None when a text holds a lone surrogate, which no polars string can (no decoded input does:
+    parsers/text.py reads them as U+FFFD)."""
+    try:
+        frame = pl.DataFrame({**columns, "kind": kinds, "text": _nfc(list(contents))},
+                             schema={**dict.fromkeys(columns, pl.String), "kind": pl.String, "text": pl.String})
+    except UnicodeEncodeError:
+        return None
+    return frame.with_columns(pl.when(pl.col("kind").eq_missing("media")).then(pl.lit(MEDIA))
+                              .otherwise(pl.col("text")).alias("text"))
+
+
+def content_hashes(contents: Sequence[str], kinds: Sequence[str]) -> list[str]:
+    """``content_hash`` of each (content, kind) of two columns, as one polars column (``_identity``; a
+    column polars cannot hold is hashed message by message, by the same rules)."""
+    frame = _texts(contents, kinds)
+    if frame is None:
+        return [content_hash(c, k) for c, k in zip(contents, kinds, strict=True)]
+    return frame.select(plh.col("text").pipe(_identity).chash.sha2_256()).to_series().to_list()
+
+
+def _epochs(dates: pl.Series) -> pl.Series:
+    """``_epoch`` of a date column as text: the pipeline's UTC form parsed as a column, any other form
+    by ``_epoch`` once per distinct value (which raises, as it always did, on a date it cannot read)."""
+    parsed = pl.select(pl.when(dates.str.contains(_CANONICAL))
+                       .then(dates.str.to_datetime(_UTC_Z, time_zone="UTC", strict=False).dt.epoch("s"))
+                       .cast(pl.String)).to_series()
+    others = dates.filter(parsed.is_null() & (dates.str.len_bytes() > 0)).unique().to_list()
+    if others:
+        parsed = parsed.fill_null(dates.replace_strict({d: _epoch(d) for d in others}, default=None,
+                                                       return_dtype=pl.String))
+    return parsed.fill_null("")
+
+
+def column_index_prints(authors: Sequence[str], dates: Sequence[str | None], contents: Sequence[str],
+                        kinds: Sequence[str]) -> list[str]:
+    """``index_print`` of each non-system message of four columns, in order, as polars columns: the
+    contents normalised and hashed as one column (``_identity``), the identity and author prints hashed
+    as columns (polars-hash's sha256 is hashlib's), the pipeline's UTC dates parsed as one (``_epochs``).
+    A column polars cannot hold (``_texts``) is printed message by message, by the same rules."""
+    frame = _texts(contents, kinds, author=authors, date=dates)
+    if frame is None:
+        return [index_print(a, d, content_hash(c, k))
+                for a, d, c, k in zip(authors, dates, contents, kinds, strict=True) if not is_system(k)]
+    frame = frame.filter(pl.col("kind").ne_missing(SYSTEM_KIND))
+    digest = plh.col("text").pipe(_identity).chash.sha2_256()
+    identity = plh.concat_str(pl.col("author"), pl.lit("\x1f"), digest).chash.sha2_256().str.slice(0, 16)
+    author = plh.col("author").chash.sha2_256().str.slice(0, 8)
+    return (frame.with_columns(_epochs(frame["date"]).alias("date"))
+            .select(pl.concat_str(identity, pl.lit(":"), author, pl.lit(":"), pl.col("date")))
+            .to_series().to_list())
 
 
 def index_prints(messages: Iterable[Message]) -> list[str]:

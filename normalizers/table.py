@@ -24,7 +24,6 @@ input, and generated conversations).
 
 from __future__ import annotations
 
-import io
 import re
 from dataclasses import dataclass, field
 from itertools import chain
@@ -115,27 +114,19 @@ def assemble_batch(frame: pl.DataFrame, sizes: list[int], ctx: RunContext, rows:
 
 
 def _encode(frame: pl.DataFrame, speakers: dict[str, _Speaker], out: list[SessionColumns]) -> None:
-    """Each session's interaction lines, joined as they follow its head, and its characters. The lines
-    of the whole batch are written by polars straight to bytes (a CSV of one unquoted column is the
-    lines themselves, each but a session's last ending in a comma) and each session's body is a slice
-    of them: no Python string of a body is made."""
+    """Each session's interaction lines, joined as they follow its head, and its characters: one group-by
+    joins each session's lines in polars and hands them over as bytes (no Python string of a body is
+    made, nor any per-line Python)."""
     keys = list(speakers)
     frame = frame.with_columns(spk=pl.col("key").replace_strict(keys, [speakers[k].piece for k in keys]),
                                raw=pl.col("key").replace_strict(keys, [speakers[k].raw for k in keys]))
-    last = pl.col("session") != pl.col("session").shift(-1, fill_value=-1)
-    lines = frame.select("session", "kind", _line()).with_columns(
-        piece=pl.when(last).then(pl.col("line")).otherwise(pl.col("line") + ","))
-    buffer = io.BytesIO()
-    lines.select("piece").write_csv(buffer, include_header=False, quote_style="never")
-    data = buffer.getbuffer()
-    per = (lines.with_columns(end=(pl.col("piece").str.len_bytes() + 1).cum_sum(),
-                              chars=frame["content"].str.len_chars())
+    per = (frame.select("session", "kind", _line(), chars=pl.col("content").str.len_chars())
            .group_by("session", maintain_order=True)
-           .agg(pl.col("end").last(), (pl.col("end").first() - pl.col("piece").first().str.len_bytes() - 1)
-                .alias("start"), pl.col("chars").sum(),
+           .agg(pl.concat_str(pl.lit("\n"), pl.col("line").str.join(",\n")).cast(pl.Binary).alias("body"),
+                pl.col("chars").sum(),
                 pl.col("line").filter(pl.col("kind") != "system").head(KEY_MESSAGES).alias("first")))
-    for s, end, start, chars, first in per.iter_rows():
-        out[s].body = b"\n" + bytes(data[start:end - 1])  # a line end ends the CSV's last row, not the body
+    for s, body, chars, first in per.iter_rows():
+        out[s].body = body
         out[s].characters = int(chars)
         out[s].summary.open_with(orjson.loads(line) for line in first)  # the session key's earliest messages
 

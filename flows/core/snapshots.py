@@ -20,11 +20,13 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import polars as pl
 
 from audit import revisions
+from audit.datasets import StreamedRows
 from audit.ledger import MOVED_TO, Ledger, RevisionRow, SnapshotRow
 from audit.ledger.links import Decisions
-from normalizers.keys import chat_of, column_index_prints, evidence, identities, is_system, resolvable
+from normalizers.keys import chat_of, column_index_prints, evidence, identities, printed, resolvable
 
 from . import lifeline
 
@@ -212,21 +214,42 @@ def prints_all(items: list[tuple[str | None, Any]]) -> list[Prints | None]:
         doc = s.document
         out.append(Prints(key, doc["artifacts"]["ByggLogg"]["grammar"]["id"],
                           chat_of(key, doc["artifacts"]["Chatthistorik"].get("title")),
-                          list(islice(prints, sum(not is_system(k) for k in cols[3])))))
+                          list(islice(prints, printed(cols[3])))))
     return out
 
 
 def _message_columns(s) -> list[list] | None:
     """(speakers, dates, contents, kinds) of a staged session's messages, None when it has neither
-    dataset rows nor a streamed document."""
+    dataset rows nor a streamed document: from its rows, else from the row pieces its ranges wrote (a
+    streamed text), else from its streamed document's lines."""
     rows = getattr(s, "rows", None)
     if rows is not None:
         turns = rows.turns
         return [turns[c] if isinstance(turns, dict) else turns.get_column(c).to_list()
                 for c in ("speaker_name", "date", "content", "kind")]
+    if s.spool is not None and isinstance(s.turns, StreamedRows) and all(p.is_file() for p in s.turns.files()):
+        return _pieces(s.turns)
     if s.spool is not None and Path(s.spool).is_file():
         return _spooled(Path(s.spool))
     return None
+
+
+_PIECE_COLUMNS = ("speaker_key", "date", "content", "kind")
+
+
+def _pieces(rows: StreamedRows) -> list[list]:
+    """(speakers, dates, contents, kinds) of a streamed session from its dataset row pieces (Arrow IPC,
+    in session order), each speaker key named from the session's speaker table: the values its
+    document's lines hold (tests/flows checks it), read a piece at a time with no JSON parsed."""
+    keys = list(rows.speakers)
+    names = [rows.speakers[k]["speakerName"] for k in keys]
+    cols: list[list] = [[], [], [], []]
+    for piece in rows.files():
+        frame = pl.read_ipc(piece, columns=list(_PIECE_COLUMNS)).with_columns(
+            pl.col("speaker_key").replace_strict(keys, names, return_dtype=pl.String))
+        for col, name in zip(cols, _PIECE_COLUMNS, strict=True):
+            col.extend(frame.get_column(name).to_list())
+    return cols
 
 
 def _spooled(path: Path) -> list[list]:

@@ -1,14 +1,21 @@
 """A shard's index prints (flows/core/snapshots.py): its sessions' messages printed as a few columns, a
-batch of sessions at a time, each session's prints those of its own messages (``keys.index_prints``)."""
+batch of sessions at a time, each session's prints those of its own messages (``keys.index_prints``); a
+streamed session's messages read from the row pieces its ranges wrote, the values its document holds."""
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
 from types import SimpleNamespace
 from unittest import mock
 
-from flows.core import snapshots
+from audit.datasets import StreamedRows
+from flows.core import ingest, snapshots
+from flows.core.shard import run_shard
+from models.settings import Settings
 from normalizers import keys
 from normalizers.keys import Message, index_prints
+from tests.parsers.test_columns import CASES
 
 MESSAGES = [
     [Message("Ana", "2024-01-01T10:00:00Z", "hola  qué tal", "message"), Message("Bo", None, "", "media"),
@@ -39,3 +46,27 @@ def test_a_shards_sessions_are_printed_a_batch_at_a_time_each_with_its_own_print
         if f is not None:
             n = int(key.rpartition("-")[2], 16)
             assert (f.key, f.grammar, f.title, f.prints) == (key, "whatsapp", f"chat {n}", index_prints(MESSAGES[n]))
+
+
+def test_a_streamed_sessions_messages_come_from_its_row_pieces_as_its_document_holds_them(tmp_path):
+    """Cut in many ranges, a streamed WhatsApp session is printed from its Arrow row pieces, never by
+    parsing its document's lines, and the columns are those lines' values."""
+    src = tmp_path / "in"
+    src.mkdir()
+    for n, path in enumerate(p for g, p in CASES if g == "whatsapp"):
+        shutil.copy(path, src / f"{n}-{path.name}")
+    settings = Settings(stream_text_bytes=1, stream_chunk_bytes=64, stream_range_bytes=200)
+    real, document_lines = snapshots._message_columns, snapshots._spooled
+    compared = []
+
+    def both(s):
+        with mock.patch.object(snapshots, "_spooled", side_effect=AssertionError("a document parsed")):
+            got = real(s)
+        if isinstance(s.turns, StreamedRows):
+            assert len(s.turns.files()) > 1 and got == document_lines(Path(s.spool))
+            compared.append(len(got[0]))
+        return got
+
+    with mock.patch.object(snapshots, "_message_columns", side_effect=both):
+        run_shard(ingest.discover([src], settings), tmp_path / "out", settings)
+    assert compared and sum(compared) > 20
