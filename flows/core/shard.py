@@ -19,7 +19,7 @@ from pathlib import Path, PurePosixPath
 import orjson
 import polars as pl
 
-from audit.datasets import part_name, settle
+from audit.datasets import STAGED, STAGED_SESSIONS, part_name, settle
 from audit.ledger import (
     FileRow,
     Ledger,
@@ -196,6 +196,68 @@ def note_row(ref: ingest.InputRef, status: FileStatus, detail: str, sha: str | N
     return FileRow(ref.key, ref.recorded, sha, ref.size, None, status, [], detail, 0, 0.0, context_sha)
 
 
+SPILL_DOCUMENTS = 500
+"""A shard writes its documents' dataset rows out once this many documents hold them (memory bound)."""
+SPILL_TURNS = 50_000
+"""... or once they hold this many turns (one large document is written out alone)."""
+
+
+class RowSpill:
+    """The dataset rows of a shard's documents, written out a batch at a time to the shard's own files
+    (Arrow pieces under the staged parts' folder), then staged as the shard's part: the rows of a
+    shard's documents are never all held in the worker, nor sent to the run's main process, which
+    adopts the staged part as it adopts a streamed document's (``datasets.adopt``). The part holds
+    the rows in the order the documents were written, as one part built in memory would."""
+
+    def __init__(self, trail: ShardTrail, part: str) -> None:
+        self.trail = trail
+        self.part = part
+        self.pieces: list[Path] = []
+        self.turns = 0
+
+    def added(self, turns: int) -> None:
+        """A session was settled (``turns``: its interactions): write the rows out when enough are held."""
+        self.turns += turns
+        if len(self.trail.rows.sessions) >= SPILL_DOCUMENTS or self.turns >= SPILL_TURNS:
+            self.spill()
+
+    def spill(self) -> None:
+        """The rows the trail holds, written out as one piece per table and let go."""
+        self.turns = 0
+        frames = self.trail.rows.take()
+        if frames["sessions"].is_empty():
+            return
+        stem = f".{self.part}.{os.getpid()}.{len(self.pieces) // 2:05d}"
+        for table, folder in (("sessions", STAGED_SESSIONS), ("turns", STAGED)):
+            self.pieces.append(self.trail.out_root / folder / f"{stem}.arrow.tmp")
+            self.pieces[-1].parent.mkdir(parents=True, exist_ok=True)
+            frames[table].write_ipc(self.pieces[-1])
+
+    def finish(self) -> list[Path]:
+        """The pieces as the shard's staged part (turns first: ``datasets.adopt``'s order); none
+        without rows. The pieces are removed."""
+        self.spill()
+        staged: list[Path] = []
+        try:
+            for folder in (STAGED, STAGED_SESSIONS):
+                pieces = [p for p in self.pieces if p.parent == self.trail.out_root / folder]
+                if pieces:
+                    staged.append(self.trail.out_root / folder / f".{self.part}.tmp")
+                    pl.scan_ipc(pieces).sink_parquet(staged[-1])  # streamed: a piece at a time
+        except BaseException:
+            for path in staged:
+                path.unlink(missing_ok=True)
+            raise
+        finally:
+            self.discard()
+        return staged
+
+    def discard(self) -> None:
+        for piece in self.pieces:
+            piece.unlink(missing_ok=True)
+        self.pieces.clear()
+
+
 HELD_INPUTS = 1000
 """Inputs recorded at the latest this many inputs after their sessions entered the batch (memory bound)."""
 
@@ -246,6 +308,7 @@ def run_shard(
     inputs = ShardInputs(companions or {})
     result = ShardResult(part=part_name(refs[0].key) if refs else "")
     trail = ShardTrail(out_root)
+    spill = RowSpill(trail, result.part)
     held = Held(ctx)
     ahead = _window(refs, ctx, prior, inputs)
     try:
@@ -254,11 +317,11 @@ def run_shard(
                 break
             _one(ref, trail, ctx, prior, inputs, result, allow_shrink, held, ahead.take(index))
         held.drain()
-        _settle(trail, result, settings, allow_shrink, ledger_path, run_id)
+        _settle(trail, result, settings, allow_shrink, ledger_path, run_id, spill)
         _settle_rows(trail, result)
     except OSError as exc:
         if exc.errno not in DISK_FULL:
-            trail.abandon()
+            _abandon(trail, spill)
             raise
         result.stopped = (exc.errno, f"{exc.strerror} ({exc.filename or out_root})")  # what was written is kept
         _drop_unsettled(result)
@@ -266,18 +329,23 @@ def run_shard(
     except (sqlite3.Error, LedgerError) as exc:  # key claims a full or read-only ledger refused: the same stop
         result.stopped = faults.stops_writes(exc)
         if result.stopped is None:
-            trail.abandon()
+            _abandon(trail, spill)
             _discard_rows(result)
             raise
         _drop_unsettled(result)
         _discard_rows(result)
     except BaseException:
-        trail.abandon()  # a retried or failed shard leaves no temporaries
+        _abandon(trail, spill)  # a retried or failed shard leaves no temporaries
         _discard_rows(result)
         raise
     finally:
         inputs.close()
-    return _committed(trail, result)
+    return _committed(trail, result, spill)
+
+
+def _abandon(trail: ShardTrail, spill: RowSpill) -> None:
+    trail.abandon()
+    spill.discard()
 
 
 def _prior(ledger_path: Path, refs: list[ingest.InputRef]) -> PriorRuns:
@@ -289,19 +357,31 @@ def _prior(ledger_path: Path, refs: list[ingest.InputRef]) -> PriorRuns:
         ledger.close()
 
 
-def _committed(trail: ShardTrail, result: ShardResult) -> ShardResult:
-    """Hand the shard's dataset rows over, then make its writes durable and hand their revisions over:
-    nothing that can fail comes after the documents are in place (a shard that raised there would
-    leave documents on disk that no ledger row names)."""
+def _committed(trail: ShardTrail, result: ShardResult, spill: RowSpill | None = None) -> ShardResult:
+    """Stage the shard's dataset part (``RowSpill``) and hand it over, then make its writes durable and
+    hand their revisions over: nothing that can fail comes after the documents are in place (a shard
+    that raised there would leave documents on disk that no ledger row names)."""
+    spill = spill or RowSpill(trail, result.part)
     try:
-        result.datasets = trail.rows.frames()
-        result.staged = [str(p) for p in trail.rows.staged]
+        result.staged = [str(p) for p in (*trail.rows.staged, *_part(spill, result))]
         trail.commit()
     except BaseException:
-        trail.abandon()
+        _abandon(trail, spill)
         raise
     result.revisions = trail.revisions
     return result
+
+
+def _part(spill: RowSpill, result: ShardResult) -> list[Path]:
+    """The shard's staged part; none when a full or read-only disk refuses it: the run stops (as at
+    any write the disk refuses), and the tables read the shard's documents themselves."""
+    try:
+        return spill.finish()
+    except OSError as exc:
+        if exc.errno not in DISK_FULL:
+            raise
+        result.stopped = result.stopped or (exc.errno, f"{exc.strerror} ({exc.filename or spill.trail.out_root})")
+        return []
 
 
 def worker_died(ref: ingest.InputRef, out_root: Path) -> ShardResult:
@@ -557,7 +637,7 @@ def _emit(ref: ingest.InputRef, outcome: FileOutcome, trail: ShardTrail, result:
 
 
 def _settle(trail: ShardTrail, result: ShardResult, settings: Settings, allow_shrink: bool,
-            ledger_path: Path | None, run_id: str | None) -> None:
+            ledger_path: Path | None, run_id: str | None, spill: RowSpill | None = None) -> None:
     """Write or defer the shard's staged sessions, their keys claimed all at once (flows/core/snapshots.py)."""
     pending = result.pending
     keys = [snapshots.key_of(s) for _, s in pending]
@@ -578,6 +658,9 @@ def _settle(trail: ShardTrail, result: ShardResult, settings: Settings, allow_sh
             else:
                 _emit_session(ref, s, trail, result, settings, allow_shrink, key, prints)
             settled += 1
+            s.encoded = s.rows = None  # staged on disk: the shard no longer holds its bytes nor its rows
+            if spill is not None:
+                spill.added(s.interactions)
     finally:  # what did not land stays pending: a shard that stops drops its inputs' rows (_drop_unsettled)
         result.pending = pending[settled:]
 
