@@ -19,7 +19,7 @@ from pathlib import Path, PurePosixPath
 import orjson
 import polars as pl
 
-from audit.datasets import STAGED, STAGED_SESSIONS, part_name, settle
+from audit.datasets import STAGED, STAGED_SESSIONS, DocumentRows, part_name, settle
 from audit.ledger import (
     FileRow,
     Ledger,
@@ -258,6 +258,82 @@ class RowSpill:
         self.pieces.clear()
 
 
+class HeldSpill:
+    """The staged sessions' bytes and dataset rows, written out a batch at a time until the shard's keys
+    are claimed (they are claimed all at once, when every input is read): each session keeps only its
+    envelope (``snapshots.key_of``) and its counts, and gets its bytes and rows back, a batch at a
+    time, as the shard settles them (``restored``). A session whose rows are not columns (the record
+    route's) is left as it is."""
+
+    def __init__(self, out_root: Path, part: str) -> None:
+        self.path = out_root / spool.SPOOL_DIR / f".{part}.{os.getpid()}.held.tmp"
+        self.batches: list[tuple[int, int, Path, list]] = []  # (first, end) in the pending list, piece, places
+        self.done = self.counted = 0  # the pending sessions written out (or left) and counted so far
+        self.turns = 0
+        self.keys: dict[int, str | None] = {}  # the written-out sessions' keys, by place in the pending list
+
+    def key(self, i: int, s) -> str | None:
+        """The key of the ``i``-th pending session (``snapshots.key_of``), written out or not."""
+        return self.keys[i] if i in self.keys else snapshots.key_of(s)
+
+    def hold(self, pending: list) -> None:
+        """Write out the sessions staged since the last batch once they make a batch."""
+        self.turns += sum(s.interactions for _, s in pending[self.counted:])
+        self.counted = len(pending)
+        if len(pending) - self.done >= SPILL_DOCUMENTS or self.turns >= SPILL_TURNS:
+            self.spill(pending)
+
+    def spill(self, pending: list) -> None:
+        first, self.done, self.turns = self.done, len(pending), 0
+        held = [(i, s) for i, (_, s) in enumerate(pending[first:], first)
+                if s.encoded is not None and s.spool is None and s.rows is not None
+                and isinstance(s.rows.turns, pl.DataFrame)]
+        if not held:
+            return
+        for i, s in held:
+            self.keys[i] = snapshots.key_of(s)  # its envelope is kept too: the shard's keys are claimed from it
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        piece = self.path.with_name(f"{self.path.name[:-4]}.{len(self.batches):05d}.arrow.tmp")
+        places = []
+        with open(self.path, "ab") as fh:
+            for i, s in held:
+                places.append((i, fh.tell(), len(s.encoded), s.rows.session, s.rows.turns.columns, s.rows.turns.height))
+                fh.write(s.encoded)
+        pl.concat([s.rows.turns for _, s in held], how="diagonal_relaxed").write_ipc(piece)
+        for _, s in held:
+            s.encoded = s.rows = None
+        self.batches.append((first, self.done, piece, places))
+
+    def restored(self, pending: list):
+        """The pending (ref, session) pairs in order, each batch's bytes and rows given back as it is reached."""
+        batches = iter(self.batches)
+        batch = next(batches, None)
+        for i, item in enumerate(pending):
+            if batch is not None and i == batch[0]:
+                self._restore(pending, batch)
+                batch = next(batches, None)
+            yield item
+
+    def _restore(self, pending: list, batch) -> None:
+        _, _, piece, places = batch
+        turns = pl.read_ipc(piece.read_bytes())  # read, not mapped: the piece goes at once
+        piece.unlink(missing_ok=True)
+        at = 0
+        with open(self.path, "rb") as fh:
+            for i, offset, size, session, columns, height in places:
+                s = pending[i][1]
+                fh.seek(offset)
+                s.encoded = fh.read(size)
+                s.rows = DocumentRows(session, turns.slice(at, height).select(columns))
+                at += height
+
+    def discard(self) -> None:
+        for _, _, piece, _ in self.batches:
+            piece.unlink(missing_ok=True)
+        self.batches.clear()
+        self.path.unlink(missing_ok=True)
+
+
 HELD_INPUTS = 1000
 """Inputs recorded at the latest this many inputs after their sessions entered the batch (memory bound)."""
 
@@ -266,9 +342,10 @@ class Held:
     """The shard's batch (``process.Batch``: the sessions of many small inputs judged as one table) and
     what waits for it: each input's records, staged in input order once its sessions are judged."""
 
-    def __init__(self, ctx: RunContext) -> None:
+    def __init__(self, ctx: RunContext, after=None) -> None:
         self.batch = Batch(ctx)
         self.waiting: list[functools.partial] = []
+        self.after = after  # called once the waiting records are staged (``HeldSpill.hold``)
 
     def later(self, record: functools.partial) -> None:
         """Stage an input's records once its sessions are judged (at once when none waits)."""
@@ -281,6 +358,8 @@ class Held:
         waiting, self.waiting = self.waiting, []
         for record in waiting:
             record()
+        if self.after is not None:
+            self.after()
 
 
 def run_shard(
@@ -309,7 +388,8 @@ def run_shard(
     result = ShardResult(part=part_name(refs[0].key) if refs else "")
     trail = ShardTrail(out_root)
     spill = RowSpill(trail, result.part)
-    held = Held(ctx)
+    keep = HeldSpill(out_root, result.part)
+    held = Held(ctx, lambda: keep.hold(result.pending))
     ahead = _window(refs, ctx, prior, inputs)
     try:
         for index, ref in enumerate(refs):
@@ -317,7 +397,7 @@ def run_shard(
                 break
             _one(ref, trail, ctx, prior, inputs, result, allow_shrink, held, ahead.take(index))
         held.drain()
-        _settle(trail, result, settings, allow_shrink, ledger_path, run_id, spill)
+        _settle(trail, result, settings, allow_shrink, ledger_path, run_id, spill, keep)
         _settle_rows(trail, result)
     except OSError as exc:
         if exc.errno not in DISK_FULL:
@@ -340,6 +420,7 @@ def run_shard(
         raise
     finally:
         inputs.close()
+        keep.discard()
     return _committed(trail, result, spill)
 
 
@@ -637,10 +718,11 @@ def _emit(ref: ingest.InputRef, outcome: FileOutcome, trail: ShardTrail, result:
 
 
 def _settle(trail: ShardTrail, result: ShardResult, settings: Settings, allow_shrink: bool,
-            ledger_path: Path | None, run_id: str | None, spill: RowSpill | None = None) -> None:
+            ledger_path: Path | None, run_id: str | None, spill: RowSpill | None = None,
+            keep: HeldSpill | None = None) -> None:
     """Write or defer the shard's staged sessions, their keys claimed all at once (flows/core/snapshots.py)."""
     pending = result.pending
-    keys = [snapshots.key_of(s) for _, s in pending]
+    keys = [keep.key(i, s) if keep is not None else snapshots.key_of(s) for i, (_, s) in enumerate(pending)]
     resolved = snapshots.aliases(ledger_path, {k for k in keys if snapshots.is_scoped(k)})
     keys = [resolved.get(k, k) for k in keys]
     keyed: dict[str, list] = {}
@@ -651,7 +733,10 @@ def _settle(trail: ShardTrail, result: ShardResult, settings: Settings, allow_sh
     try:
         plan = snapshots.plan(keyed, ledger_path, run_id, result.part)
         # printed a batch at a time, before a streamed document moves
-        found = snapshots.prints_in_batches((key, s) for key, (_, s) in zip(keys, pending, strict=True))
+        # (a batch of written-out sessions gets its bytes and rows back as the prints reach it, before
+        # the loop does: a print is only made of a session already taken from ``items``)
+        items = keep.restored(pending) if keep is not None else iter(pending)
+        found = snapshots.prints_in_batches((key, s) for key, (_, s) in zip(keys, items, strict=True))
         for key, (ref, s), prints in zip(keys, pending, found, strict=True):
             if key in plan.defer:
                 _defer(ref, s, key, trail, result, prints)

@@ -144,3 +144,46 @@ def test_the_workers_share_the_cores_in_polars_threads_and_this_process_is_left_
     assert seen is not None and int(seen) >= 1 and _polars_threads() is None
     monkeypatch.setenv(pool.POLARS_THREADS, "3")  # the environment's own choice stands
     assert pool.POLARS_THREADS not in pool.worker_environment(2)
+
+
+def _tree(out: Path) -> dict[str, bytes]:
+    return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted((out / "sessions").rglob("*.json"))}
+
+
+def test_staged_sessions_are_written_out_a_batch_at_a_time_until_the_keys_are_claimed(archive: Path, tmp_path: Path,
+                                                                                       monkeypatch):
+    whole = run_shard(discover([archive], Settings()), tmp_path / "whole", Settings())
+    monkeypatch.setattr(shard, "SPILL_DOCUMENTS", 2)
+    held: list[list[bool]] = []
+    settle = shard._settle
+
+    def spy(trail, result, *args, **kwargs):
+        held.append([s.encoded is not None or s.rows is not None for _, s in result.pending])
+        return settle(trail, result, *args, **kwargs)
+
+    monkeypatch.setattr(shard, "_settle", spy)
+    out = tmp_path / "spilled"
+    spilled = run_shard(discover([archive], Settings()), out, Settings())
+    # written out a batch of at least two at a time: at most the last session is still held
+    assert len(held) == 1 and len(held[0]) == 7 and not any(held[0][:-1])
+    assert not list((out / ".spool").glob("*.tmp"))  # the written-out batches are gone once settled
+    assert _tree(out) == _tree(tmp_path / "whole")  # the same documents
+    assert [(r.output_path, r.output_sha256) for r in spilled.sessions] == \
+        [(r.output_path, r.output_sha256) for r in whole.sessions]
+    assert [(s.session_key, s.first_at, s.last_at) for s in spilled.snapshots] == \
+        [(s.session_key, s.first_at, s.last_at) for s in whole.snapshots]
+    for a, b in zip(whole.staged, spilled.staged, strict=True):
+        assert pl.read_parquet(a).equals(pl.read_parquet(b))
+
+
+def test_a_shard_that_fails_while_settling_leaves_no_written_out_session(archive: Path, tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(shard, "SPILL_DOCUMENTS", 2)
+
+    def failing(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(shard, "_emit_session", failing)
+    out = tmp_path / "out"
+    with pytest.raises(RuntimeError):
+        run_shard(discover([archive], Settings()), out, Settings())
+    assert (out / ".spool").is_dir() and not list((out / ".spool").iterdir())
