@@ -63,9 +63,9 @@ class ShardResult:
     unchanged: int = 0
     revisions: list[RevisionRow] = field(default_factory=list)
     stopped: tuple[int, str] | None = None  # (errno, message) of a full or read-only disk: the run stops
-    datasets: dict[str, pl.DataFrame] | None = None  # the written documents' rows, as dataset part frames
+    datasets: dict[str, pl.DataFrame] | None = None  # part frames to write; a shard stages its part instead
     part: str = ""  # the file name of the shard's dataset part
-    staged: list[str] = field(default_factory=list)  # streamed documents' turns parts (datasets.adopt)
+    staged: list[str] = field(default_factory=list)  # staged parts: the shard's own, its streamed documents'
     snapshots: list[SnapshotRow] = field(default_factory=list)  # every keyed session's snapshot (#15)
     deferred: list[str] = field(default_factory=list)  # keys left to the merge phase
     reconciliation: list[ReconciliationRow] = field(default_factory=list)  # the merge phase's
