@@ -16,19 +16,12 @@ from flows.core.ingest import discover
 from flows.core.shard import RowSpill, run_shard
 from flows.pipeline import reconstruct
 from models.settings import Settings
-
-
-def _chat(name: str, turns: int) -> str:
-    return f"Session: {name}\n" + "".join(f"User: {name} asks {i}\nAssistant: answer {i}\n" for i in range(turns))
+from tests.flows.test_memory_bound import chats
 
 
 @pytest.fixture()
 def archive(tmp_path: Path) -> Path:
-    src = tmp_path / "in"
-    src.mkdir()
-    for i in range(7):
-        (src / f"c{i}.txt").write_text(_chat(f"c{i}", 2 + i % 3))
-    return src
+    return chats(tmp_path, 7)
 
 
 def _leftovers(out: Path) -> list[Path]:
