@@ -245,6 +245,14 @@ class Rows:
             path.unlink(missing_ok=True)
         self.staged.clear()
 
+    def take(self) -> dict[str, pl.DataFrame]:
+        """``frames``, the rows then emptied (the streamed documents' staged parts stay listed): a shard
+        writes its rows out a batch at a time instead of holding them all (flows/core/shard.py)."""
+        frames = self.frames()
+        self.sessions, self._frames = [], []
+        self.turns = {k: [] for k in PART_COLUMNS["turns"]}
+        return frames
+
     def frames(self) -> dict[str, pl.DataFrame]:
         """The rows as part frames (compact to send from a worker: columns, not dicts)."""
         self._flush_keyed()

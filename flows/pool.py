@@ -45,7 +45,7 @@ class LocalPool:
     def _new(self) -> ProcessPoolExecutor:
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(["flows.core.shard"])
-        _start_forkserver()
+        _start_forkserver(worker_environment(self.workers))
         return ProcessPoolExecutor(max_workers=self.workers, mp_context=context, initializer=lifeline.worker_start,
                                    initargs=(lifeline.owner(),))
 
@@ -76,19 +76,36 @@ idle between shards, or while the other works, would hold its last shard's memor
 Appended to what the environment holds: jemalloc takes the last value of each option."""
 
 
-def _start_forkserver() -> None:
-    """Start the forkserver the workers are forked from (one per process, started once) with
-    ``WORKER_ALLOCATOR`` in its environment; this process's own environment is left as it was."""
+POLARS_THREADS = "POLARS_MAX_THREADS"
+"""Polars' thread pool in a worker: this machine's cores shared by the workers (each a process of its own
+already), unless the environment says otherwise. Each polars thread keeps its own allocator caches
+and stack; a worker with a pool as large as the machine would hold them for every core."""
+
+
+def worker_environment(workers: int) -> dict[str, str]:
+    """What the forkserver, and so every worker, gets in its environment beside this process's."""
     name, value = WORKER_ALLOCATOR
     before = os.environ.get(name)
-    os.environ[name] = f"{before},{value}" if before else value
+    found = {name: f"{before},{value}" if before else value}
+    if POLARS_THREADS not in os.environ:
+        found[POLARS_THREADS] = str(max(1, (os.cpu_count() or 1) // workers))
+    return found
+
+
+def _start_forkserver(environment: dict[str, str]) -> None:
+    """Start the forkserver the workers are forked from (one per process, started once: the first
+    pool's ``environment`` holds) with ``environment`` added to its own; this process's own
+    environment is left as it was."""
+    before = {name: os.environ.get(name) for name in environment}
+    os.environ.update(environment)
     try:
         forkserver.ensure_running()
     finally:
-        if before is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = before
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def stop_starting() -> None:

@@ -19,7 +19,7 @@ from pathlib import Path, PurePosixPath
 import orjson
 import polars as pl
 
-from audit.datasets import part_name, settle
+from audit.datasets import STAGED, STAGED_SESSIONS, DocumentRows, part_name, settle
 from audit.ledger import (
     FileRow,
     Ledger,
@@ -63,9 +63,9 @@ class ShardResult:
     unchanged: int = 0
     revisions: list[RevisionRow] = field(default_factory=list)
     stopped: tuple[int, str] | None = None  # (errno, message) of a full or read-only disk: the run stops
-    datasets: dict[str, pl.DataFrame] | None = None  # the written documents' rows, as dataset part frames
+    datasets: dict[str, pl.DataFrame] | None = None  # part frames to write; a shard stages its part instead
     part: str = ""  # the file name of the shard's dataset part
-    staged: list[str] = field(default_factory=list)  # streamed documents' turns parts (datasets.adopt)
+    staged: list[str] = field(default_factory=list)  # staged parts: the shard's own, its streamed documents'
     snapshots: list[SnapshotRow] = field(default_factory=list)  # every keyed session's snapshot (#15)
     deferred: list[str] = field(default_factory=list)  # keys left to the merge phase
     reconciliation: list[ReconciliationRow] = field(default_factory=list)  # the merge phase's
@@ -196,6 +196,144 @@ def note_row(ref: ingest.InputRef, status: FileStatus, detail: str, sha: str | N
     return FileRow(ref.key, ref.recorded, sha, ref.size, None, status, [], detail, 0, 0.0, context_sha)
 
 
+SPILL_DOCUMENTS = 500
+"""A shard writes its documents' dataset rows out once this many documents hold them (memory bound)."""
+SPILL_TURNS = 50_000
+"""... or once they hold this many turns (one large document is written out alone)."""
+
+
+class RowSpill:
+    """The dataset rows of a shard's documents, written out a batch at a time to the shard's own files
+    (Arrow pieces under the staged parts' folder), then staged as the shard's part: the rows of a
+    shard's documents are never all held in the worker, nor sent to the run's main process, which
+    adopts the staged part as it adopts a streamed document's (``datasets.adopt``). The part holds
+    the rows in the order the documents were written, as one part built in memory would."""
+
+    def __init__(self, trail: ShardTrail, part: str) -> None:
+        self.trail = trail
+        self.part = part
+        self.pieces: list[Path] = []
+        self.turns = 0
+
+    def added(self, turns: int) -> None:
+        """A session was settled (``turns``: its interactions): write the rows out when enough are held."""
+        self.turns += turns
+        if len(self.trail.rows.sessions) >= SPILL_DOCUMENTS or self.turns >= SPILL_TURNS:
+            self.spill()
+
+    def spill(self) -> None:
+        """The rows the trail holds, written out as one piece per table and let go."""
+        self.turns = 0
+        frames = self.trail.rows.take()
+        if frames["sessions"].is_empty():
+            return
+        stem = f".{self.part}.{os.getpid()}.{len(self.pieces) // 2:05d}"
+        for table, folder in (("sessions", STAGED_SESSIONS), ("turns", STAGED)):
+            self.pieces.append(self.trail.out_root / folder / f"{stem}.arrow.tmp")
+            self.pieces[-1].parent.mkdir(parents=True, exist_ok=True)
+            frames[table].write_ipc(self.pieces[-1])
+
+    def finish(self) -> list[Path]:
+        """The pieces as the shard's staged part (turns first: ``datasets.adopt``'s order); none
+        without rows. The pieces are removed."""
+        self.spill()
+        staged: list[Path] = []
+        try:
+            for folder in (STAGED, STAGED_SESSIONS):
+                pieces = [p for p in self.pieces if p.parent == self.trail.out_root / folder]
+                if pieces:
+                    staged.append(self.trail.out_root / folder / f".{self.part}.tmp")
+                    pl.scan_ipc(pieces).sink_parquet(staged[-1])  # streamed: a piece at a time
+        except BaseException:
+            for path in staged:
+                path.unlink(missing_ok=True)
+            raise
+        finally:
+            self.discard()
+        return staged
+
+    def discard(self) -> None:
+        for piece in self.pieces:
+            piece.unlink(missing_ok=True)
+        self.pieces.clear()
+
+
+class HeldSpill:
+    """The staged sessions' bytes and dataset rows, written out a batch at a time until the shard's keys
+    are claimed (they are claimed all at once, when every input is read): each session keeps only its
+    envelope (``snapshots.key_of``) and its counts, and gets its bytes and rows back, a batch at a
+    time, as the shard settles them (``restored``). A session whose rows are not columns (the record
+    route's) is left as it is."""
+
+    def __init__(self, out_root: Path, part: str) -> None:
+        self.path = out_root / spool.SPOOL_DIR / f".{part}.{os.getpid()}.held.tmp"
+        self.batches: list[tuple[int, int, Path, list]] = []  # (first, end) in the pending list, piece, places
+        self.done = self.counted = 0  # the pending sessions written out (or left) and counted so far
+        self.turns = 0
+        self.keys: dict[int, str | None] = {}  # the written-out sessions' keys, by place in the pending list
+
+    def key(self, i: int, s) -> str | None:
+        """The key of the ``i``-th pending session (``snapshots.key_of``), written out or not."""
+        return self.keys[i] if i in self.keys else snapshots.key_of(s)
+
+    def hold(self, pending: list) -> None:
+        """Write out the sessions staged since the last batch once they make a batch."""
+        self.turns += sum(s.interactions for _, s in pending[self.counted:])
+        self.counted = len(pending)
+        if len(pending) - self.done >= SPILL_DOCUMENTS or self.turns >= SPILL_TURNS:
+            self.spill(pending)
+
+    def spill(self, pending: list) -> None:
+        first, self.done, self.turns = self.done, len(pending), 0
+        held = [(i, s) for i, (_, s) in enumerate(pending[first:], first)
+                if s.encoded is not None and s.spool is None and s.rows is not None
+                and isinstance(s.rows.turns, pl.DataFrame)]
+        if not held:
+            return
+        for i, s in held:
+            self.keys[i] = snapshots.key_of(s)  # its envelope is kept too: the shard's keys are claimed from it
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        piece = self.path.with_name(f"{self.path.name[:-4]}.{len(self.batches):05d}.arrow.tmp")
+        places = []
+        with open(self.path, "ab") as fh:
+            for i, s in held:
+                places.append((i, fh.tell(), len(s.encoded), s.rows.session, s.rows.turns.columns, s.rows.turns.height))
+                fh.write(s.encoded)
+        pl.concat([s.rows.turns for _, s in held], how="diagonal_relaxed").write_ipc(piece)
+        for _, s in held:
+            s.encoded = s.rows = None
+        self.batches.append((first, self.done, piece, places))
+
+    def restored(self, pending: list):
+        """The pending (ref, session) pairs in order, each batch's bytes and rows given back as it is reached."""
+        batches = iter(self.batches)
+        batch = next(batches, None)
+        for i, item in enumerate(pending):
+            if batch is not None and i == batch[0]:
+                self._restore(pending, batch)
+                batch = next(batches, None)
+            yield item
+
+    def _restore(self, pending: list, batch) -> None:
+        _, _, piece, places = batch
+        turns = pl.read_ipc(piece.read_bytes())  # read, not mapped: the piece goes at once
+        piece.unlink(missing_ok=True)
+        at = 0
+        with open(self.path, "rb") as fh:
+            for i, offset, size, session, columns, height in places:
+                s = pending[i][1]
+                fh.seek(offset)
+                s.encoded = fh.read(size)
+                s.rows = DocumentRows(session, turns.slice(at, height).select(columns))
+                at += height
+
+    def discard(self) -> None:
+        for _, _, piece, _ in self.batches:
+            piece.unlink(missing_ok=True)
+        self.batches.clear()
+        self.path.unlink(missing_ok=True)
+
+
 HELD_INPUTS = 1000
 """Inputs recorded at the latest this many inputs after their sessions entered the batch (memory bound)."""
 
@@ -204,9 +342,10 @@ class Held:
     """The shard's batch (``process.Batch``: the sessions of many small inputs judged as one table) and
     what waits for it: each input's records, staged in input order once its sessions are judged."""
 
-    def __init__(self, ctx: RunContext) -> None:
+    def __init__(self, ctx: RunContext, after=None) -> None:
         self.batch = Batch(ctx)
         self.waiting: list[functools.partial] = []
+        self.after = after  # called once the waiting records are staged (``HeldSpill.hold``)
 
     def later(self, record: functools.partial) -> None:
         """Stage an input's records once its sessions are judged (at once when none waits)."""
@@ -219,6 +358,8 @@ class Held:
         waiting, self.waiting = self.waiting, []
         for record in waiting:
             record()
+        if self.after is not None:
+            self.after()
 
 
 def run_shard(
@@ -246,7 +387,9 @@ def run_shard(
     inputs = ShardInputs(companions or {})
     result = ShardResult(part=part_name(refs[0].key) if refs else "")
     trail = ShardTrail(out_root)
-    held = Held(ctx)
+    spill = RowSpill(trail, result.part)
+    keep = HeldSpill(out_root, result.part)
+    held = Held(ctx, lambda: keep.hold(result.pending))
     ahead = _window(refs, ctx, prior, inputs)
     try:
         for index, ref in enumerate(refs):
@@ -254,11 +397,11 @@ def run_shard(
                 break
             _one(ref, trail, ctx, prior, inputs, result, allow_shrink, held, ahead.take(index))
         held.drain()
-        _settle(trail, result, settings, allow_shrink, ledger_path, run_id)
+        _settle(trail, result, settings, allow_shrink, ledger_path, run_id, spill, keep)
         _settle_rows(trail, result)
     except OSError as exc:
         if exc.errno not in DISK_FULL:
-            trail.abandon()
+            _abandon(trail, spill)
             raise
         result.stopped = (exc.errno, f"{exc.strerror} ({exc.filename or out_root})")  # what was written is kept
         _drop_unsettled(result)
@@ -266,18 +409,24 @@ def run_shard(
     except (sqlite3.Error, LedgerError) as exc:  # key claims a full or read-only ledger refused: the same stop
         result.stopped = faults.stops_writes(exc)
         if result.stopped is None:
-            trail.abandon()
+            _abandon(trail, spill)
             _discard_rows(result)
             raise
         _drop_unsettled(result)
         _discard_rows(result)
     except BaseException:
-        trail.abandon()  # a retried or failed shard leaves no temporaries
+        _abandon(trail, spill)  # a retried or failed shard leaves no temporaries
         _discard_rows(result)
         raise
     finally:
         inputs.close()
-    return _committed(trail, result)
+        keep.discard()
+    return _committed(trail, result, spill)
+
+
+def _abandon(trail: ShardTrail, spill: RowSpill) -> None:
+    trail.abandon()
+    spill.discard()
 
 
 def _prior(ledger_path: Path, refs: list[ingest.InputRef]) -> PriorRuns:
@@ -289,19 +438,31 @@ def _prior(ledger_path: Path, refs: list[ingest.InputRef]) -> PriorRuns:
         ledger.close()
 
 
-def _committed(trail: ShardTrail, result: ShardResult) -> ShardResult:
-    """Hand the shard's dataset rows over, then make its writes durable and hand their revisions over:
-    nothing that can fail comes after the documents are in place (a shard that raised there would
-    leave documents on disk that no ledger row names)."""
+def _committed(trail: ShardTrail, result: ShardResult, spill: RowSpill | None = None) -> ShardResult:
+    """Stage the shard's dataset part (``RowSpill``) and hand it over, then make its writes durable and
+    hand their revisions over: nothing that can fail comes after the documents are in place (a shard
+    that raised there would leave documents on disk that no ledger row names)."""
+    spill = spill or RowSpill(trail, result.part)
     try:
-        result.datasets = trail.rows.frames()
-        result.staged = [str(p) for p in trail.rows.staged]
+        result.staged = [str(p) for p in (*trail.rows.staged, *_part(spill, result))]
         trail.commit()
     except BaseException:
-        trail.abandon()
+        _abandon(trail, spill)
         raise
     result.revisions = trail.revisions
     return result
+
+
+def _part(spill: RowSpill, result: ShardResult) -> list[Path]:
+    """The shard's staged part; none when a full or read-only disk refuses it: the run stops (as at
+    any write the disk refuses), and the tables read the shard's documents themselves."""
+    try:
+        return spill.finish()
+    except OSError as exc:
+        if exc.errno not in DISK_FULL:
+            raise
+        result.stopped = result.stopped or (exc.errno, f"{exc.strerror} ({exc.filename or spill.trail.out_root})")
+        return []
 
 
 def worker_died(ref: ingest.InputRef, out_root: Path) -> ShardResult:
@@ -557,10 +718,11 @@ def _emit(ref: ingest.InputRef, outcome: FileOutcome, trail: ShardTrail, result:
 
 
 def _settle(trail: ShardTrail, result: ShardResult, settings: Settings, allow_shrink: bool,
-            ledger_path: Path | None, run_id: str | None) -> None:
+            ledger_path: Path | None, run_id: str | None, spill: RowSpill | None = None,
+            keep: HeldSpill | None = None) -> None:
     """Write or defer the shard's staged sessions, their keys claimed all at once (flows/core/snapshots.py)."""
     pending = result.pending
-    keys = [snapshots.key_of(s) for _, s in pending]
+    keys = [keep.key(i, s) if keep is not None else snapshots.key_of(s) for i, (_, s) in enumerate(pending)]
     resolved = snapshots.aliases(ledger_path, {k for k in keys if snapshots.is_scoped(k)})
     keys = [resolved.get(k, k) for k in keys]
     keyed: dict[str, list] = {}
@@ -571,13 +733,19 @@ def _settle(trail: ShardTrail, result: ShardResult, settings: Settings, allow_sh
     try:
         plan = snapshots.plan(keyed, ledger_path, run_id, result.part)
         # printed a batch at a time, before a streamed document moves
-        found = snapshots.prints_in_batches((key, s) for key, (_, s) in zip(keys, pending, strict=True))
+        # (a batch of written-out sessions gets its bytes and rows back as the prints reach it, before
+        # the loop does: a print is only made of a session already taken from ``items``)
+        items = keep.restored(pending) if keep is not None else iter(pending)
+        found = snapshots.prints_in_batches((key, s) for key, (_, s) in zip(keys, items, strict=True))
         for key, (ref, s), prints in zip(keys, pending, found, strict=True):
             if key in plan.defer:
                 _defer(ref, s, key, trail, result, prints)
             else:
                 _emit_session(ref, s, trail, result, settings, allow_shrink, key, prints)
             settled += 1
+            s.encoded = s.rows = None  # staged on disk: the shard no longer holds its bytes nor its rows
+            if spill is not None:
+                spill.added(s.interactions)
     finally:  # what did not land stays pending: a shard that stops drops its inputs' rows (_drop_unsettled)
         result.pending = pending[settled:]
 

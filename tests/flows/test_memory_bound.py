@@ -32,13 +32,18 @@ def _held(result: ShardResult) -> dict[str, int]:
     return sizes
 
 
-@pytest.fixture()
-def archive(tmp_path: Path) -> Path:
-    src = tmp_path / "in"
+def chats(root: Path, n: int = 9) -> Path:
+    """``n`` small chats of 2 to 4 turns in ``root/in``."""
+    src = root / "in"
     src.mkdir()
-    for i in range(9):
+    for i in range(n):
         (src / f"c{i}.txt").write_text(_chat(f"c{i}", 2 + i % 3))
     return src
+
+
+@pytest.fixture()
+def archive(tmp_path: Path) -> Path:
+    return chats(tmp_path)
 
 
 def test_a_recorded_shard_result_holds_no_rows_though_its_future_keeps_it(archive: Path, tmp_path: Path):
