@@ -26,7 +26,7 @@ COLUMNAR = list(oracle.LINE_PARSES)
 def _inputs(grammar: str) -> list[Path]:
     found = [p for p in (GOLDEN / grammar).rglob("*") if p.is_file() and not p.name.endswith(".expected.json")]
     for folder in (ROOT / "sample_logs", CONFORMANCE / "fixtures"):
-        for p in sorted(folder.rglob("*.txt")) + sorted(folder.rglob("*.log")):
+        for p in sorted(folder.rglob("*.txt")) + sorted(folder.rglob("*.log")) + sorted(folder.rglob("*.md")):
             source = decode(p.read_bytes(), p.name)
             if registry.detect(source.text[:65536], p.name, threshold=0.5).grammar == grammar:
                 found.append(p)

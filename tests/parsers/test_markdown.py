@@ -5,15 +5,15 @@ from __future__ import annotations
 import pytest
 
 from models.records import SourceText
-from models.settings import Settings
 from parsers import registry
+from tests.helpers import read_one
 from validators.accounting import LineIndex, account
 
 G = registry.get("markdown")
 
 
 def _parse(text, name="chat.md"):
-    sessions = list(G.parse(SourceText(text, name, "0" * 64, len(text), "utf-8"), Settings()))
+    sessions = read_one(G, SourceText(text, name, "0" * 64, len(text), "utf-8"))
     for s in sessions:
         assert account(s, LineIndex(text)).clean
         assert G.count_turns(s.raw) == len(s.turns)
