@@ -70,7 +70,7 @@ from models.records import ModelRef, ParsedSession, Region, RegionKind, ShapedLi
 from parsers.base import LineGrammar, Survey
 from parsers.columns import LineTable, line_test, split_lines
 from parsers.registry import register
-from parsers.sessions import SESSION_LINE, Segment, file_name_id, front_matter, segments
+from parsers.sessions import SESSION_LINE, Segment, front_matter, segments
 from parsers.speakers import ROLE_WORDS, parse_model_spec, split_speaker
 from parsers.timeparse import parse_iso
 
@@ -349,7 +349,6 @@ def turns_of(lines: list[str], first: int, fenced: dict[int, int] | None = None)
     return exchange_starts(lines, first, turn_starts([c for c in found if not EXCHANGE.match(lines[c.line - first])]))
 
 
-_SHAPE = regex.compile(TURN_SHAPE)
 
 
 
@@ -419,8 +418,10 @@ class Row:
     head: Candidate | None
     """The candidate it reads as (line 0: the candidate of any line of this text)."""
     exchange: bool
-    shaped: bool
-    """A role label's shape (``TURN_SHAPE``): a line the census asks about."""
+
+
+_FRONT = Row(None, None, False)
+"""A line of front matter."""
 
 
 @lru_cache(maxsize=1 << 16)
@@ -429,9 +430,9 @@ def row_of(line: str) -> Row:
     if "```" in line or "~~~" in line:
         m = FENCE.match(_shape(line))
         if m is not None:
-            return Row((m["run"], m["info"]), None, False, False)
+            return Row((m["run"], m["info"]), None, False)
     head = candidate(line, 0) if _shape(line)[:1] in ("#", "*") else None
-    return Row(None, head, line.startswith("#") and EXCHANGE.match(line) is not None, bool(_SHAPE.match(line)))
+    return Row(None, head, line.startswith("#") and EXCHANGE.match(line) is not None)
 
 
 def _closes(opened: str, run: str, info: str) -> bool:
@@ -442,11 +443,11 @@ def _opens(run: str, info: str) -> bool:
     return not (run[0] == "`" and "`" in info)  # a backtick fence's info holds no backtick
 
 
-def fenced_spans(found: list[tuple[int, Row]], entry: str | None) -> tuple[list[tuple[int, int]], str | None]:
+def fenced_spans(found: list[tuple[int, Row, bool]], entry: str | None) -> tuple[list[tuple[int, int]], str | None]:
     """``fences`` over the rows of one text that may matter: (opener, closer) of each closed block (-1: a
     block opened before the text, ``entry`` its run), and the run of the block left open at its end."""
     spans, opener = [], (-1, entry) if entry is not None else None
-    for row, kind in found:
+    for row, kind, _ in found:
         if kind.fence is None:
             continue
         run, info = kind.fence
@@ -539,7 +540,8 @@ class PageSurvey(Survey):
     """The piece's text, until it is counted (``census``: only a streamed read asks)."""
     first_line: int
     segments: list | Exception | None = None
-    """The sessions' segments with their zone and model, of a text that starts its input."""
+    """The sessions' segments with their zone and model, of a text that starts its input (a streamed
+    input's: its first block's, its one session's span running on to the input's end)."""
     turns: int = 0
     why: str | None = None
     rows: list | None = None
@@ -559,10 +561,13 @@ class PageSurvey(Survey):
     def census(self) -> PageSurvey:
         if self.fold is None:  # counted now, on this thread
             text, self.text = self.text, None
-            self.why = _why_whole(text, self.first_line)
+            body = front_matter(text)[1] if self.first_line == 1 else 0
+            self.why = _why_whole(text, self.first_line, body, self.segments)
+            front = text.count("\n", 0, body)  # front matter rows: no candidate, a flagged one starts no turn
             at, found = _rows(split_lines(text))
             flags = Markdown.starts(pl.Series(found, dtype=pl.Utf8)).to_list()
-            self.rows = [(self.first_line + r, row_of(line), f) for r, line, f in zip(at, found, flags, strict=True)]
+            self.rows = [(self.first_line + r, row_of(line) if r >= front else _FRONT, f)
+                         for r, line, f in zip(at, found, flags, strict=True)]
             self.turns = sum(flags)
             self.exchange = next((line for line, kind, _ in self.rows if kind.exchange), None)
             self.fold = Fold()
@@ -583,7 +588,10 @@ class PageSurvey(Survey):
         self.turns += more.turns
         self.exchange = self.exchange if self.exchange is not None else more.exchange
         self.why = self.why or more.why
-        self.segments = self.decided = None
+        self.decided = None
+        if isinstance(self.segments, list):  # the first block's: its session runs on
+            for seg, _, _ in self.segments:
+                seg.span = (seg.span[0], max(more.lines, seg.span[0]))
         return self
 
     def _decided(self) -> tuple[set[str] | None, Counts]:
@@ -620,11 +628,14 @@ class PageSurvey(Survey):
         return None
 
 
-def _why_whole(text: str, first: int) -> str | None:
-    """Why a piece of a Markdown transcript (from line ``first``) makes it one to read whole."""
-    if first == 1 and front_matter(text)[1]:
-        return "front matter"
-    if SESSION_LINE.search(text):
+def _why_whole(text: str, first: int, body: int, segs: list | Exception | None) -> str | None:
+    """Why a piece of a Markdown transcript (from line ``first``, its front matter ending at ``body``)
+    makes it one to read whole."""
+    if isinstance(segs, Exception):
+        return "its front matter cannot be read"
+    if first == 1 and text.startswith("---") and not body:  # the block may end inside the front matter
+        return "front matter not closed in the first block"
+    if SESSION_LINE.search(text, body):
         return "a Session line"
     return None
 
@@ -704,12 +715,7 @@ class Markdown(LineGrammar):
     def sessions(self, source: SourceText, survey: PageSurvey) -> list[ParsedSession]:
         if isinstance(survey.segments, Exception):
             raise survey.segments
-        segs = survey.segments
-        if segs is None:  # the surveys of a streamed input's blocks, added up: one plain session
-            sid = file_name_id(source.name)
-            segs = [(Segment(0, 0, 1, sid, "file-name" if sid else "none", span=(1, max(survey.lines, 1))),
-                     None, None)]
-        return [_new_session(source.text, seg, zone) for seg, zone, _ in segs]
+        return [_new_session(source.text, seg, zone) for seg, zone, _ in survey.segments]
 
     def frames(self, sources: list[SourceText], table: LineTable, surveys: list[PageSurvey],
                sessions: list[list[ParsedSession]], first_lines: list[int]) -> list[list[columns.Chunk]]:
@@ -762,14 +768,15 @@ def _pages(table: LineTable, surveys: list[PageSurvey], sessions: list[list[Pars
            ) -> tuple[LineTable, list[Page]]:
     """The table of every session's lines (the table itself when each text is one plain session) and its
     texts; an input whose sessions failed has none."""
+    if table.texts is None:  # a streamed chunk
+        return _chunk_page(table, surveys[0], first_lines[0])
     pages, cut = [], []
     for i, survey in enumerate(surveys):
         if not sessions[i]:
             continue
         segs = survey.segments
-        if table.texts is None or segs is None or _plain(segs, table.texts[i]):
-            pages.append(Page(i, 0, columns.Text(first_lines[i], True, None, survey.model), survey.styles,
-                              survey.fence, not survey.head_read, plain=True))
+        if _plain(segs, table.texts[i]):
+            pages.append(Page(i, 0, columns.Text(first_lines[i], True), plain=True))
             cut.append(None)
             continue
         for k, (seg, zone, model) in enumerate(segs):
@@ -780,20 +787,28 @@ def _pages(table: LineTable, surveys: list[PageSurvey], sessions: list[list[Pars
     else:
         read = LineTable.of([table.texts[p.owner] if seg is None else table.texts[p.owner][seg.start:seg.end]
                              for p, seg in zip(pages, cut, strict=True)])
-    for j, page in enumerate(pages):  # a chunk of a streamed input ends its session with the input
-        rows = read.bounds[j + 1] - read.bounds[j]
-        page.text.ends = page.text.first_line + rows - 1 >= surveys[page.owner].lines if cut[j] is None else True
     return read, pages
+
+
+def _chunk_page(table: LineTable, survey: PageSurvey, first: int) -> tuple[LineTable, list[Page]]:
+    """A chunk of a streamed input's one session (less the input's front matter, all in its first chunk)."""
+    seg, zone, model = survey.segments[0]
+    skip = max(seg.first_line - first, 0)
+    read = LineTable.of_lines(table.lines.slice(skip)) if skip else table
+    ends = first + len(table.lines) - 1 >= survey.lines
+    text = columns.Text(first + skip, ends, zone, survey.model if survey.head_read else model)
+    return read, [Page(0, 0, text, survey.styles, survey.fence, not survey.head_read, plain=True)]
 
 
 def _turn_starts(read: LineTable, pages: list[Page], sessions: list[list[ParsedSession]]) -> list[columns.Start]:
     """Every turn start of the table, each text's decided from its own rows that may matter (Python runs
     for those rows only); its preamble, title, model and declared role labels given to its session."""
-    by_text: list[list[tuple[int, Row]]] = [[] for _ in pages]
+    by_text: list[list[tuple[int, Row, bool]]] = [[] for _ in pages]
     at, found = _rows(read.lines)
     if at:
-        for row, src, line in zip(at, read.source.gather(at).to_list(), found, strict=True):
-            by_text[src].append((row, row_of(line)))
+        flags = Markdown.starts(pl.Series(found, dtype=pl.Utf8)).to_list()
+        for row, src, line, flag in zip(at, read.source.gather(at).to_list(), found, flags, strict=True):
+            by_text[src].append((row, row_of(line), flag))
     out: list[columns.Start] = []
     for j, page in enumerate(pages):
         session = sessions[page.owner][page.session]
@@ -805,21 +820,21 @@ def _turn_starts(read: LineTable, pages: list[Page], sessions: list[list[ParsedS
     return out
 
 
-def _text_starts(read: LineTable, j: int, page: Page, found: list[tuple[int, Row]]
+def _text_starts(read: LineTable, j: int, page: Page, found: list[tuple[int, Row, bool]]
                  ) -> tuple[list[columns.Start], list[tuple[int, int]]]:
     """The turn starts of text ``j`` (its candidates outside fences under the vocabulary, then exchanges)
     and its fenced blocks."""
     spans, page.fence = fenced_spans(found, page.fence)
     opener = _opener(spans)
     first, top = page.text.first_line, read.bounds[j]
-    heads = [(row, kind.head) for row, kind in found
+    heads = [(row, kind.head) for row, kind, _ in found
              if kind.head is not None and not kind.exchange and opener(row) is None]
     if page.styles is not None:
         starts = [columns.Start(row, c) for row, c in heads if c.style in page.styles and (c.role_word or c.stamp)]
     else:
         ranked = turn_starts([replace(c, line=first + row - top) for row, c in heads])
         starts = [columns.Start(top + c.line - first, c) for c in ranked]
-    exchanges = [row for row, kind in found if kind.exchange]
+    exchanges = [row for row, kind, _ in found if kind.exchange]
     if exchanges and (not starts or starts[0].row > exchanges[0]):  # the exchange dialect (rare): in Python
         known = [replace(s.head, line=first + s.row - top) for s in starts]
         starts = [columns.Start(top + c.line - first, c, c.inline)
@@ -848,7 +863,7 @@ def _preamble(read: LineTable, j: int, page: Page, session: ParsedSession, head:
         page.text.model = parse_model_spec(stated) if stated else None
 
 
-def _declared(read: LineTable, j: int, page: Page, found: list[tuple[int, Row]], starts: list[columns.Start],
+def _declared(read: LineTable, j: int, page: Page, found: list[tuple[int, Row, bool]], starts: list[columns.Start],
               spans: list[tuple[int, int]]) -> list[ShapedLine]:
     """The role-label-shaped lines after the first turn that start none, declared with why: inside a
     fenced block, or a heading style the session's turns do not use. Any other is left undeclared
@@ -859,8 +874,8 @@ def _declared(read: LineTable, j: int, page: Page, found: list[tuple[int, Row]],
     styles = sorted({s.head.style for s in starts})
     opener, base = _opener(spans), page.text.first_line - read.bounds[j]
     out = []
-    for row, kind in found:
-        if row < begin or row in at or not kind.shaped:
+    for row, kind, flagged in found:
+        if row < begin or row in at or not flagged:
             continue
         if (opened := opener(row)) is not None:
             out.append(ShapedLine(base + row, f"inside a fenced code block opened at line {base + opened}"))

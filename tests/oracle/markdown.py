@@ -4,16 +4,18 @@ turn), kept as the oracle of the product's table of lines (``Markdown.read``).""
 from collections.abc import Iterator
 from zoneinfo import ZoneInfo
 
+import regex
+
 from models.records import ModelRef, ParsedSession, RegionKind, ShapedLine, SourceText, Turn
 from models.settings import Settings
 from parsers.grammars.markdown import (
     _MODEL_LINE,
-    _SHAPE,
     _TITLE,
     _UNQUOTE,
     BANNER,
     TAIL_REASON,
     TIME_TAG,
+    TURN_SHAPE,
     Candidate,
     _furniture,
     _regions,
@@ -26,6 +28,7 @@ from parsers.speakers import parse_model_spec
 from parsers.timeparse import parse_iso
 
 _TAIL_REASON = {RegionKind.BOILERPLATE: TAIL_REASON}
+_SHAPE = regex.compile(TURN_SHAPE)
 
 
 def parse(grammar, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
