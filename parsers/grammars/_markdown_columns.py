@@ -202,17 +202,21 @@ def _tails(rows: pl.DataFrame, cut: pl.Series, base: pl.Series, marks: Furniture
 
 
 def _speakers(starts: list[Start], models: list[ModelRef | None]) -> dict[str, pl.Series]:
-    """Speaker, role, kind and model of each turn: its start's, the text's model for an assistant naming none."""
-    speaker, role, kind, model = [], [], [], []
+    """Speaker, role, kind and model of each turn: its start's (read once per distinct candidate), the text's
+    model for an assistant naming none."""
+    read: dict[tuple[int, int], tuple] = {}
+    rows = []
     for s, default in zip(starts, models, strict=True):
-        c = s.head
-        r = c.speaker_role
-        speaker.append(c.name)
-        role.append(r)
-        kind.append(KINDS.get(r, "message"))
-        model.append(_named(c.model if c.model is not None or r != "assistant" else default))
-    return {"speaker": pl.Series(speaker, dtype=pl.Utf8), "role": pl.Series(role, dtype=pl.Utf8),
-            "kind": pl.Series(kind, dtype=pl.Utf8), "model": pl.Series(model, dtype=pl.Utf8)}
+        key = (id(s.head), id(default))
+        if key not in read:
+            c, role = s.head, s.head.speaker_role
+            model = c.model if c.model is not None or role != "assistant" else default
+            read[key] = (c.name, role, KINDS.get(role, "message"), _named(model))
+        rows.append(read[key])
+    names = ("speaker", "role", "kind", "model")
+    if not rows:
+        return {n: pl.Series(n, [], pl.Utf8) for n in names}
+    return {n: pl.Series(n, list(column), pl.Utf8) for n, column in zip(names, zip(*rows, strict=True), strict=True)}
 
 
 def _named(model: ModelRef | None) -> str | None:

@@ -68,7 +68,7 @@ import regex
 
 from models.records import ModelRef, ParsedSession, Region, RegionKind, ShapedLine, SourceText
 from parsers.base import LineGrammar, Survey
-from parsers.columns import LineTable, line_test, split_lines
+from parsers.columns import LineTable, line_test, rust_pattern, split_lines, unnamed
 from parsers.registry import register
 from parsers.sessions import SESSION_LINE, Segment, front_matter, segments
 from parsers.speakers import ROLE_WORDS, parse_model_spec, split_speaker
@@ -418,10 +418,16 @@ class Row:
     head: Candidate | None
     """The candidate it reads as (line 0: the candidate of any line of this text)."""
     exchange: bool
+    style: str | None = None
+    """The style it counts for in its session's vocabulary: a candidate that is a role word or has a time,
+    not an exchange heading (``turn_starts``' candidates)."""
+    role: str | None = None
+    """Its role, when it is a role word."""
 
 
 _FRONT = Row(None, None, False)
 """A line of front matter."""
+_SESSION_LINE = unnamed(rust_pattern(SESSION_LINE))
 
 
 @lru_cache(maxsize=1 << 16)
@@ -432,7 +438,10 @@ def row_of(line: str) -> Row:
         if m is not None:
             return Row((m["run"], m["info"]), None, False)
     head = candidate(line, 0) if _shape(line)[:1] in ("#", "*") else None
-    return Row(None, head, line.startswith("#") and EXCHANGE.match(line) is not None)
+    exchange = line.startswith("#") and EXCHANGE.match(line) is not None
+    if head is None or exchange or not (head.role_word or head.stamp):
+        return Row(None, head, exchange)
+    return Row(None, head, exchange, head.style, head.speaker_role if head.role_word else None)
 
 
 def _closes(opened: str, run: str, info: str) -> bool:
@@ -474,19 +483,19 @@ class Counts:
     styles: dict[str, StyleCount] = field(default_factory=dict)
     odd: int = 0
 
-    def add(self, line: int, head: Candidate | None, flagged: bool) -> None:
-        if head is not None and (head.role_word or head.stamp):
-            s = self.styles.get(head.style)
+    def add(self, line: int, kind: Row, flagged: bool) -> None:
+        if kind.style is not None:
+            s = self.styles.get(kind.style)
             if s is None:
-                s = self.styles[head.style] = StyleCount()
-            if head.role_word:
+                s = self.styles[kind.style] = StyleCount()
+            if kind.role is not None:
                 s.first = s.first if s.count else line
-                s.add(head.speaker_role)
+                s.add(kind.role)
                 s.flagged += flagged
             else:
                 s.stamped_first = s.stamped_first if s.stamped else line
                 s.stamped += 1
-        if flagged and (head is None or not head.role_word):
+        if flagged and kind.role is None:
             self.odd += 1
 
     def merge(self, more: Counts) -> None:
@@ -515,7 +524,7 @@ class Fold:
         """The rows (line, what it is, flagged) that follow, in order."""
         for line, kind, flagged in rows:
             if kind.fence is None:
-                (self.open if self.fence else self.done).add(line, None if kind.exchange else kind.head, flagged)
+                (self.open if self.fence else self.done).add(line, kind, flagged)
             elif self.fence is None:
                 self.fence = kind.fence[0] if _opens(*kind.fence) else None
             elif _closes(self.fence, *kind.fence):
@@ -561,13 +570,15 @@ class PageSurvey(Survey):
     def census(self) -> PageSurvey:
         if self.fold is None:  # counted now, on this thread
             text, self.text = self.text, None
+            lines = split_lines(text)
             body = front_matter(text)[1] if self.first_line == 1 else 0
-            self.why = _why_whole(text, self.first_line, body, self.segments)
             front = text.count("\n", 0, body)  # front matter rows: no candidate, a flagged one starts no turn
-            at, found = _rows(split_lines(text))
+            self.why = _why_whole(text, lines.slice(front), self.first_line, body, self.segments)
+            at, found = _rows(lines)
             flags = Markdown.starts(pl.Series(found, dtype=pl.Utf8)).to_list()
-            self.rows = [(self.first_line + r, row_of(line) if r >= front else _FRONT, f)
-                         for r, line, f in zip(at, found, flags, strict=True)]
+            kinds = [(self.first_line + r, row_of(line) if r >= front else _FRONT, f)
+                     for r, line, f in zip(at, found, flags, strict=True)]
+            self.rows = [k for k in kinds if k[2] or k[1].fence or k[1].style or k[1].exchange]
             self.turns = sum(flags)
             self.exchange = next((line for line, kind, _ in self.rows if kind.exchange), None)
             self.fold = Fold()
@@ -628,14 +639,14 @@ class PageSurvey(Survey):
         return None
 
 
-def _why_whole(text: str, first: int, body: int, segs: list | Exception | None) -> str | None:
-    """Why a piece of a Markdown transcript (from line ``first``, its front matter ending at ``body``)
-    makes it one to read whole."""
+def _why_whole(text: str, after: pl.Series, first: int, body: int, segs: list | Exception | None) -> str | None:
+    """Why a piece of a Markdown transcript (from line ``first``, its front matter ending at ``body``, its
+    lines ``after`` it) makes it one to read whole."""
     if isinstance(segs, Exception):
         return "its front matter cannot be read"
     if first == 1 and text.startswith("---") and not body:  # the block may end inside the front matter
         return "front matter not closed in the first block"
-    if SESSION_LINE.search(text, body):
+    if after.str.contains(_SESSION_LINE).any():
         return "a Session line"
     return None
 
@@ -827,11 +838,12 @@ def _text_starts(read: LineTable, j: int, page: Page, found: list[tuple[int, Row
     spans, page.fence = fenced_spans(found, page.fence)
     opener = _opener(spans)
     first, top = page.text.first_line, read.bounds[j]
-    heads = [(row, kind.head) for row, kind, _ in found
-             if kind.head is not None and not kind.exchange and opener(row) is None]
     if page.styles is not None:
-        starts = [columns.Start(row, c) for row, c in heads if c.style in page.styles and (c.role_word or c.stamp)]
+        starts = [columns.Start(row, kind.head) for row, kind, _ in found
+                  if kind.style in page.styles and opener(row) is None]
     else:
+        heads = [(row, kind.head) for row, kind, _ in found
+                 if kind.head is not None and not kind.exchange and opener(row) is None]
         ranked = turn_starts([replace(c, line=first + row - top) for row, c in heads])
         starts = [columns.Start(top + c.line - first, c) for c in ranked]
     exchanges = [row for row, kind, _ in found if kind.exchange]
