@@ -70,7 +70,7 @@ from models.records import ModelRef, ParsedSession, Region, RegionKind, ShapedLi
 from parsers.base import LineGrammar, Survey
 from parsers.columns import LineTable, line_test, rust_pattern, split_lines, unnamed
 from parsers.registry import register
-from parsers.sessions import SESSION_LINE, Segment, front_matter, segments
+from parsers.sessions import SESSION_LINE, front_matter, segment_session, segments
 from parsers.speakers import ROLE_WORDS, parse_model_spec, split_speaker
 from parsers.timeparse import parse_iso
 
@@ -401,8 +401,6 @@ def _region(run, lines, first, reason) -> Region:
     return Region(kind, why, lines=(a, b), content="\n".join(span) or None)
 
 
-
-
 TAIL_REASON = "furniture between turns (rule, navigation, exchange heading) or the exporter's footer"
 MARKS = columns.furniture((RULE, BACKLINK, EXCHANGE), BANNER, TIME_TAG, TAIL_REASON)
 _MAY_MATTER = r"^[\p{Co}\p{Cf}]*[#*]|```|~~~"
@@ -726,7 +724,7 @@ class Markdown(LineGrammar):
     def sessions(self, source: SourceText, survey: PageSurvey) -> list[ParsedSession]:
         if isinstance(survey.segments, Exception):
             raise survey.segments
-        return [_new_session(source.text, seg, zone) for seg, zone, _ in survey.segments]
+        return [segment_session(source.text, seg, zone and zone.key) for seg, zone, _ in survey.segments]
 
     def frames(self, sources: list[SourceText], table: LineTable, surveys: list[PageSurvey],
                sessions: list[list[ParsedSession]], first_lines: list[int]) -> list[list[columns.Chunk]]:
@@ -758,15 +756,6 @@ class Markdown(LineGrammar):
         """Its own line scan over the session's text: role candidates outside fences, under the
         session's vocabulary."""
         return len(turns_of(raw.split("\n"), 1))
-
-
-def _new_session(text: str, seg: Segment, zone: ZoneInfo | None) -> ParsedSession:
-    session = ParsedSession(seg.session_id, seg.id_source, [], raw=text[seg.start:seg.end],
-                            lines=seg.span, regions=list(seg.regions))
-    session.title = seg.front.get("title")
-    if zone:
-        session.assumptions.append(f"timestamps without a zone are in {zone.key} (front matter)")
-    return session
 
 
 def _plain(segs: list, text: str) -> bool:
