@@ -50,6 +50,13 @@ the answer (with or without a role heading such as ``###### ChatGPT said:``). Wh
 turn marker is such a heading, the quote is the user's turn (without its ``>`` marks) and the rest
 of the section the answer; a numbered heading inside an answer of a role-headed file is text.
 
+**Read as a table of lines** (``parsers.base.LineGrammar``): a batch's inputs in one table, each session's
+vocabulary, fences and preamble decided in Python from the few lines that may be a candidate or a fence,
+every turn's lines joined, trimmed and timed as columns (``_markdown_columns``); above
+``stream_text_bytes`` an input is streamed in chunks cut at its role labels (``starts``) through the same
+methods, or read whole when its survey says why (``PageSurvey.whole_only``). The turn-by-turn parse is the
+tests' oracle (``tests/oracle/markdown.py``); docs/line-tables.md describes both routes.
+
 Detection reports the share of non-blank lines explained: front matter, session lines, title and
 exporter lines, and every line from the first turn on.
 """
@@ -561,7 +568,6 @@ class PageSurvey(Survey):
     """The run of a fence open at the end of the chunks read (it never closes: ``whole_only``)."""
     head_read: bool = False
     model: ModelRef | None = None
-    turns_read: int = 0
     unread: list[int] | None = None
     """Each session's turns whose time could not be read, so far."""
 
@@ -739,7 +745,6 @@ class Markdown(LineGrammar):
             survey = surveys[page.owner]
             survey.unread = survey.unread or [0] * len(sessions[page.owner])
             survey.unread[page.session] += chunk.unread
-            survey.turns_read += chunk.frame.height
             if page.plain:  # what the next chunk of a streamed input reads on with
                 survey.fence, survey.head_read, survey.model = page.fence, True, page.text.model
             sessions[page.owner][page.session].regions.extend(chunk.regions)
