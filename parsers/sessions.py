@@ -17,7 +17,7 @@ from pathlib import PurePosixPath
 
 import regex
 
-from models.records import Region, RegionKind
+from models.records import ParsedSession, Region, RegionKind
 from parsers.engine import fenced_regions
 
 FRONT_MATTER = regex.compile(r"\A---[ \t]*\n(?P<body>(?:.*\n)*?)---[ \t]*(?:\n|\Z)")
@@ -117,3 +117,14 @@ def segments(text: str, name: str) -> list[Segment]:
         if fid:
             out[0].session_id, out[0].id_source = fid, "file-name"
     return out
+
+
+def segment_session(text: str, seg: Segment, zone_key: str | None = None) -> ParsedSession:
+    """A segment's session before its turns: its id, raw text, span, declared header lines and front
+    matter title; ``zone_key``, the front matter's zone, is said among its assumptions."""
+    session = ParsedSession(seg.session_id, seg.id_source, [], raw=text[seg.start:seg.end],
+                            lines=seg.span, regions=list(seg.regions))
+    session.title = seg.front.get("title")
+    if zone_key:
+        session.assumptions.append(f"timestamps without a zone are in {zone_key} (front matter)")
+    return session

@@ -50,28 +50,39 @@ the answer (with or without a role heading such as ``###### ChatGPT said:``). Wh
 turn marker is such a heading, the quote is the user's turn (without its ``>`` marks) and the rest
 of the section the answer; a numbered heading inside an answer of a role-headed file is text.
 
+**Read as a table of lines** (``parsers.base.LineGrammar``): a batch's inputs in one table, each session's
+vocabulary, fences and preamble decided in Python from the few lines that may be a candidate or a fence,
+every turn's lines joined, trimmed and timed as columns (``_markdown_columns``); above
+``stream_text_bytes`` an input is streamed in chunks cut at its role labels (``starts``) through the same
+methods, or read whole when its survey says why (``PageSurvey.whole_only``). The turn-by-turn parse is the
+tests' oracle (``tests/oracle/markdown.py``); docs/line-tables.md describes both routes.
+
 Detection reports the share of non-blank lines explained: front matter, session lines, title and
 exporter lines, and every line from the first turn on.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import Counter
-from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 from zoneinfo import ZoneInfo
 
+import polars as pl
 import regex
 
-from models.records import ModelRef, ParsedSession, Region, RegionKind, ShapedLine, SourceText, Turn
-from models.settings import Settings
-from parsers.base import Grammar
+from models.records import ModelRef, ParsedSession, Region, RegionKind, ShapedLine, SourceText
+from parsers.base import LineGrammar, Survey
+from parsers.columns import LineTable, line_test, rust_pattern, split_lines, unnamed
 from parsers.registry import register
-from parsers.sessions import SESSION_LINE, front_matter, segments
+from parsers.sessions import SESSION_LINE, front_matter, segment_session, segments
 from parsers.speakers import ROLE_WORDS, parse_model_spec, split_speaker
 from parsers.timeparse import parse_iso
+
+from . import _markdown_columns as columns
+from ._lines import line_count
 
 CANDIDATE = regex.compile(
     r"^(?:(?P<hashes>\#{1,6})[ \t]+(?P<hlabel>[^\n]*?[^\s#][^\n]*?)[ \t]*\#*[ \t]*"
@@ -255,20 +266,55 @@ def candidates(lines: list[str], first: int, fenced: dict[int, int] | None = Non
 
 def turn_starts(found: list[Candidate]) -> list[Candidate]:
     """The candidates that start turns under the session's own vocabulary (see the module doc)."""
-    roles: dict[str, list[Candidate]] = {}
+    by_style: dict[str, StyleCount] = {}
     for c in found:
         if c.role_word:
-            roles.setdefault(c.style, []).append(c)
-    if roles:
-        primary = max(roles, key=lambda st: (len(roles[st]), -roles[st][0].line))
-        styles = {primary} | {st for st, cs in roles.items()
-                              if len({c.speaker_role for c in cs}) >= 2}
+            by_style.setdefault(c.style, StyleCount(first=c.line)).add(c.speaker_role)
+    if by_style:
+        styles = role_styles(by_style)
         return [c for c in found if c.style in styles and (c.role_word or c.stamp)]
     stamped = [c for c in found if c.stamp and parse_iso(c.stamp) is not None and _A_NAME.match(c.name)]
     if stamped:
         return stamped
     counts = Counter((c.style, c.name) for c in found if _NAME_LIKE.match(c.name))
     return [c for c in found if counts[(c.style, c.name)] >= 2]
+
+
+@dataclass(slots=True)
+class StyleCount:
+    """The role-word candidates of one style of a session (``turn_starts`` decides from them) and, counted
+    by a streamed read's survey, its flagged lines and the stamped candidates that are no role word."""
+
+    count: int = 0
+    first: int = 0
+    """The line of the style's first role word."""
+    roles: set[str] = field(default_factory=set)
+    flagged: int = 0
+    """Role-word candidates that ``Markdown.starts`` flags."""
+    stamped: int = 0
+    """Candidates with a time that are no role word (turns when the style is accepted)."""
+    stamped_first: int = 0
+
+    def add(self, role: str) -> None:
+        self.count += 1
+        self.roles.add(role)
+
+    def merge(self, more: StyleCount) -> None:
+        """The counts of the lines after these (in place)."""
+        self.first = self.first if self.count else more.first
+        self.stamped_first = self.stamped_first if self.stamped else more.stamped_first
+        self.count += more.count
+        self.roles |= more.roles
+        self.flagged += more.flagged
+        self.stamped += more.stamped
+
+
+def role_styles(by_style: dict[str, StyleCount]) -> set[str]:
+    """The styles whose candidates start turns when any candidate is a role word: the style with the
+    most role words (the earliest on a tie), and every style holding role words of two different roles."""
+    worded = {st: s for st, s in by_style.items() if s.count}
+    primary = max(worded, key=lambda st: (worded[st].count, -worded[st].first))
+    return {primary} | {st for st, s in worded.items() if len(s.roles) >= 2}
 
 
 def _quote_end(lines: list[str], i: int) -> int:
@@ -310,27 +356,8 @@ def turns_of(lines: list[str], first: int, fenced: dict[int, int] | None = None)
     return exchange_starts(lines, first, turn_starts([c for c in found if not EXCHANGE.match(lines[c.line - first])]))
 
 
-_SHAPE = regex.compile(TURN_SHAPE)
 
 
-def _shaped_text(lines: list[str], first: int, starts: list[Candidate], fenced: dict[int, int]) -> list[ShapedLine]:
-    """The role-label-shaped lines after the first turn that start none, declared with why: inside a
-    fenced block, or a heading style the session's turns do not use. Any other is left undeclared
-    for the census to find."""
-    if not starts:
-        return []
-    begin, at = starts[0].line - first, {c.line for c in starts}
-    styles = sorted({c.style for c in starts})
-    out = []
-    for i in range(begin, len(lines)):
-        if first + i in at or not _SHAPE.match(lines[i]):
-            continue
-        if i in fenced:
-            out.append(ShapedLine(first + i, f"inside a fenced code block opened at line {first + fenced[i]}"))
-        elif (c := candidate(lines[i], first + i)) is not None and c.style not in styles:
-            out.append(ShapedLine(first + i, f"a {c.style} role label in a session whose turns are "
-                                             f"{', '.join(styles)} labels"))
-    return out
 
 
 def _furniture(line: str) -> bool:
@@ -381,25 +408,287 @@ def _region(run, lines, first, reason) -> Region:
     return Region(kind, why, lines=(a, b), content="\n".join(span) or None)
 
 
-def _tail(lines: list[str], last_turn: bool) -> int:
-    """How many lines at the end of a turn's block are separators (rules, blank lines, and for the
-    last turn exporter footers), not text of the turn."""
-    n = len(lines)
-    while n:
-        line = lines[n - 1]
-        if not line.strip() or _furniture(line) or (last_turn and BANNER.match(line)):
-            n -= 1
-        else:
-            break
-    return len(lines) - n
+TAIL_REASON = "furniture between turns (rule, navigation, exchange heading) or the exporter's footer"
+MARKS = columns.furniture((RULE, BACKLINK, EXCHANGE), BANNER, TIME_TAG, TAIL_REASON)
+_MAY_MATTER = r"^[\p{Co}\p{Cf}]*[#*]|```|~~~"
+"""A line that may be a candidate (a heading or bold label once invisible marks are left out) or a fence."""
 
 
-_TAIL_REASON = {RegionKind.BOILERPLATE: "furniture between turns (rule, navigation, exchange heading) or the "
-                                        "exporter's footer"}
+@dataclass(frozen=True, slots=True)
+class Row:
+    """What a line that may matter to a session's vocabulary is: a fence, a candidate, an exchange heading."""
+
+    fence: tuple[str, str] | None
+    """(the fence's run, its info string)"""
+    head: Candidate | None
+    """The candidate it reads as (line 0: the candidate of any line of this text)."""
+    exchange: bool
+    style: str | None = None
+    """The style it counts for in its session's vocabulary: a candidate that is a role word or has a time,
+    not an exchange heading (``turn_starts``' candidates)."""
+    role: str | None = None
+    """Its role, when it is a role word."""
+
+
+_FRONT = Row(None, None, False)
+"""A line of front matter."""
+_SESSION_LINE = unnamed(rust_pattern(SESSION_LINE))
+
+
+@lru_cache(maxsize=1 << 16)
+def row_of(line: str) -> Row:
+    """The line read as ``fences`` and ``candidates`` read it (once per distinct line)."""
+    if "```" in line or "~~~" in line:
+        m = FENCE.match(_shape(line))
+        if m is not None:
+            return Row((m["run"], m["info"]), None, False)
+    head = candidate(line, 0) if _shape(line)[:1] in ("#", "*") else None
+    exchange = line.startswith("#") and EXCHANGE.match(line) is not None
+    if head is None or exchange or not (head.role_word or head.stamp):
+        return Row(None, head, exchange)
+    return Row(None, head, exchange, head.style, head.speaker_role if head.role_word else None)
+
+
+def _closes(opened: str, run: str, info: str) -> bool:
+    return run[0] == opened[0] and len(run) >= len(opened) and not info.strip()
+
+
+def _opens(run: str, info: str) -> bool:
+    return not (run[0] == "`" and "`" in info)  # a backtick fence's info holds no backtick
+
+
+def fenced_spans(found: list[tuple[int, Row, bool]], entry: str | None) -> tuple[list[tuple[int, int]], str | None]:
+    """``fences`` over the rows of one text that may matter: (opener, closer) of each closed block (-1: a
+    block opened before the text, ``entry`` its run), and the run of the block left open at its end."""
+    spans, opener = [], (-1, entry) if entry is not None else None
+    for row, kind, _ in found:
+        if kind.fence is None:
+            continue
+        run, info = kind.fence
+        if opener is None:
+            if _opens(run, info):
+                opener = (row, run)
+        elif _closes(opener[1], run, info):
+            spans.append((opener[0], row))
+            opener = None
+    return spans, opener[1] if opener else None
+
+
+def _rows(lines: pl.Series) -> tuple[list[int], list[str]]:
+    """The rows of the lines that may matter, and their text."""
+    at = lines.str.contains(_MAY_MATTER).fill_null(False).arg_true()
+    return at.to_list(), lines.gather(at).to_list()
+
+
+@dataclass(slots=True)
+class Counts:
+    """The vocabulary's counts over some lines: candidates by style, and the flagged lines (``Markdown.starts``)
+    that are no role-word candidate."""
+
+    styles: dict[str, StyleCount] = field(default_factory=dict)
+    odd: int = 0
+
+    def add(self, line: int, kind: Row, flagged: bool) -> None:
+        if kind.style is not None:
+            s = self.styles.get(kind.style)
+            if s is None:
+                s = self.styles[kind.style] = StyleCount()
+            if kind.role is not None:
+                s.first = s.first if s.count else line
+                s.add(kind.role)
+                s.flagged += flagged
+            else:
+                s.stamped_first = s.stamped_first if s.stamped else line
+                s.stamped += 1
+        if flagged and kind.role is None:
+            self.odd += 1
+
+    def merge(self, more: Counts) -> None:
+        for style, s in more.styles.items():
+            if style in self.styles:
+                self.styles[style].merge(s)
+            else:
+                self.styles[style] = s
+        self.odd += more.odd
+
+    def flagged(self) -> int:
+        return self.odd + sum(s.flagged for s in self.styles.values())
+
+
+@dataclass(slots=True)
+class Fold:
+    """The counts of an input's lines read so far, fences resolved as far as the lines read allow: the
+    lines after a fence that is not closed yet are counted apart (``open``), hidden if it closes, counted
+    if it never does (a fence never closed hides nothing)."""
+
+    done: Counts = field(default_factory=Counts)
+    fence: str | None = None
+    open: Counts = field(default_factory=Counts)
+
+    def feed(self, rows: list[tuple[int, Row, bool]]) -> None:
+        """The rows (line, what it is, flagged) that follow, in order."""
+        for line, kind, flagged in rows:
+            if kind.fence is None:
+                (self.open if self.fence else self.done).add(line, kind, flagged)
+            elif self.fence is None:
+                self.fence = kind.fence[0] if _opens(*kind.fence) else None
+            elif _closes(self.fence, *kind.fence):
+                self.done.odd += self.open.flagged()  # hidden: its flagged lines start no turn
+                self.fence, self.open = None, Counts()
+
+    def total(self) -> Counts:
+        out = Counts()
+        out.merge(self.done)
+        out.merge(self.open)
+        return out
+
+
+@dataclass(slots=True)
+class PageSurvey(Survey):
+    """What a Markdown transcript's role labels tell of it as a whole (``Markdown.survey``): the styles that
+    start turns are decided from all of them, fences resolved across the pieces; what the chunks of a
+    streamed read carry from one to the next (an open fence, the preamble's model, the turns read)."""
+
+    lines: int
+    text: str | None
+    """The piece's text, until it is counted (``census``: only a streamed read asks)."""
+    first_line: int
+    segments: list | Exception | None = None
+    """The sessions' segments with their zone and model, of a text that starts its input (a streamed
+    input's: its first block's, its one session's span running on to the input's end)."""
+    turns: int = 0
+    why: str | None = None
+    rows: list | None = None
+    """The piece's rows that may matter, until added to the pieces before it (a fence open there rereads them)."""
+    fold: Fold | None = None
+    exchange: int | None = None
+    """The line of the first exchange heading."""
+    decided: tuple | None = None
+    fence: str | None = None
+    """The run of a fence open at the end of the chunks read (it never closes: ``whole_only``)."""
+    head_read: bool = False
+    model: ModelRef | None = None
+    unread: list[int] | None = None
+    """Each session's turns whose time could not be read, so far."""
+
+    def census(self) -> PageSurvey:
+        if self.fold is None:  # counted now, on this thread
+            text, self.text = self.text, None
+            lines = split_lines(text)
+            body = front_matter(text)[1] if self.first_line == 1 else 0
+            front = text.count("\n", 0, body)  # front matter rows: no candidate, a flagged one starts no turn
+            self.why = _why_whole(text, lines.slice(front), self.first_line, body, self.segments)
+            at, found = _rows(lines)
+            flags = Markdown.starts(pl.Series(found, dtype=pl.Utf8)).to_list()
+            kinds = [(self.first_line + r, row_of(line) if r >= front else _FRONT, f)
+                     for r, line, f in zip(at, found, flags, strict=True)]
+            self.rows = [k for k in kinds if k[2] or k[1].fence or k[1].style or k[1].exchange]
+            self.turns = sum(flags)
+            self.exchange = next((line for line, kind, _ in self.rows if kind.exchange), None)
+            self.fold = Fold()
+            self.fold.feed(self.rows)
+        return self
+
+    def then(self, more: PageSurvey) -> PageSurvey:
+        """This survey, the next block's added (in place)."""
+        self.census()
+        more.census()
+        if self.fold.fence is None:
+            self.fold.done.merge(more.fold.done)
+            self.fold.fence, self.fold.open = more.fold.fence, more.fold.open
+        else:  # a fence open here: the next block's rows are read again after it
+            self.fold.feed(more.rows)
+        self.rows = more.rows = None
+        self.lines = more.lines
+        self.turns += more.turns
+        self.exchange = self.exchange if self.exchange is not None else more.exchange
+        self.why = self.why or more.why
+        self.decided = None
+        if isinstance(self.segments, list):  # the first block's: its session runs on
+            for seg, _, _ in self.segments:
+                seg.span = (seg.span[0], max(more.lines, seg.span[0]))
+        return self
+
+    def _decided(self) -> tuple[set[str] | None, Counts]:
+        if self.decided is None:
+            counts = self.census().fold.total()
+            worded = any(s.count for s in counts.styles.values())
+            self.decided = (role_styles(counts.styles) if worded else None), counts
+        return self.decided
+
+    @property
+    def styles(self) -> set[str] | None:
+        """The styles that start turns (None: no role word, or not decided from the whole input)."""
+        return self.decided[0] if self.decided is not None else None
+
+    @property
+    def counted(self) -> int:
+        styles, counts = self._decided()
+        return sum(counts.styles[st].count + counts.styles[st].stamped for st in styles or ())
+
+    @property
+    def whole_only(self) -> str | None:
+        styles, counts = self._decided()
+        if self.why is not None:
+            return f"{self.why}: the Markdown transcript is read whole"
+        if styles is None:
+            return "no role heading or label: the Markdown transcript is read whole"
+        if counts.odd or any(s.flagged for st, s in counts.styles.items() if st not in styles):
+            return ("a role label that starts no turn (in fenced code, or of a style the turns do not use): "
+                    "the Markdown transcript is read whole")
+        first = min(min(s.first if s.count else 1 << 62, s.stamped_first if s.stamped else 1 << 62)
+                    for st, s in counts.styles.items() if st in styles)
+        if self.exchange is not None and self.exchange < first:
+            return "numbered exchange headings: the Markdown transcript is read whole"
+        return None
+
+
+def _why_whole(text: str, after: pl.Series, first: int, body: int, segs: list | Exception | None) -> str | None:
+    """Why a piece of a Markdown transcript (from line ``first``, its front matter ending at ``body``, its
+    lines ``after`` it) makes it one to read whole."""
+    if isinstance(segs, Exception):
+        return "its front matter cannot be read"
+    if first == 1 and text.startswith("---") and not body:  # the block may end inside the front matter
+        return "front matter not closed in the first block"
+    if after.str.contains(_SESSION_LINE).any():
+        return "a Session line"
+    return None
+
+
+def _segments(text: str, name: str) -> list | Exception:
+    """The sessions' segments, each with its front matter's zone and model; the failure of this source's
+    own decision, for it alone."""
+    try:
+        return [(seg, *_front(seg.front)) for seg in segments(text, name)]
+    except Exception as exc:  # raised where this source's sessions are taken (``Markdown.sessions``)
+        return exc
+
+
+def _front(front: dict[str, str]) -> tuple[ZoneInfo | None, ModelRef | None]:
+    zone = ZoneInfo(front["timezone"]) if front.get("timezone") else None
+    return zone, parse_model_spec(front["model"]) if front.get("model") else None
+
+
+@dataclass(slots=True)
+class Page:
+    """A session's text (or a chunk of it) in the table the turns are read from."""
+
+    owner: int
+    """The input's place in the batch."""
+    session: int
+    """The session's place among the input's."""
+    text: columns.Text
+    styles: set[str] | None = None
+    """The styles the whole input decided (a streamed chunk), else None: the session decides."""
+    fence: str | None = None
+    fresh: bool = True
+    """Whether the text holds the session's first lines (its preamble)."""
+    plain: bool = False
+    """Whether the text is all of its input's one session, or a chunk of it: the survey carries its state."""
 
 
 @register
-class Markdown(Grammar):
+class Markdown(LineGrammar):
     name = "markdown"
     detect_needs = ("#", "*")  # a turn starts at a line opening with a heading or a bold label
     specificity = 1
@@ -426,72 +715,177 @@ class Markdown(Grammar):
         rest = sum(1 for ln in lines[head:] if ln.strip())
         return (front + furniture + rest) / (front + len(loose) + rest)
 
-    def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
-        text = source.text
-        all_lines = text.split("\n")
-        for seg in segments(text, source.name):
-            yield self._session(text, all_lines, seg)
+    # The role labels (``TURN_SHAPE``, tested without captures): a streamed transcript has no such line
+    # that starts no turn (``PageSurvey.whole_only``), so these are turn starts.
+    starts = staticmethod(line_test(TURN_SHAPE))
+    """(``TURN_SHAPE`` is in the syntax both regex engines read alike, over one line: ``columns.rust_pattern``
+    refuses its classes, written for Python's multi-line matching, as if they could match a line end.)"""
 
-    def _session(self, text: str, all_lines: list[str], seg) -> ParsedSession:
-        front = seg.front
-        zone = ZoneInfo(front["timezone"]) if front.get("timezone") else None
-        default_model = parse_model_spec(front["model"]) if front.get("model") else None
-        first, last = seg.first_line, seg.span[1]
-        lines = all_lines[first - 1:last]
-        if lines and seg.session_id is not None and seg.id_source == "source:session-line":
-            lines[0] = ""  # the Session line itself is declared by the segment
-        session = ParsedSession(seg.session_id, seg.id_source, [], raw=text[seg.start:seg.end],
-                                lines=seg.span, regions=list(seg.regions))
-        session.title = front.get("title")
-        if zone:
-            session.assumptions.append(f"timestamps without a zone are in {zone.key} (front matter)")
-        fenced = fences(lines)
-        starts = turns_of(lines, first, fenced)
-        session.shaped = _shaped_text(lines, first, starts, fenced)
-        head = (starts[0].line if starts else last + 1) - first
-        session.regions += _regions(lines[:head], first)
-        if session.title is None:
-            session.title = next((t["title"] for ln in lines[:head] if (t := _TITLE.match(ln))), None)
-        if default_model is None:  # an exporter's "Model: ..." line before the first turn
-            stated = next((m["model"] for ln in lines[:head] if (m := _MODEL_LINE.match(ln))), None)
-            default_model = parse_model_spec(stated) if stated else None
-        unread = 0
-        for i, c in enumerate(starts):
-            end = (starts[i + 1].line if i + 1 < len(starts) else last + 1) - first
-            block = lines[c.line - first:end]
-            cut = len(block) - _tail(block, i + 1 == len(starts))
-            session.regions += _regions(block[cut:], c.line + cut, _TAIL_REASON)
-            turn = self._turn(c, block[:cut], zone, default_model)
-            unread += turn.time is None and turn.time_raw is not None
-            session.turns.append(turn)
-        session.regions.sort(key=lambda r: r.lines)
-        if unread:
-            session.warnings.append(f"{unread} turn times could not be read: time left empty, raw text kept")
-        return session
+    def survey(self, sources: list[SourceText], table: LineTable, first_lines: list[int]) -> list[PageSurvey]:
+        """Each text's line count and, for a text that starts its input, its sessions' segments; its role
+        labels are counted when asked (``PageSurvey.census``: a streamed read's pre-pass)."""
+        return [PageSurvey(first + line_count(text) - 1, text, first, _segments(text, s.name) if first == 1 else None)
+                for s, text, first in zip(sources, table.texts, first_lines, strict=True)]
 
-    @staticmethod
-    def _turn(c: Candidate, block: list[str], zone: ZoneInfo | None, default_model: ModelRef | None) -> Turn:
-        body = block[1:]
-        if c.rest:
-            body = [c.rest, *body]
-        if c.inline == "quote":
-            body = [_UNQUOTE.sub("", ln) for ln in block]
-        elif c.inline == "text":
-            body = block
-        stamp = c.stamp
-        lead = next((i for i, ln in enumerate(body) if ln.strip()), None)
-        if stamp is None and lead is not None and (tag := TIME_TAG.match(body[lead])):
-            stamp, body = tag["dt"], body[lead + 1:]  # an exporter's <time datetime=...> line
-        content = "\n".join(body).strip("\n")
-        role = c.speaker_role
-        model = c.model if c.model is not None or role != "assistant" else default_model
-        when = parse_iso(stamp) if stamp else None
-        if when is not None and when.tzinfo is None and zone is not None:
-            when = when.replace(tzinfo=zone)
-        kind = {"system": "system", "tool": "tool_result"}.get(role, "message")
-        return Turn(c.name, role, content, when, stamp, model, kind, (c.line, c.line + max(len(block) - 1, 0)))
+    def sessions(self, source: SourceText, survey: PageSurvey) -> list[ParsedSession]:
+        if isinstance(survey.segments, Exception):
+            raise survey.segments
+        return [segment_session(source.text, seg, zone and zone.key) for seg, zone, _ in survey.segments]
+
+    def frames(self, sources: list[SourceText], table: LineTable, surveys: list[PageSurvey],
+               sessions: list[list[ParsedSession]], first_lines: list[int]) -> list[list[columns.Chunk]]:
+        """Each session's turn frame from one table of every session's lines (a streamed chunk: the chunk's
+        table), each session read with its own vocabulary, fences and preamble; a streamed chunk with the
+        whole input's vocabulary and the fence, model and turns carried on the survey."""
+        read, pages = _pages(table, surveys, sessions, first_lines)
+        starts = _turn_starts(read, pages, sessions)
+        chunks = columns.turn_frames(read, starts, [p.text for p in pages], MARKS)
+        out: list[list[columns.Chunk]] = [[] for _ in surveys]
+        for page, chunk in zip(pages, chunks, strict=True):
+            survey = surveys[page.owner]
+            survey.unread = survey.unread or [0] * len(sessions[page.owner])
+            survey.unread[page.session] += chunk.unread
+            if page.plain:  # what the next chunk of a streamed input reads on with
+                survey.fence, survey.head_read, survey.model = page.fence, True, page.text.model
+            sessions[page.owner][page.session].regions.extend(chunk.regions)
+            out[page.owner].append(chunk)
+        return out
+
+    def conclude(self, sessions: list[ParsedSession], source: SourceText, survey: PageSurvey, chunks: list) -> None:
+        for session, unread in zip(sessions, survey.unread or [0] * len(sessions), strict=True):
+            session.regions.sort(key=lambda r: r.lines)
+            if unread:
+                session.warnings.append(f"{unread} turn times could not be read: time left empty, raw text kept")
 
     def count_turns(self, raw: Any) -> int:
         """Its own line scan over the session's text: role candidates outside fences, under the
         session's vocabulary."""
         return len(turns_of(raw.split("\n"), 1))
+
+
+def _plain(segs: list, text: str) -> bool:
+    """Whether a text is one session with no front matter or Session line."""
+    seg = segs[0][0]
+    return len(segs) == 1 and seg.start == 0 and seg.end == len(text) and not seg.regions and not seg.front
+
+
+def _pages(table: LineTable, surveys: list[PageSurvey], sessions: list[list[ParsedSession]], first_lines: list[int]
+           ) -> tuple[LineTable, list[Page]]:
+    """The table of every session's lines (the table itself when each text is one plain session) and its
+    texts; an input whose sessions failed has none."""
+    if table.texts is None:  # a streamed chunk
+        return _chunk_page(table, surveys[0], first_lines[0])
+    pages, cut = [], []
+    for i, survey in enumerate(surveys):
+        if not sessions[i]:
+            continue
+        segs = survey.segments
+        if _plain(segs, table.texts[i]):
+            pages.append(Page(i, 0, columns.Text(first_lines[i], True), plain=True))
+            cut.append(None)
+            continue
+        for k, (seg, zone, model) in enumerate(segs):
+            pages.append(Page(i, k, columns.Text(seg.first_line, True, zone, model)))
+            cut.append(seg)
+    if all(seg is None for seg in cut) and len(pages) == len(table):
+        read = table
+    else:
+        read = LineTable.of([table.texts[p.owner] if seg is None else table.texts[p.owner][seg.start:seg.end]
+                             for p, seg in zip(pages, cut, strict=True)])
+    return read, pages
+
+
+def _chunk_page(table: LineTable, survey: PageSurvey, first: int) -> tuple[LineTable, list[Page]]:
+    """A chunk of a streamed input's one session (less the input's front matter, all in its first chunk)."""
+    seg, zone, model = survey.segments[0]
+    skip = max(seg.first_line - first, 0)
+    read = LineTable.of_lines(table.lines.slice(skip)) if skip else table
+    ends = first + len(table.lines) - 1 >= survey.lines
+    text = columns.Text(first + skip, ends, zone, survey.model if survey.head_read else model)
+    return read, [Page(0, 0, text, survey.styles, survey.fence, not survey.head_read, plain=True)]
+
+
+def _turn_starts(read: LineTable, pages: list[Page], sessions: list[list[ParsedSession]]) -> list[columns.Start]:
+    """Every turn start of the table, each text's decided from its own rows that may matter (Python runs
+    for those rows only); its preamble, title, model and declared role labels given to its session."""
+    by_text: list[list[tuple[int, Row, bool]]] = [[] for _ in pages]
+    at, found = _rows(read.lines)
+    if at:
+        flags = Markdown.starts(pl.Series(found, dtype=pl.Utf8)).to_list()
+        for row, src, line, flag in zip(at, read.source.gather(at).to_list(), found, flags, strict=True):
+            by_text[src].append((row, row_of(line), flag))
+    out: list[columns.Start] = []
+    for j, page in enumerate(pages):
+        session = sessions[page.owner][page.session]
+        starts, spans = _text_starts(read, j, page, by_text[j])
+        if page.fresh:
+            _preamble(read, j, page, session, starts[0].row if starts else read.bounds[j + 1])
+        session.shaped.extend(_declared(read, j, page, by_text[j], starts, spans))
+        out.extend(starts)
+    return out
+
+
+def _text_starts(read: LineTable, j: int, page: Page, found: list[tuple[int, Row, bool]]
+                 ) -> tuple[list[columns.Start], list[tuple[int, int]]]:
+    """The turn starts of text ``j`` (its candidates outside fences under the vocabulary, then exchanges)
+    and its fenced blocks."""
+    spans, page.fence = fenced_spans(found, page.fence)
+    opener = _opener(spans)
+    first, top = page.text.first_line, read.bounds[j]
+    if page.styles is not None:
+        starts = [columns.Start(row, kind.head) for row, kind, _ in found
+                  if kind.style in page.styles and opener(row) is None]
+    else:
+        heads = [(row, kind.head) for row, kind, _ in found
+                 if kind.head is not None and not kind.exchange and opener(row) is None]
+        ranked = turn_starts([replace(c, line=first + row - top) for row, c in heads])
+        starts = [columns.Start(top + c.line - first, c) for c in ranked]
+    exchanges = [row for row, kind, _ in found if kind.exchange]
+    if exchanges and (not starts or starts[0].row > exchanges[0]):  # the exchange dialect (rare): in Python
+        known = [replace(s.head, line=first + s.row - top) for s in starts]
+        starts = [columns.Start(top + c.line - first, c, c.inline)
+                  for c in exchange_starts(read.lines_of(j).to_list(), first, known)]
+    return starts, spans
+
+
+def _opener(spans: list[tuple[int, int]]):
+    """row -> the row of the fence opening the block it is in (-1: before the text), or None."""
+    opens = [a for a, _ in spans]
+
+    def opener(row: int) -> int | None:
+        i = bisect_right(opens, row) - 1
+        return spans[i][0] if i >= 0 and row <= spans[i][1] else None
+    return opener
+
+
+def _preamble(read: LineTable, j: int, page: Page, session: ParsedSession, head: int) -> None:
+    """The lines before the first turn: declared regions, the title and the model they state."""
+    lines = read.lines.slice(read.bounds[j], head - read.bounds[j]).to_list()
+    session.regions += _regions(lines, page.text.first_line)
+    if session.title is None:
+        session.title = next((t["title"] for ln in lines if (t := _TITLE.match(ln))), None)
+    if page.text.model is None:  # an exporter's "Model: ..." line before the first turn
+        stated = next((m["model"] for ln in lines if (m := _MODEL_LINE.match(ln))), None)
+        page.text.model = parse_model_spec(stated) if stated else None
+
+
+def _declared(read: LineTable, j: int, page: Page, found: list[tuple[int, Row, bool]], starts: list[columns.Start],
+              spans: list[tuple[int, int]]) -> list[ShapedLine]:
+    """The role-label-shaped lines after the first turn that start none, declared with why: inside a
+    fenced block, or a heading style the session's turns do not use. Any other is left undeclared
+    for the census to find."""
+    if not starts:
+        return []
+    begin, at = starts[0].row, {s.row for s in starts}
+    styles = sorted({s.head.style for s in starts})
+    opener, base = _opener(spans), page.text.first_line - read.bounds[j]
+    out = []
+    for row, kind, flagged in found:
+        if row < begin or row in at or not flagged:
+            continue
+        if (opened := opener(row)) is not None:
+            out.append(ShapedLine(base + row, f"inside a fenced code block opened at line {base + opened}"))
+        elif kind.head is not None and kind.head.style not in styles:
+            out.append(ShapedLine(base + row, f"a {kind.head.style} role label in a session whose turns are "
+                                              f"{', '.join(styles)} labels"))
+    return out

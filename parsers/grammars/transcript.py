@@ -56,7 +56,7 @@ from parsers.grammars.markdown import candidate as md_candidate
 from parsers.grammars.markdown import without_said
 from parsers.linecount import LineCounts, LinePatterns
 from parsers.registry import register
-from parsers.sessions import SESSION_LINE, Segment, file_name_id, front_matter, segments
+from parsers.sessions import SESSION_LINE, Segment, file_name_id, front_matter, segment_session, segments
 from parsers.speakers import ROLE_WORDS, parse_model_spec, role_of, split_speaker
 from parsers.timeparse import parse_iso
 
@@ -215,7 +215,7 @@ class Transcript(LineGrammar):
             sid = file_name_id(source.name)
             segs = [(Segment(0, 0, 1, sid, "file-name" if sid else "none", span=(1, max(survey.lines, 1))),
                      (None, None, None))]
-        return [_new_session(source.text, seg, zone) for seg, (zone, _, _) in segs]
+        return [segment_session(source.text, seg, zone and zone.key) for seg, (zone, _, _) in segs]
 
     def frames(self, sources: list[SourceText], table: LineTable, surveys: list[TextSurvey],
                sessions: list[list[ParsedSession]], first_lines: list[int]) -> list[list[columns.Chunk]]:
@@ -393,15 +393,6 @@ def _front(front: dict[str, str]) -> tuple[ZoneInfo | None, datetime | None, Any
     day = parse_iso(f"{front['date']} 00:00:00") if front.get("date") else None
     default_model = parse_model_spec(front["model"]) if front.get("model") else None
     return zone, day, default_model
-
-
-def _new_session(text: str, seg, zone: ZoneInfo | None) -> ParsedSession:
-    session = ParsedSession(seg.session_id, seg.id_source, [], raw=text[seg.start:seg.end],
-                            lines=seg.span, regions=list(seg.regions))
-    session.title = seg.front.get("title")
-    if zone:
-        session.assumptions.append(f"timestamps without a zone are in {zone.key} (front matter)")
-    return session
 
 
 def _clock_only(count: int) -> str:

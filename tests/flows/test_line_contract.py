@@ -20,6 +20,8 @@ INPUTS = {  # a file of 40 turns of each grammar, streamed in many chunks
                           for i in range(40)]),
     "transcript": ("chat.txt", [f"[2025-01-01 10:{i:02d}:00] {'User' if i % 2 else 'Ann Lee'}: turn {i}\nmore {i}"
                                 for i in range(40)]),
+    "markdown": ("chat.md", [f"## {'Assistant' if i % 2 else 'User'}\nturn {i}\n\n### Notes\n```md\n## Summary\n```"
+                             "\n---" for i in range(40)]),
 }
 
 

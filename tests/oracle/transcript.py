@@ -17,7 +17,6 @@ from parsers.grammars.transcript import (
     _clock_only,
     _front,
     _header_shapes,
-    _new_session,
     _read_time,
     _shape,
     _speaker_label,
@@ -25,6 +24,7 @@ from parsers.grammars.transcript import (
     accepted_labels,
     sessions_of,
 )
+from parsers.sessions import segment_session
 from parsers.speakers import role_of, split_speaker
 
 
@@ -40,7 +40,7 @@ def _session(text: str, seg) -> ParsedSession:
     heads = [b.header for b in blocks if b.header is not None]
     ok = accepted_labels([(lb, bool(h["ts"] or h["iso"])) for h in heads if (lb := _speaker_label(h))])
     shapes = _header_shapes(heads)
-    session = _new_session(text, seg, zone)
+    session = segment_session(text, seg, zone and zone.key)
     clock_only = 0
     for block in blocks:
         h = block.header

@@ -26,7 +26,7 @@ COLUMNAR = list(oracle.LINE_PARSES)
 def _inputs(grammar: str) -> list[Path]:
     found = [p for p in (GOLDEN / grammar).rglob("*") if p.is_file() and not p.name.endswith(".expected.json")]
     for folder in (ROOT / "sample_logs", CONFORMANCE / "fixtures"):
-        for p in sorted(folder.rglob("*.txt")) + sorted(folder.rglob("*.log")):
+        for p in sorted(folder.rglob("*.txt")) + sorted(folder.rglob("*.log")) + sorted(folder.rglob("*.md")):
             source = decode(p.read_bytes(), p.name)
             if registry.detect(source.text[:65536], p.name, threshold=0.5).grammar == grammar:
                 found.append(p)
@@ -201,8 +201,32 @@ def test_any_mix_of_inferred_logs_in_one_table(texts):
     _one_table_reads_like_the_line_engine("inferred", [_source(t, f"log-{i}.log") for i, t in enumerate(texts)])
 
 
+_M_FRONT = st.sampled_from(["", "---\ntitle: T\nmodel: openai:gpt-4o\n---\n", "---\ntimezone: Europe/Stockholm\n---\n",
+                            "---\ntimezone: Asia/Tokyo\nsession_id: s1\n---\n", "---\ntimezone: Mars/Olympus\n---\n"])
+_M_LINE = st.sampled_from([
+    "## User", "## Assistant", "### User", "**User:** hi", "**Assistant:**", "## Summary", "```", "````", "~~~",
+    "text", "", "---", "> quoted", "### chat-1", "## Alice — 2025-01-01 10:00", "## User — 2025-01-01 10:00:00",
+    '<time datetime="2025-01-01T10:00:00">x</time>', "*Exported with X*", "[top](#a)", "Model: gpt-4o", "# Title",
+    "Session: s2", "## Assistant (openai:gpt-4o)", "## tool (browser)", "## User — Feb 1, 2026"])
+_MARKDOWN = st.tuples(_M_FRONT, st.lists(_M_LINE, max_size=16), st.booleans()).map(
+    lambda t: t[0] + "\n".join(t[1]) + ("\n" if t[2] and t[1] else ""))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_MARKDOWN, min_size=1, max_size=5))
+@example(["---\ntimezone: Europe/Stockholm\n---\n## User — 2025-01-01 10:00:00\na\n## Assistant\nb\n",
+          "---\ntimezone: Mars/Olympus\n---\n## User\na\n", "", "# T\nModel: gpt-4o\n**User:** a\n**Assistant:**\nb\n",
+          "## User\na\nSession: s2\n### chat-1\n> q\nanswer\n"])
+def test_any_mix_of_markdown_transcripts_in_one_table(texts):
+    """Markdown transcripts with and without front matter (a zone, a model, a zone that fails), sessions,
+    fences, exchanges, other heading styles: one table, each source its own sessions or failure."""
+    _one_table_reads_like_the_line_engine("markdown", [_source(t, f"chat-{i}.md") for i, t in enumerate(texts)])
+
+
 _T_BATCH = ["User: hi\nAssistant: yo\n", "---\ndate: 2025-08-24\n---\n[10:00] Ann: a\n[10:01] Bob: b\n",
             "Session: one\nUser: a\nSession: two\nUser: b\n", ""]
+_M_BATCH = ["## User\nhi\n## Assistant\nyo\n", "---\ntimezone: Asia/Tokyo\n---\n## User — 2025-01-01 10:00\na\n",
+            "Session: one\n**User:** a\nSession: two\n**User:** b\n", ""]
 _I_BATCH = ["<<2024/03/01 10:00>> alice | a\n<<2024/03/01 10:01>> bob | b\n<<2024/03/01 10:02>> alice | c\n",
             "#41 [maria] a\n#42 [jon] b\n#43 [maria] c\n",
             "<<2024/03/02 10:00>> carol | a\n<<2024/03/02 10:01>> dave | b\nmore\n<<2024/03/02 10:02>> carol | c\n",
@@ -212,6 +236,7 @@ _I_BATCH = ["<<2024/03/01 10:00>> alice | a\n<<2024/03/01 10:01>> bob | b\n<<202
 @pytest.mark.parametrize(("grammar", "module", "step", "texts", "tables"), [
     ("transcript", "parsers.grammars._transcript_columns", "header_rows", _T_BATCH, 1),
     ("inferred", "parsers.grammars.inferred", "line_headers", _I_BATCH, 2),  # two learnt headers
+    ("markdown", "parsers.grammars._markdown_columns", "turn_frames", _M_BATCH, 1),
 ])
 def test_a_batch_is_one_table_per_step(grammar, module, step, texts, tables, monkeypatch):
     """The header pattern runs once over the whole batch (once per distinct learnt header), not per input."""

