@@ -514,21 +514,34 @@ def _only(refs: list[ingest.InputRef], keys: list[str], run_id: str, settings: S
     return found
 
 
+@contextmanager
+def untagged():
+    """Task runs submitted inside carry no tags (the flow run keeps its own). Prefect asks its API for
+    tag-based concurrency slots before each tagged task run begins: a round trip per shard while its
+    worker waits, up to 2 s on a loaded server, for limits this pipeline never sets."""
+    from prefect.context import TagsContext
+
+    with TagsContext(current_tags=set()):
+        yield
+
+
 def _prefect_runners(out_root: Path, settings: Settings, force: bool, allow_shrink: bool, run_id: str, logger):
     """Shards and merges as Prefect task runs on this flow run's task runner (the local pool)."""
 
     def submit(shards, companions, ledger_path):
         shard = shard_task(settings)
         shared = Opaque(companions)
-        futures = [shard.submit(Opaque(s), str(out_root), settings, shared, ledger_path, force, allow_shrink,
-                                run_id) for s in shards]
+        with untagged():
+            futures = [shard.submit(Opaque(s), str(out_root), settings, shared, ledger_path, force, allow_shrink,
+                                    run_id) for s in shards]
         for i, fut in enumerate(as_completed(futures), 1):  # each shard recorded as soon as it is done
             yield _logged(fut.result(), i, len(futures), logger)
 
     def merge(groups, ledger_path):
         task_ = process_merge.with_options(retries=settings.task_retries, retry_condition_fn=only_transient)
-        futures = [task_.submit(Opaque(g), str(out_root), settings, ledger_path, run_id, allow_shrink)
-                   for g in groups]
+        with untagged():
+            futures = [task_.submit(Opaque(g), str(out_root), settings, ledger_path, run_id, allow_shrink)
+                       for g in groups]
         for fut in as_completed(futures):
             yield fut.result()
 

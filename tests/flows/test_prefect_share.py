@@ -1,0 +1,26 @@
+"""Prefect's share of a run: what the flow asks of Prefect beyond the core's work (docs/rerun.md)."""
+
+from __future__ import annotations
+
+import prefect.concurrency._sync as concurrency
+
+from flows.pipeline import run_archive
+from models.settings import Settings
+
+TRANSCRIPT = "User: hi\nAssistant: hello {}\n"
+
+
+def test_shard_tasks_ask_prefect_for_no_concurrency_slots(prefect_harness, tmp_path, monkeypatch):
+    """The flow run is tagged (``run_archive``), its shard task runs are not: a tagged task run costs an
+    API round trip for tag-based concurrency slots before its shard begins."""
+    src = tmp_path / "in"
+    src.mkdir()
+    for i in range(3):
+        (src / f"t{i}.txt").write_text(TRANSCRIPT.format(i))
+    asked = []
+    real = concurrency.acquire_concurrency_slots_with_lease
+    monkeypatch.setattr(concurrency, "acquire_concurrency_slots_with_lease",
+                        lambda names, *a, **kw: asked.append(names) or real(names, *a, **kw))
+    summary = run_archive([src], tmp_path / "out", Settings(shard_files=1))
+    assert summary.shards == 3 and summary.counts.sessions_ok == 3
+    assert asked == []
