@@ -73,6 +73,8 @@ def summary_markdown(summary: RunSummary, slowest: list[FileRecord]) -> str:
         f"| {c.files} | {c.files_skipped} | {c.files_quarantined} | {c.sessions_ok} "
         f"| {c.sessions_partial} | {c.sessions_quarantined} | {summary.seconds:.2f} |",
         "",
+        f"Current tables: {summary.published}.",
+        "",
         "## Quarantine reasons",
         "",
     ]

@@ -24,3 +24,14 @@ def test_shard_tasks_ask_prefect_for_no_concurrency_slots(prefect_harness, tmp_p
     summary = run_archive([src], tmp_path / "out", Settings(shard_files=1))
     assert summary.shards == 3 and summary.counts.sessions_ok == 3
     assert asked == []
+
+
+def test_the_summary_artifact_says_what_became_of_the_current_tables():
+    from audit.publication import Published
+    from flows.artifacts import summary_markdown
+    from flows.summary import RunSummary
+    from models.status import RunCounts, RunStatus
+
+    summary = RunSummary("r1", RunStatus.COMPLETED, RunCounts(files=3, files_skipped=3), [], 0.5, 0, 0, 0, "l",
+                         published=Published.RUN_ONLY)
+    assert "Current tables: unchanged: only the runs table took the run." in summary_markdown(summary, [])
