@@ -85,6 +85,11 @@ class Inputs:
         """A run's inputs, in key order."""
         return fetch(self.db, FileRecord, "SELECT * FROM files WHERE run_id=? ORDER BY source_key", (run_id,))
 
+    def slowest(self, run_id: str, n: int) -> list[FileRecord]:
+        """A run's ``n`` slowest inputs, slowest first (ties in key order)."""
+        return fetch(self.db, FileRecord, "SELECT * FROM files WHERE run_id=? AND seconds IS NOT NULL "
+                     "ORDER BY seconds DESC, source_key LIMIT ?", (run_id, n))
+
     def read_at(self, sha256: str) -> list[SourceSeen]:
         """Where inputs with these bytes were read: source path and the run that read it, newest first."""
         return fetch(self.db, SourceSeen, "SELECT DISTINCT f.source_path, f.run_id, r.args FROM files f JOIN runs r "

@@ -35,3 +35,24 @@ def test_the_summary_artifact_says_what_became_of_the_current_tables():
     summary = RunSummary("r1", RunStatus.COMPLETED, RunCounts(files=3, files_skipped=3), [], 0.5, 0, 0, 0, "l",
                          published=Published.RUN_ONLY)
     assert "Current tables: unchanged: only the runs table took the run." in summary_markdown(summary, [])
+
+
+
+
+def test_the_slowest_files_are_asked_of_the_ledger_not_sorted_from_every_row(tmp_path, monkeypatch):
+    from audit.ledger import FileRow, Ledger
+    from audit.ledger.inputs import Inputs
+    from flows import artifacts
+    from models.status import FileStatus
+
+    path = tmp_path / "ledger.sqlite"
+    ledger = Ledger(path)
+    try:
+        ledger.runs.start("r1", "2026-11-28T00:00:00Z", {}, "fp", "1")
+        ledger.inputs.record("r1", "fp", [FileRow(f"k{i}", f"k{i}", "h", 1, None, FileStatus.OK, [], "", 1, s)
+                                          for i, s in enumerate([0.5, 2.0, 0.1, 2.0, 1.0])], [])
+    finally:
+        ledger.close()
+    monkeypatch.setattr(Inputs, "of_run", lambda *a: (_ for _ in ()).throw(AssertionError("every row read")))
+    slowest = artifacts.slowest_files(str(path), "r1", 3)
+    assert [(f.source_key, f.seconds) for f in slowest] == [("k1", 2.0), ("k3", 2.0), ("k4", 1.0)]
