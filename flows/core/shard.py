@@ -215,8 +215,8 @@ def _file_row(ref: ingest.InputRef, outcome: FileOutcome, context_sha: str | Non
 
 
 def note_row(ref: ingest.InputRef, status: FileStatus, detail: str, sha: str | None = None,
-              context_sha: str | None = None) -> FileRow:
-    return FileRow(ref.key, ref.recorded, sha, ref.size, None, status, [], detail, 0, 0.0, context_sha)
+              context_sha: str | None = None, raw_sha: str | None = None) -> FileRow:
+    return FileRow(ref.key, ref.recorded, sha, ref.size, None, status, [], detail, 0, 0.0, context_sha, raw_sha)
 
 
 HELD_INPUTS = 1000

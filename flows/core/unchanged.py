@@ -15,7 +15,7 @@ as before, which reads it and records what it is.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from audit.ledger import FileRow, Ledger, PriorRuns
 from models.errors import IngestError
@@ -52,6 +52,15 @@ class Check:
     settings: Settings
     fingerprint: str
     inputs: ShardInputs
+    contexts: dict[str, str | None] = field(default_factory=dict)
+
+    def context(self, ref: ingest.InputRef) -> str | None:
+        """The companions' hash of the input's folder, asked once per folder (by its key's text: the
+        shard's lookup builds a path per input)."""
+        folder = ref.key.rpartition("/")[0]
+        if folder not in self.contexts:
+            self.contexts[folder] = self.inputs.context(ref)[1]
+        return self.contexts[folder]
 
 
 def prove(refs: list[ingest.InputRef], settings: Settings, ledger: Ledger,
@@ -86,7 +95,7 @@ def _proven(ref: ingest.InputRef, check: Check) -> list[FileRow] | None:
         if ref.parts:
             return _group(ref, check)
         shas = _shas(ref, check)
-        context = check.inputs.context(ref)[1]
+        context = check.context(ref)
     except (IngestError, OSError):  # its shard reads it again and records why it cannot
         return None
     if shas is None or not check.prior.unchanged(ref.key, shas[0], check.fingerprint, context):
@@ -99,7 +108,7 @@ def _group(ref: ingest.InputRef, check: Check) -> list[FileRow] | None:
     prior = check.prior
     if prior.held(ref.key) or any(p.problem or not prior.sized(p.key, p.size) for p in ref.parts):
         return None
-    context = check.inputs.context(ref.parts[0])[1]
+    context = check.context(ref.parts[0])
     found = [(p, _whole(p, check)) for p in ref.parts]
     if not all(prior.unchanged(p.key, shas[0], check.fingerprint, context) for p, shas in found):
         return None
@@ -108,7 +117,7 @@ def _group(ref: ingest.InputRef, check: Check) -> list[FileRow] | None:
 
 def _skipped(ref: ingest.InputRef, shas: tuple[str, str], context: str | None) -> FileRow:
     """The skipped row of an input proven unchanged: its text's sha256 and its raw bytes'."""
-    return replace(note_row(ref, FileStatus.SKIPPED, UNCHANGED, shas[0], context), raw_sha256=shas[1])
+    return note_row(ref, FileStatus.SKIPPED, UNCHANGED, shas[0], context, shas[1])
 
 
 def _shas(ref: ingest.InputRef, check: Check) -> tuple[str, str] | None:
