@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 import uuid
 from dataclasses import dataclass
 from enum import StrEnum
@@ -177,7 +178,8 @@ def _documents_there(out_root: Path, sessions: list[Path]) -> bool:
     """Whether every document the published sessions name is still on disk (one removed by hand is no
     longer current: the tables must drop it)."""
     paths = pl.concat([pl.read_parquet(f, columns=["output_path"]) for f in sessions])["output_path"]
-    return all((out_root / p).is_file() for p in paths)
+    root = str(out_root)
+    return all(os.path.isfile(os.path.join(root, p)) for p in paths)  # os.path: a Path per document costs 3x
 
 
 @dataclass(frozen=True, slots=True)
