@@ -37,8 +37,6 @@ def test_the_summary_artifact_says_what_became_of_the_current_tables():
     assert "Current tables: unchanged: only the runs table took the run." in summary_markdown(summary, [])
 
 
-
-
 def test_the_slowest_files_are_asked_of_the_ledger_not_sorted_from_every_row(tmp_path, monkeypatch):
     from audit.ledger import FileRow, Ledger
     from audit.ledger.inputs import Inputs
