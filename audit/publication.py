@@ -14,15 +14,18 @@ the turns and are rewritten whole.
 ``manifest.json`` names every file and holds the stamp (the state of the ledger they hold); it is
 replaced last and atomically, so a reader sees one publication whole. Files of the publication
 before stay one more publication (a reader may still be reading them), then go. Without a manifest
-of this layout's version and bucket count, a publication rebuilds every bucket.
+of this layout's version and bucket count, a publication rebuilds every bucket. A run that changed
+nothing but its own row (every input skipped or only noted) rewrites no table but ``runs`` (``publish_run``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
+import os
 import uuid
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 import orjson
@@ -76,6 +79,11 @@ class Manifest:
     def files(self, folder: Path) -> dict[str, list[Path]]:
         return {t: [folder / name for _, name in sorted(parts.items())] for t, parts in self.tables.items()}
 
+    def complete(self, folder: Path) -> bool:
+        """Whether it names a file of every table and each of its files is there."""
+        files = self.files(folder)
+        return set(files) == set(current.TABLES) and all(p.is_file() for paths in files.values() for p in paths)
+
     def names(self) -> set[str]:
         return {name for parts in self.tables.values() for name in parts.values()}
 
@@ -84,12 +92,9 @@ def published(out_root: Path, ledger: Ledger) -> dict[str, list[Path]] | None:
     """The published table files when they hold the ledger's current state, else None."""
     folder = out_root / current.CURRENT
     manifest = Manifest.read(folder)
-    if manifest is None or manifest.stamp != orjson.loads(current.Stamp.of(ledger).dumps()):
+    if manifest is None or manifest.stamp != stamp(ledger):
         return None
-    files = manifest.files(folder)
-    if set(files) != set(current.TABLES) or not all(p.is_file() for paths in files.values() for p in paths):
-        return None
-    return files
+    return manifest.files(folder) if manifest.complete(folder) else None
 
 
 def state(out_root: Path, ledger: Ledger, known: current.Known | None = None) -> pl.DataFrame:
@@ -120,7 +125,7 @@ def publish(out_root: Path, ledger: Ledger, *, full: bool = False) -> list[Path]
     bucket with ``full`` or without a manifest), the ledger's tables, then the manifest."""
     folder = out_root / current.CURRENT
     folder.mkdir(parents=True, exist_ok=True)
-    stamp = orjson.loads(current.Stamp.of(ledger).dumps())
+    now = stamp(ledger)
     previous = Manifest.read(folder)
     before = None if full else previous
     generation = uuid.uuid4().hex[:12]
@@ -129,10 +134,52 @@ def publish(out_root: Path, ledger: Ledger, *, full: bool = False) -> list[Path]
     for name, frame in current.ledger_tables(out_root, ledger).items():
         tables[name] = {"": write_file(frame, folder, f"{name}-{generation}.parquet")}
         written.append(folder / tables[name][""])
-    manifest = Manifest(stamp, tables)
+    manifest = Manifest(now, tables)
     atomic_write(folder / MANIFEST, manifest.dumps())
     sweep(folder, manifest.names() | (previous.names() if previous else set()))
     return written
+
+
+class Published(StrEnum):
+    """What a run's publication of the current tables did."""
+
+    REWRITTEN = "rewritten"  # the buckets of the documents that changed, and the ledger's tables
+    RUN_ONLY = "unchanged: only the runs table took the run"  # nothing else changed (``publish_run``)
+    UNPUBLISHED = "not published"  # they could not be written: readers build them from the ledger
+
+
+def stamp(ledger: Ledger) -> dict:
+    """The ledger's state as a manifest's stamp holds it."""
+    return orjson.loads(current.Stamp.of(ledger).dumps())
+
+
+def publish_run(out_root: Path, ledger: Ledger, before: dict) -> list[Path] | None:
+    """The publication of a run that changed no document and no ledger table but ``runs`` (it recorded
+    only skipped or noted inputs): when the published tables hold the ledger as it was before the run
+    (``before``, its stamp then), no revision came since and every document they name is still there,
+    only the runs table and the manifest are written, every other file kept as it is. None when that
+    does not hold: ``publish`` is needed."""
+    folder = out_root / current.CURRENT
+    previous = Manifest.read(folder)
+    now = stamp(ledger)
+    if previous is None or previous.stamp != before or now["revisions"] != before["revisions"]:
+        return None
+    if not previous.complete(folder) or not _documents_there(out_root, previous.files(folder)["sessions"]):
+        return None
+    tables = {t: dict(parts) for t, parts in previous.tables.items()}
+    tables["runs"] = {"": write_file(current.runs(ledger), folder, f"runs-{uuid.uuid4().hex[:12]}.parquet")}
+    manifest = Manifest(now, tables)
+    atomic_write(folder / MANIFEST, manifest.dumps())
+    sweep(folder, manifest.names() | previous.names())
+    return [folder / tables["runs"][""]]
+
+
+def _documents_there(out_root: Path, sessions: list[Path]) -> bool:
+    """Whether every document the published sessions name is still on disk (one removed by hand is no
+    longer current: the tables must drop it)."""
+    paths = pl.concat([pl.read_parquet(f, columns=["output_path"]) for f in sessions])["output_path"]
+    root = str(out_root)
+    return all(os.path.isfile(os.path.join(root, p)) for p in paths)  # os.path: a Path per document costs 3x
 
 
 @dataclass(frozen=True, slots=True)

@@ -164,6 +164,7 @@ def reconstruct(paths: list[ingest.Root], out_root: Path, settings: Settings, *,
         ledger.hold_reserve()
         _end_runs_left_running(ledger)
         cleaned = _clean_after_unfinished(out_root, ledger)
+        before = publication.stamp(ledger)  # what the published tables must hold for a run that changes nothing
         ledger.runs.start(run_id, _now(),
                          {"paths": [str(p) for p in paths], "out": str(out_root), "force": force,
                           "allow_shrink": allow_shrink, "pid": os.getpid(), "host": socket.gethostname(),
@@ -214,7 +215,7 @@ def reconstruct(paths: list[ingest.Root], out_root: Path, settings: Settings, *,
         ending = RunStatus.INTERRUPTED if interrupted else RunStatus.COMPLETED
         counts = ledger.runs.finish(run_id, _now(), ending, seconds)
         quarantined = ledger.quarantine.of_run(run_id)
-        unpublished = _publish(out_root, run_id, ledger)
+        published, unpublished = _publish(out_root, run_id, ledger, before if _changed_nothing(counts) else None)
     except BaseException as exc:
         _end_unfinished(exc, Ending(ledger, out_root, run_id, settings, started), pending, flight)
         raise
@@ -222,7 +223,7 @@ def reconstruct(paths: list[ingest.Root], out_root: Path, settings: Settings, *,
         emit.clear_stop(out_root)
         ledger.close()
     return RunSummary(run_id, ending, counts, quarantined, seconds, len(shards), written, cleaned, str(lpath),
-                      unpublished)
+                      unpublished, published)
 
 
 def _skip_unchanged(refs: list[ingest.InputRef], run_id: str, settings: Settings, ledger: Ledger,
@@ -236,17 +237,29 @@ def _skip_unchanged(refs: list[ingest.InputRef], run_id: str, settings: Settings
     return proof.rest, len(proof.rows)
 
 
-def _publish(out_root: Path, run_id: str, ledger: Ledger) -> str | None:
-    """Publish the current tables an auditor queries (audit/publication.py); when they cannot be written,
-    the reason is recorded in the ledger (meta ``datasets_unpublished:<run>``) and returned: the run's
-    documents stand, and readers build the tables from the ledger (the published stamp is stale)."""
+def _changed_nothing(counts: RunCounts) -> bool:
+    """Whether a run recorded only skipped or noted inputs: no session, no failure, no input gone."""
+    noted = counts.files_skipped + counts.files_companion + counts.files_ignored
+    return counts.files == noted and not (counts.files_failed or counts.sessions_ok or counts.sessions_partial
+                                          or counts.sessions_quarantined)
+
+
+def _publish(out_root: Path, run_id: str, ledger: Ledger,
+             before: dict | None) -> tuple[publication.Published, str | None]:
+    """Publish the current tables an auditor queries (audit/publication.py): only the runs table when the
+    run changed nothing else (``before``: the ledger's stamp when it started, None when it changed
+    something). When they cannot be written, the reason is recorded in the ledger (meta
+    ``datasets_unpublished:<run>``) and returned: the run's documents stand, and readers build the
+    tables from the ledger (the published stamp is stale)."""
     try:
+        if before is not None and publication.publish_run(out_root, ledger, before) is not None:
+            return publication.Published.RUN_ONLY, None
         publication.publish(out_root, ledger)
     except (OSError, pl.exceptions.PolarsError) as exc:
         reason = f"{type(exc).__name__}: {exc}"
         ledger.meta.set(f"datasets_unpublished:{run_id}", reason)
-        return reason
-    return None
+        return publication.Published.UNPUBLISHED, reason
+    return publication.Published.REWRITTEN, None
 
 
 def _record(result: ShardResult, out_root: Path, run_id: str, settings: Settings, ledger: Ledger) -> None:
@@ -514,21 +527,34 @@ def _only(refs: list[ingest.InputRef], keys: list[str], run_id: str, settings: S
     return found
 
 
+@contextmanager
+def untagged():
+    """Task runs submitted inside carry no tags (the flow run keeps its own). Prefect asks its API for
+    tag-based concurrency slots before each tagged task run begins: a round trip per shard while its
+    worker waits, up to 2 s on a loaded server, for limits this pipeline never sets."""
+    from prefect.context import TagsContext
+
+    with TagsContext(current_tags=set()):
+        yield
+
+
 def _prefect_runners(out_root: Path, settings: Settings, force: bool, allow_shrink: bool, run_id: str, logger):
     """Shards and merges as Prefect task runs on this flow run's task runner (the local pool)."""
 
     def submit(shards, companions, ledger_path):
         shard = shard_task(settings)
         shared = Opaque(companions)
-        futures = [shard.submit(Opaque(s), str(out_root), settings, shared, ledger_path, force, allow_shrink,
-                                run_id) for s in shards]
+        with untagged():
+            futures = [shard.submit(Opaque(s), str(out_root), settings, shared, ledger_path, force, allow_shrink,
+                                    run_id) for s in shards]
         for i, fut in enumerate(as_completed(futures), 1):  # each shard recorded as soon as it is done
             yield _logged(fut.result(), i, len(futures), logger)
 
     def merge(groups, ledger_path):
         task_ = process_merge.with_options(retries=settings.task_retries, retry_condition_fn=only_transient)
-        futures = [task_.submit(Opaque(g), str(out_root), settings, ledger_path, run_id, allow_shrink)
-                   for g in groups]
+        with untagged():
+            futures = [task_.submit(Opaque(g), str(out_root), settings, ledger_path, run_id, allow_shrink)
+                       for g in groups]
         for fut in as_completed(futures):
             yield fut.result()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from audit.ledger import QuarantineEntry
+from audit.publication import Published
 from models.status import RunCounts, RunStatus
 
 
@@ -22,3 +23,4 @@ class RunSummary:
     temporaries_removed: int  # left behind by an unfinished run before this one
     ledger: str  # the ledger's path
     datasets_unpublished: str | None = None  # why the current tables could not be published
+    published: Published = Published.REWRITTEN  # what became of the current tables (only the runs table...)

@@ -25,9 +25,10 @@ class Inputs:
         files, sessions = list(files), list(sessions)
         with self.db:
             self.db.executemany(
-                "INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 [(run_id, f.source_key, f.source_path, f.sha256, f.size, f.grammar, str(f.status),
-                  ",".join(f.reasons), f.detail, f.sessions, fingerprint, f.seconds, f.context_sha256)
+                  ",".join(f.reasons), f.detail, f.sessions, fingerprint, f.seconds, f.context_sha256,
+                  f.raw_sha256)
                  for f in files],
             )
             self.db.executemany(
@@ -49,25 +50,30 @@ class Inputs:
             )
 
     def prior(self, keys: Iterable[str]) -> PriorRuns:
-        """What earlier runs recorded of these inputs: each one's latest file record (and its size) and
+        """What earlier runs recorded of these inputs: each one's latest file record (its size, its raw bytes'
+        sha256 when recorded) and
         whether its latest processing held a session back by the mass latch, in one query per kind for
         them all (a shard asks once, not once per input)."""
         latest: dict[str, tuple] = {}
         sizes: dict[str, int | None] = {}
+        raw: dict[str, str] = {}
         latched: set[str] = set()
         for chunk in chunks(keys):
             for row in self.db.execute(
-                    f"SELECT source_key, sha256, config_fingerprint, context_sha256, status, {FAILED}, size "
+                    "SELECT source_key, sha256, config_fingerprint, context_sha256, status, "
+                    f"{FAILED}, size, raw_sha256 "
                     f"FROM files f WHERE rowid IN (SELECT MAX(rowid) FROM files WHERE source_key IN ({marks(chunk)}) "
                     "GROUP BY source_key)", chunk):
                 latest[row[0]] = tuple(row[1:6])
                 sizes[row[0]] = row[6]
+                if row[7] is not None:
+                    raw[row[0]] = row[7]
             latched.update(r[0] for r in self.db.execute(
                 "SELECT s.source_key FROM sessions s WHERE s.rowid IN (SELECT MAX(rowid) FROM sessions "
                 f"WHERE source_key IN ({marks(chunk)}) GROUP BY source_key) AND EXISTS (SELECT 1 FROM reasons r "
                 "WHERE r.source_key = s.source_key AND r.run_id = s.run_id AND r.reason = ?)",
                 (*chunk, Reason.MASS_LATCH)))
-        return PriorRuns(latest, latched, sizes)
+        return PriorRuns(latest, latched, sizes, raw)
 
     def known(self) -> dict[str, tuple[FileStatus, str]]:
         """source key -> (status, source path) of its latest ledger row, for every input ever seen."""
@@ -78,6 +84,11 @@ class Inputs:
     def of_run(self, run_id: str) -> list[FileRecord]:
         """A run's inputs, in key order."""
         return fetch(self.db, FileRecord, "SELECT * FROM files WHERE run_id=? ORDER BY source_key", (run_id,))
+
+    def slowest(self, run_id: str, n: int) -> list[FileRecord]:
+        """A run's ``n`` slowest inputs, slowest first (ties in key order)."""
+        return fetch(self.db, FileRecord, "SELECT * FROM files WHERE run_id=? AND seconds IS NOT NULL "
+                     "ORDER BY seconds DESC, source_key LIMIT ?", (run_id, n))
 
     def read_at(self, sha256: str) -> list[SourceSeen]:
         """Where inputs with these bytes were read: source path and the run that read it, newest first."""

@@ -48,6 +48,7 @@ class FileRow:
     sessions: int
     seconds: float
     context_sha256: str | None = None  # the companions' hash: a changed users.json is a change
+    raw_sha256: str | None = None  # of the bytes as read (``sha256`` is of the decoded text): proves it unchanged
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +140,7 @@ class FileRecord:
     config_fingerprint: str
     seconds: float | None
     context_sha256: str | None
+    raw_sha256: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,6 +304,7 @@ class PriorRuns:
     latest: dict[str, tuple]  # source key -> (sha256, fingerprint, context sha256, status, failed) of its last row
     latched: set[str]  # keys whose latest processing held a session back by the mass latch
     sizes: dict[str, int | None] = field(default_factory=dict)  # source key -> the size its last row recorded
+    raw: dict[str, str] = field(default_factory=dict)  # source key -> its last row's raw sha256, when it has one
 
     def unchanged(self, source_key: str, sha256: str, fingerprint: str, context_sha256: str | None = None) -> bool:
         """True when the latest record of this input is of these exact bytes (and companions), with
@@ -311,6 +314,18 @@ class PriorRuns:
         return (row is not None and row == (sha256, fingerprint, context_sha256, row[3], 0)
                 and row[3] in (FileStatus.OK, FileStatus.PARTIAL, FileStatus.SKIPPED)
                 and source_key not in self.latched)
+
+    def same_bytes(self, source_key: str, size: int, raw_sha256: str) -> str | None:
+        """The sha256 of the decoded text the latest record of this input holds, when that record is of
+        these raw bytes (the same size and raw sha256): the text is then the same without decoding it.
+        None otherwise, also for a record written before raw hashes were kept (proven by decoding)."""
+        if self.raw.get(source_key) != raw_sha256 or not self.sized(source_key, size):
+            return None
+        return self.latest[source_key][0]
+
+    def recorded_raw(self, source_key: str) -> bool:
+        """Whether the latest record of this input holds its raw bytes' sha256."""
+        return source_key in self.raw
 
     def held(self, source_key: str) -> bool:
         return source_key in self.latched

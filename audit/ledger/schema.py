@@ -120,6 +120,11 @@ MIGRATIONS: list[str] = [
     );
     CREATE TABLE link_pending (session_key TEXT PRIMARY KEY);
     """,
+    # 6 -> 7: the sha256 of each input's raw bytes, beside that of its canonical text: an unchanged rerun
+    # proves an input by its size and raw bytes, without decoding it (a row without it: by decoding)
+    """
+    ALTER TABLE files ADD COLUMN raw_sha256 TEXT;
+    """,
 ]
 
 # The one predicate every "did this input fail?" query derives from: a file failed in a run when

@@ -13,7 +13,7 @@ import hashlib
 import os
 import sqlite3
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
 import orjson
@@ -39,7 +39,7 @@ from models.status import FileStatus, SessionStatus
 from normalizers.assemble import RunContext
 from normalizers.secrets import scrub_name
 from parsers import registry
-from parsers.text import decode, detection_sample, input_sha256, sha256_text
+from parsers.text import decode, detection_sample, input_sha256, sha256_stream, sha256_text
 
 from . import archives, emit, ingest, jsonstream, snapshots, spool
 from .process import (
@@ -137,9 +137,25 @@ class ShardInputs:
         self.zips = archives.ArchiveCache()
         self._context: dict[PurePosixPath, tuple[dict[str, str], str | None]] = {}
         self._companion: dict[str, bytes] = {}  # a companion above many folders is read once, not once each
+        self.raw: dict[str, str] = {}  # source key -> sha256 of the bytes read (recorded: a rerun proves by it)
 
     def read(self, ref: ingest.InputRef) -> bytes:
-        return ingest.read(ref, self.zips)
+        data = ingest.read(ref, self.zips)
+        self.raw[ref.key] = hashlib.sha256(data).hexdigest()
+        return data
+
+    def stream_sha256(self, ref: ingest.InputRef) -> tuple[str, int, str]:
+        """``sha256_stream`` of an input read as a stream, its raw bytes' sha256 kept on the way."""
+        raw = hashlib.sha256()
+        with ingest.open_binary(ref, self.zips) as fp:
+            found = sha256_stream(_hashed(iter(lambda: fp.read(1 << 20), b""), raw))
+        self.raw[ref.key] = raw.hexdigest()
+        return found
+
+    def with_raw(self, rows: list[FileRow]) -> list[FileRow]:
+        """The rows with the raw sha256 of the bytes their text's sha256 was taken of."""
+        return [replace(f, raw_sha256=self.raw[f.source_key]) if f.sha256 and f.source_key in self.raw else f
+                for f in rows]
 
     def context(self, ref: ingest.InputRef) -> tuple[dict[str, str], str | None]:
         """The companion texts for the input's folder and their combined hash (None without any)."""
@@ -159,6 +175,13 @@ class ShardInputs:
 
     def close(self) -> None:
         self.zips.close()
+
+
+def _hashed(chunks, digest):
+    """The chunks as they are, each fed to ``digest`` on the way."""
+    for chunk in chunks:
+        digest.update(chunk)
+        yield chunk
 
 
 def companion_index(companions: dict[str, ingest.InputRef]) -> dict[PurePosixPath, list[ingest.InputRef]]:
@@ -192,8 +215,8 @@ def _file_row(ref: ingest.InputRef, outcome: FileOutcome, context_sha: str | Non
 
 
 def note_row(ref: ingest.InputRef, status: FileStatus, detail: str, sha: str | None = None,
-              context_sha: str | None = None) -> FileRow:
-    return FileRow(ref.key, ref.recorded, sha, ref.size, None, status, [], detail, 0, 0.0, context_sha)
+              context_sha: str | None = None, raw_sha: str | None = None) -> FileRow:
+    return FileRow(ref.key, ref.recorded, sha, ref.size, None, status, [], detail, 0, 0.0, context_sha, raw_sha)
 
 
 SPILL_DOCUMENTS = 500
@@ -399,6 +422,7 @@ def run_shard(
         held.drain()
         _settle(trail, result, settings, allow_shrink, ledger_path, run_id, spill, keep)
         _settle_rows(trail, result)
+        result.files = inputs.with_raw(result.files)
     except OSError as exc:
         if exc.errno not in DISK_FULL:
             _abandon(trail, spill)
@@ -632,11 +656,9 @@ def _streamed(ref, ctx, prior, inputs: ShardInputs, context_sha, out_root: Path,
     is detected (the whole read records why). ``emitter`` stages a session as soon as it is done, for the
     routes that hand them on one by one."""
     from parsers import sqlite
-    from parsers.text import sha256_stream
 
     try:
-        with ingest.open_binary(ref, inputs.zips) as fp:
-            sha, size, encoding = sha256_stream(iter(lambda: fp.read(1 << 20), b""))
+        sha, size, encoding = inputs.stream_sha256(ref)
         if prior is not None and prior.unchanged(ref.key, sha, ctx.fingerprint, context_sha):
             return note_row(ref, FileStatus.SKIPPED, UNCHANGED, sha, context_sha)
         with ingest.open_binary(ref, inputs.zips) as fp:

@@ -3,7 +3,10 @@ skipped row and no shard work, so an unchanged rerun reads and hashes its inputs
 
 The rule is the shard's (``PriorRuns.unchanged``: the same key, size, sha256 of the canonical text,
 companions, configuration fingerprint and pipeline version as its latest row, nothing in it failed,
-no session held by the mass latch), applied here once for the whole run. As before, a document
+no session held by the mass latch), applied here once for the whole run. An input whose latest row
+holds its raw bytes' sha256 is not decoded: the same size and raw bytes are the same text, so the row's
+text sha256 stands (``PriorRuns.same_bytes``); a row written before raw hashes were kept is proven by
+decoding, and the skipped row then records the raw hash for the next run. As before, a document
 removed by hand is not written again (it is no longer current: docs/auditing.md). An input this
 cannot prove (changed, unreadable, too large to read whole, a database streamed) goes to its shard
 as before, which reads it and records what it is.
@@ -11,13 +14,14 @@ as before, which reads it and records what it is.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 
 from audit.ledger import FileRow, Ledger, PriorRuns
 from models.errors import IngestError
 from models.settings import Settings
 from models.status import FileStatus
-from parsers.text import input_sha256, sha256_stream
+from parsers.text import input_sha256
 
 from . import ingest
 from .shard import (
@@ -48,6 +52,15 @@ class Check:
     settings: Settings
     fingerprint: str
     inputs: ShardInputs
+    contexts: dict[str, str | None] = field(default_factory=dict)
+
+    def context(self, ref: ingest.InputRef) -> str | None:
+        """The companions' hash of the input's folder, asked once per folder (by its key's text: the
+        shard's lookup builds a path per input)."""
+        folder = ref.key.rpartition("/")[0]
+        if folder not in self.contexts:
+            self.contexts[folder] = self.inputs.context(ref)[1]
+        return self.contexts[folder]
 
 
 def prove(refs: list[ingest.InputRef], settings: Settings, ledger: Ledger,
@@ -81,13 +94,13 @@ def _proven(ref: ingest.InputRef, check: Check) -> list[FileRow] | None:
     try:
         if ref.parts:
             return _group(ref, check)
-        sha = _sha(ref, check)
-        context = check.inputs.context(ref)[1]
+        shas = _shas(ref, check)
+        context = check.context(ref)
     except (IngestError, OSError):  # its shard reads it again and records why it cannot
         return None
-    if sha is None or not check.prior.unchanged(ref.key, sha, check.fingerprint, context):
+    if shas is None or not check.prior.unchanged(ref.key, shas[0], check.fingerprint, context):
         return None
-    return [note_row(ref, FileStatus.SKIPPED, UNCHANGED, sha, context)]
+    return [_skipped(ref, shas, context)]
 
 
 def _group(ref: ingest.InputRef, check: Check) -> list[FileRow] | None:
@@ -95,21 +108,44 @@ def _group(ref: ingest.InputRef, check: Check) -> list[FileRow] | None:
     prior = check.prior
     if prior.held(ref.key) or any(p.problem or not prior.sized(p.key, p.size) for p in ref.parts):
         return None
-    context = check.inputs.context(ref.parts[0])[1]
-    shas = [input_sha256(check.inputs.read(p)) for p in ref.parts]
-    if not all(prior.unchanged(p.key, sha, check.fingerprint, context) for p, sha in zip(ref.parts, shas, strict=True)):
+    context = check.context(ref.parts[0])
+    found = [(p, _whole(p, check)) for p in ref.parts]
+    if not all(prior.unchanged(p.key, shas[0], check.fingerprint, context) for p, shas in found):
         return None
-    return [note_row(p, FileStatus.SKIPPED, UNCHANGED, sha, context) for p, sha in zip(ref.parts, shas, strict=True)]
+    return [_skipped(p, shas, context) for p, shas in found]
 
 
-def _sha(ref: ingest.InputRef, check: Check) -> str | None:
-    """The hash the ledger keys an input on, as its shard computes it (streamed from the stream size on,
-    else of its decoded text); None when its size alone says it changed, or it is not read whole."""
+def _skipped(ref: ingest.InputRef, shas: tuple[str, str], context: str | None) -> FileRow:
+    """The skipped row of an input proven unchanged: its text's sha256 and its raw bytes'."""
+    return note_row(ref, FileStatus.SKIPPED, UNCHANGED, shas[0], context, shas[1])
+
+
+def _shas(ref: ingest.InputRef, check: Check) -> tuple[str, str] | None:
+    """(the hash the ledger keys an input on, as its shard computes it, streamed from the stream size on;
+    its raw bytes' sha256); None when its size alone says it changed, or it is not read whole."""
     if not check.prior.sized(ref.key, ref.size):
         return None
     if ref.size >= stream_limit(ref, check.settings):
-        with ingest.open_binary(ref, check.inputs.zips) as fp:
-            return sha256_stream(iter(lambda: fp.read(1 << 20), b""))[0]
+        return _streamed(ref, check)
     if ref.size * MEMORY_PER_INPUT_BYTE > memory_budget(check.settings):
         return None  # its shard quarantines it as too large, as it always has
-    return input_sha256(check.inputs.read(ref))
+    return _whole(ref, check)
+
+
+def _whole(ref: ingest.InputRef, check: Check) -> tuple[str, str]:
+    """An input read whole: decoded only when its latest row holds no raw sha256 of these bytes."""
+    data = check.inputs.read(ref)
+    raw = check.inputs.raw[ref.key]
+    return check.prior.same_bytes(ref.key, ref.size, raw) or input_sha256(data), raw
+
+
+def _streamed(ref: ingest.InputRef, check: Check) -> tuple[str, str]:
+    """A stream-sized input: its raw bytes hashed, and its canonical text too only when its latest row
+    holds no raw sha256 (then both in one pass)."""
+    if check.prior.recorded_raw(ref.key):
+        with ingest.open_binary(ref, check.inputs.zips) as fp:
+            raw = hashlib.file_digest(fp, "sha256").hexdigest()
+        sha = check.prior.same_bytes(ref.key, ref.size, raw)
+        if sha is not None:
+            return sha, raw
+    return check.inputs.stream_sha256(ref)[0], check.inputs.raw[ref.key]

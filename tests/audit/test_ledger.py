@@ -56,6 +56,14 @@ def _joined(row) -> dict:
     return out
 
 
+def _before_raw(row: FileRecord) -> dict:
+    """A file row as the ledger before raw hashes had it: its rows have none after the migration."""
+    assert row.raw_sha256 is None
+    out = _joined(row)
+    del out["raw_sha256"]
+    return out
+
+
 def _reads(ledger: Ledger) -> dict:
     """Everything the old API's reading methods returned, through the repositories."""
     runs = ledger.runs.recent(limit=-1)
@@ -70,7 +78,7 @@ def _reads(ledger: Ledger) -> dict:
         "runs": runs, "latest_run_id": ledger.runs.latest_id(), "running_run": ledger.runs.running(),
         "run": {r: ledger.runs.get(r) for r in ids}, "run_counts": {r: ledger.runs.counts(r) for r in ids},
         "session_rows": {r: [_joined(s) for s in ledger.sessions.of_run(r)] for r in ids},
-        "file_rows": {r: [_joined(f) for f in ledger.inputs.of_run(r)] for r in ids},
+        "file_rows": {r: [_before_raw(f) for f in ledger.inputs.of_run(r)] for r in ids},
         "quarantined": {r: [_joined(q) for q in ledger.quarantine.of_run(r)] for r in ids},
         "failed_sources": {r: ledger.quarantine.failed_sources(r) for r in ids},
         "drift": {r: ledger.sessions.drift(r) for r in ids},
@@ -99,6 +107,7 @@ def _reads(ledger: Ledger) -> dict:
 
 def test_a_ledger_written_before_the_repositories_reads_the_same(old):
     expected = orjson.loads((CASE / "ledger_reads.json").read_bytes())
+    expected["meta"]["schema_version"] = str(SCHEMA_VERSION)  # upgraded on opening: schema 7 adds raw hashes
     ledger = Ledger(old, read_only=True)
     try:
         got = orjson.loads(orjson.dumps(_reads(ledger), option=orjson.OPT_SORT_KEYS))
@@ -109,13 +118,16 @@ def test_a_ledger_written_before_the_repositories_reads_the_same(old):
         assert got[name] == expected[name], name
 
 
-def test_the_schema_is_unchanged(old, tmp_path):
+def test_the_schema_is_the_old_one_and_the_raw_hash(old, tmp_path):
+    """Schema 7 is schema 6 and the raw bytes' sha256 of each input row; an old ledger is upgraded to it."""
     before = (CASE / "ledger_schema.sql").read_text()
-    Ledger(old).close()  # opened for writing: nothing to migrate, nothing changed
-    assert _schema(old) == before
+    now = before.replace("context_sha256 TEXT,\n", "context_sha256 TEXT, raw_sha256 TEXT,\n")
+    assert now != before
+    Ledger(old).close()  # opened for writing: migrated from 6 to 7
+    assert _schema(old) == now
     fresh = tmp_path / "fresh" / "ledger.sqlite"
     Ledger(fresh).close()
-    assert _schema(fresh) == before
+    assert _schema(fresh) == now
     ledger = Ledger(fresh, read_only=True)
     try:
         assert ledger.meta.get("schema_version") == str(SCHEMA_VERSION)

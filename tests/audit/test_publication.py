@@ -167,3 +167,38 @@ def test_a_small_publication_is_one_group(tmp_path, monkeypatch):
     assert len(built) == 1
     monkeypatch.undo()
     _same_as_full_rebuild(out)
+
+
+def test_a_run_that_changes_nothing_rewrites_only_the_runs_table(tmp_path):
+    """An unchanged rerun (every input skipped) keeps every published file but the runs table's, says so
+    in its summary, and the tables still equal a full rebuild; a document removed by hand, a changed
+    input and an input gone each bring the whole publication back."""
+    src, out = tmp_path / "in", tmp_path / "out"
+    src.mkdir()
+    for i in range(6):
+        (src / f"c{i}.txt").write_text(_chat(f"c{i}", 2, title=f"Topic {i}"))
+    first = reconstruct([src], out, Settings(workers=1))
+    assert first.published is publication.Published.REWRITTEN
+    before = _same_as_full_rebuild(out)
+    again = reconstruct([src], out, Settings(workers=1))
+    assert again.published is publication.Published.RUN_ONLY and again.counts.files_skipped == 6
+    after = _same_as_full_rebuild(out)
+    assert {t: f for t, f in after.items() if t != "runs"} == {t: f for t, f in before.items() if t != "runs"}
+    assert after["runs"] != before["runs"]
+    with closing(Ledger(out / "ledger.sqlite", read_only=True)) as ledger:
+        runs = publication.tables(out, ledger)["runs"].collect()
+        doc = publication.tables(out, ledger)["sessions"].collect()["output_path"][0]
+    assert set(runs["run_id"]) == {first.run_id, again.run_id}
+
+    (out / doc).unlink()
+    removed = reconstruct([src], out, Settings(workers=1))
+    assert removed.published is publication.Published.REWRITTEN and removed.counts.files_skipped == 6
+    _same_as_full_rebuild(out)
+    (src / "c1.txt").write_text(_chat("c1", 3, title="Topic 1"))
+    assert reconstruct([src], out, Settings(workers=1)).published is publication.Published.REWRITTEN
+    _same_as_full_rebuild(out)
+    (src / "c2.txt").unlink()
+    assert reconstruct([src], out, Settings(workers=1)).published is publication.Published.REWRITTEN
+    _same_as_full_rebuild(out)
+    assert reconstruct([src], out, Settings(workers=1)).published is publication.Published.RUN_ONLY
+    _same_as_full_rebuild(out)

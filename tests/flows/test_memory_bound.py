@@ -98,9 +98,9 @@ def test_the_workers_are_stopped_before_the_run_builds_its_tables(archive: Path,
     seen: list[bool] = []
     publish = pipeline._publish
 
-    def spy(out_root, run_id, ledger):
+    def spy(out_root, run_id, ledger, *rest):
         seen.append(holder.closed)
-        return publish(out_root, run_id, ledger)
+        return publish(out_root, run_id, ledger, *rest)
 
     def runner(shards, companions, ledger_path):
         for shard in shards:

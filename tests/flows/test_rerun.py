@@ -180,3 +180,81 @@ def test_a_companion_above_many_folders_is_read_once(tmp_path, monkeypatch):
     found = [inputs.context(r) for r in refs if not r.companion]
     assert len(found) == 3 and all(texts == {"users.json": '[{"id": "U1", "name": "ann"}]'} for texts, _ in found)
     assert reads == list(companions)
+
+
+def _never(*args, **kwargs):
+    raise AssertionError("an unchanged input was decoded to prove it unchanged")
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_an_unchanged_rerun_decodes_no_input(tmp_path, monkeypatch, stream):
+    """Size and raw sha256 as the latest row recorded them prove an input, a zip member and every file
+    of a conversation unchanged without decoding or canonicalizing one (streamed: from the stream size on)."""
+    import zipfile
+
+    from flows.core import shard
+
+    src = tmp_path / "in"
+    shutil.copytree(ROOT / "sample_logs" / "slack-export", src / "acme-export")
+    for i in range(3):
+        (src / f"t{i}.txt").write_text(TRANSCRIPT.format(i) * 40)
+    with zipfile.ZipFile(src / "chats.zip", "w") as zf:
+        zf.writestr("z.txt", TRANSCRIPT.format("zipped") * 40)
+    settings = Settings(stream_text_bytes=512) if stream else Settings()
+    out = tmp_path / "out"
+    streamed = []
+    real = shard.sha256_stream
+    monkeypatch.setattr(shard, "sha256_stream", lambda chunks: streamed.append(1) or real(chunks))
+    first, given = _run(src, out, settings)
+    assert any(key.startswith("in/chats.zip") for key in given) and len(streamed) == (4 if stream else 0)
+    monkeypatch.setattr(unchanged, "input_sha256", _never)
+    monkeypatch.setattr(shard, "sha256_stream", _never)
+    again, given = _run(src, out, settings)
+    assert given == [] and again.counts.files_skipped + again.counts.files_companion == first.counts.files
+    rows = _files(out, again.run_id)
+    assert {k: sha for k, (_, sha) in rows.items()} == {k: sha for k, (_, sha) in _files(out, first.run_id).items()}
+
+
+def test_a_changed_input_of_the_same_size_is_still_found(archive, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    _run(archive, out)
+    (archive / "t3.txt").write_text(TRANSCRIPT.format(3).replace("hello", "hallo"))  # the same size
+    decoded = []
+    real = unchanged.input_sha256
+    monkeypatch.setattr(unchanged, "input_sha256", lambda data: decoded.append(data) or real(data))
+    _, given = _run(archive, out)
+    assert given == ["in/t3.txt"] and len(decoded) == 1  # its raw bytes differ: decoded, the old way
+
+
+def _to_schema_6(ledger_path) -> None:
+    """The ledger as schema 6 had it: no raw hashes."""
+    import sqlite3
+
+    db = sqlite3.connect(ledger_path)
+    try:
+        db.executescript("ALTER TABLE files DROP COLUMN raw_sha256;\n"
+                         "UPDATE meta SET value = '6' WHERE key = 'schema_version';")
+    finally:
+        db.close()
+
+
+def test_a_ledger_of_schema_6_is_upgraded_and_proves_by_decoding(archive, tmp_path, monkeypatch):
+    """Rows without a raw hash are proven as before, by decoding; their skipped rows then hold it, and
+    the next rerun decodes nothing."""
+    out = tmp_path / "out"
+    _run(archive, out)
+    _to_schema_6(out / "ledger.sqlite")
+    decoded = []
+    real = unchanged.input_sha256
+    monkeypatch.setattr(unchanged, "input_sha256", lambda data: decoded.append(data) or real(data))
+    again, given = _run(archive, out)
+    assert given == [] and again.counts.files_skipped == 4 and len(decoded) == 4
+    ledger = Ledger(out / "ledger.sqlite", read_only=True)
+    try:
+        assert ledger.meta.get("schema_version") == "7"
+        assert all(f.raw_sha256 for f in ledger.inputs.of_run(again.run_id))
+    finally:
+        ledger.close()
+    decoded.clear()
+    third, given = _run(archive, out)
+    assert given == [] and third.counts.files_skipped == 4 and decoded == []

@@ -166,8 +166,8 @@ def test_ledger_migrates_from_schema_1(tmp_path):
     db.close()
     ledger = Ledger(path)
     try:
-        assert SCHEMA_VERSION == 6
-        assert ledger.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "6"
+        assert SCHEMA_VERSION == 7
+        assert ledger.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "7"
         assert ledger.revisions.history() == []
         # comma-joined reasons of an old ledger become rows
         rows = ledger.db.execute("SELECT source_key, ordinal, reason FROM reasons ORDER BY 2, 3").fetchall()
