@@ -280,8 +280,6 @@ def _record_rows(result: ShardResult, out_root: Path, run_id: str, settings: Set
 def _record_parts(result: ShardResult, out_root: Path, run_id: str) -> None:
     """A shard's dataset part, after its rows are in the ledger (a part's rows are always known to it)."""
     datasets.adopt(out_root, run_id, result.staged)  # turns before sessions: a crash between re-reads
-    if result.datasets is not None:
-        datasets.write_part(out_root, run_id, result.part, result.datasets)
 
 
 def _stop_if_full(result: ShardResult) -> None:

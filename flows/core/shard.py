@@ -63,7 +63,6 @@ class ShardResult:
     unchanged: int = 0
     revisions: list[RevisionRow] = field(default_factory=list)
     stopped: tuple[int, str] | None = None  # (errno, message) of a full or read-only disk: the run stops
-    datasets: dict[str, pl.DataFrame] | None = None  # part frames to write; a shard stages its part instead
     part: str = ""  # the file name of the shard's dataset part
     staged: list[str] = field(default_factory=list)  # staged parts: the shard's own, its streamed documents'
     snapshots: list[SnapshotRow] = field(default_factory=list)  # every keyed session's snapshot (#15)
@@ -87,9 +86,6 @@ class ShardResult:
         self.deferred.extend(other.deferred)
         self.reconciliation.extend(other.reconciliation)
         self.prints.extend(other.prints)
-        if other.datasets is not None:
-            self.datasets = other.datasets if self.datasets is None else {
-                t: pl.concat([self.datasets[t], other.datasets[t]], how="vertical") for t in other.datasets}
 
     def release(self) -> int:
         """Drop the rows once the run's main process has recorded them (ledger, dataset part, prints and
@@ -101,7 +97,6 @@ class ShardResult:
                      self.reconciliation, self.prints, self.pending, self.unsettled):
             rows.clear()
         self.landed.clear()
-        self.datasets = None
         return files
 
 
