@@ -103,6 +103,15 @@ class ShardResult:
 # A disk that takes no more writes: the run stops (marked failed) instead of quarantining every document.
 DISK_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EROFS}
 
+
+def refused(exc: BaseException, out_root: Path) -> tuple[int, str] | None:
+    """(errno, what) when ``exc`` is a full or read-only output refusing a write, else None: an OSError by
+    its errno, or by the "(os error 28)" in its message when polars (Rust) raised it without one, a
+    polars or SQLite error by its words (``faults.stops_writes``)."""
+    if isinstance(exc, OSError) and exc.errno in DISK_FULL:
+        return exc.errno, f"{exc.strerror} ({exc.filename or out_root})"
+    return faults.stops_writes(exc)
+
 # Peak memory to process an input read whole, per input byte (decoded text, turns, documents).
 MEMORY_PER_INPUT_BYTE = 16
 
@@ -418,15 +427,8 @@ def run_shard(
         _settle(trail, result, settings, allow_shrink, ledger_path, run_id, spill, keep)
         _settle_rows(trail, result)
         result.files = inputs.with_raw(result.files)
-    except OSError as exc:
-        if exc.errno not in DISK_FULL:
-            _abandon(trail, spill)
-            raise
-        result.stopped = (exc.errno, f"{exc.strerror} ({exc.filename or out_root})")  # what was written is kept
-        _drop_unsettled(result)
-        _discard_rows(result)
-    except (sqlite3.Error, LedgerError) as exc:  # key claims a full or read-only ledger refused: the same stop
-        result.stopped = faults.stops_writes(exc)
+    except (OSError, pl.exceptions.PolarsError, sqlite3.Error, LedgerError) as exc:
+        result.stopped = refused(exc, out_root)  # a full or read-only output (or ledger): what was written is kept
         if result.stopped is None:
             _abandon(trail, spill)
             _discard_rows(result)
@@ -477,10 +479,11 @@ def _part(spill: RowSpill, result: ShardResult) -> list[Path]:
     any write the disk refuses), and the tables read the shard's documents themselves."""
     try:
         return spill.finish()
-    except OSError as exc:
-        if exc.errno not in DISK_FULL:
+    except (OSError, pl.exceptions.PolarsError) as exc:
+        stopped = refused(exc, spill.trail.out_root)
+        if stopped is None:
             raise
-        result.stopped = result.stopped or (exc.errno, f"{exc.strerror} ({exc.filename or spill.trail.out_root})")
+        result.stopped = result.stopped or stopped
         return []
 
 
@@ -678,7 +681,7 @@ def _streamed(ref, ctx, prior, inputs: ShardInputs, context_sha, out_root: Path,
                 return ReadWhole(f"the {detection.grammar} grammar has no streamed read")
             return streamed
     except OSError as exc:
-        if exc.errno in DISK_FULL or _under(exc.filename, out_root):
+        if refused(exc, out_root) or _under(exc.filename, out_root):
             raise  # the output failed, not the input: the shard stops and records it
         return quarantined_file(ref.name, ref.size, Reason.UNREADABLE, f"reading it as a stream failed: {exc}")
 
@@ -877,7 +880,7 @@ def _session(ref, s, trail: ShardTrail, result: ShardResult, settings: Settings 
     try:
         sha, changed = trail.document(rel, s.encoded, old, note=note, rows=s.rows, target=target)
     except OSError as exc:
-        if exc.errno in DISK_FULL:
+        if refused(exc, trail.out_root):
             raise
         s.status, s.reasons, s.detail = SessionStatus.QUARANTINED, [Reason.WRITE_ERROR.value], str(exc)
         return None, None

@@ -122,6 +122,32 @@ def test_a_full_disk_refusing_the_part_stops_the_run_and_leaves_no_piece(archive
     assert len(result.sessions) == 7 and len(list((out / "sessions").rglob("*.json"))) == 7  # documents kept
 
 
+AS_POLARS_RAISES = [OSError("No space left on device (os error 28)"),
+                    pl.exceptions.ComputeError("failed to write: No space left on device (os error 28)")]
+
+
+@pytest.mark.parametrize("refusal", AS_POLARS_RAISES, ids=["oserror-without-errno", "compute-error"])
+@pytest.mark.parametrize("method", [(pl.DataFrame, "write_ipc"), (pl.LazyFrame, "sink_parquet")],
+                         ids=["a-batch-written-out", "the-part"])
+def test_a_full_disk_as_polars_says_it_stops_the_shard_with_every_written_document_recorded(
+        archive: Path, tmp_path: Path, monkeypatch, refusal, method):
+    """Polars (Rust) gives a full disk's errno only in its message: the shard still stops and keeps what it
+    wrote, recorded, instead of failing with documents on disk that no row names."""
+    monkeypatch.setattr(shard, "SPILL_DOCUMENTS", 2)
+
+    def full(self, *args, **kwargs):
+        raise refusal
+
+    monkeypatch.setattr(*method, full)
+    out = tmp_path / "out"
+    result = run_shard(discover([archive], Settings()), out, Settings())
+    assert result.stopped is not None and result.stopped[0] == errno.ENOSPC
+    written = {p.relative_to(out).as_posix() for p in (out / "sessions").rglob("*.json")}
+    assert written == {s.output_path for s in result.sessions if s.output_path}
+    assert written or method[1] == "write_ipc"  # the part is written last: the documents are in place by then
+    assert not _leftovers(out)
+
+
 def _polars_threads() -> str | None:
     import os
 
