@@ -74,7 +74,9 @@ def report_lines(results: dict) -> list[str]:
         out.append(f"Prefect idle (server started, nothing to do): start {idle['seconds']:.1f} s, "
               f"RSS {idle['peak_rss_mb']:.0f} MB{roles(idle)}: inside every flow's RSS below")
     for name, row in results["sets"].items():
-        out.append(f"\n{name} ({row['mb']:.1f} MB)")
+        measured = row.get("commit")
+        at = f", measured at commit {measured}" if measured and measured != results["commit"] else ""
+        out.append(f"\n{name} ({row['mb']:.1f} MB{at})")
         out.extend(floor_lines(row["runs"]))
         for kind, r in row["runs"].items():
             out.append(run_line(kind, r))

@@ -140,3 +140,4 @@ def test_a_run_of_one_set_keeps_the_other_sets_in_the_results_and_their_page(tmp
     assert list(kept["sets"]) == ["chatgpt", "mixed"]
     page = (tmp_path / "RESULTS.md").read_text()
     assert "\nchatgpt (" in page and "\nmixed (" in page
+    assert f"MB, measured at commit {landed['sets']['chatgpt']['commit']})" in page  # an older set says so
