@@ -7,6 +7,7 @@ Exit codes follow one table, ``flows.exits.ExitCode`` (docs/cli.md prints it); r
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import sys
 import warnings
@@ -45,6 +46,9 @@ PREFECT_DEFAULTS = {
     "PREFECT_LOGGING_LEVEL": "WARNING",
 }
 
+PREFECT_EVENTS_LOGGER = "EventsWorker"
+"""The logger of Prefect's event worker (named after its class, not under ``prefect``)."""
+
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="TOML config file (default ./reconstruct.toml).")]
 OutOpt = Annotated[Path, typer.Option("--out", "-o", help="Output root.")]
 JsonOpt = views.JsonOpt
@@ -75,6 +79,9 @@ def prefect_env() -> None:
         os.environ.setdefault(key, value)
     # said once, as one line, by flows.faults.check_prefect_home: not as a warning at Prefect's import
     warnings.filterwarnings("ignore", message="Failed to create the Prefect home directory")
+    # Prefect's event worker drains at exit with a warning line per 4 s while events wait to be sent to the
+    # run's server ("Still processing items: 1 items remaining..."): progress, not a fault, on the run's stderr
+    logging.getLogger(PREFECT_EVENTS_LOGGER).setLevel(logging.ERROR)
 
 
 def fail(message: str, code: ExitCode = ExitCode.CANNOT_START):

@@ -244,3 +244,21 @@ def test_processes_creating_one_ledger_at_once_both_succeed(tmp_path):
             with ctx.Pool(4) as pool:
                 versions = pool.starmap(_open_ledger, [(path, barrier)] * 4)
         assert versions == [SCHEMA_VERSION] * 4, attempt
+
+
+def test_the_event_workers_drain_progress_stays_off_the_runs_stderr(monkeypatch, caplog):
+    """Prefect's event worker says "Still processing items" while it drains at exit: not a fault, so not a
+    line on the run's stderr (whose one line at a fault must stay one line); its errors still are."""
+    import logging
+
+    from prefect.events.worker import EventsWorker
+
+    from flows.cli.app import prefect_env
+
+    logger = logging.getLogger(EventsWorker.__name__)  # the name Prefect's services log under
+    monkeypatch.setattr(logger, "level", logger.level)
+    prefect_env()
+    with caplog.at_level(logging.DEBUG, logger="unrelated"):
+        logger.warning("Still processing items: 1 items remaining...")
+        logger.error("Service 'EventsWorker' failed with 1 pending items.")
+    assert [r.levelname for r in caplog.records if r.name == logger.name] == ["ERROR"]
