@@ -197,7 +197,7 @@ def prints_in_batches(items: Iterable[tuple[str | None, Any]], size: int = PRINT
     are printed as a few columns, never all of a large shard's streamed documents read at once)."""
     items = iter(items)
     while chunk := list(islice(items, size)):
-        yield from prints_all(chunk)
+        yield from prints_all(chunk, PRINT_MESSAGES)
 
 
 def prints_all(items: list[tuple[str | None, Any]], limit: int = PRINT_MESSAGES) -> list[Prints | None]:
