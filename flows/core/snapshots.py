@@ -187,73 +187,105 @@ class Prints:
 PRINT_BATCH = 512
 """Sessions whose messages are printed as one column (``prints_in_batches``)."""
 
+PRINT_MESSAGES = 65_536
+"""Messages printed as one column at most (``prints_all``): a session holding more (a streamed chat of a
+million turns) is printed a piece at a time, so a shard's memory is bounded by a piece, not a session."""
+
 
 def prints_in_batches(items: Iterable[tuple[str | None, Any]], size: int = PRINT_BATCH) -> Iterator[Prints | None]:
     """``prints_all`` of (key, session) pairs, ``size`` sessions at a time, in order (a shard's sessions
     are printed as a few columns, never all of a large shard's streamed documents read at once)."""
     items = iter(items)
     while chunk := list(islice(items, size)):
-        yield from prints_all(chunk)
+        yield from prints_all(chunk, PRINT_MESSAGES)
 
 
-def prints_all(items: list[tuple[str | None, Any]]) -> list[Prints | None]:
+def prints_all(items: list[tuple[str | None, Any]], limit: int = PRINT_MESSAGES) -> list[Prints | None]:
     """The index prints of staged sessions (None where the key is not scoped or the session has no
-    messages to read), all their messages printed as one column (``keys.column_index_prints``): from a
-    session's dataset rows, else from its streamed document's interaction lines (read one at a time)."""
-    found = [_message_columns(s) if key is not None and is_scoped(key) else None for key, s in items]
-    flat: list[list] = [[], [], [], []]
-    for cols in found:
-        for column, values in zip(flat, cols or (), strict=False):
-            column.extend(values)
-    prints = iter(column_index_prints(*flat))
-    out: list[Prints | None] = []
-    for (key, s), cols in zip(items, found, strict=True):
-        if cols is None:
-            out.append(None)
-            continue
-        doc = s.document
-        out.append(Prints(key, doc["artifacts"]["ByggLogg"]["grammar"]["id"],
-                          chat_of(key, doc["artifacts"]["Chatthistorik"].get("title")),
-                          list(islice(prints, printed(cols[3])))))
-    return out
+    messages to read), their messages printed as columns of at most ``limit`` messages
+    (``keys.column_index_prints``, ``_Column``): read a piece at a time (``_message_pieces``), each
+    session's prints the concatenation of its pieces' (a print is one message's, whatever column holds it)."""
+    column = _Column(limit)
+    found: list[list[str] | None] = []
+    for key, s in items:
+        pieces = _message_pieces(s, limit) if key is not None and is_scoped(key) else None
+        own: list[str] | None = None if pieces is None else []
+        for cols in pieces or ():
+            column.add(cols, own)
+        found.append(own)
+    column.flush()
+    return [None if own is None else _prints(key, s.document, own)
+            for (key, s), own in zip(items, found, strict=True)]
 
 
-def _message_columns(s) -> list[list] | None:
-    """(speakers, dates, contents, kinds) of a staged session's messages, None when it has neither
-    dataset rows nor a streamed document: from its rows, else from the row pieces its ranges wrote (a
-    streamed text), else from its streamed document's lines."""
+def _prints(key: str, doc: dict, own: list[str]) -> Prints:
+    return Prints(key, doc["artifacts"]["ByggLogg"]["grammar"]["id"],
+                  chat_of(key, doc["artifacts"]["Chatthistorik"].get("title")), own)
+
+
+class _Column:
+    """Message pieces gathered into one column of at most ``limit`` messages and printed when full, each
+    piece's prints appended to the list of the session it belongs to."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.flat: list[list] = [[], [], [], []]
+        self.owners: list[tuple[list[str], int]] = []
+
+    def add(self, cols: list[list], own: list[str]) -> None:
+        for at in range(0, len(cols[0]), self.limit):
+            part = [c[at:at + self.limit] for c in cols] if len(cols[0]) > self.limit else cols
+            if len(self.flat[0]) + len(part[0]) > self.limit:
+                self.flush()
+            for column, values in zip(self.flat, part, strict=True):
+                column.extend(values)
+            self.owners.append((own, printed(part[3])))
+
+    def flush(self) -> None:
+        if not self.owners:
+            return
+        prints = iter(column_index_prints(*self.flat))
+        for own, n in self.owners:
+            own.extend(islice(prints, n))
+        self.flat, self.owners = [[], [], [], []], []
+
+
+def _message_pieces(s, limit: int = PRINT_MESSAGES) -> Iterator[list[list]] | None:
+    """(speakers, dates, contents, kinds) of a staged session's messages, a piece at a time, None when it
+    has neither dataset rows nor a streamed document: its rows (one piece), else the row pieces its
+    ranges wrote (a streamed text), else its streamed document's lines."""
     rows = getattr(s, "rows", None)
     if rows is not None:
         turns = rows.turns
-        return [turns[c] if isinstance(turns, dict) else turns.get_column(c).to_list()
-                for c in ("speaker_name", "date", "content", "kind")]
+        return iter([[turns[c] if isinstance(turns, dict) else turns.get_column(c).to_list()
+                      for c in ("speaker_name", "date", "content", "kind")]])
     if s.spool is not None and isinstance(s.turns, StreamedRows) and all(p.is_file() for p in s.turns.files()):
-        return _pieces(s.turns)
+        return _pieces(s.turns, limit)
     if s.spool is not None and Path(s.spool).is_file():
-        return _spooled(Path(s.spool))
+        return _spooled(Path(s.spool), limit)
     return None
 
 
 _PIECE_COLUMNS = ("speaker_key", "date", "content", "kind")
 
 
-def _pieces(rows: StreamedRows) -> list[list]:
+def _pieces(rows: StreamedRows, limit: int = PRINT_MESSAGES) -> Iterator[list[list]]:
     """(speakers, dates, contents, kinds) of a streamed session from its dataset row pieces (Arrow IPC,
     in session order), each speaker key named from the session's speaker table: the values its
-    document's lines hold (tests/flows checks it), read a piece at a time with no JSON parsed."""
+    document's lines hold (tests/flows checks it), read a piece at a time, at most ``limit`` rows of it
+    as Python values at once, with no JSON parsed."""
     keys = list(rows.speakers)
     names = [rows.speakers[k]["speakerName"] for k in keys]
-    cols: list[list] = [[], [], [], []]
     for piece in rows.files():
         frame = pl.read_ipc(piece, columns=list(_PIECE_COLUMNS)).with_columns(
             pl.col("speaker_key").replace_strict(keys, names, return_dtype=pl.String))
-        for col, name in zip(cols, _PIECE_COLUMNS, strict=True):
-            col.extend(frame.get_column(name).to_list())
-    return cols
+        for part in frame.iter_slices(limit):
+            yield [part.get_column(name).to_list() for name in _PIECE_COLUMNS]
 
 
-def _spooled(path: Path) -> list[list]:
-    """(speakers, dates, contents, kinds) of a streamed document's interactions (one per line)."""
+def _spooled(path: Path, limit: int = PRINT_MESSAGES) -> Iterator[list[list]]:
+    """(speakers, dates, contents, kinds) of a streamed document's interactions (one per line), at most
+    ``limit`` at a time."""
     cols: list[list] = [[], [], [], []]
     with open(path, "rb") as fh:
         for line in fh:
@@ -262,7 +294,11 @@ def _spooled(path: Path) -> list[list]:
                 for col, value in zip(cols, (item["speakerName"], item.get("date"), item["content"], item["kind"]),
                                       strict=True):
                     col.append(value)
-    return cols
+                if len(cols[0]) >= limit:
+                    yield cols
+                    cols = [[], [], [], []]
+    if cols[0]:
+        yield cols
 
 
 @dataclass(frozen=True, slots=True)
