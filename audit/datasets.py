@@ -499,6 +499,13 @@ def scanned(out_root: Path, ledger: Ledger, only: frozenset[str] | None = None,
     return _scanned(out_root, Snapshot(out_root, ledger, only, known), None)
 
 
+def parted(known: Known, keys: pl.DataFrame) -> pl.DataFrame:
+    """Those of these documents' keys that a sessions part holds (the others are read from their
+    documents, their turns with them: ``_scanned``)."""
+    held = _read_parts(known.files["sessions"], "sessions", frozenset(keys["output_path"])).select(KEY)
+    return keys.join(held, on=KEY, how="semi", maintain_order="left")
+
+
 def turn_pieces(files: list[Path], path: str, sha256: str) -> list[pl.LazyFrame]:
     """One document's turn rows in the parts (``files``), as scans to read one after another, in
     ordinal order, each sorted and unique: a part's range of ordinals is a piece, and ranges that

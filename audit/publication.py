@@ -267,10 +267,12 @@ a part at a time, into its bucket's file (``datasets.turn_pieces``, ``_streamed`
 
 def _large(part: pl.DataFrame, known: current.Known) -> dict[str, list[pl.LazyFrame]]:
     """The pieces of the typed turns of each document of more than ``ROW_BUDGET`` turns, by path."""
-    big = part.filter(pl.col("interactions") > ROW_BUDGET).select("output_path", "output_sha256").rows()
+    big = part.filter(pl.col("interactions") > ROW_BUDGET).select(datasets.KEY)
+    if big.is_empty():
+        return {}
     files = known.documents.files["turns"]
     return {path: [current.typed_turns(piece, part) for piece in datasets.turn_pieces(files, path, sha)]
-            for path, sha in big}
+            for path, sha in datasets.parted(known.documents, big).rows()}
 
 
 def _terms(turns: pl.DataFrame, part: pl.DataFrame, large: dict[str, list[pl.LazyFrame]]) -> pl.DataFrame:

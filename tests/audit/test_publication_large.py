@@ -103,3 +103,18 @@ def test_a_large_document_among_others_in_its_bucket_is_put_in_its_place(tmp_pat
     turns = _published(out)["turns/0"]
     assert turns.equals(turns.sort(current.ORDER["turns"]))
     assert turns.filter(pl.col("output_path").str.contains("c3big")).height == 80
+
+
+def test_a_large_document_without_its_sessions_part_row_is_read_from_its_document(tmp_path, monkeypatch):
+    """Its parts are not the truth then (a crash between its turns parts and its sessions part)."""
+    _, out, big, _ = _archive(tmp_path)
+    for part in datasets._part_files(out, "sessions"):
+        rows = pl.read_parquet(part)
+        rows.filter(pl.col("output_path") != big).write_parquet(part)
+    next(p for p in datasets._part_files(out, "turns") if p.name.endswith(".00003.parquet")).unlink()  # a part lost
+    monkeypatch.setattr(publication, "ROW_BUDGET", PIECE)
+    with closing(Ledger(out / "ledger.sqlite")) as ledger:
+        publication.publish(out, ledger, full=True)
+    _same_as_full_rebuild(out)
+    turns = pl.concat(f for n, f in _published(out).items() if n.startswith("turns/"))
+    assert turns.filter(pl.col("output_path") == big)["ordinal"].to_list() == list(range(1, 61))
