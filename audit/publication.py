@@ -341,6 +341,7 @@ def _rewrite(layout: Layout, name: str, buckets: set[int], rows: pl.DataFrame,
 
 
 def _large_by_bucket(large: dict[str, list[pl.LazyFrame]], buckets: int) -> dict[int, dict[str, list[pl.LazyFrame]]]:
+    """The large documents' pieces split by their document's bucket of a table."""
     paths = pl.Series(sorted(large), dtype=pl.Utf8)
     found: dict[int, dict[str, list[pl.LazyFrame]]] = {}
     for path, b in zip(paths, bucket_of(paths, buckets), strict=True):
