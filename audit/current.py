@@ -123,22 +123,40 @@ def sessions_and_turns(out_root: Path, ledger: Ledger, problems: list[str] | Non
     the documents at these output paths; ``known``: what the ledger says of them, read before)."""
     known = Known.of(out_root, ledger) if known is None else known
     sessions, turns = datasets.tables(out_root, ledger, problems, only, known.documents)
-    keys, counts = known.keys, known.counts
-    turns = turns.with_columns(_timestamp("date"))
-    span = turns.group_by("output_path").agg(first_at=pl.col("date").min(), last_at=pl.col("date").max())
-    sessions = (sessions.join(keys, on=["output_path", "output_sha256"], how="left")
-                .join(span, on="output_path", how="left").join(counts, on="output_path", how="left")
+    sessions = typed_sessions(sessions, turns.lazy(), known)
+    return sessions, typed_turns(turns.lazy(), sessions).collect().sort("output_path", "ordinal")
+
+
+def sessions_and_turn_scan(out_root: Path, ledger: Ledger, only: frozenset[str] | None,
+                           known: Known) -> tuple[pl.DataFrame, pl.LazyFrame]:
+    """The typed sessions and a scan of their turns as the parts hold them: neither read, nor sorted,
+    nor yet unique (``datasets.scanned``), for a consumer that takes a large document apart
+    (``audit.publication``; ``typed_turns`` gives them their columns)."""
+    sessions, turns = datasets.scanned(out_root, ledger, only, known.documents)
+    return typed_sessions(sessions, turns, known), turns
+
+
+def typed_sessions(sessions: pl.DataFrame, turns: pl.LazyFrame, known: Known) -> pl.DataFrame:
+    """The sessions typed, with the ledger's columns and their span (the earliest and latest of
+    ``turns``, streamed: a turn twice does not change it)."""
+    span = (turns.select("output_path", _timestamp("date")).group_by("output_path")
+            .agg(first_at=pl.col("date").min(), last_at=pl.col("date").max()).collect(engine="streaming"))
+    sessions = (sessions.join(known.keys, on=["output_path", "output_sha256"], how="left")
+                .join(span, on="output_path", how="left").join(known.counts, on="output_path", how="left")
                 .with_columns(_timestamp("created_at"), _platform().alias("platform"),
                               pl.col("revisions").fill_null(0), pl.col("status").cast(enum(SessionStatus)),
                               pl.col("flag").cast(enum(DocumentMark)))
                 .sort("output_path"))
     front = ["output_path", "platform", "session_key", "session_id", "title", "created_at", "first_at", "last_at"]
-    sessions = sessions.select(*front, pl.exclude(front))
-    carried = sessions.select("output_path", "platform", "session_key", "run_id")
-    turns = turns.join(carried, on="output_path", how="left").sort("output_path", "ordinal")
-    turns = turns.select("output_path", "platform", "session_key", pl.exclude("output_path", "platform",
+    return sessions.select(*front, pl.exclude(front))
+
+
+def typed_turns(turns: pl.LazyFrame, sessions: pl.DataFrame) -> pl.LazyFrame:
+    """Turns typed, with the columns repeated from their session (of ``typed_sessions``), in their order."""
+    carried = sessions.select("output_path", "platform", "session_key", "run_id").lazy()
+    turns = turns.with_columns(_timestamp("date")).join(carried, on="output_path", how="left", maintain_order="left")
+    return turns.select("output_path", "platform", "session_key", pl.exclude("output_path", "platform",
                                                                               "session_key"))
-    return sessions, turns
 
 
 def document_keys(ledger: Ledger) -> pl.DataFrame:

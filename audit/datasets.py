@@ -400,18 +400,23 @@ def _part_files(out_root: Path, table: str) -> list[Path]:
 
 
 def _read_parts(files: list[Path], table: str, only: frozenset[str] | None = None) -> pl.DataFrame:
-    """The rows of the parts that hold the table's columns (``only``: of these output paths); a part
-    written before a column existed (``title``) is passed over, so its documents are read once again
-    (see ``_tables``)."""
+    """The rows of the parts that hold the table's columns, read (``_scan_parts``)."""
+    return _scan_parts(files, table, only).collect()
+
+
+def _scan_parts(files: list[Path], table: str, only: frozenset[str] | None = None) -> pl.LazyFrame:
+    """A scan of the rows of the parts that hold the table's columns (``only``: of these output paths);
+    a part written before a column existed (``title``) is passed over, so its documents are read once
+    again (see ``_tables``)."""
     columns = PART_COLUMNS[table]
     files = [f for f in files if set(pl.read_parquet_schema(f)) >= columns.keys()]
     if not files:
-        return pl.DataFrame(schema=columns)
-    if only is None:
-        return pl.concat([pl.read_parquet(f, columns=list(columns)) for f in files], how="vertical")
-    wanted = pl.Series(sorted(only), dtype=pl.Utf8).implode()
-    return pl.concat([pl.scan_parquet(f).select(list(columns)).filter(pl.col("output_path").is_in(wanted))
-                      for f in files], how="vertical").collect()
+        return pl.LazyFrame(schema=columns)
+    scans = [pl.scan_parquet(f).select(list(columns)) for f in files]
+    if only is not None:
+        wanted = pl.Series(sorted(only), dtype=pl.Utf8).implode()
+        scans = [scan.filter(pl.col("output_path").is_in(wanted)) for scan in scans]
+    return pl.concat(scans, how="vertical")
 
 
 def current_documents(out_root: Path, ledger: Ledger, only: frozenset[str] | None = None, *,
@@ -478,29 +483,76 @@ def tables(out_root: Path, ledger: Ledger | None = None, problems: list[str] | N
 
 
 def _tables(out_root: Path, snap: Snapshot, problems: list[str] | None) -> tuple[pl.DataFrame, pl.DataFrame]:
-    parts = {t: _read_parts(snap.files[t], t, snap.only) for t in TABLES}
-    sessions = parts["sessions"].join(snap.current, on=KEY, how="semi").unique(subset=KEY, keep="first")
-    turns = parts["turns"].join(snap.current, on=KEY, how="semi").unique(subset=[*KEY, "ordinal"], keep="first")
+    sessions, turns = _scanned(out_root, snap, problems)
+    return sessions, unique_turns(turns).collect().sort("output_path", "ordinal")
+
+
+def unique_turns(turns: pl.LazyFrame) -> pl.LazyFrame:
+    """A turn row once: the parts of two runs may hold the same rows (a document's rows are its bytes')."""
+    return turns.unique(subset=["output_path", "ordinal"], keep="first")
+
+
+def scanned(out_root: Path, ledger: Ledger, only: frozenset[str] | None = None,
+            known: Known | None = None) -> tuple[pl.DataFrame, pl.LazyFrame]:
+    """(sessions, turns) as ``tables`` has them, the turns a scan of the parts, not read, not sorted and
+    not yet unique (``unique_turns``), so that their consumer may take a large document's apart."""
+    return _scanned(out_root, Snapshot(out_root, ledger, only, known), None)
+
+
+def parted(known: Known, keys: pl.DataFrame) -> pl.DataFrame:
+    """Those of these documents' keys that a sessions part holds (the others are read from their
+    documents, their turns with them: ``_scanned``)."""
+    held = _read_parts(known.files["sessions"], "sessions", frozenset(keys["output_path"])).select(KEY)
+    return keys.join(held, on=KEY, how="semi", maintain_order="left")
+
+
+def turn_pieces(files: list[Path], path: str, sha256: str) -> list[pl.LazyFrame]:
+    """One document's turn rows in the parts (``files``), as scans to read one after another, in
+    ordinal order, each sorted and unique: a part's range of ordinals is a piece, and ranges that
+    overlap (the same rows in the parts of two runs) make one. A document's turns are written in
+    parts of a bounded number of rows each, so no piece holds the document whole."""
+    columns = PART_COLUMNS["turns"]
+    mine = (pl.col("output_path") == path) & (pl.col("output_sha256") == sha256)
+    scans = [pl.scan_parquet(f).select(list(columns)).filter(mine)
+             for f in files if set(pl.read_parquet_schema(f)) >= columns.keys()]
+    if not scans:
+        return []
+    ranges = pl.concat([scan.select(first=pl.col("ordinal").min(), last=pl.col("ordinal").max(),
+                                    source=pl.lit(i, dtype=pl.Int64)) for i, scan in enumerate(scans)])
+    pieces: list[tuple[int, list[int]]] = []  # (last ordinal, sources) of each piece
+    for first, last, source in ranges.collect().drop_nulls("first").sort("first", "source").iter_rows():
+        if pieces and first <= pieces[-1][0]:
+            pieces[-1] = (max(last, pieces[-1][0]), [*pieces[-1][1], source])
+        else:
+            pieces.append((last, [source]))
+    return [unique_turns(pl.concat([scans[s] for s in sorted(sources)])).sort("ordinal").select(list(TURN_COLUMNS))
+            for _, sources in pieces]
+
+
+def _scanned(out_root: Path, snap: Snapshot, problems: list[str] | None) -> tuple[pl.DataFrame, pl.LazyFrame]:
+    sessions = (_read_parts(snap.files["sessions"], "sessions", snap.only).join(snap.current, on=KEY, how="semi")
+                .unique(subset=KEY, keep="first"))
+    turns = _scan_parts(snap.files["turns"], "turns", snap.only).join(snap.current.lazy(), on=KEY, how="semi")
     unread = snap.current.join(sessions.select(KEY), on=KEY, how="anti")
     if unread.height:  # no part holds these: read the documents themselves, once
-        turns = turns.join(unread, on=KEY, how="anti")  # turn rows without their session row: read again
+        turns = turns.join(unread.lazy(), on=KEY, how="anti")  # turn rows without their session row: read again
         extra = _read_documents(out_root, unread.rows(), problems)
         sessions = pl.concat([sessions, extra["sessions"]], how="vertical")
-        turns = pl.concat([turns, extra["turns"]], how="vertical")
+        turns = pl.concat([turns, extra["turns"].lazy()], how="vertical")
     return _finish(sessions, turns, snap.writers, snap.flags)
 
 
-def _finish(sessions: pl.DataFrame, turns: pl.DataFrame, writers: dict,
-            flags: dict) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Add the ledger's columns, select the published columns, sort deterministically."""
+def _finish(sessions: pl.DataFrame, turns: pl.LazyFrame, writers: dict,
+            flags: dict) -> tuple[pl.DataFrame, pl.LazyFrame]:
+    """Add the ledger's columns, select the published columns, sort the sessions (the turns are
+    sorted where they are collected or written)."""
     keys = sessions.select(KEY).rows()
     sessions = sessions.with_columns(
         pl.Series("run_id", [writers.get(k) for k in keys], dtype=pl.Utf8),
         pl.Series("flag", [flags.get(k[0]) for k in keys], dtype=pl.Utf8),
     )
     # string order of the relative path, as everywhere else (Path order differs: "telegram/" vs "telegram-html/")
-    return (sessions.select(list(SESSION_COLUMNS)).sort("output_path"),
-            turns.select(list(TURN_COLUMNS)).sort("output_path", "ordinal"))
+    return sessions.select(list(SESSION_COLUMNS)).sort("output_path"), turns.select(list(TURN_COLUMNS))
 
 
 def _read_documents(out_root: Path, keyed: list[tuple[str, str | None]],
@@ -528,7 +580,8 @@ def _from_documents(out_root: Path, writers: dict, flags: dict,
     paths = sorted(p.relative_to(out_root).as_posix() for p in base.rglob("*.json") if p.is_file()) \
         if base.is_dir() else []
     frames = _read_documents(out_root, [(p, None) for p in paths], problems)
-    return _finish(frames["sessions"], frames["turns"], writers, flags)
+    sessions, turns = _finish(frames["sessions"], frames["turns"].lazy(), writers, flags)
+    return sessions, unique_turns(turns).collect().sort("output_path", "ordinal")
 
 
 def compact(out_root: Path, snap: Snapshot, sessions: pl.DataFrame, turns: pl.DataFrame) -> None:

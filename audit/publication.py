@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import tempfile
 import uuid
 from dataclasses import dataclass
 from enum import StrEnum
@@ -192,10 +193,17 @@ class Layout:
     tables: dict[str, dict[str, str]]
     generation: str
 
-    def write(self, name: str, bucket: str, frame: pl.DataFrame) -> Path:
-        self.tables[name][bucket] = write_file(frame.sort(current.ORDER[name]), self.folder,
-                                           f"{name}/{bucket}-{self.generation}.parquet")
-        return self.folder / self.tables[name][bucket]
+    def write(self, name: str, bucket: str, frame: pl.DataFrame,
+              large: dict[str, list[pl.LazyFrame]] | None = None) -> Path:
+        """A bucket's file: its rows sorted as the table is, with the ``large`` documents' turns
+        streamed into their place (``_streamed``)."""
+        frame, file = frame.sort(current.ORDER[name]), f"{name}/{bucket}-{self.generation}.parquet"
+        if not large:
+            self.tables[name][bucket] = write_file(frame, self.folder, file)
+        else:
+            with tempfile.TemporaryDirectory(prefix=".pieces-", dir=self.folder) as staging:
+                self.tables[name][bucket] = write_file(_streamed(frame, large, Path(staging)), self.folder, file)
+        return self.folder / file
 
     def kept(self, name: str, bucket: int, only: frozenset[str] | None) -> pl.DataFrame | None:
         """The published rows of a bucket's documents that did not change (None: no such file)."""
@@ -232,13 +240,17 @@ def _buckets(out_root: Path, ledger: Ledger, layout: Layout) -> list[Path]:
     empty: dict[str, pl.DataFrame] = {}
     count, groups = _groups(dirty, only, known)
     for group, paths in groups:
-        part, turns = current.sessions_and_turns(out_root, ledger, None, paths, known)
-        new = {"sessions": part, "turns": turns, "terms": current.terms(turns.lazy(), part.lazy()).collect()}
+        part, scan = current.sessions_and_turn_scan(out_root, ledger, paths, known)
+        large = _large(part, known)
+        turns = current.typed_turns(datasets.unique_turns(
+            scan.filter(~pl.col("output_path").is_in(pl.Series(sorted(large), dtype=pl.Utf8).implode()))),
+            part).collect()
+        new = {"sessions": part, "turns": turns, "terms": _terms(turns, part, large)}
         empty = {name: frame.clear() for name, frame in new.items()}
         sessions.append(part)
         for name in ("turns", "terms"):
             mine = {b for b in dirty[name] if b % count == group}
-            written.extend(_rewrite(layout, name, mine, new[name], only))
+            written.extend(_rewrite(layout, name, mine, new[name], only, large if name == "turns" else {}))
         del new, turns
     if sessions:
         written.extend(_rewrite(layout, "sessions", dirty["sessions"], pl.concat(sessions, how="vertical"), only))
@@ -246,6 +258,45 @@ def _buckets(out_root: Path, ledger: Ledger, layout: Layout) -> list[Path]:
         if not layout.tables[name] and name in empty:
             written.append(layout.write(name, EMPTY, empty[name]))
     return written
+
+
+ROW_BUDGET = 200_000
+"""A document of more turns than this is never read whole: its turns are streamed from its parts,
+a part at a time, into its bucket's file (``datasets.turn_pieces``, ``_streamed``)."""
+
+
+def _large(part: pl.DataFrame, known: current.Known) -> dict[str, list[pl.LazyFrame]]:
+    """The pieces of the typed turns of each document of more than ``ROW_BUDGET`` turns, by path."""
+    big = part.filter(pl.col("interactions") > ROW_BUDGET).select(datasets.KEY)
+    if big.is_empty():
+        return {}
+    files = known.documents.files["turns"]
+    return {path: [current.typed_turns(piece, part) for piece in datasets.turn_pieces(files, path, sha)]
+            for path, sha in datasets.parted(known.documents, big).rows()}
+
+
+def _terms(turns: pl.DataFrame, part: pl.DataFrame, large: dict[str, list[pl.LazyFrame]]) -> pl.DataFrame:
+    """The search index of a group's documents: a large document's words a piece at a time."""
+    found = [current.terms(turns.lazy(), part.lazy()).collect()]
+    none = part.clear().lazy()
+    found += [current.terms(piece, none).collect() for pieces in large.values() for piece in pieces]
+    return pl.concat(found).unique().sort("term", "output_path") if len(found) > 1 else found[0]
+
+
+def _streamed(frame: pl.DataFrame, large: dict[str, list[pl.LazyFrame]], staging: Path) -> pl.LazyFrame:
+    """A bucket's sorted turns with the pieces of its large documents put in their place, in order: each
+    piece is first sorted into a file of its own in ``staging``, one at a time, then the files are
+    scanned in order (a streaming engine would otherwise sort every piece at once)."""
+    paths, pieces, start = frame["output_path"], [], 0
+    for path in sorted(large):
+        end = paths.search_sorted(path)
+        pieces.append(frame.slice(start, end - start).lazy())
+        for piece in large[path]:
+            staged = staging / f"{len(pieces)}.parquet"
+            piece.sink_parquet(staged, engine="streaming")
+            pieces.append(pl.scan_parquet(staged))
+        start = end
+    return pl.concat([*pieces, frame.slice(start).lazy()], how="vertical_relaxed")
 
 
 GROUPS = tuple(n for n in (1, 2, 4, 8, 16) if BUCKETS["terms"] % n == 0)
@@ -272,20 +323,30 @@ def _groups(dirty: dict[str, set[int]], only: frozenset[str] | None,
 
 
 def _rewrite(layout: Layout, name: str, buckets: set[int], rows: pl.DataFrame,
-             only: frozenset[str] | None) -> list[Path]:
-    """These buckets of a table from the new ``rows`` of their changed documents and the published
-    rows of the others; a bucket left without rows is dropped."""
+             only: frozenset[str] | None, large: dict[str, list[pl.LazyFrame]] | None = None) -> list[Path]:
+    """These buckets of a table from the new ``rows`` of their changed documents (and the pieces of
+    the ``large`` ones' turns) and the published rows of the others; a bucket left without rows is dropped."""
     split = _by_bucket(rows, BUCKETS[name])
+    mine = _large_by_bucket(large or {}, BUCKETS[name])
     written = []
     for b in sorted(buckets):
         new = split.get(b, rows.clear())
         old = layout.kept(name, b, only)
         frame = new if old is None else pl.concat([old, new], how="vertical_relaxed")
-        if frame.is_empty():
+        if frame.is_empty() and b not in mine:
             layout.tables[name].pop(str(b), None)
         else:
-            written.append(layout.write(name, str(b), frame))
+            written.append(layout.write(name, str(b), frame, mine.get(b)))
     return written
+
+
+def _large_by_bucket(large: dict[str, list[pl.LazyFrame]], buckets: int) -> dict[int, dict[str, list[pl.LazyFrame]]]:
+    """The large documents' pieces split by their document's bucket of a table."""
+    paths = pl.Series(sorted(large), dtype=pl.Utf8)
+    found: dict[int, dict[str, list[pl.LazyFrame]]] = {}
+    for path, b in zip(paths, bucket_of(paths, buckets), strict=True):
+        found.setdefault(b, {})[path] = large[path]
+    return found
 
 
 def _by_bucket(frame: pl.DataFrame, buckets: int) -> dict[int, pl.DataFrame]:
@@ -296,11 +357,15 @@ def _by_bucket(frame: pl.DataFrame, buckets: int) -> dict[int, pl.DataFrame]:
     return {k[0]: part.drop("bucket") for k, part in keyed.partition_by("bucket", as_dict=True).items()}
 
 
-def write_file(frame: pl.DataFrame, folder: Path, name: str) -> str:
+def write_file(frame: pl.DataFrame | pl.LazyFrame, folder: Path, name: str) -> str:
+    """Write a table's file through a temporary one; a scan is streamed in (never held whole)."""
     target = folder / name
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp")
-    frame.write_parquet(tmp, row_group_size=current.ROW_GROUP)
+    if isinstance(frame, pl.LazyFrame):
+        frame.sink_parquet(tmp, row_group_size=current.ROW_GROUP, engine="streaming")
+    else:
+        frame.write_parquet(tmp, row_group_size=current.ROW_GROUP)
     tmp.replace(target)
     return name
 

@@ -121,14 +121,14 @@ def test_a_publication_builds_the_turns_of_one_group_of_documents_at_a_time(tmp_
     for i in range(40):
         (src / f"c{i}.txt").write_text(_chat(f"c{i}", 1 + i % 3, title=f"Topic {i}" if i % 2 else None))
     built: list[list[str]] = []
-    real = current.sessions_and_turns
+    real = current.sessions_and_turn_scan
 
-    def spy(out_root, ledger, problems=None, only=None, known=None):
-        sessions, turns = real(out_root, ledger, problems, only, known)
+    def spy(out_root, ledger, only, known):
+        sessions, turns = real(out_root, ledger, only, known)
         built.append(sessions["output_path"].to_list())
         return sessions, turns
 
-    monkeypatch.setattr(current, "sessions_and_turns", spy)
+    monkeypatch.setattr(current, "sessions_and_turn_scan", spy)
     monkeypatch.setattr(publication, "GROUP_DOCUMENTS", 3)  # 40 documents: as many groups as can be
     reconstruct([src], out, Settings(workers=1))
     groups = [set(publication.bucket_of(pl.Series(paths, dtype=pl.Utf8), publication.GROUPS[-1]).to_list())
@@ -138,7 +138,7 @@ def test_a_publication_builds_the_turns_of_one_group_of_documents_at_a_time(tmp_
     monkeypatch.undo()
     _same_as_full_rebuild(out)
 
-    monkeypatch.setattr(current, "sessions_and_turns", spy)
+    monkeypatch.setattr(current, "sessions_and_turn_scan", spy)
     monkeypatch.setattr(publication, "GROUP_DOCUMENTS", 3)
     built.clear()
     (src / "c3.txt").write_text(_chat("c3", 5, title="Topic 3"))
@@ -155,8 +155,8 @@ def test_a_small_publication_is_one_group(tmp_path, monkeypatch):
     for i in range(40):
         (src / f"c{i}.txt").write_text(_chat(f"c{i}", 1))
     built = []
-    real = current.sessions_and_turns
-    monkeypatch.setattr(current, "sessions_and_turns", lambda *a: built.append(a) or real(*a))
+    real = current.sessions_and_turn_scan
+    monkeypatch.setattr(current, "sessions_and_turn_scan", lambda *a: built.append(a) or real(*a))
     monkeypatch.setattr(publication, "GROUP_DOCUMENTS", 10)  # 40 documents: four groups of ten or so
     reconstruct([src], out, Settings(workers=1))
     assert len(built) == 4
