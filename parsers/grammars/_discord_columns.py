@@ -13,7 +13,7 @@ its own.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -22,6 +22,55 @@ import polars as pl
 
 from models.records import Region, RegionKind
 from parsers.columns import PY_SPACE, LineTable, group_turns, line_headers, per_distinct
+
+
+@dataclass(slots=True)
+class Chunk:
+    """A text's turns as a frame (what a streamed read's ranges add up: ``bad`` and ``extras``, none here)."""
+
+    frame: pl.DataFrame
+    bad: int = 0
+    extras: list[dict] = field(default_factory=list)
+
+
+def starts(lines: pl.Series, rust: dict[str, str]) -> pl.Series:
+    """Author lines (no Markdown heading or quote) and reply-context-shaped lines; an author line right
+    under a reply-context-shaped line is not flagged (a cut there would part the reply from its turn)."""
+    reply = lines.str.contains(rust["reply"]).fill_null(False)
+    return reply | (_author(lines, rust) & ~reply.shift(1, fill_value=False))
+
+
+def _author(lines: pl.Series, rust: dict[str, str]) -> pl.Series:
+    return (lines.str.contains(rust["author"]) & ~lines.str.contains(rust["markdown"])).fill_null(False)
+
+
+def survey(table: LineTable, heads, flagged: pl.Series, rust: dict[str, str]) -> list[dict[str, Any]]:
+    """Each text's part of a ``PasteSurvey``: its flagged lines, its author lines' names and runs of dates,
+    a reply-context-shaped line with no author line under it (the last line of a text waits for the next
+    text of its input: ``tail_reply``) and whether its first line is an author line."""
+    lines, src = table.lines, table.source
+    author = _author(lines, rust)
+    reply = lines.str.contains(rust["reply"]).fill_null(False)
+    same = (src.shift(-1) == src).fill_null(False)
+    orphan = reply & ~(author.shift(-1, fill_value=False) & same)
+    g = heads.groups.with_columns(src=src).filter(heads.ok & heads.groups["name"].is_not_null())
+    out = []
+    turns, orphans = table.counts(flagged), table.counts(orphan)
+    for i in range(len(table)):
+        first, last = table.bounds[i], table.bounds[i + 1] - 1
+        mine = g.filter(pl.col("src") == i)
+        dates = mine["date"].to_list()
+        runs = [(d, k) for k, d in enumerate(dates) if d is not None and (k == 0 or dates[k - 1] != d)]
+        runs = [(d, k) for j, (d, k) in enumerate(runs) if j == 0 or runs[j - 1][0] != d]
+        tail = last >= first and bool(orphan[last])
+        out.append({"turns": turns[i], "names": set(mine["name"].str.strip_chars(PY_SPACE).to_list()),
+                    "runs": runs, "authors": mine.height, "tail_reply": tail,
+                    "why": NO_REPLY if orphans[i] > tail else None,
+                    "head_author": last >= first and bool(author[first])})
+    return out
+
+
+NO_REPLY = "a reply-context-shaped line with no author line under it (a chunk cut there would split a message)"
 
 
 @dataclass(slots=True)
