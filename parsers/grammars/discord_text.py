@@ -98,10 +98,10 @@ HEADER = regex.compile(rf"^(?:{_NOT_MARKDOWN}{_AUTHOR_LINE}|{_CSTAMP}|{_DIVIDER}
 # author-like line (the last alternative): the columnar parse tests both on the lines themselves.
 HEADER_NO_LOOKAHEAD = regex.compile(rf"^(?:{_AUTHOR_LINE}|{_CSTAMP}|{_DIVIDER}|{_REPLY}$)", regex.MULTILINE)
 _RUST = {"header": rust_pattern(HEADER_NO_LOOKAHEAD),
-         "markdown": rust_pattern(regex.compile(rf"^(?:{MARKDOWN})", regex.MULTILINE)),
-         "author_like": rust_pattern(regex.compile(rf"^{AUTHOR_LIKE}", regex.MULTILINE)),
          "author": rust_pattern(regex.compile(rf"^{_AUTHOR_LINE}", regex.MULTILINE)),
-         "reply": rust_pattern(regex.compile(rf"^{_REPLY}$", regex.MULTILINE))}
+         "reply": rust_pattern(regex.compile(rf"^{_REPLY}$", regex.MULTILINE)),
+         "markdown": rust_pattern(regex.compile(rf"^(?:{MARKDOWN})", regex.MULTILINE)),
+         "author_like": rust_pattern(regex.compile(rf"^{AUTHOR_LIKE}", regex.MULTILINE))}
 _CLOCK_PARTS = regex.compile(
     rf"(?P<h>\d{{1,2}}):(?P<mi>\d{{2}})(?::(?P<s>\d{{2}}))?(?:{_SP}?(?P<ampm>[AaPp]\.?[Mm]\.?))?")
 # The independent counter's own idea of a message start, line by line.
@@ -170,8 +170,7 @@ class DiscordText(LineGrammar):
     def survey(self, sources: list[SourceText], table: LineTable, first_lines: list[int]) -> list[PasteSurvey]:
         """Each text's author lines (their names and runs of dates: the whole input's), its flagged lines,
         its reply contexts with no author line under them, and its text for the independent count."""
-        flagged = self.starts(table.lines)
-        found = columns.survey(table, _heads(table), flagged, _RUST)
+        found = columns.survey(table, _heads(table), self.starts(table.lines))
         return [PasteSurvey(first_lines[i] - 1 + table.bounds[i + 1] - table.bounds[i], **found[i],
                             text=table.texts[i]) for i in range(len(table))]
 
@@ -325,7 +324,7 @@ class PasteSurvey(Survey):
     @property
     def speakers(self) -> list[str]:
         """The input's speakers, longest first (a reply context names the longest that fits)."""
-        return sorted(self.names, key=len, reverse=True)
+        return sorted(self.names, key=lambda n: (-len(n), n))
 
     def noted(self, relative: int, unreadable: int, continued: bool) -> None:
         self.relative += relative
