@@ -3,21 +3,17 @@ the client's furniture (edited markers, BOT tags, replies, dividers) is read, no
 
 from __future__ import annotations
 
-import io
-
-import polars as pl
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from flows.core.ranges import Blocks, decoded, raw_blocks, turn_chunks
 from models.records import SourceText
 from models.settings import Settings
 from parsers import registry
-from parsers.columns import LineTable, turns_of
 from parsers.grammars._discord_columns import NO_REPLY
 from parsers.text import decode
 from tests.helpers import read_one, session_snapshot
+from tests.parsers.test_markdown import streamed
 from validators.accounting import LineIndex, account
 
 DT = registry.get("discord-text")
@@ -100,25 +96,6 @@ _DT_LINES = st.sampled_from([
 that is none), continuation stamps, dividers, reply contexts, text."""
 
 
-def _streamed(text: str, size: int):
-    """The session a streamed read makes of ``text`` in blocks of ``size`` bytes (flows/core/spool.py's steps),
-    or why it reads it whole."""
-    data = text.encode()
-    source = SourceText("", "paste.txt", "0" * 64, len(data), "utf-8")
-    total = None
-    for found in Blocks().scans(io.BytesIO(data), size, lambda t, n: DT.survey(
-            [source], LineTable.of([t]), [n])[0].census(), 1):
-        total = found if total is None else total.then(found)
-    if total.whole_only is not None:
-        return total.whole_only
-    (session,) = DT.sessions(source, total)
-    frames = [DT.frames([source], LineTable.of_lines(lines), [total], [[session]], [first])[0][0].frame
-              for lines, first in turn_chunks(decoded(raw_blocks(io.BytesIO(data), size), 1), DT.starts)]
-    DT.conclude([session], source, total, [])
-    session.turns, session.frame = turns_of(pl.concat(frames)), None
-    return session_snapshot(session, total.counted)
-
-
 @settings(max_examples=300, deadline=None)
 @example(["Bob — 08/11/2023 11:50 PM", "a", "[12:05 AM]", "b", "↪ @Ann Lee shipping it now",
           "Ann Lee — 13/08/2023 11:50 PM", "c"], 3)
@@ -130,7 +107,7 @@ def test_a_stream_reads_what_the_whole_read_reads_or_says_why_not(lines, size):
     and without an author line under them) and text, cut into blocks of any size: the streamed read gives the
     whole read's session, or says why it reads it whole."""
     text = "\n".join(lines) + "\n"
-    got = _streamed(text, size)
+    got = streamed(text, size, DT, "paste.txt")
     if isinstance(got, str):
         assert got == NO_REPLY
         return
