@@ -13,7 +13,7 @@ its own.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -22,6 +22,63 @@ import polars as pl
 
 from models.records import Region, RegionKind
 from parsers.columns import PY_SPACE, LineTable, group_turns, line_headers, per_distinct
+
+
+@dataclass(slots=True)
+class Chunk:
+    """A text's turns as a frame (what a streamed read's ranges add up: ``bad`` and ``extras``, none here)."""
+
+    frame: pl.DataFrame
+    bad: int = 0
+    extras: list[dict] = field(default_factory=list)
+
+
+def starts(lines: pl.Series, rust: dict[str, str]) -> pl.Series:
+    """Author lines (no Markdown heading or quote) and reply-context-shaped lines (whatever is under them;
+    the header's reply alternative: not an author line), an author line right under a reply-context-shaped
+    line not: a cut there would part the reply from its turn. The lines ``headers`` finds, without captures."""
+    shaped = lines.str.contains(rust["author"]).fill_null(False)
+    reply = lines.str.contains(rust["reply"]).fill_null(False) & ~shaped
+    author = shaped & ~lines.str.contains(rust["markdown"]).fill_null(False)
+    return reply | (author & ~reply.shift(1, fill_value=False))
+
+
+def survey(table: LineTable, heads, flagged: pl.Series) -> list[dict[str, Any]]:
+    """Each text's part of a ``PasteSurvey``: its flagged lines, its author lines' names and runs of dates,
+    a reply-context-shaped line with no author line under it (the last line of a text waits for the next
+    text of its input: ``tail_reply``) and whether its first line is an author line."""
+    src = table.source
+    g = heads.groups
+    author = (g["name"].is_not_null() & heads.ok).fill_null(False)
+    reply = g["reply"].is_not_null()
+    same = (src.shift(-1) == src).fill_null(False)
+    flagged = flagged | (author & ~same.shift(1, fill_value=False))  # a text's first line has no line above it
+    orphan = reply & ~(author.shift(-1, fill_value=False) & same)
+    g = heads.groups.select("name", "date").with_columns(src=src).filter(author)
+    texts = len(table)
+    cuts = g["src"].search_sorted(pl.Series(range(texts + 1)), "left").to_list()
+    names = g["name"].str.strip_chars(PY_SPACE).to_list()
+    runs: list[list[tuple[str, int]]] = [[] for _ in range(texts)]
+    dated = g.select("date", "src", pl.int_range(pl.len()).over("src").alias("i")).filter(pl.col("date").is_not_null())
+    for date, text, i in dated.filter(((pl.col("date") != pl.col("date").shift(1)) | (pl.col("src") != pl.col("src")
+                                       .shift(1))).fill_null(True)).iter_rows():
+        runs[text].append((date, i))
+    turns, orphans = table.counts(flagged), table.counts(orphan)
+    top = max(len(author) - 1, 0)  # an empty text's rows (none) are read as any row: ``some`` drops them
+    firsts, lasts = [min(b, top) for b in table.bounds[:-1]], [min(max(b - 1, 0), top) for b in table.bounds[1:]]
+    tails = orphan.gather(lasts).to_list() if len(orphan) else [False] * texts
+    heads_ = author.gather(firsts).to_list() if len(author) else [False] * texts
+    out = []
+    for i in range(texts):
+        some = table.bounds[i + 1] > table.bounds[i]
+        tail = some and tails[i]
+        out.append({"turns": turns[i], "names": set(names[cuts[i]:cuts[i + 1]]), "runs": runs[i],
+                    "authors": cuts[i + 1] - cuts[i], "tail_reply": tail,
+                    "why": NO_REPLY if orphans[i] > tail else None, "head_author": some and heads_[i]})
+    return out
+
+
+NO_REPLY = "a reply-context-shaped line with no author line under it (a chunk cut there would split a message)"
 
 
 @dataclass(slots=True)

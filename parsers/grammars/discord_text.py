@@ -42,23 +42,23 @@ Decisions:
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 
 import polars as pl
 import regex
 
-from models.records import ParsedSession, Region, ShapedLine, SourceText
-from models.settings import Settings
-from parsers.base import Grammar
-from parsers.columns import TURN_SCHEMA, LineTable, own, rust_pattern
+from models.records import ParsedSession, ShapedLine, SourceText
+from parsers.base import LineGrammar, Survey
+from parsers.columns import TURN_SCHEMA, LineTable, first_line_of, rust_pattern
 from parsers.linecount import LineCounts, LinePatterns, count
 from parsers.registry import register
 from parsers.sessions import file_name_id
 from parsers.timeparse import clock_24h
 
 from . import _discord_columns as columns
-from ._lines import DateOrder, date_order, day_of, line_count, unreadable_times
+from ._lines import DateOrder, date_order, day_of, unreadable_times
 
 RELATIVE: dict[str, tuple[int, tuple[str, ...]]] = {
     # word: (days before the day of copying, the words that join it to the clock)
@@ -98,6 +98,8 @@ HEADER = regex.compile(rf"^(?:{_NOT_MARKDOWN}{_AUTHOR_LINE}|{_CSTAMP}|{_DIVIDER}
 # author-like line (the last alternative): the columnar parse tests both on the lines themselves.
 HEADER_NO_LOOKAHEAD = regex.compile(rf"^(?:{_AUTHOR_LINE}|{_CSTAMP}|{_DIVIDER}|{_REPLY}$)", regex.MULTILINE)
 _RUST = {"header": rust_pattern(HEADER_NO_LOOKAHEAD),
+         "author": rust_pattern(regex.compile(rf"^{_AUTHOR_LINE}", regex.MULTILINE)),
+         "reply": rust_pattern(regex.compile(rf"^{_REPLY}$", regex.MULTILINE)),
          "markdown": rust_pattern(regex.compile(rf"^(?:{MARKDOWN})", regex.MULTILINE)),
          "author_like": rust_pattern(regex.compile(rf"^{AUTHOR_LIKE}", regex.MULTILINE))}
 _CLOCK_PARTS = regex.compile(
@@ -143,7 +145,7 @@ def _under_reply(line: int) -> str:
 
 
 @register
-class DiscordText(Grammar):
+class DiscordText(LineGrammar):
     name = "discord-text"
     detect_needs = ("—", "–")  # an author line's dash
     version = "1"
@@ -159,84 +161,191 @@ class DiscordText(Grammar):
     def detect_counted(self, sample: str, name: str, counts: LineCounts) -> float:
         return counted_share(counts)
 
-    def read(self, sources: list[SourceText], settings: Settings) -> list:
-        """The session of each source with its turns as a frame (``_discord_columns``), every source in one
-        table of lines; each paste decides its own day/month order."""
-        if not sources:
-            return []
-        texts = [s.text for s in sources]
-        table = LineTable.of(texts)
-        heads = columns.headers(table, _RUST["header"], _RUST["markdown"], _RUST["author_like"])
+    @staticmethod
+    def starts(lines: pl.Series) -> pl.Series:
+        """Author lines and reply-context-shaped lines, an author line right under such a line not: a chunk
+        cut there keeps a reply context with its turn (``PasteSurvey.whole_only``: one that is none)."""
+        return columns.starts(lines, _RUST)
+
+    def survey(self, sources: list[SourceText], table: LineTable, first_lines: list[int]) -> list[PasteSurvey]:
+        """Each text's author lines (their names and runs of dates: the whole input's), its flagged lines,
+        its reply contexts with no author line under them, and its text for the independent count."""
+        found = columns.survey(table, _heads(table), self.starts(table.lines))
+        return [PasteSurvey(first_lines[i] - 1 + table.bounds[i + 1] - table.bounds[i], **found[i],
+                            text=table.texts[i]) for i in range(len(table))]
+
+    def sessions(self, source: SourceText, survey: PasteSurvey) -> list[ParsedSession]:
+        sid = file_name_id(source.name)
+        session = ParsedSession(sid, "file-name" if sid else "none", [], raw=source.text)
+        session.lines = (1, survey.lines)
+        _note_order(session, survey.order, survey.runs)
+        return [session]
+
+    def frames(self, sources: list[SourceText], table: LineTable, surveys: list[PasteSurvey],
+               sessions: list[list[ParsedSession]], first_lines: list[int]) -> list[list[columns.Chunk]]:
+        """Each text's turn frame (``_discord_columns``), its dates in its input's day/month order, its reply
+        contexts matched against its input's speakers; its regions and reply lines into its session, its time
+        notes onto its survey (the chunks of a streamed input come in order)."""
+        shift = first_line_of(first_lines) - 1
+        heads = _heads(table)
         found = columns.paste(table, heads, EDITED)
-        opened = [own(_opened, source, found.regions[i], found.runs[i]) for i, source in enumerate(sources)]
-        orders = [o[1].order if isinstance(o, tuple) else "dmy" for o in opened]  # a failed paste: its rows unused
         frame = found.frame
-        time, relative, unreadable = columns.times(frame, table, orders, day_of, _clock)
-        names: list[list[str]] = [[] for _ in sources]
-        for src, name in frame.select("src", "speaker").unique().iter_rows():
-            names[src].append(name)
-        extra, starts = columns.extras(frame, columns.replies(heads, table, frame),
-                                       [sorted(n, key=len, reverse=True) for n in names])
+        time, relative, unreadable = columns.times(frame, table, [s.order.order for s in surveys], day_of, _clock)
+        extra, starts = columns.extras(frame, columns.replies(heads, table, frame), [s.speakers for s in surveys])
         shaped: list[list[ShapedLine]] = [[] for _ in sources]  # a turn a reply context opens
         for src, line, start in frame.select("src", "line_start", starts.alias("start")).filter(
                 pl.col("line_start") != pl.col("start")).iter_rows():
-            shaped[src].append(ShapedLine(line, _under_reply(start)))
+            shaped[src].append(ShapedLine(line + shift, _under_reply(start + shift)))
         cuts = table.split(frame["at"])
-        frame = frame.with_columns(time=time, extra=extra, kind=pl.lit("message", pl.Utf8),
-                                   line_start=starts).select(list(TURN_SCHEMA))
-        out = []
-        for i, o in enumerate(opened):
-            mine = frame.slice(cuts[i], cuts[i + 1] - cuts[i])
-            out.append(own(_concluded, o[0], mine, shaped[i], (relative[i], unreadable[i], found.continued[i]))
-                       if isinstance(o, tuple) else o)
+        frame = frame.with_columns(time=time, extra=extra, kind=pl.lit("message", pl.Utf8), line_start=starts + shift,
+                                   line_end=pl.col("line_end") + shift).select(list(TURN_SCHEMA))
+        out: list[list[columns.Chunk]] = []
+        for i, mine in enumerate(sessions):
+            if not mine:
+                out.append([])
+                continue
+            (session,) = mine
+            session.regions.extend(replace(r, lines=(r.lines[0] + shift, r.lines[1] + shift))
+                                   for r in found.regions[i])
+            session.shaped.extend(shaped[i])
+            surveys[i].noted(relative[i], unreadable[i], found.continued[i])
+            out.append([columns.Chunk(frame.slice(cuts[i], cuts[i + 1] - cuts[i]))])
         return out
+
+    def conclude(self, sessions: list[ParsedSession], source: SourceText, survey: PasteSurvey, chunks: list) -> None:
+        (session,) = sessions
+        _time_notes(session, survey.relative, survey.unreadable, survey.continued)
 
     def count_turns(self, raw: Any) -> int:
         """Author lines, and stamp lines with text of their own (on the line, or the next non-blank line
         when that is no author or stamp line)."""
-        lines = raw.split("\n")
-        count = 0
-        for i, line in enumerate(lines):
-            if _COUNT_AUTHOR.match(line):
-                count += 1
-            elif _COUNT_STAMP.match(line):
-                after = line.partition("]")[2]
-                following = next((ln for ln in lines[i + 1:] if ln.strip()), "")
-                count += bool(after.strip() or (following and not _COUNT_AUTHOR.match(following)
-                                                and not _COUNT_STAMP.match(following)))
-        return count
+        return census(raw).count
 
 
-def _opened(source: SourceText, regions: list[Region], runs: list[tuple[str, int]]) -> tuple[ParsedSession, DateOrder]:
-    """A paste's session before its turns: its id, lines and regions, and its own day/month order."""
-    sid = file_name_id(source.name)
-    session = ParsedSession(sid, "file-name" if sid else "none", [], raw=source.text)
-    session.lines = (1, line_count(source.text))
-    session.regions.extend(regions)
-    return session, _date_order(session, runs)
+def _heads(table: LineTable):
+    """The header lines of a table (``_discord_columns.headers``), found once per table."""
+    if "discord" not in table.memo:
+        table.memo["discord"] = columns.headers(table, _RUST["header"], _RUST["markdown"], _RUST["author_like"])
+    return table.memo["discord"]
 
 
-def _concluded(session: ParsedSession, frame: pl.DataFrame, shaped: list[ShapedLine], notes: tuple[int, int, bool]
-               ) -> list[ParsedSession]:
-    """A paste's session with its turn frame: its time notes (relative, unreadable, continued), and the
-    lines a reply context adds to a turn."""
-    _time_notes(session, *notes)
-    session.shaped = shaped
-    session.frame = frame
-    return [session]
+@dataclass(frozen=True, slots=True)
+class Census:
+    """The independent count of a piece of a paste (``count_turns``'s rule): its turns, whether its last
+    stamp line still waits for the next non-blank line, and what its first non-blank line is."""
+
+    count: int = 0
+    pending: bool = False
+    lead: str | None = None
+    """"head" (an author or stamp line), "text", or None (blank throughout)."""
+
+    def then(self, more: Census) -> Census:
+        waited = self.pending and more.lead == "text"
+        return Census(self.count + more.count + waited, more.pending if more.lead else self.pending,
+                      self.lead or more.lead)
 
 
-def _date_order(session: ParsedSession, runs: list[tuple[str, int]]) -> DateOrder:
-    """The day/month order of the whole file, from the runs of its author lines' dates."""
+def census(text: str) -> Census:
+    """``count_turns``'s rule over a piece of a paste."""
+    count, pending, lead = 0, False, None
+    for line in text.split("\n"):
+        if not line.strip():
+            continue
+        author = bool(_COUNT_AUTHOR.match(line))
+        stamp = not author and bool(_COUNT_STAMP.match(line))
+        lead = lead or ("head" if author or stamp else "text")
+        count += pending and not (author or stamp)
+        pending = stamp and not line.partition("]")[2].strip()
+        count += author or (stamp and not pending)
+    return Census(count, pending, lead)
+
+
+@dataclass(slots=True)
+class PasteSurvey(Survey):
+    """What a Discord paste's author lines tell of it as a whole (``DiscordText.survey``); the time notes of
+    the chunks read so far (``DiscordText.frames``)."""
+
+    lines: int
+    turns: int = 0
+    names: set[str] = field(default_factory=set)
+    runs: list[tuple[str, int]] = field(default_factory=list)
+    """(date, index of its author line) for each run of equal dates of the author lines."""
+    authors: int = 0
+    why: str | None = None
+    tail_reply: bool = False
+    """The piece's last line is reply-context-shaped: the next piece's first line must be an author line."""
+    head_author: bool = False
+    text: str | None = None
+    """The piece's text, until its turns are counted (``census``: only when asked)."""
+    count: Census | None = None
+    relative: int = 0
+    unreadable: int = 0
+    continued: bool = False
+    decided: DateOrder | None = None
+
+    def then(self, more: PasteSurvey) -> PasteSurvey:
+        """This survey, the next block's added (in place)."""
+        if self.tail_reply and not more.head_author:
+            self.why = self.why or columns.NO_REPLY
+        joined = self.tail_reply and more.head_author  # its author line is flagged in its own block only
+        self.why = self.why or more.why
+        self.lines, self.tail_reply = more.lines, more.tail_reply
+        self.count, self.text = self.census().count.then(more.census().count), None
+        runs = [(d, i + self.authors) for d, i in more.runs]
+        if self.runs and runs and runs[0][0] == self.runs[-1][0]:
+            runs = runs[1:]  # the same run goes on across the block boundary
+        self.runs.extend(runs)
+        self.authors += more.authors
+        self.turns += more.turns - joined
+        self.names |= more.names
+        self.decided = None
+        return self
+
+    def census(self) -> PasteSurvey:
+        if self.count is None:  # counted now, on this thread
+            self.count, self.text = census(self.text or ""), None
+        return self
+
+    @property
+    def counted(self) -> int:
+        return self.census().count.count
+
+    @property
+    def whole_only(self) -> str | None:
+        return self.why or (columns.NO_REPLY if self.tail_reply else None)
+
+    @property
+    def order(self) -> DateOrder:
+        """The day/month order, decided from every run of the author lines' dates."""
+        if self.decided is None:
+            self.decided = _order(self.runs)
+        return self.decided
+
+    @property
+    def speakers(self) -> list[str]:
+        """The input's speakers, longest first (a reply context names the longest that fits)."""
+        return sorted(self.names, key=lambda n: (-len(n), n))
+
+    def noted(self, relative: int, unreadable: int, continued: bool) -> None:
+        self.relative += relative
+        self.unreadable += unreadable
+        self.continued = self.continued or continued
+
+
+def _order(runs: list[tuple[str, int]]) -> DateOrder:
+    """The day/month order of a whole paste, from the runs of its author lines' dates."""
     order = date_order(runs)
     if order.basis in ("none", "changes", "forward") and runs and all("." in d for d, _ in runs):
         order = order._replace(order="dmy", evidence="dotted dates, written day first in every locale that uses"
                                f" them ({runs[0][0]})", basis="dots")
+    return order
+
+
+def _note_order(session: ParsedSession, order: DateOrder, runs: list[tuple[str, int]]) -> None:
     if runs:
         session.assumptions.append(f"date order {'/'.join(order.order.upper())}: {order.evidence}")
         if order.basis in ("none", "contradiction"):
             session.warnings.append(f"date order uncertain, {'/'.join(order.order.upper())} used: {order.evidence}")
-    return order
 
 
 def _time_notes(session: ParsedSession, relative: int, unreadable: int, continued: bool) -> None:

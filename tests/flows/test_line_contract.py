@@ -22,6 +22,8 @@ INPUTS = {  # a file of 40 turns of each grammar, streamed in many chunks
                                 for i in range(40)]),
     "markdown": ("chat.md", [f"## {'Assistant' if i % 2 else 'User'}\nturn {i}\n\n### Notes\n```md\n## Summary\n```"
                              "\n---" for i in range(40)]),
+    "discord-text": ("paste.txt", [("↪ @Bob hi\n" if i % 5 == 1 else "") + f"{'Ann' if i % 2 else 'Bob'} — 24/12/2019"
+                                   f" 11:{i:02d} PM\nhi {i}\n[12:0{i % 10} AM]\nlater {i}" for i in range(40)]),
 }
 
 

@@ -243,7 +243,7 @@ def test_a_large_text_read_whole_says_why_in_its_ledger_row(tmp_path):
     assert _documents(tmp_path / "s") == _documents(tmp_path / "w")
 
 
-@pytest.mark.parametrize("folder, grammar", [("discord-text", "discord-text"), ("whatsapp-db", "whatsapp-db")])
+@pytest.mark.parametrize("folder, grammar", [("discord-txt", "discord-txt"), ("whatsapp-db", "whatsapp-db")])
 def test_a_large_input_of_a_grammar_with_no_streamed_read_says_so(tmp_path, folder, grammar):
     """No silent hand-over: an input above the streaming threshold whose grammar reads inputs only whole
     (or a database) is read whole, with the same documents, and its ledger row says why."""
@@ -260,3 +260,53 @@ def test_a_large_input_of_a_grammar_with_no_streamed_read_says_so(tmp_path, fold
     assert row.grammar == grammar and f"read whole, not streamed: {why}" in row.detail, row.detail
     assert "not streamed" not in small.files[0].detail
     assert _documents(tmp_path / "large") == _documents(tmp_path / "small")
+
+
+def _paste(n: int, reply: str = "↪ @Ann Lee the earlier message") -> str:
+    """A Discord paste of ``n`` author lines: a channel title, day/month dates (the order decided by a day above
+    12 near the end), continuation stamps that wrap past midnight and one with no text, reply contexts, a
+    relative day, BOT tags, edited markers and date dividers."""
+    out = ["#release-planning", ""]
+    for i in range(n):
+        day = 1 + i // 10 if i < n - 1 else 25
+        if i % 10 == 0:
+            out.append(f"January {day}, 2024")
+        if i % 7 == 3:
+            out.append(reply)
+        name = ["Ann Lee", "Bob", "Deploy Bot BOT"][i % 3]
+        stamp = "Yesterday at 11:50 PM" if i == 5 else f"{day:02d}/01/2024 11:{50 + i % 10:02d} PM"
+        out += [f"{name} — {stamp}", f"message {i}", "second line (edited)" if i % 4 == 0 else "second line"]
+        if i % 5 == 0:
+            out += ["[12:05 AM]", f"after midnight {i}", "[12:06 AM]"]
+    return "\n".join(out) + "\n"
+
+
+def _read_paste(tmp_path, text: str):
+    src = tmp_path / "in"
+    src.mkdir(exist_ok=True)
+    (src / "paste.txt").write_text(text)
+    return _run(src, tmp_path / "w"), _run(src, tmp_path / "s", stream_text_bytes=1, stream_chunk_bytes=200)
+
+
+def test_a_large_discord_paste_is_streamed_with_the_documents_of_its_whole_read(tmp_path):
+    """Reply contexts, continuation stamps past midnight, relative days and the day/month order decided late
+    in the paste, over many chunks: streamed (no "read whole" note), the bytes of the whole read."""
+    whole, streamed = _read_paste(tmp_path, _paste(60))
+    (row,) = streamed.files
+    assert row.status is whole.files[0].status is FileStatus.PARTIAL  # the relative day's turn has no time
+    assert "not streamed" not in row.detail, row.detail
+    assert "not streamed" not in whole.files[0].detail  # a small file: read whole in its batch, as before
+    assert streamed.written == whole.written == 1 and streamed.sessions[0].interactions == 72
+    assert _documents(tmp_path / "w") == _documents(tmp_path / "s")
+
+
+def test_a_discord_paste_a_chunk_cut_could_split_is_read_whole_and_says_why(tmp_path):
+    """A reply-context-shaped line with no author line under it is message text a cut there would split: the
+    paste is read whole, the ledger row says why, the same documents."""
+    from parsers.grammars._discord_columns import NO_REPLY
+
+    text = _paste(30).replace("message 12\n", "message 12\n↪ quoted, not a reply\n")
+    _, streamed = _read_paste(tmp_path, text)
+    (row,) = streamed.files
+    assert f"read whole, not streamed: {NO_REPLY}" in row.detail, row.detail
+    assert _documents(tmp_path / "w") == _documents(tmp_path / "s")

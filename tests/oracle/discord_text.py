@@ -13,7 +13,7 @@ from parsers.engine import split_blocks
 from parsers.grammars import _discord_columns as columns
 from parsers.grammars._discord_columns import WRAP
 from parsers.grammars._lines import day_of, line_count
-from parsers.grammars.discord_text import EDITED, HEADER, _clock, _date_order, _time_notes, _under_reply
+from parsers.grammars.discord_text import EDITED, HEADER, _clock, _note_order, _order, _time_notes, _under_reply
 from parsers.sessions import file_name_id
 
 
@@ -97,7 +97,8 @@ def _times(session: ParsedSession, groups: list[tuple[Turn, regex.Match]]) -> No
     for i, (_, author) in enumerate(groups):
         if author["date"] and (not runs or runs[-1][0] != author["date"]):
             runs.append((author["date"], i))
-    order = _date_order(session, runs)
+    order = _order(runs)
+    _note_order(session, order, runs)
     relative = unreadable = 0
     previous: tuple[regex.Match, datetime] | None = None
     for turn, author in groups:

@@ -374,7 +374,7 @@ def test_a_batch_of_discord_pastes_is_one_table(monkeypatch):
 
 @pytest.mark.parametrize(("grammar", "module", "step", "texts"), [
     ("irc", "irc", "_conclude", ["2012-10-18T09:30:30+0000  <ann> hi\n", "10:00 <bob> yo\n", "10:01 <cy> c\n"]),
-    ("discord-text", "discord_text", "_date_order", ["Ann — 13/08/2023 10:00\nhi\n", "Bob — 08/13/2023 10:00\nyo\n",
+    ("discord-text", "discord_text", "_note_order", ["Ann — 13/08/2023 10:00\nhi\n", "Bob — 08/13/2023 10:00\nyo\n",
                                                      "Cy — 01/02/2023 10:00\nc\n"]),
 ])
 def test_a_text_whose_own_decision_fails_fails_alone(grammar, module, step, texts, monkeypatch):

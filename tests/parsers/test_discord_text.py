@@ -4,11 +4,16 @@ the client's furniture (edited markers, BOT tags, replies, dividers) is read, no
 from __future__ import annotations
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
+from models.records import SourceText
 from models.settings import Settings
 from parsers import registry
+from parsers.grammars._discord_columns import NO_REPLY
 from parsers.text import decode
-from tests.helpers import read_one
+from tests.helpers import read_one, session_snapshot
+from tests.parsers.test_markdown import streamed
 from validators.accounting import LineIndex, account
 
 DT = registry.get("discord-text")
@@ -80,3 +85,32 @@ def test_a_time_stamp_line_is_never_an_empty_turn_and_never_invents_a_date():
     (c,) = columns_of(g, source)
     assert [(sp, ct, t.strftime("%d %H:%M")) for sp, ct, t in c.frame.select("speaker", "content", "time").rows()] \
         == got
+
+
+_DT_LINES = st.sampled_from([
+    "Ann Lee — 13/08/2023 11:50 PM", "Bob — 08/11/2023 1:30 PM", "Deploy Bot BOT — Today at 5:03 AM",
+    "Ann Lee — Yesterday at 23:59", "Cy — 2023-08-12 10:00", "[12:05 AM]", "[1:31 PM]and on the stamp line",
+    "[11:59 PM]", "August 12, 2023", "↪ @Ann Lee shipping it now", "┌──@Bob: a preview", "text", "more (edited)",
+    "", "### Ann — 2024-01-01 10:00", "#release-planning", "> quoted"])
+"""Lines of Discord pastes: author lines (dates either way round, relative days, a BOT tag, a Markdown heading
+that is none), continuation stamps, dividers, reply contexts, text."""
+
+
+@settings(max_examples=300, deadline=None)
+@example(["Bob — 08/11/2023 11:50 PM", "a", "[12:05 AM]", "b", "↪ @Ann Lee shipping it now",
+          "Ann Lee — 13/08/2023 11:50 PM", "c"], 3)
+@example(["#t", "[1:31 PM]and on the stamp line", "Bob — 08/11/2023 1:30 PM", "[11:59 PM]", "", "August 12, 2023",
+          "┌──@Bob: a preview", "Bob — 08/11/2023 1:30 PM", "x (edited)"], 7)
+@given(st.lists(_DT_LINES, min_size=1, max_size=30), st.integers(1, 48))
+def test_a_stream_reads_what_the_whole_read_reads_or_says_why_not(lines, size):
+    """Any mix of author lines, continuation stamps (past midnight, with no text), dividers, reply contexts (with
+    and without an author line under them) and text, cut into blocks of any size: the streamed read gives the
+    whole read's session, or says why it reads it whole."""
+    text = "\n".join(lines) + "\n"
+    got = streamed(text, size, DT, "paste.txt")
+    if isinstance(got, str):
+        assert got == NO_REPLY
+        return
+    (whole,) = read_one(DT, SourceText(text, "paste.txt", "0" * 64, len(text), "utf-8"))
+    whole.raw = ""
+    assert got == session_snapshot(whole, DT.count_turns(text))

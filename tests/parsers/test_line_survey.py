@@ -25,6 +25,8 @@ def _decided(grammar: str, survey) -> tuple:
         return survey.dialect, survey.counted
     if grammar == "markdown":
         return survey.styles, survey.exchange
+    if grammar == "discord-text":
+        return survey.order, survey.runs, survey.speakers, survey.authors
     return survey.reading.accepted, survey.labels.shapes, survey.first
 
 

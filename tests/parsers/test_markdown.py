@@ -173,21 +173,21 @@ _MD_LINES = st.one_of(st.sampled_from(_MD_TEXT), st.sampled_from([
 """Lines of Markdown transcripts, the usual ones (which stream) twice as often as the others."""
 
 
-def _streamed(text: str, size: int):
-    """The session a streamed read makes of ``text`` in blocks of ``size`` bytes (flows/core/spool.py's steps),
-    or why it reads it whole."""
+def streamed(text: str, size: int, grammar=G, name: str = "chat.md"):
+    """The session a streamed read of ``grammar`` makes of ``text`` in blocks of ``size`` bytes
+    (flows/core/spool.py's steps), or why it reads it whole."""
     data = text.encode()
-    source = SourceText("", "chat.md", "0" * 64, len(data), "utf-8")
+    source = SourceText("", name, "0" * 64, len(data), "utf-8")
     total = None
-    for found in Blocks().scans(io.BytesIO(data), size, lambda t, n: G.survey(
+    for found in Blocks().scans(io.BytesIO(data), size, lambda t, n: grammar.survey(
             [source], LineTable.of([t]), [n])[0].census(), 1):
         total = found if total is None else total.then(found)
     if total.whole_only is not None:
         return total.whole_only
-    (session,) = G.sessions(source, total)
-    frames = [G.frames([source], LineTable.of_lines(lines), [total], [[session]], [first])[0][0].frame
-              for lines, first in turn_chunks(decoded(raw_blocks(io.BytesIO(data), size), 1), G.starts)]
-    G.conclude([session], source, total, [])
+    (session,) = grammar.sessions(source, total)
+    frames = [grammar.frames([source], LineTable.of_lines(lines), [total], [[session]], [first])[0][0].frame
+              for lines, first in turn_chunks(decoded(raw_blocks(io.BytesIO(data), size), 1), grammar.starts)]
+    grammar.conclude([session], source, total, [])
     session.turns, session.frame = turns_of(pl.concat(frames)), None
     return session_snapshot(session, total.counted)
 
@@ -202,7 +202,7 @@ def test_a_stream_reads_what_the_whole_read_reads_or_says_why_not(lines, size):
     """Any mix of role labels, fences (closed, never closed, not openers), exchanges and furniture, cut into
     blocks of any size: the streamed read gives the whole read's session, or says why it reads it whole."""
     text = "\n".join(lines) + "\n"
-    got = _streamed(text, size)
+    got = streamed(text, size)
     if isinstance(got, str):
         assert got.endswith(": the Markdown transcript is read whole")
         return
