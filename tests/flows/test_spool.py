@@ -243,7 +243,7 @@ def test_a_large_text_read_whole_says_why_in_its_ledger_row(tmp_path):
     assert _documents(tmp_path / "s") == _documents(tmp_path / "w")
 
 
-@pytest.mark.parametrize("folder, grammar", [("discord-txt", "discord-txt"), ("whatsapp-db", "whatsapp-db")])
+@pytest.mark.parametrize("folder, grammar", [("whatsapp-db", "whatsapp-db")])
 def test_a_large_input_of_a_grammar_with_no_streamed_read_says_so(tmp_path, folder, grammar):
     """No silent hand-over: an input above the streaming threshold whose grammar reads inputs only whole
     (or a database) is read whole, with the same documents, and its ledger row says why."""

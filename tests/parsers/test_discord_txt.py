@@ -6,6 +6,7 @@ from models.settings import Settings
 from parsers import registry
 from parsers.grammars.discord_txt import DiscordTxt
 from parsers.text import decode
+from tests.helpers import read_one
 from validators.accounting import LineIndex, account
 
 GRAMMAR = DiscordTxt()
@@ -14,7 +15,7 @@ RULE = "=" * 62
 
 def _parse(lines, name="Guild - chan [123456789012345678].txt"):
     source = decode(("\n".join(lines) + "\n").encode(), name)
-    (session,) = GRAMMAR.parse(source, Settings())
+    (session,) = read_one(GRAMMAR, source, Settings())
     return source, session
 
 
