@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 import orjson
 import polars as pl
 
-from parsers.columns import PY_SPACE, TURN_SCHEMA, LineTable, group_turns, line_headers, per_distinct
+from parsers.columns import OFFSET, PY_SPACE, TURN_SCHEMA, LineTable, group_turns, line_headers
 
 _SPACE = "".join(f"\\x{{{ord(c):x}}}" for c in PY_SPACE if c != "\n")
 BLANK_TAIL = rf"(?:^|\n)[{_SPACE}]*(?:\n[{_SPACE}]*)*$"
@@ -65,13 +65,13 @@ def pages(table: LineTable, rust: dict[str, str], posts: list[int | None], first
     text = pl.select(pl.when(body.str.starts_with("\n")).then(body.str.slice(1)).otherwise(body)
                      .str.replace(BLANK_TAIL, "")).to_series()
     keyed = pl.select(pl.concat_str(src.cast(pl.Utf8), pl.lit("|"), g["stamp"])).to_series()
-    time = per_distinct(keyed, lambda k: read_time[int(k.split("|", 1)[0])](k.split("|", 1)[1]), pl.Datetime("us"))
+    time, offset = _times(keyed, read_time)
     frame = pl.DataFrame({
         "speaker": g["author"], "role": pl.repeat("user", len(g), dtype=pl.Utf8, eager=True),
         "kind": pl.repeat("message", len(g), dtype=pl.Utf8, eager=True), "content": text, "time": time,
         "time_raw": g["stamp"], "line_start": blocks["line_start"], "line_end": blocks["line_end"],
-        "extra": pl.select(pl.when(g["pinned"].is_not_null()).then(pl.lit(PINNED))).to_series(),
-    }, schema=TURN_SCHEMA)
+        "extra": pl.select(pl.when(g["pinned"].is_not_null()).then(pl.lit(PINNED))).to_series(), "offset": offset,
+    }, schema=TURN_SCHEMA | OFFSET)
     odd = (text.str.contains(rust["sections"]) | text.str.contains(rust["notice"])).fill_null(False)
     frame = _by_message(frame, odd.arg_true().to_list(), g["pinned"], message)
     cuts = table.split(blocks["at"])
@@ -81,6 +81,18 @@ def pages(table: LineTable, rust: dict[str, str], posts: list[int | None], first
                  table.lines_of(i).head(firsts[i]).to_list() if firsts[i] else None, first_line,
                  table.bounds[i + 1] - table.bounds[i], unread[i])
             for i in range(len(table))]
+
+
+def _times(keyed: pl.Series, read_time: list[Callable]) -> tuple[pl.Series, pl.Series]:
+    """Each turn's wall time and UTC offset (seconds; null for a naive time), its stamp read once per distinct
+    (text, stamp): ``keyed`` is ``<text>|<stamp>``."""
+    keys = keyed.unique().drop_nulls().to_list()
+    read = [read_time[int(k.split("|", 1)[0])](k.split("|", 1)[1]) for k in keys]
+    walls = [t.replace(tzinfo=None) if t is not None else None for t in read]
+    offsets = [int(t.utcoffset().total_seconds()) if t is not None and t.utcoffset() is not None else None
+               for t in read]
+    return (keyed.replace_strict(keys, walls, default=None, return_dtype=pl.Datetime("us")),
+            keyed.replace_strict(keys, offsets, default=None, return_dtype=pl.Int64))
 
 
 def _closing(table: LineTable, posts: list[int | None], first_line: int) -> pl.Series:
