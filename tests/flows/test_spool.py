@@ -293,8 +293,10 @@ def test_a_large_discord_paste_is_streamed_with_the_documents_of_its_whole_read(
     in the paste, over many chunks: streamed (no "read whole" note), the bytes of the whole read."""
     whole, streamed = _read_paste(tmp_path, _paste(60))
     (row,) = streamed.files
-    assert row.status is whole.files[0].status is FileStatus.PARTIAL  # the relative day's turn has no time
-    assert "not streamed" not in row.detail, row.detail
+    # complete: the independent count finds the paste's 72 turns (its stamps with no text above a reply context
+    # are no turns to it either)
+    assert row.status is whole.files[0].status is FileStatus.OK
+    assert streamed.sessions[0].source_turns == 72 and "not streamed" not in row.detail, row.detail
     assert "not streamed" not in whole.files[0].detail  # a small file: read whole in its batch, as before
     assert streamed.written == whole.written == 1 and streamed.sessions[0].interactions == 72
     assert _documents(tmp_path / "w") == _documents(tmp_path / "s")
