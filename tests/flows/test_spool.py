@@ -360,3 +360,16 @@ def test_a_large_discordchatexporter_export_is_streamed_with_the_documents_of_it
     documents = _documents(tmp_path / "s")
     assert _documents(tmp_path / "w") == documents
     assert b"1 turn time could not be read" in next(iter(documents.values()))
+
+
+def test_a_partitioned_discordchatexporter_export_is_read_whole_as_one_conversation(tmp_path):
+    """Its parts, above the streaming threshold, are grouped by ingest and read whole together (a group is never
+    streamed): one session, the documents of the default settings, a ledger row per part."""
+    from tests.helpers import GOLDEN
+
+    src = tmp_path / "in"
+    shutil.copytree(GOLDEN / "discord-txt" / "partitioned", src, ignore=shutil.ignore_patterns("*.expected.json"))
+    large, small = _run(src, tmp_path / "large", stream_text_bytes=1), _run(src, tmp_path / "small")
+    assert large.written == small.written == 1 and len(large.files) == 2
+    assert all(row.status is FileStatus.OK and "part of the conversation" in row.detail for row in large.files)
+    assert _documents(tmp_path / "large") == _documents(tmp_path / "small")
