@@ -5,7 +5,7 @@ parts) or a chunk of a streamed one. Its header lines (``[date] author``) start 
 the next header or to the exporter's closing lines (``posts``: the line they start at, known from the
 whole file's survey); the lines before its first header are its preamble. Plain messages are columns;
 the few that hold a section block (``{Attachments}``...) or read as a system notification are built by
-the grammar's own ``turn`` in Python, row by row, and put back into the columns.
+the grammar's own ``message`` in Python, row by row, and put back into the columns.
 """
 
 from __future__ import annotations
@@ -51,8 +51,8 @@ class Page:
 def pages(table: LineTable, rust: dict[str, str], posts: list[int | None], first_line: int,
           read_time: list[Callable], message: Callable[..., Message]) -> list[Page]:
     """Each text's page (see the module docstring): ``posts[i]`` the line text ``i``'s closing lines start
-    at (None: none in it), ``read_time[i]`` its stamps' reader (its export's day/month order), ``turn``
-    ``message`` the grammar's own reader of a message for the rows with section blocks or a notice."""
+    at (None: none in it), ``read_time[i]`` its stamps' reader (its export's day/month order), ``message``
+    the grammar's own reader of a message for the rows with section blocks or a notice."""
     lines = table.lines
     heads = line_headers(lines, rust["header"])
     edge = heads.ok | _closing(table, posts, first_line)
