@@ -372,4 +372,24 @@ def test_a_partitioned_discordchatexporter_export_is_read_whole_as_one_conversat
     large, small = _run(src, tmp_path / "large", stream_text_bytes=1), _run(src, tmp_path / "small")
     assert large.written == small.written == 1 and len(large.files) == 2
     assert all(row.status is FileStatus.OK and "part of the conversation" in row.detail for row in large.files)
+    assert all("read whole, not streamed: a conversation over 2 files is read whole" in row.detail
+               for row in large.files)
+    assert not any("read whole" in row.detail for row in small.files)
     assert _documents(tmp_path / "large") == _documents(tmp_path / "small")
+
+
+def test_a_conversation_over_several_files_too_large_to_read_whole_is_quarantined_file_by_file(tmp_path):
+    """Its files are never read into memory together: each is quarantined ``too_large``, hashed, naming the
+    conversation and the budget; nothing is written."""
+    from tests.helpers import GOLDEN
+
+    src = tmp_path / "in"
+    shutil.copytree(GOLDEN / "discord-txt" / "partitioned", src, ignore=shutil.ignore_patterns("*.expected.json"))
+    size = sum(p.stat().st_size for p in src.rglob("*") if p.is_file())
+    result = _run(src, tmp_path / "out", memory_budget_bytes=size)  # a whole read needs about 16 x its size
+    assert result.written == 0 and len(result.files) == 2
+    for row in result.files:
+        assert row.status is FileStatus.QUARANTINED and row.reasons == ["too_large"]
+        assert "part of the conversation" in row.detail and "memory_budget_bytes" in row.detail
+        assert row.sha256 and row.raw_sha256
+    assert not (tmp_path / "out" / "sessions").exists() or not any((tmp_path / "out" / "sessions").rglob("*.json"))
