@@ -17,8 +17,8 @@ Decisions:
   whose first field is a year is year-first whatever the file decides; a date impossible in the
   file's order but valid in the other (a second dialect in the same file) is read in the other,
   with an assumption.
-- An hour above 12 ignores the meridiem (``13:37:00 p.m.`` occurs in real exports); ``0 AM`` is
-  unreadable (time None, one aggregated warning).
+- An hour above 12 ignores the meridiem (``13:37:00 p.m.`` occurs in real exports); hour 0 with a
+  meridiem is the 0-11 clock (``午前0:08``, ``00:08 a. m.``): 00 after AM, 12 after PM.
 - System notices are turns (B1) with speaker "System": lines with no ``Name: `` (``You were added``,
   ``+12 345 578 created group "X"``, the e2e notice), lines whose ``Name`` part holds a notice phrase
   (``Ann changed the subject to "Plans: v2"``), and notices that look authored (``Group: Messages and

@@ -89,6 +89,14 @@ def test_unreadable_times_are_kept_raw_with_one_warning():
                           " raw text kept"]
 
 
+def test_hour_zero_with_a_meridiem_is_the_zero_to_eleven_clock():
+    s = parse("15/02/24, 00:03 a. m. - A: x\n15/02/24, 0:20 p. m. - B: y\n")
+    assert [t.time for t in s.turns] == [datetime(2024, 2, 15, 0, 3), datetime(2024, 2, 15, 12, 20)]
+    assert s.warnings == []
+    s = parse("2024/02/15 午前0:05 - 花子: x\n")
+    assert s.turns[0].time == datetime(2024, 2, 15, 0, 5)
+
+
 def test_system_notices_and_their_actors():
     s = parse(
         "12/24/14, 17:08 - Messages and calls are end-to-end encrypted. Tap to learn more.\n"
