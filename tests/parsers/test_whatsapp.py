@@ -97,6 +97,15 @@ def test_hour_zero_with_a_meridiem_is_the_zero_to_eleven_clock():
     assert s.turns[0].time == datetime(2024, 2, 15, 0, 5)
 
 
+def test_a_profile_name_mark_is_not_part_of_the_name():
+    s = parse("[15/09/2026, 10:04:00] ~\u202fMakan: frozen\nstill frozen\n[15/09/2026, 10:05:00] ~ Liza: ok\n"
+              "[15/09/2026, 10:06:00] Liza: \u200eimage omitted\n[15/09/2026, 10:07:00] ~tilde: kept\n")
+    got = [(t.speaker, t.kind, t.content, t.extra) for t in s.turns]
+    assert got == [("Makan", "message", "frozen\nstill frozen", {"profileName": True}),
+                   ("Liza", "message", "ok", {"profileName": True}), ("Liza", "media", "image omitted", None),
+                   ("~tilde", "message", "kept", None)]
+
+
 def test_system_notices_and_their_actors():
     s = parse(
         "12/24/14, 17:08 - Messages and calls are end-to-end encrypted. Tap to learn more.\n"
