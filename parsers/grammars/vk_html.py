@@ -131,11 +131,6 @@ class _Page(ElementParser):
         elif tag == "div" and depth == self.depth + 1 and not (self.capture and self.capture[-1][1] != "text"):
             self.capture.append((depth, "text"))
 
-    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag not in VOID:
-            self.handle_starttag(tag, attrs)
-            self.handle_endtag(tag)
-
     def handle_endtag(self, tag: str) -> None:
         if tag in VOID or not any(t == tag for t, _ in self.stack):
             return
