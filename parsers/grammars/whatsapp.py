@@ -376,13 +376,7 @@ class _Reader:
             actor = actor_of(first)
             return Turn("System", "system", body, kind="system", extra={"actor": actor} if actor else None)
         notice = _AUTHORED_EVENT.search(author) is not None
-        profile = None if notice else _PROFILE_NAME.match(author)
-        if profile is None:
-            return _special(m, line, author, first, body[len(first):], body, None, None, None, notice)
-        turn = _special(m, line, author[profile.end():], first, body[len(first):], body, None, None, None, False)
-        if turn.role == "user":
-            turn.extra = {**(turn.extra or {}), "profileName": True}
-        return turn
+        return authored(m, line, author, first, body[len(first):], body, None, None, None, notice)
 
     def mark(self, extras: list[dict | None]) -> None:
         if self.names is not None:
@@ -397,6 +391,18 @@ def _preamble(session: ParsedSession, preamble: str, lines: int) -> None:
     if preamble.strip():
         session.regions.append(Region(RegionKind.PREAMBLE, "text before the first message header (an exporter's"
                                       " title or note, nobody's message)", lines=(1, lines)))
+
+
+def authored(m: re.Match, text: str, author: str, first: str, cont: str, content: str, when, raw: str,
+             lines: tuple[int, int], notice: bool) -> Turn:
+    """``_special``'s turn, its author read without WhatsApp's profile-name mark (``~ Name``)."""
+    profile = None if notice else _PROFILE_NAME.match(author)
+    if profile is None:
+        return _special(m, text, author, first, cont, content, when, raw, lines, notice)
+    turn = _special(m, text, author[profile.end():], first, cont, content, when, raw, lines, False)
+    if turn.role == "user":
+        turn.extra = {**(turn.extra or {}), "profileName": True}
+    return turn
 
 
 def _special(m: re.Match, text: str, author: str, first: str, cont: str, content: str, when, raw: str,
