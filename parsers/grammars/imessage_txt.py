@@ -31,11 +31,11 @@ from typing import Any
 
 import regex
 
-from models.records import ParsedSession, Region, RegionKind, SourceText, Turn
+from models.records import ParsedSession, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
-from parsers.engine import Block, split_blocks
-from parsers.grammars._lines import file_session
+from parsers.engine import Block
+from parsers.grammars._lines import blocks_session
 from parsers.registry import register
 from parsers.sample import nonblank
 from parsers.timeparse import clock_24h, from_parts
@@ -85,15 +85,7 @@ class IMessageTxt(Grammar):
         return explained_share(sample)
 
     def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
-        session = file_session(source)
-        session.title = PurePosixPath(source.name).stem or None
-        for block in split_blocks(source.text, HEADER):
-            if block.header is None:
-                session.regions.append(Region(RegionKind.PREAMBLE, "text before the first message",
-                                              lines=(block.line_start, block.line_end)))
-                continue
-            session.turns.append(_turn(block))
-        yield session
+        yield blocks_session(source, HEADER, _turn, PurePosixPath(source.name).stem or None)
 
     def count_turns(self, raw: Any) -> int:
         return len(HEADER.findall(raw))
