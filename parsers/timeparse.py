@@ -55,15 +55,17 @@ def from_parts(year: int, month: int, day: int, hour: int = 0, minute: int = 0, 
         return None
 
 
-def clock_24h(hour: int, meridiem: str | None) -> int | None:
-    """Hour on a 24 h clock from a 12 h reading; ``13 p.m.`` (seen in real exports) stays 13."""
+def clock_24h(hour: int, meridiem: str | None) -> int:
+    """Hour on a 24 h clock from a 12 h reading; ``13 p.m.`` (seen in real exports) stays 13.
+
+    Hour 0 is read on the 0-11 clock that some locales pair with a meridiem (CLDR's ``K``:
+    ``午前0:15``, and ``00:08 a. m.`` in Spanish WhatsApp exports): midnight's hour, or noon's after p.m.
+    """
     if not meridiem:
         return hour
     pm = meridiem.replace(".", "").replace(" ", "").replace("\u202f", "").lower().startswith("p")
     if hour > 12:
         return hour
-    if hour == 0:
-        return None
     if pm:
         return 12 if hour == 12 else hour + 12
     return 0 if hour == 12 else hour

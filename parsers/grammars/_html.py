@@ -20,6 +20,13 @@ class ElementParser(HTMLParser):
     def _data(self, data: str) -> None:
         raise NotImplementedError
 
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        """``<br/>``, ``<img/>``, ``<div/>`` (XHTML's form, as a page saved again by another tool writes
+        it): the same as ``<br>``, ``<img>`` and an element that opens and closes at once."""
+        self.handle_starttag(tag, attrs)
+        if tag not in VOID:
+            self.handle_endtag(tag)
+
     def opened(self, tag: str, attrs: list[tuple[str, str | None]]) -> tuple[dict[str, str], frozenset[str], int,
                                                                                  int] | None:
         """(attributes, classes, line, depth) of an element that opens, now on the stack; None for a

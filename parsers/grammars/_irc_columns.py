@@ -41,7 +41,8 @@ SHAPES = {
     "message": rf"(?s)^<[ ]?[@+%~&!]?(?P<nick>[^{_WS}>]+)>[ \t]?(?P<text>.*)$",
     "event": r"(?s)^(?:\*\*\*|-!-|=!=|-->|<--|---|--)[ \t]+(?P<text>.*)$",
     "action": rf"(?s)^\*[ \t]*(?P<nick>[^{_WS}*]+)[ \t]?(?P<text>.*)$",
-    "notice": rf"(?s)^-(?P<nick>[^{_WS}\-][^{_WS}]*?)(?:\([^)]*\))?-[ \t]?(?P<text>.*)$",
+    # The closing dash is the one before a blank: a nick may hold dashes (``-repo-bot- pushed ...``).
+    "notice": rf"(?s)^-(?P<nick>[^{_WS}\-][^{_WS}]*?)(?:\([^)]*\))?-(?:[ \t]|$)(?P<text>.*)$",
 }
 # irc._CHANNEL without its lookbehind: the character before a channel is consumed, then dropped.
 CHANNEL = rf"(?:^|[{_WS}(\[])[#&][^{_WS},:\]]+"

@@ -6,13 +6,15 @@ decided from a whole file. The line engine itself is ``parsers/engine.py``.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import datetime
 from itertools import pairwise
 from typing import NamedTuple
 
 import regex
 
-from models.records import ParsedSession, Region, RegionKind, SourceText
+from models.records import ParsedSession, Region, RegionKind, SourceText, Turn
+from parsers.engine import Block, split_blocks
 from parsers.sessions import file_name_id
 
 _FIELDS = re.compile(r"\d+")
@@ -30,6 +32,21 @@ def file_session(source: SourceText) -> ParsedSession:
     sid = file_name_id(source.name)
     session = ParsedSession(sid, "file-name" if sid else "none", [], raw=source.text)
     session.lines = (1, line_count(source.text))
+    return session
+
+
+def blocks_session(source: SourceText, header: regex.Pattern, turn: Callable[[Block], Turn],
+                   title: str | None) -> ParsedSession:
+    """The one session of a chat file whose turns start at ``header``: each block's ``turn``, the text
+    before the first header a preamble region."""
+    session = file_session(source)
+    session.title = title
+    for block in split_blocks(source.text, header):
+        if block.header is None:
+            session.regions.append(Region(RegionKind.PREAMBLE, "text before the first message",
+                                          lines=(block.line_start, block.line_end)))
+            continue
+        session.turns.append(turn(block))
     return session
 
 

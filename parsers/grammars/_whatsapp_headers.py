@@ -171,15 +171,14 @@ def _meridiem_of(template: Template) -> str:
 def clock_delta(clock: str) -> timedelta | None:
     """The time of day of a header's clock (any template's), or None when it is not a clock time.
 
-    An hour above 12 ignores the meridiem (``13:37:00 p.m.`` occurs in real exports); ``0 AM`` is
-    not a time."""
+    An hour above 12 ignores the meridiem (``13:37:00 p.m.`` occurs in real exports); hour 0 is the
+    0-11 clock some locales pair with a meridiem (``午前0:08``, ``00:08 a. m.``): midnight's hour,
+    noon's after PM."""
     m = CLOCK_ONLY.fullmatch(clock)
     if m is None:
         return None
     hour, word = int(m["h"]), m["mb"] or m["ma"]
     if word and hour <= 12:
-        if hour == 0:
-            return None
         pm = word.translate(_NORMAL).lower() in PM_WORDS
         hour = (12 if hour == 12 else hour + 12) if pm else (0 if hour == 12 else hour)
     minute, second = int(m["mi"]), int(m["s"] or 0)

@@ -36,7 +36,8 @@ Mapping (the document is the list of parsed lines, see ``_agentlog``):
 ``attachment`` records (context the CLI attaches for the model: a hook's output, a reminder) are
 System interactions of the CLI (kind attachment, ``extra.attachmentType``) when they hold text,
 else declared metadata; ``last-prompt``, ``permission-mode`` and ``file-history-delta`` records
-are declared metadata.
+are declared metadata. The session's title is the user's ``custom-title`` (the latest), else the first
+``summary``, else the generated ``ai-title`` (the latest); each is a declared metadata record.
 
 Session meta: cwd, gitBranch, agentVersion, tokenUsage, agentId. Unknown record and block types
 are noted as format drift; one with text is still an interaction (role other).
@@ -72,7 +73,11 @@ META_TYPES = {
     "last-prompt": "the last prompt typed, kept to restore the input box (the prompt is its own user record)",
     "permission-mode": "the session's permission mode",
     "file-history-delta": "file backup bookkeeping for undo, not said in the session",
+    "ai-title": "title Claude Code generated for the session",
 }
+TITLE_FIELDS = (("custom-title", "customTitle"), ("summary", "summary"), ("ai-title", "title"))
+"""Where a record names the session, strongest first: the user's own title (the latest one), Claude
+Code's summary of a leaf (the first one), the generated title (the latest one)."""
 TASK_TOOLS = frozenset({"Task", "Agent"})
 ORIGINAL_KEYS = ("originalFile", "originalFileContents")
 """Where a tool result keeps the edited file's text before the edit (Edit and Write; MultiEdit)."""
@@ -110,7 +115,16 @@ class _State:
     times: TimeNotes = field(default_factory=TimeNotes)
     drift: Drift = field(default_factory=Drift)
     meta: dict[str, Any] = field(default_factory=dict)
-    title: str | None = None
+    titles: dict[str, str] = field(default_factory=dict)
+
+    def title(self) -> str | None:
+        return next((self.titles[kind] for kind, _ in TITLE_FIELDS if kind in self.titles), None)
+
+    def note_title(self, kind: str, obj: dict[str, Any]) -> None:
+        key = dict(TITLE_FIELDS).get(kind)
+        value = obj.get(key) if key else None
+        if isinstance(value, str) and value and (kind != "summary" or kind not in self.titles):
+            self.titles[kind] = value
 
 
 def _prescan(doc: list[Any], lines: list[int]) -> tuple[dict[str, str], list[tuple[int, str, str]], dict]:
@@ -195,7 +209,7 @@ class ClaudeCode(Grammar):
             sid = m["id"] if m and alone else (file_name_id(name) if alone else None)
             id_source = "file-name" if sid else "none"
         session = ParsedSession(sid, id_source, state.turns, raw=masked(doc, lines), pointer="",
-                                title=state.title, regions=state.regions)
+                                title=state.title(), regions=state.regions)
         session.meta = self._meta(state, lines)
         bad = sum(1 for t in state.turns if t.extra and "malformedLine" in t.extra)
         if bad:
@@ -230,8 +244,7 @@ class ClaudeCode(Grammar):
         kind = obj.get("type")
         self._capture(state, obj)
         if kind in META_TYPES:
-            if kind == "summary" and state.title is None and isinstance(obj.get("summary"), str):
-                state.title = obj["summary"]
+            state.note_title(kind, obj)
             state.regions.append(Region(RegionKind.METADATA, f"{kind}: {META_TYPES[kind]}", pointer=f"/{i}"))
             return
         uid = obj.get("uuid")

@@ -5,8 +5,10 @@ Dialects: guild text channels, threads and forum posts, direct messages and grou
 ``stickers``, ``inlineEmojis``, ``interaction``).
 
 Decisions:
-- Messages of type ``Default`` and ``Reply`` are their author's turns (role "user"; a bot author,
-  ``isBot``, gets role "other": a Discord bot is not a language model). Every other type
+- Messages of type ``Default``, ``Reply``, ``ChatInputCommand`` and ``ContextMenuCommand`` (a bot's
+  reply to a slash command) are their author's turns (role "user"; a bot author, ``isBot``, gets role
+  "other": a Discord bot is not a language model). A type DiscordChatExporter wrote as its number
+  (``"20"``) is the type that number names (``TYPE_NAMES``). Every other type
   (ChannelNameChange, ChannelIconChange, RecipientAdd, Call, ThreadCreated, ChannelPinnedMessage,
   GuildMemberJoin...) is a System turn with the author as ``actor``; its content is the exporter's
   text ("Pinned a message.") or, when empty, the type.
@@ -60,7 +62,20 @@ from parsers.registry import register
 _GUILD = regex.compile(r'"guild"\s*:\s*\{')
 _CHANNEL = regex.compile(r'"channel"\s*:\s*\{')
 _MESSAGES = regex.compile(r'"messages"\s*:\s*\[')
-MESSAGE_TYPES = frozenset({"Default", "Reply"})
+MESSAGE_TYPES = frozenset({"Default", "Reply", "ChatInputCommand", "ContextMenuCommand"})
+"""Types whose message is its author's own text: a slash or context-menu command's message is the reply
+the bot wrote (DiscordChatExporter writes its content, as for Default; only types 1-18 are notices)."""
+TYPE_NAMES = {
+    "0": "Default", "1": "RecipientAdd", "2": "RecipientRemove", "3": "Call", "4": "ChannelNameChange",
+    "5": "ChannelIconChange", "6": "ChannelPinnedMessage", "7": "GuildMemberJoin", "8": "GuildBoost",
+    "9": "GuildBoostTier1", "10": "GuildBoostTier2", "11": "GuildBoostTier3", "12": "ChannelFollowAdd",
+    "14": "GuildDiscoveryDisqualified", "15": "GuildDiscoveryRequalified", "18": "ThreadCreated", "19": "Reply",
+    "20": "ChatInputCommand", "21": "ThreadStarterMessage", "23": "ContextMenuCommand",
+    "24": "AutoModerationAction", "25": "RoleSubscriptionPurchase", "27": "StageStart", "28": "StageEnd",
+    "29": "StageSpeaker", "31": "StageTopic", "32": "GuildApplicationPremiumSubscription", "46": "PollResult",
+}
+"""Discord's message type numbers: DiscordChatExporter writes a type it has no name for (above 19) as
+its number (``"type": "20"``); the number is read as the type it names."""
 EVENT_TYPES = frozenset({
     "RecipientAdd", "RecipientRemove", "Call", "ChannelNameChange", "ChannelIconChange", "ChannelPinnedMessage",
     "GuildMemberJoin", "ThreadCreated", "ThreadStarterMessage", "GuildBoost", "GuildBoostTier1", "GuildBoostTier2",
@@ -202,7 +217,8 @@ class Discord(Grammar):
         if not isinstance(m, dict):
             return odd_entry(m, pointer)
         drift.unknown_keys(m, MESSAGE_KEYS, pointer)
-        if m.get("type") not in MESSAGE_TYPES and m.get("type") not in EVENT_TYPES:
+        named = TYPE_NAMES.get(str(m.get("type")), m.get("type"))
+        if named not in MESSAGE_TYPES and named not in EVENT_TYPES:
             drift.note("messageType", str(m.get("type")), pointer)
         get = m.get
         author = get("author")
@@ -243,13 +259,13 @@ class Discord(Grammar):
             lines += [f"[embed: {n}]" for n in _names(m["embeds"], "title", "description", "url")]
         content = markers(text, lines) if lines else text
         extra = {k: v for k, v in extra.items() if v is not None}
-        if mtype in MESSAGE_TYPES or mtype is None:  # very old exports carry no type
+        if TYPE_NAMES.get(str(mtype), mtype) in MESSAGE_TYPES or mtype is None:  # very old exports carry no type
             kind = "media" if lines and not text else "message"
             role = "other" if author.get("isBot") else "user"
             return Turn(display, role, content, when, raw, None, kind, pointer=pointer, extra=extra or None)
         extra["actor"] = display
         return Turn("System", "system", content or str(mtype or "event"), when, raw, None,
-                    _EVENT_KINDS.get(str(mtype), "system"), pointer=pointer, extra=extra)
+                    _EVENT_KINDS.get(TYPE_NAMES.get(str(mtype), str(mtype)), "system"), pointer=pointer, extra=extra)
 
     def count_turns(self, raw: Any) -> int:
         if not isinstance(raw, dict):

@@ -1,7 +1,10 @@
 """Facebook Messenger JSON exports (``message_N.json``: ``participants``, ``messages``, ``title``, ``thread_path``).
 
 Dialects: one-to-one and group threads, long threads split over ``message_1.json`` (the newest),
-``message_2.json``..., and Instagram direct-message exports, which use the same layout.
+``message_2.json``..., and Instagram direct-message exports, which use the same layout; the export of
+end-to-end encrypted chats (messenger.com's secure storage, 2024-: ``threadName``, ``participants`` as
+names, messages with ``senderName``, ``timestamp`` in ms, ``text``, ``isUnsent``, ``media`` [{uri}]),
+read key for key as the same message (``E2EE_KEYS``), in plain UTF-8 (no mojibake to repair).
 
 Decisions:
 - Facebook writes UTF-8 as ``\\u00XX`` escapes of each byte (latin-1 mojibake): every string is
@@ -60,9 +63,13 @@ MESSAGE_KEYS = frozenset({
     "sender_name", "timestamp_ms", "content", "type", "photos", "videos", "audio_files", "files", "gifs", "sticker",
     "share", "reactions", "is_unsent", "call_duration", "missed", "users", "ip", "is_taken_down",
     "is_geoblocked_for_viewer", "is_unsent_image_by_messenger_kid_parent", "bumped_message_metadata",
-    "is_forwarded", "unsent_timestamp_ms", "joinable_mode", "creation_timestamp",
+    "is_forwarded", "unsent_timestamp_ms", "joinable_mode", "creation_timestamp", "media",
 })
-_MEDIA = (("photos", "photo"), ("videos", "video"), ("audio_files", "audio"), ("files", "file"), ("gifs", "gif"))
+_MEDIA = (("photos", "photo"), ("videos", "video"), ("audio_files", "audio"), ("files", "file"), ("gifs", "gif"),
+          ("media", "media"))
+E2EE_KEYS = {"senderName": "sender_name", "timestamp": "timestamp_ms", "text": "content", "isUnsent": "is_unsent"}
+"""An end-to-end encrypted chat's message keys, by the key of the older export that means the same."""
+_E2EE_OWN = frozenset({"timestamp", "text"})
 
 
 def _part_number(name: str) -> int:
@@ -98,13 +105,26 @@ def _ms(m: Any) -> int | None:
 
 def _messenger_record(record: Record) -> bool:
     keys = record.keys
-    return record.container == "messages" and "sender_name" in keys and not _OWN.isdisjoint(keys)
+    return record.container == "messages" and (("sender_name" in keys and not _OWN.isdisjoint(keys))
+                                               or ("senderName" in keys and not _E2EE_OWN.isdisjoint(keys)))
+
+
+def _e2ee(data: dict[str, Any]) -> bool:
+    first = next((m for m in data["messages"] if isinstance(m, dict)), {})
+    return "senderName" in first
+
+
+def _as_legacy(m: Any) -> Any:
+    """An end-to-end encrypted chat's message in the older export's keys (any other value as it is)."""
+    if not isinstance(m, dict) or "senderName" not in m:
+        return m
+    return {E2EE_KEYS.get(k, k): v for k, v in m.items()}
 
 
 @register
 class Messenger(Grammar):
     name = "messenger"
-    detect_needs = ('"sender_name"',)  # a message record's key
+    detect_needs = ('"sender_name"', '"senderName"')  # a message record's key
     version = "3"
     group_files = r"message_\d+\.json"
     structured = True
@@ -136,7 +156,9 @@ class Messenger(Grammar):
                 return None
             raise ParseError(Reason.PARSE_ERROR, "expected an object with a messages list", path=part.name,
                              grammar=self.name)
-        return repair(data) if _MOJIBAKE.search(part.text) else data  # all-English threads have nothing to repair
+        if _e2ee(data) or not _MOJIBAKE.search(part.text):  # all-English threads have nothing to repair
+            return data
+        return repair(data)
 
     def _thread(self, files: list[tuple[str, SourceText]], grouped: bool) -> ParsedSession:
         raw: dict[str, Any] = {}
@@ -154,7 +176,7 @@ class Messenger(Grammar):
                 raw[name] = data
             else:
                 raw = data
-            entries.extend((f"{prefix}/messages/{i}", m) for i, m in enumerate(data["messages"]))
+            entries.extend((f"{prefix}/messages/{i}", _as_legacy(m)) for i, m in enumerate(data["messages"]))
         session = self._session(head, raw, files, grouped)
         if gaps:
             session.coverage_reason = (f"{len(gaps)} files of the thread are not readable message lists: "
@@ -183,9 +205,11 @@ class Messenger(Grammar):
         tid = head.get("thread_path")
         tid = tid if isinstance(tid, str) and tid else None
         session = ParsedSession(tid, "source:thread_path" if tid else "none", [], raw=raw, pointer="")
-        session.title = head.get("title") if isinstance(head.get("title"), str) else None
+        title = head.get("title", head.get("threadName"))
+        session.title = title if isinstance(title, str) else None
         if isinstance(head.get("participants"), list):
-            session.meta["participants"] = [p.get("name") for p in head["participants"] if isinstance(p, dict)]
+            session.meta["participants"] = [p.get("name") if isinstance(p, dict) else p for p in head["participants"]
+                                            if isinstance(p, dict | str)]
         if head.get("thread_type"):
             session.meta["threadType"] = head["thread_type"]
         if grouped:  # the provenance of each file; the source's own checksum covers them all

@@ -38,12 +38,12 @@ from typing import Any
 
 import regex
 
-from models.records import ParsedSession, Region, RegionKind, SourceText, Turn
+from models.records import ParsedSession, SourceText, Turn
 from models.settings import Settings
 from parsers.base import Grammar
 from parsers.engine import Block, split_blocks
 from parsers.grammars._chatjson import compact
-from parsers.grammars._lines import file_session
+from parsers.grammars._lines import blocks_session
 from parsers.registry import register
 from parsers.sample import nonblank
 from parsers.timeparse import from_parts
@@ -127,16 +127,7 @@ class SignalExport(Grammar):
         return explained_share(sample, name)
 
     def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
-        session = file_session(source)
-        folder = PurePosixPath(source.name).parent.name
-        session.title = folder or None
-        for block in split_blocks(source.text, HEADER):
-            if block.header is None:
-                session.regions.append(Region(RegionKind.PREAMBLE, "text before the first message",
-                                              lines=(block.line_start, block.line_end)))
-                continue
-            session.turns.append(_turn(block))
-        yield session
+        yield blocks_session(source, HEADER, _turn, PurePosixPath(source.name).parent.name or None)
 
     def count_turns(self, raw: Any) -> int:
         return len(_COUNT.findall(raw))

@@ -26,6 +26,9 @@ Decisions:
   ``bot_message`` and other bot posts belong to the bot (username, else bot profile name, else
   bot id) with role "other": a Slack bot is not a language model. ``me_message`` is kind "action";
   a post with files and no text is kind "media".
+- A message whose ``text`` is empty but whose ``rich_text`` blocks hold text is read from the blocks,
+  written as Slack's text field writes it (``<@U123>``, ``<#C123>``, ``<url|label>``, ``:emoji:``),
+  with ``extra.textFrom`` "blocks".
 - ``ts`` ("1580000000.000200") is an exact instant: aware UTC. ``edited.ts`` is kept as ``editedRaw``.
 """
 
@@ -194,6 +197,40 @@ def _attachment_lines(m: dict[str, Any]) -> list[str]:
             for a in (m.get("attachments") if isinstance(m.get("attachments"), list) else []) if isinstance(a, dict)]
 
 
+# A rich-text element as Slack's own text field writes it (mrkdwn): mentions, channels, links, emoji.
+_RICH_ELEMENT = {
+    "text": lambda e: string(e.get("text")),
+    "user": lambda e: f"<@{string(e.get('user_id'))}>",
+    "channel": lambda e: f"<#{string(e.get('channel_id'))}>",
+    "usergroup": lambda e: f"<!subteam^{string(e.get('usergroup_id'))}>",
+    "broadcast": lambda e: f"<!{string(e.get('range'))}>",
+    "emoji": lambda e: f":{string(e.get('name'))}:",
+    "link": lambda e: (f"<{string(e.get('url'))}|{string(e.get('text'))}>" if e.get("text")
+                       else f"<{string(e.get('url'))}>"),
+}
+
+
+def _rich_lines(elements: Any) -> list[str]:
+    """The text of rich-text containers (sections, lists, quotes, code), one line or more each."""
+    out = []
+    for part in elements if isinstance(elements, list) else []:
+        if not isinstance(part, dict):
+            continue
+        inner = part.get("elements")
+        if part.get("type") == "rich_text_list" or any(isinstance(e, dict) and "elements" in e for e in inner or []):
+            out += _rich_lines(inner)
+        elif isinstance(inner, list):
+            out.append("".join(_RICH_ELEMENT.get(e.get("type"), lambda _: "")(e) for e in inner if isinstance(e, dict)))
+    return out
+
+
+def blocks_text(m: dict[str, Any]) -> str:
+    """A message's text from its ``rich_text`` blocks (for a message whose ``text`` is empty)."""
+    blocks = m.get("blocks") if isinstance(m.get("blocks"), list) else []
+    rich = [b.get("elements") for b in blocks if isinstance(b, dict) and b.get("type") == "rich_text"]
+    return "\n".join(line for elements in rich for line in _rich_lines(elements)).strip()
+
+
 def message_turn(m: Any, pointer: str, d: Directory) -> Turn:
     """One Slack message object (a day file's or a Web API page's) as its turn."""
     if not isinstance(m, dict):
@@ -219,6 +256,8 @@ def message_turn(m: Any, pointer: str, d: Directory) -> Turn:
         "editedRaw": raw_text(edited.get("ts")),
     }
     text = string(m.get("text")) or string(inner.get("text"))
+    if not text and (text := blocks_text(m)):
+        extra["textFrom"] = "blocks"
     lines = _file_lines(m)
     has_files = bool(lines)
     if not text:

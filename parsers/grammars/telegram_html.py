@@ -23,7 +23,8 @@ Decisions:
 - ``message default`` blocks are their author's turns (role "user"); ``joined`` ones take the author
   of the message before them. ``message service`` blocks with a positive id are System turns
   ("Ann created group «Friends»"). Date separators are declared ``boilerplate`` regions.
-- Text is the ``div.text`` with ``<br>`` as line breaks (source line breaks are layout). Media add a
+- Text is the ``div.text`` with ``<br>`` (or ``<br/>``, as a page saved again by another tool writes it)
+  as line breaks (source line breaks are layout). Media add a
   ``[photo: photos/photo_1.jpg]`` marker line before the caption (kind ``media`` when there is no
   text): photos, videos, animations, stickers, voice and audio, files, contacts, locations, polls,
   games, calls; media the export left out read ``[photo: not included]``. A forwarded message keeps
@@ -176,11 +177,6 @@ class _Page(ElementParser):
         label = next((MEDIA[c] for c in sorted(classes) if c in MEDIA), None)
         if label:
             b.media.append([label, a.get("href", "") if tag == "a" else "", ""])
-
-    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag not in VOID:
-            self.handle_starttag(tag, attrs)
-            self.handle_endtag(tag)
 
     def handle_endtag(self, tag: str) -> None:
         if tag in VOID or not self.stack:

@@ -28,6 +28,8 @@ Decisions:
 - The text is the div after the header, ``<br>`` as line breaks, up to ``div.kludges``; each attachment
   is a ``[Фотография: link]`` line after it (its description as the archive words it; kind ``media``
   without text).
+- A page of VkOpt's export (the browser extension's, ``div.msg_item``) is read by ``_vkopt`` (its
+  decisions are there): one session per page, in the page's order, forwarded messages inside theirs.
 - Source accounting: every message spans the lines of its ``div.item`` (or of the message when it has
   none); the page before the first message and after the last is declared boilerplate (the page's
   head, breadcrumbs, pagination). A page read alone whose file name is ``messages<N>.html`` with N
@@ -50,6 +52,7 @@ from models.settings import Settings
 from parsers.base import Grammar
 from parsers.grammars._chatjson import compact
 from parsers.grammars._html import VOID, ElementParser
+from parsers.grammars._vkopt import ITEM, opt_session
 from parsers.registry import register
 from parsers.timeparse import clock_24h, from_parts
 
@@ -130,11 +133,6 @@ class _Page(ElementParser):
             m.attachments[-1][1] = a.get("href", "")
         elif tag == "div" and depth == self.depth + 1 and not (self.capture and self.capture[-1][1] != "text"):
             self.capture.append((depth, "text"))
-
-    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag not in VOID:
-            self.handle_starttag(tag, attrs)
-            self.handle_endtag(tag)
 
     def handle_endtag(self, tag: str) -> None:
         if tag in VOID or not any(t == tag for t, _ in self.stack):
@@ -220,7 +218,7 @@ class VkHtml(Grammar):
     name = "vk-html"
     version = "1"
     group_files = r"messages(?P<part>\d+)\.html"
-    detect_needs = ("message__header",)
+    detect_needs = ("message__header", "msg_item")
     description = ("VK (VKontakte) account archive messages: messages/<peer>/messages<N>.html pages "
                    "(windows-1251) as one session per peer")
     no_turn_shape = "an HTML export: messages are elements, not lines"
@@ -228,13 +226,14 @@ class VkHtml(Grammar):
                'Павел</a>, 5 мая 2022 в 1:34:19</div><div>Привет</div></div>')
 
     def detect(self, sample: str, name: str) -> float:
-        heads = sample.count('class="message__header"')
-        messages = len(_COUNTED.findall(sample))
-        if not heads or not messages:
-            return 0.0
-        return min(heads, messages) / max(heads, messages)
+        pairs = ((sample.count('class="message__header"'), len(_COUNTED.findall(sample))),
+                 (sample.count('<div class="from">'), sample.count('class="msg_item"')))  # the archive; VkOpt
+        return max((min(a, b) / max(a, b) for a, b in pairs if a and b), default=0.0)
 
     def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
+        if not source.parts and ITEM.search(source.text) and "message__header" not in source.text:
+            yield opt_session(source)
+            return
         pages = sorted(source.parts, key=lambda p: (_page_number(p.name) or 0, p.name)) if source.parts else [source]
         folder = PurePosixPath(source.name).parent.name
         sid = folder if folder.lstrip("-").isdigit() else None
@@ -282,4 +281,6 @@ class VkHtml(Grammar):
     def count_turns(self, raw: Any) -> int:
         if isinstance(raw, list):
             return sum(self.count_turns(page) for page in raw)
-        return len(_COUNTED.findall(raw)) if isinstance(raw, str) else 0
+        if not isinstance(raw, str):
+            return 0
+        return len(_COUNTED.findall(raw)) or len(ITEM.findall(raw))

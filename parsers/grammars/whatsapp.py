@@ -17,8 +17,11 @@ Decisions:
   whose first field is a year is year-first whatever the file decides; a date impossible in the
   file's order but valid in the other (a second dialect in the same file) is read in the other,
   with an assumption.
-- An hour above 12 ignores the meridiem (``13:37:00 p.m.`` occurs in real exports); ``0 AM`` is
-  unreadable (time None, one aggregated warning).
+- An hour above 12 ignores the meridiem (``13:37:00 p.m.`` occurs in real exports); hour 0 with a
+  meridiem is the 0-11 clock (``午前0:08``, ``00:08 a. m.``): 00 after AM, 12 after PM.
+- ``~ Name`` (a tilde and a space before the name) is WhatsApp's mark for a participant who is not in
+  the exporter's contacts, shown by their own profile name: the speaker is the name without the mark,
+  and the turn's ``extra.profileName`` is true (the same name without the mark may be a contact).
 - System notices are turns (B1) with speaker "System": lines with no ``Name: `` (``You were added``,
   ``+12 345 578 created group "X"``, the e2e notice), lines whose ``Name`` part holds a notice phrase
   (``Ann changed the subject to "Plans: v2"``), and notices that look authored (``Group: Messages and
@@ -100,6 +103,9 @@ def _form(template: str, i: int) -> str:
 _LEADING = _phrases("leading")
 _E2E = _phrases("e2e")
 _EVENT = re.compile("|".join(re.escape(p) for p in _phrases("events")))
+# '~ Name': WhatsApp's mark for someone not in the exporter's contacts, named by their own profile.
+_PROFILE_NAME = re.compile(rf"~{SP}+(?=\S)")
+PROFILE_MARK = "~"
 _AUTHORED_EVENT = re.compile("|".join(re.escape(p) for p in _phrases("authored")))
 _MEDIA = frozenset(_phrases("media"))
 _MEDIA_FOLDED = frozenset(p.casefold() for p in _MEDIA)
@@ -358,7 +364,7 @@ class _Reader:
         self.names = {PurePosixPath(s).name for s in siblings} if siblings else None
 
     def flag(self, h):
-        return columns.flagged(h, lambda a: _AUTHORED_EVENT.search(a) is not None,
+        return columns.flagged(h, lambda a: _AUTHORED_EVENT.search(a) is not None or a.startswith(PROFILE_MARK),
                                _ATTACHED_LAST, _MEDIA_FOLDED, _E2E, _MEDIA_FORM_ENDS)
 
     def __call__(self, line: str, body: str) -> Turn:
@@ -370,7 +376,7 @@ class _Reader:
             actor = actor_of(first)
             return Turn("System", "system", body, kind="system", extra={"actor": actor} if actor else None)
         notice = _AUTHORED_EVENT.search(author) is not None
-        return _special(m, line, author, first, body[len(first):], body, None, None, None, notice)
+        return authored(m, line, author, first, body[len(first):], body, None, None, None, notice)
 
     def mark(self, extras: list[dict | None]) -> None:
         if self.names is not None:
@@ -385,6 +391,18 @@ def _preamble(session: ParsedSession, preamble: str, lines: int) -> None:
     if preamble.strip():
         session.regions.append(Region(RegionKind.PREAMBLE, "text before the first message header (an exporter's"
                                       " title or note, nobody's message)", lines=(1, lines)))
+
+
+def authored(m: re.Match, text: str, author: str, first: str, cont: str, content: str, when, raw: str,
+             lines: tuple[int, int], notice: bool) -> Turn:
+    """``_special``'s turn, its author read without WhatsApp's profile-name mark (``~ Name``)."""
+    profile = None if notice else _PROFILE_NAME.match(author)
+    if profile is None:
+        return _special(m, text, author, first, cont, content, when, raw, lines, notice)
+    turn = _special(m, text, author[profile.end():], first, cont, content, when, raw, lines, False)
+    if turn.role == "user":
+        turn.extra = {**(turn.extra or {}), "profileName": True}
+    return turn
 
 
 def _special(m: re.Match, text: str, author: str, first: str, cont: str, content: str, when, raw: str,

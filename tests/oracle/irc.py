@@ -27,7 +27,7 @@ from parsers.timeparse import parse_iso
 _NICK = r"[@+%~&!]?(?P<nick>[^\s>]+)"
 _MESSAGE = re.compile(rf"^<[ ]?{_NICK}>[ \t]?(?P<text>.*)$", re.S)
 _ACTION = re.compile(r"^\*[ \t]*(?P<nick>[^\s*]+)[ \t]?(?P<text>.*)$", re.S)  # "*nick waves" keeps its author
-_NOTICE = re.compile(r"^-(?P<nick>[^\s-][^\s]*?)(?:\([^)]*\))?-[ \t]?(?P<text>.*)$", re.S)
+_NOTICE = re.compile(r"^-(?P<nick>[^\s-][^\s]*?)(?:\([^)]*\))?-(?:[ \t]|$)(?P<text>.*)$", re.S)
 _EVENT = re.compile(r"^(?:\*\*\*|-!-|=!=|-->|<--|---|--)[ \t]+(?P<text>.*)$", re.S)
 
 

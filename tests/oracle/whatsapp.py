@@ -20,14 +20,15 @@ from parsers.grammars.whatsapp import (
     _MEDIA_FORM_ENDS,
     FIRST,
     HEADER,
+    PROFILE_MARK,
     _attachments,
     _clock,
     _conclude,
     _headerless,
     _preamble,
     _session,
-    _special,
     actor_of,
+    authored,
     is_media,
 )
 from parsers.memory import paused_gc
@@ -131,8 +132,9 @@ def _read_turns(session: ParsedSession, text: str, guess: str) -> tuple[list[tup
                 notice = authors[author] = _AUTHORED_EVENT.search(author) is not None
             last = first[-1:]
             if (notice or lrm or last in _ATTACHED_LAST or (last in _MEDIA_LAST and is_media(first))
-                    or (first[:1] in _E2E_FIRST and first.startswith(_E2E)) or first.endswith(_MEDIA_FORM_ENDS)):
-                append(_special(m, text, author, first, cont, content, when, raw, (line, end), notice))
+                    or (first[:1] in _E2E_FIRST and first.startswith(_E2E)) or first.endswith(_MEDIA_FORM_ENDS)
+                    or author.startswith(PROFILE_MARK)):
+                append(authored(m, text, author, first, cont, content, when, raw, (line, end), notice))
             else:
                 append(Turn(author, "user", content, when, raw, None, "message", (line, end)))
         line = end + 1

@@ -142,6 +142,18 @@ def test_unknown_record_types_are_drift_and_still_interactions():
     assert session.regions[-1].pointer == "/2" and len(session.turns) == 2  # progress is known metadata
 
 
+def test_title_records_name_the_session_the_users_own_first():
+    summary = {"type": "summary", "summary": "Leaf summary", "leafUuid": "u1"}
+    generated = [{"type": "ai-title", "title": f"Generated {n}", "sessionId": SID} for n in (1, 2)]
+    custom = [{"type": "custom-title", "customTitle": f"Mine {n}", "sessionId": SID} for n in (1, 2)]
+    cases = [([*generated], "Generated 2"), ([*generated, summary], "Leaf summary"),
+             ([custom[0], summary, *generated, custom[1]], "Mine 2")]
+    for extra, title in cases:
+        [session] = GRAMMAR.parse(_source([_user("u1", "hi"), *extra]), Settings())
+        assert session.title == title
+        assert len(session.turns) == 1 and "formatDrift" not in session.meta
+
+
 def test_session_record_holds_calls_commands_and_file_changes_with_patches_that_apply():
     docs = documents("claude-code", decode(MAIN.read_bytes(), MAIN.name))
     record = docs[0]["artifacts"]["ByggLogg"]["sessionRecord"]

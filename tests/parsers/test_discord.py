@@ -54,6 +54,17 @@ def test_every_other_type_is_a_system_turn_with_the_author_as_actor(mtype):
     assert t.content == mtype  # the exporter wrote no text: the type says what happened
 
 
+@pytest.mark.parametrize("mtype", ["20", "ChatInputCommand", "23"])
+def test_a_bots_reply_to_a_command_is_the_bots_turn_even_when_its_type_is_a_number(mtype):
+    s = _parse(_msg(1, mtype, content="Rolled a 4", isBot=True, nickname="Dice"),
+               _msg(2, "18", content="Started a thread."), _msg(3, "99", content=""))
+    got = [(t.speaker, t.role, t.kind, t.content) for t in s.turns]
+    assert got == [("Dice", "other", "message", "Rolled a 4"), ("System", "system", "system", "Started a thread."),
+                   ("System", "system", "system", "99")]
+    assert s.turns[0].extra["type"] == mtype and s.turns[0].extra.get("actor") is None
+    assert s.meta["formatDrift"] == {"messageType:99": {"count": 1, "first": "/messages/2"}}
+
+
 def test_bots_are_other_and_attachments_add_markers():
     m = _msg(1, "Reply", content="", isBot=True, name="ci")
     m["attachments"] = [{"id": "a", "url": "https://cdn/x.png", "fileName": "x.png", "fileSizeBytes": 1}]

@@ -78,6 +78,10 @@ def test_notices_and_kicks():
         "part", "alice", {"target": "bob", "actor": "alice"})
     s = parse("2021-03-01T08:00:00Z  -NickServ- This nickname is registered\n")
     assert (s.turns[0].speaker, s.turns[0].kind) == ("NickServ", "notice")
+    s = parse("[09:16:36] -repo-commit-feed- [proj] ann pushed 2 commits\n"
+              "[09:16:40] -ChanServ(ChanServ@services.)- hi\n", "#proj_20230412.log")
+    assert [(t.speaker, t.content) for t in s.turns] == [
+        ("repo-commit-feed", "[proj] ann pushed 2 commits"), ("ChanServ", "hi")]
 
 
 def test_session_id_file_name_first_then_channel_else_none():

@@ -87,6 +87,22 @@ def test_detection_is_the_share_of_messenger_records():
     assert G.detect('{"sender_name": "A", "timestamp_ms": 1, "content": "x"}\n', "chat.jsonl") == 0.0
 
 
+def test_an_end_to_end_encrypted_chat_export_is_read_as_the_same_messages():
+    doc = {"participants": ["Ana", "Jo\u00e3o"], "threadName": "Jo\u00e3o", "messages": [
+        {"isUnsent": False, "media": [], "reactions": [], "senderName": "Jo\u00e3o", "text": "Chegaste bem?",
+         "timestamp": 1718000060000, "type": "text"},
+        {"isUnsent": True, "media": [{"uri": "./media/p_1.jpg"}], "reactions": [{"actor": "Ana", "reaction": "x"}],
+         "senderName": "Ana", "text": "", "timestamp": 1718000000000, "type": "media"}]}
+    text = orjson.dumps(doc).decode()
+    assert G.detect(text, "jo\u00e3o_1.json") == 1.0
+    (s,) = G.parse(SourceText(text, "jo\u00e3o_1.json", "0" * 64, len(text), "utf-8"), Settings())
+    assert (s.title, s.meta["participants"], s.session_id) == ("Jo\u00e3o", ["Ana", "Jo\u00e3o"], None)
+    got = [(t.speaker, t.kind, t.content, t.pointer, t.time.isoformat()) for t in s.turns]
+    assert got == [("Ana", "media", "[media: p_1.jpg]", "/messages/1", "2024-06-10T06:13:20+00:00"),
+                   ("Jo\u00e3o", "message", "Chegaste bem?", "/messages/0", "2024-06-10T06:14:20+00:00")]
+    assert s.turns[0].extra["unsent"] is True and "key:senderName" not in s.meta.get("formatDrift", {})
+
+
 def test_a_thread_split_over_files_is_one_session_read_in_part_order():
     def part(n, *messages):
         body = {"participants": [{"name": "A"}], "messages": list(messages), "title": "T", "thread_path": "inbox/x_1"}

@@ -114,6 +114,20 @@ def test_unknown_keys_and_subtypes_are_counted_as_drift_and_still_turns():
     assert "formatDrift" not in _parse([_m()]).meta
 
 
+def test_an_empty_text_is_read_from_the_rich_text_blocks():
+    section = {"type": "rich_text_section", "elements": [
+        {"type": "text", "text": "ship it "}, {"type": "user", "user_id": "U2"}, {"type": "text", "text": " in "},
+        {"type": "channel", "channel_id": "C9"}, {"type": "emoji", "name": "rocket"}]}
+    items = {"type": "rich_text_list", "elements": [
+        {"type": "rich_text_section", "elements": [{"type": "link", "url": "https://x.org", "text": "notes"}]},
+        {"type": "rich_text_section", "elements": [{"type": "link", "url": "https://y.org"}]}]}
+    blocks = [{"type": "rich_text", "elements": [section, items]}]
+    s = _parse([_m(text="", blocks=blocks), _m(text="kept", ts="1704103201.000100", blocks=blocks)])
+    assert s.turns[0].content == "ship it <@U2> in <#C9>:rocket:\n<https://x.org|notes>\n<https://y.org>"
+    assert s.turns[0].extra["textFrom"] == "blocks"
+    assert s.turns[1].content == "kept" and "textFrom" not in s.turns[1].extra
+
+
 def test_message_changed_keeps_the_new_text_and_the_author():
     s = _parse([{"type": "message", "subtype": "message_changed", "ts": "2.0", "hidden": True,
                  "message": {"type": "message", "user": "U1", "text": "fixed typo", "ts": "1.0",

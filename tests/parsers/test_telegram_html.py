@@ -104,6 +104,12 @@ def test_entities_are_plain_text_and_text_links_keep_their_target():
     assert s.turns[0].extra["links"] == ["https://example.org/x"]
 
 
+def test_a_page_saved_again_with_self_closing_tags_keeps_its_line_breaks():
+    photo = '<a class="photo_wrap clearfix pull_left" href="photos/p.jpg">\n<img class="photo" src="p.jpg"/>\n</a>\n'
+    s, _ = _parse(_msg(6, "Ann", text="one\n   <br/>\n   two<br />three", inner=photo))
+    assert s.turns[0].content == "[photo: photos/p.jpg]\none\ntwo\nthree"
+
+
 def _page(body, next_page=None):
     link = (f'<a class="pagination block_link" href="{next_page}">\nNext messages\n</a>\n' if next_page else "")
     return HEAD + body + link + TAIL

@@ -4,7 +4,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from parsers.timeparse import parse_iso
+from parsers.timeparse import clock_24h, parse_iso
 
 
 @pytest.mark.parametrize(("raw", "want"), [
@@ -22,3 +22,11 @@ def test_read(raw, want):
                                  "10:00", "2025-08-24 25:00"])
 def test_refused(raw):
     assert parse_iso(raw) is None
+
+
+@pytest.mark.parametrize(("hour", "meridiem", "want"), [
+    (12, "AM", 0), (12, "p.m.", 12), (1, "PM", 13), (13, "p. m.", 13), (7, None, 7),
+    (0, "a. m.", 0), (0, "PM", 12),  # the 0-11 clock (CLDR 'K') some locales pair with a meridiem
+])
+def test_clock_24h(hour, meridiem, want):
+    assert clock_24h(hour, meridiem) == want

@@ -75,3 +75,27 @@ def test_a_later_page_read_alone_says_so():
     got = process_bytes(path.read_bytes(), "messages/2000000001/messages50.html", RunContext.from_settings(Settings()))
     (doc,) = [orjson.loads(s.encoded) for s in got.sessions]
     assert any("read alone" in w for w in doc["artifacts"]["ByggLogg"]["warnings"])
+
+
+VKOPT = ('<html><head><title>VK Messages: A(1), B(2)</title></head><body>\n<h4> Total messages: 3 </h4>\n'
+         '<div id="msg1" class="msg_item">\n<div class="from"> <b>A</b> <a href="http://vk.com/id1">@a</a>\n'
+         '<a href="#msg1">2021.05.04 08:00:01</a></div>\n<div class="msg_body">hi<br/>there '
+         '<img class="emoji" alt="🙂"></div>\n<div class="fwd"><div class="msg_item"><div class="from"> <b>C</b>'
+         ' 2021.05.03 20:00:00</div><div class="msg_body">old news</div></div></div>\n</div>\n'
+         '<div id="msg2" class="msg_item">\n<div class="from"> <b>B</b> <a href="#msg2">2021.05.04 08:03:00</a>'
+         '</div>\n<div>action "<b>chat_kick_user</b>" is unknown</div>\n</div>\n</body></html>\n')
+
+
+def test_a_vkopt_page_is_one_session_in_page_order_with_forwards_inside_their_message():
+    source = decode(VKOPT.encode(), "vk/messages.html")
+    g = registry.get("vk-html")
+    assert g.detect(VKOPT, "vk/messages.html") == 1.0
+    [s] = g.parse(source, Settings())
+    got = [(t.speaker, t.role, t.kind, t.content, t.time, t.lines) for t in s.turns]
+    assert got == [("A", "user", "message", "hi\nthere 🙂\n[forwarded: C, 2021.05.03 20:00:00]\n> old news",
+                    datetime(2021, 5, 4, 8, 0, 1), (3, 8)),
+                   ("System", "system", "system", 'action "chat_kick_user" is unknown', datetime(2021, 5, 4, 8, 3),
+                    (9, 12))]
+    assert s.turns[0].extra["forwarded"] == [{"author": "C", "time": "2021.05.03 20:00:00", "text": "old news"}]
+    assert s.turns[1].extra["actor"] == "B" and s.title == "VK Messages: A(1), B(2)"
+    assert s.warnings == ["the page says it holds 3 messages; 2 are in it"] and g.count_turns(s.raw) == 2

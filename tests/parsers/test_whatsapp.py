@@ -89,6 +89,23 @@ def test_unreadable_times_are_kept_raw_with_one_warning():
                           " raw text kept"]
 
 
+def test_hour_zero_with_a_meridiem_is_the_zero_to_eleven_clock():
+    s = parse("15/02/24, 00:03 a. m. - A: x\n15/02/24, 0:20 p. m. - B: y\n")
+    assert [t.time for t in s.turns] == [datetime(2024, 2, 15, 0, 3), datetime(2024, 2, 15, 12, 20)]
+    assert s.warnings == []
+    s = parse("2024/02/15 午前0:05 - 花子: x\n")
+    assert s.turns[0].time == datetime(2024, 2, 15, 0, 5)
+
+
+def test_a_profile_name_mark_is_not_part_of_the_name():
+    s = parse("[15/09/2026, 10:04:00] ~\u202fMakan: frozen\nstill frozen\n[15/09/2026, 10:05:00] ~ Liza: ok\n"
+              "[15/09/2026, 10:06:00] Liza: \u200eimage omitted\n[15/09/2026, 10:07:00] ~tilde: kept\n")
+    got = [(t.speaker, t.kind, t.content, t.extra) for t in s.turns]
+    assert got == [("Makan", "message", "frozen\nstill frozen", {"profileName": True}),
+                   ("Liza", "message", "ok", {"profileName": True}), ("Liza", "media", "image omitted", None),
+                   ("~tilde", "message", "kept", None)]
+
+
 def test_system_notices_and_their_actors():
     s = parse(
         "12/24/14, 17:08 - Messages and calls are end-to-end encrypted. Tap to learn more.\n"
