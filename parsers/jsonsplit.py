@@ -160,11 +160,17 @@ def locate(fp: BinaryIO, shape: ConversationList, block: int = BLOCK) -> ListAt:
     head = fp.read(min(4096, block))
     pos = _skip(head, 3 if head.startswith(b"\xef\xbb\xbf") else 0)
     first = head[pos:pos + 1]
-    if first == b"[":
+    if first == b"[" and shape.top_list:
         fp.seek(0)
         return ListAt(pos + 1)
+    if first == b"[":
+        raise NotStreamable(Reason.NOT_STREAMABLE, "the file is a list, and the format keeps its conversations "
+                            "in a wrapper object only")
     if first != b"{":
         raise NotStreamable(Reason.NOT_STREAMABLE, "the file is not a JSON list or object")
+    if not shape.wrappers:
+        raise NotStreamable(Reason.NOT_STREAMABLE, "the file is an object: the format has no wrapper object, "
+                            "so it is one conversation")
     head = _whole_characters(head + fp.read(block - len(head)))
     fp.seek(0)
     seen: set[str] = set()
