@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from models.errors import NotStreamable
+from parsers import registry
 from parsers.base import ConversationList
 from parsers.jsonsplit import SplitError, entries, locate
 
@@ -62,6 +63,28 @@ def test_only_lists_and_wrappers_of_lists_are_split(data):
         locate(io.BytesIO(data), ConversationList("mapping"))
     with pytest.raises(SplitError, match="not a JSON list"):
         list(entries(io.BytesIO(data)))
+
+
+@pytest.mark.parametrize("name, data, why", [
+    ("hangouts", b'[{"events": []}]', "the file is a list, and the format keeps its conversations in a wrapper"),
+    ("deepseek", b'{"conversations": [{"mapping": {}}]}', "the format has no wrapper object, so it is one conv"),
+    ("open-webui", b'{"id": "c", "chat": {"history": {"messages": {}}}}', "the format has no wrapper object"),
+])
+def test_a_shape_the_whole_read_takes_as_one_value_is_not_streamed(name, data, why):
+    """What the whole read takes as one value (``top_level`` gives ``""``) is refused up front, saying why."""
+    shape = registry.get(name).conversations
+    assert [p for p, _ in shape.top_level(orjson.loads(data))] == [""]
+    with pytest.raises(NotStreamable, match=why):
+        locate(io.BytesIO(data), shape)
+
+
+def test_a_wrapper_s_list_is_located_for_the_grammars_that_have_one():
+    data = b'{"conversations": [{"events": []}, {"events": []}]}'
+    for name in ("hangouts", "grok", "chatgpt"):
+        shape = registry.get(name).conversations
+        at = locate(io.BytesIO(data), shape)
+        assert at.pointer == "/conversations"
+        assert [e.value for e in entries(io.BytesIO(data), at=at, shape=shape)] == [{"events": []}] * 2
 
 
 @pytest.mark.parametrize("data", [b'[{"a":1} {"b":2}]', b'[{"a":1},]', b'[{"a":1}] x', b'[{"a":tru}]'])
