@@ -4,6 +4,7 @@ before a break."""
 from __future__ import annotations
 
 import io
+from unittest.mock import patch
 
 import orjson
 import pytest
@@ -11,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from models.errors import NotStreamable
-from parsers import registry
+from parsers import jsonsplit, registry
 from parsers.base import ConversationList
 from parsers.jsonsplit import SplitError, entries, locate
 
@@ -38,6 +39,36 @@ def test_entries_are_the_list_s_values_with_their_bytes(items, block):
         assert [orjson.loads(data[e.start:e.end]) for e in got] == items
         assert [orjson.loads(bytes(e.raw)) for e in got] == items
         assert [e.index for e in got] == list(range(len(items)))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(ENTRY | st.lists(st.dictionaries(TEXT, VALUE, max_size=3), max_size=12), max_size=6),
+       st.sampled_from([5, 64, 1 << 20]), st.sampled_from([1, 2, 7, 64]))
+def test_the_exact_route_parses_a_growing_window_and_finds_the_same_entries(items, block, window):
+    """An entry the guesses cannot cut (not an object, or a list of objects) is parsed in a window doubled
+    until it holds the entry, cut back to a whole UTF-8 character: the same entries, values and bytes."""
+    with patch.object(jsonsplit, "WINDOW", window):
+        for data in _layouts(items):
+            got = list(entries(io.BytesIO(data), block))
+            assert [e.value for e in got] == items
+            assert [orjson.loads(data[e.start:e.end]) for e in got] == items
+            assert [orjson.loads(bytes(e.raw)) for e in got] == items
+
+
+def test_an_entry_is_not_parsed_over_the_whole_buffer():
+    """Each entry's exact parse reads a window about its own size, not the rest of the buffer."""
+    events = [{"t": "x" * 50, "n": i} for i in range(40)]  # a list of objects: every guess inside is false
+    data = orjson.dumps([{"events": events, "id": i} for i in range(400)])
+    sizes = []
+    real = orjson.loads
+
+    def measured(window):
+        sizes.append(len(window))
+        return real(window)
+
+    with patch.object(jsonsplit.orjson, "loads", measured):
+        got = list(entries(io.BytesIO(data), 1 << 20))
+    assert len(got) == 400 and max(sizes) <= 2 * jsonsplit.WINDOW < len(data)
 
 
 @settings(max_examples=100, deadline=None)
