@@ -1,8 +1,8 @@
 """The one streamed read of a large JSON export: its conversations entry by entry, on every worker.
 
-The JSON counterpart of flows/core/spool.py. A ChatGPT or Claude ``conversations.json`` (any grammar that
-names its ``Grammar.conversations``) of ``stream_json_bytes`` or more is never held whole, nor all its
-sessions:
+The JSON counterpart of flows/core/spool.py. A ChatGPT, Claude, DeepSeek or Grok ``conversations.json``, a
+Takeout ``Hangouts.json`` or an Open WebUI export (any grammar that names its ``Grammar.conversations``) of
+``stream_json_bytes`` or more is never held whole, nor all its sessions:
 
 1. the list of conversations is located before anything is read (``parsers.jsonsplit.locate``: the
    top-level list, or the list in a wrapper object such as ``{"conversations": [...]}``, whose other
