@@ -271,6 +271,24 @@ def test_a_hangouts_list_without_its_wrapper_is_refused_by_both_reads(tmp_path, 
     assert "expected an object with a conversations list" in streamed.files[0].detail
 
 
+
+@pytest.mark.parametrize("grammar, name", [("telegram", "full-export.json"), ("telegram", "single-chat.json"),
+                                           ("skype", "messages.json")])
+def test_a_list_the_split_cannot_take_is_read_whole_and_its_row_says_why(tmp_path, spy, grammar, name):
+    """Telegram (two lists, nested, and the account's id from outside them; a single chat is one conversation)
+    and Skype (names learnt from the whole export) name no list (docs/json-stream.md): a large export is
+    read whole, and its row says so."""
+    src = _copy(GOLDEN / grammar / name, tmp_path)
+    whole = _run(src, tmp_path / "whole")
+    large = _run(src, tmp_path / "large", **STREAMED)
+    assert registry.get(grammar).conversations is None and not spy
+    assert _written(tmp_path / "whole") == _written(tmp_path / "large")
+    (row,) = large.files
+    assert row.grammar == grammar
+    assert row.detail == f"read whole, not streamed: the {grammar} grammar has no streamed read"
+    assert _rows(whole)[0] == _rows(large)[0]
+
+
 def _tables(out, monkeypatch=None):
     """The datasets of a run's output; with ``monkeypatch``, reading a document back fails."""
     if monkeypatch is not None:
