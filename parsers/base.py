@@ -14,7 +14,7 @@ import regex
 from models.records import ParsedSession, SourceText
 from models.settings import Settings
 from parsers.columns import LineTable, each_source, own
-from parsers.jsonload import pointer_part
+from parsers.jsonload import load_json, pointer_part
 from parsers.linecount import LineCounts, LinePatterns
 
 _DIGITS = regex.compile(r"\d+")
@@ -30,15 +30,18 @@ class ConversationList:
     """Where a JSON export keeps its conversations, as data: the top-level list, the list under one of
     ``wrappers`` in a wrapper object (``{"conversations": [...]}``; the object's other keys are not read),
     or one conversation object. ``own_key`` is a key every conversation of the format has: an object
-    holding it is one conversation, never a wrapper."""
+    holding it is one conversation, never a wrapper (None: the format names no such key). ``top_list``
+    False: a top-level list is not the format's list (Hangouts keeps its conversations in a wrapper only);
+    the whole read then takes it as one value (``""``), which its grammar refuses."""
 
-    own_key: str
+    own_key: str | None = None
     wrappers: tuple[str, ...] = ("conversations",)
+    top_list: bool = True
 
     def top_level(self, data: Any) -> Iterator[tuple[str, Any]]:
         """(pointer, conversation) of a decoded export: a list (``/i``), a wrapper object (``/<key>/i``,
         the first of ``wrappers`` that holds a list) or one conversation (``""``)."""
-        if isinstance(data, list):
+        if isinstance(data, list) and self.top_list:
             yield from ((f"/{i}", item) for i, item in enumerate(data))
             return
         if isinstance(data, dict) and self.own_key not in data:
@@ -161,8 +164,11 @@ class Grammar(ABC):
 
     def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
         """Yield the sessions of one input, in source order, each with ``raw`` set: how a grammar that
-        reads one input at a time implements ``read`` (a grammar overriding ``read`` has none)."""
-        raise NotImplementedError(f"{self.name} reads its inputs a batch at a time (read)")
+        reads one input at a time implements ``read`` (a grammar overriding ``read`` has none). A grammar
+        that names its ``conversations`` has this one: the decoded input through ``conversations_of``."""
+        if self.conversations is None:
+            raise NotImplementedError(f"{self.name} reads its inputs a batch at a time (read)")
+        yield from self.conversations_of(load_json(source.text, source.name, self.name), source, settings)
 
     @abstractmethod
     def count_turns(self, raw: Any) -> int:

@@ -1,8 +1,8 @@
 """The one streamed read of a large JSON export: its conversations entry by entry, on every worker.
 
-The JSON counterpart of flows/core/spool.py. A ChatGPT or Claude ``conversations.json`` (any grammar that
-names its ``Grammar.conversations``) of ``stream_json_bytes`` or more is never held whole, nor all its
-sessions:
+The JSON counterpart of flows/core/spool.py. A ChatGPT, Claude, DeepSeek or Grok ``conversations.json``, a
+Takeout ``Hangouts.json`` or an Open WebUI export (any grammar that names its ``Grammar.conversations``) of
+``stream_json_bytes`` or more is never held whole, nor all its sessions:
 
 1. the list of conversations is located before anything is read (``parsers.jsonsplit.locate``: the
    top-level list, or the list in a wrapper object such as ``{"conversations": [...]}``, whose other
@@ -58,7 +58,7 @@ import orjson
 
 from audit import datasets
 from models.errors import NotStreamable, Reason, ReconstructError
-from models.records import Detection, SourceText
+from models.records import Detection, ParsedSession, SourceText
 from models.settings import Settings
 from models.status import FileStatus, SessionStatus
 from normalizers.assemble import RunContext
@@ -66,6 +66,7 @@ from normalizers.ids import safe_id
 from parsers import jsonsplit, registry
 from parsers.base import ConversationList
 from parsers.memory import paused_gc
+from parsers.turncols import TurnColumns
 
 from . import batches, lifeline
 from .emit import document_relpath
@@ -412,7 +413,7 @@ def _batched(grammar, values: list[tuple[int, Any]], job: Job, ctx: RunContext
     for index, value in values:
         started, pointer = time.perf_counter(), f"{job.pointer}/{index}"
         try:
-            prepared = [batches.prepare(parsed, grammar)
+            prepared = [batches.prepare(_columns(parsed), grammar)
                         for parsed in grammar.parse_conversation(pointer, value, job.source, ctx.settings)]
         except ReconstructError as exc:
             done.append((index, [_unreadable(pointer, value, exc.reason, exc.detail, started)]))
@@ -424,6 +425,13 @@ def _batched(grammar, values: list[tuple[int, Any]], job: Job, ctx: RunContext
         batch.extend((0, p, owner) for p in prepared)
     judged = judge_batch(batch, ctx)
     return [(index, [judged[i] if isinstance(i, int) else i for i in items]) for index, items in done]
+
+
+def _columns(parsed: ParsedSession) -> ParsedSession:
+    """A session whose grammar built turn records (Hangouts, DeepSeek...), its turns held as columns as the
+    whole read holds them (``batches.prepare_read``); a builder (ChatGPT, Claude) is kept as it is."""
+    parsed.turns = TurnColumns.of(parsed.turns)
+    return parsed
 
 
 def _bug(grammar, exc: Exception) -> str:

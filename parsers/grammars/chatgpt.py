@@ -50,7 +50,7 @@ from parsers.grammars._aiexport import (
     read_time,
 )
 from parsers.grammars._chatgpt_content import render, render_content
-from parsers.jsonload import load_json, pointer_part
+from parsers.jsonload import pointer_part
 from parsers.registry import register
 from parsers.turncols import TurnColumns
 
@@ -222,9 +222,6 @@ class ChatGPT(Grammar):
         if PurePosixPath(name).name in COMPANIONS or '"mapping"' not in sample:
             return 0.0
         return explained_share(sample, _explains, _is_conversation)
-
-    def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
-        yield from self.conversations_of(load_json(source.text, source.name, self.name), source, settings)
 
     def parse_conversation(self, pointer: str, value: Any, source: SourceText, settings: Settings
                            ) -> Iterator[ParsedSession]:

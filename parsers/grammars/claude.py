@@ -55,7 +55,6 @@ from parsers.grammars._aiexport import (
     odd_warning,
     read_time,
 )
-from parsers.jsonload import load_json
 from parsers.registry import register
 from parsers.turncols import TurnColumns
 
@@ -231,9 +230,6 @@ class Claude(Grammar):
         if PurePosixPath(name).name in COMPANIONS or '"chat_messages"' not in sample:
             return 0.0
         return explained_share(sample, _explains, _is_conversation)
-
-    def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
-        yield from self.conversations_of(load_json(source.text, source.name, self.name), source, settings)
 
     def parse_conversation(self, pointer: str, value: Any, source: SourceText, settings: Settings
                            ) -> Iterator[ParsedSession]:

@@ -25,10 +25,10 @@ from typing import Any
 from models.errors import ParseError, Reason
 from models.records import ModelRef, ParsedSession, Region, RegionKind, SourceText, Turn
 from models.settings import Settings
-from parsers.base import Grammar
+from parsers.base import ConversationList, Grammar
 from parsers.drift import Drift
 from parsers.grammars._aiexport import TimeNotes, current_path, explained_share, read_time
-from parsers.jsonload import load_json, pointer_part
+from parsers.jsonload import pointer_part
 from parsers.registry import register
 
 PROVIDER = "deepseek"
@@ -96,6 +96,7 @@ class DeepSeek(Grammar):
     detect_needs = ('"fragments"',)  # its key
     version = "1"
     structured = True
+    conversations = ConversationList(own_key="mapping", wrappers=())
     description = "DeepSeek export conversations.json (mapping tree of fragment messages, the current branch)"
     example = ('[{"id": "…", "title": "…", "inserted_at": "…", "mapping": {"1": {"parent": null, "children": [], '
                '"message": {"model": "deepseek-chat", "inserted_at": "…", "fragments": [{"type": "REQUEST", '
@@ -106,14 +107,12 @@ class DeepSeek(Grammar):
             return 0.0
         return explained_share(sample, _explains, _is_conversation)
 
-    def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
-        data = load_json(source.text, source.name, self.name)
-        items = [(f"/{i}", c) for i, c in enumerate(data)] if isinstance(data, list) else [("", data)]
-        for pointer, conv in items:
-            if not isinstance(conv, dict) or not isinstance(conv.get("mapping"), dict):
-                raise ParseError(Reason.PARSE_ERROR, f"conversation at {pointer or '/'} has no mapping object",
-                                 path=source.name, grammar=self.name)
-            yield self._conversation(pointer, conv)
+    def parse_conversation(self, pointer: str, value: Any, source: SourceText, settings: Settings
+                           ) -> Iterator[ParsedSession]:
+        if not isinstance(value, dict) or not isinstance(value.get("mapping"), dict):
+            raise ParseError(Reason.PARSE_ERROR, f"conversation at {pointer or '/'} has no mapping object",
+                             path=source.name, grammar=self.name)
+        yield self._conversation(pointer, value)
 
     def _conversation(self, pointer: str, conv: dict[str, Any]) -> ParsedSession:
         cid = conv.get("id")

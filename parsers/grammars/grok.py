@@ -28,7 +28,7 @@ from typing import Any
 from models.errors import ParseError, Reason
 from models.records import ModelRef, ParsedSession, Region, RegionKind, SourceText, Turn
 from models.settings import Settings
-from parsers.base import Grammar
+from parsers.base import ConversationList, Grammar
 from parsers.drift import Drift
 from parsers.grammars._aiexport import (
     TimeNotes,
@@ -38,7 +38,6 @@ from parsers.grammars._aiexport import (
     malformed_turn,
     read_time,
 )
-from parsers.jsonload import load_json
 from parsers.registry import register
 
 PROVIDER = "xai"
@@ -152,6 +151,7 @@ class Grok(Grammar):
     detect_needs = ('"responses"',)  # its key
     version = "1"
     structured = True
+    conversations = ConversationList()
     description = "Grok (xAI) data export: conversations with their responses (the current branch)"
     example = ('{"conversations": [{"conversation": {"conversation_id": "…", "title": "…"}, "responses": '
                '[{"response": {"response_id": "…", "message": "hi", "sender": "human", "create_time": "…"}}]}]}')
@@ -161,15 +161,12 @@ class Grok(Grammar):
             return 0.0
         return explained_share(sample, _explains, _is_conversation)
 
-    def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
-        data = load_json(source.text, source.name, self.name)
-        items = data.get("conversations") if isinstance(data, dict) else data if isinstance(data, list) else None
-        base = "/conversations" if isinstance(data, dict) else ""
-        if not isinstance(items, list):
+    def parse_conversation(self, pointer: str, value: Any, source: SourceText, settings: Settings
+                           ) -> Iterator[ParsedSession]:
+        if not pointer:  # the whole input, neither a list nor a wrapper of one
             raise ParseError(Reason.PARSE_ERROR, "expected a conversations list", path=source.name, grammar=self.name)
-        for i, item in enumerate(items):
-            if _is_conversation(item):
-                yield self._conversation(item, f"{base}/{i}")
+        if _is_conversation(value):  # another entry is not a conversation: not read, as ever
+            yield self._conversation(value, pointer)
 
     def _conversation(self, item: dict[str, Any], pointer: str) -> ParsedSession:
         conv = item["conversation"]

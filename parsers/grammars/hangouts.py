@@ -39,11 +39,10 @@ import orjson
 from models.errors import ParseError, Reason
 from models.records import ParsedSession, SourceText, Turn
 from models.settings import Settings
-from parsers.base import Grammar
+from parsers.base import ConversationList, Grammar
 from parsers.drift import Drift
 from parsers.grammars._chatjson import Record, TimeLog, compact, explained_share, markers, note_odd, odd_entry, raw_text
 from parsers.grammars.json_chat import chronological, path
-from parsers.jsonload import load_json
 from parsers.registry import register
 from parsers.timeparse import from_epoch
 
@@ -121,6 +120,7 @@ class Hangouts(Grammar):
     detect_needs = ('"events"',)  # records in an events list
     version = "1"
     structured = True
+    conversations = ConversationList(top_list=False)
     description = "Google Hangouts Takeout (Hangouts.json): one session per conversation"
     example = ('{"conversations": [{"conversation": {...}, "events": [{"sender_id": {"gaia_id": "1168"}, '
                '"timestamp": "1369539128052528", "event_type": "REGULAR_CHAT_MESSAGE", "chat_message": '
@@ -129,14 +129,12 @@ class Hangouts(Grammar):
     def detect(self, sample: str, name: str) -> float:
         return explained_share(sample, _hangouts_record) or 0.0
 
-    def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
-        data = load_json(source.text, source.name, self.name)
-        conversations = data.get("conversations") if isinstance(data, dict) else None
-        if not isinstance(conversations, list):
+    def parse_conversation(self, pointer: str, value: Any, source: SourceText, settings: Settings
+                           ) -> Iterator[ParsedSession]:
+        if not pointer:  # the whole input, not an entry of the wrapper's list
             raise ParseError(Reason.PARSE_ERROR, "expected an object with a conversations list", path=source.name,
                              grammar=self.name)
-        for i, conversation in enumerate(conversations):
-            yield self._conversation(conversation, f"/conversations/{i}")
+        yield self._conversation(value, pointer)
 
     @staticmethod
     def _conversation(conversation: Any, base: str) -> ParsedSession:

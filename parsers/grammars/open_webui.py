@@ -25,7 +25,7 @@ from typing import Any
 from models.errors import ParseError, Reason
 from models.records import ParsedSession, Region, RegionKind, SourceText, Turn
 from models.settings import Settings
-from parsers.base import Grammar
+from parsers.base import ConversationList, Grammar
 from parsers.drift import Drift
 from parsers.grammars._agentlog import split_model
 from parsers.grammars._aiexport import (
@@ -37,7 +37,7 @@ from parsers.grammars._aiexport import (
     read_time,
     record_role,
 )
-from parsers.jsonload import load_json, pointer_part
+from parsers.jsonload import pointer_part
 from parsers.registry import register
 
 ROLES = {"user": "user", "assistant": "assistant", "system": "system", "tool": "tool"}
@@ -62,14 +62,14 @@ def _is_chat(value: Any) -> bool:
     return isinstance(value, dict) and (isinstance(value.get("history"), dict) and "messages" in value["history"])
 
 
-def _rows(data: Any) -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:
-    """(pointer of the chat object, the row or chat, the chat) of every chat in the export."""
-    items = [(f"/{i}", row) for i, row in enumerate(data)] if isinstance(data, list) else [("", data)]
-    for pointer, row in items:
-        if isinstance(row, dict) and isinstance(row.get("chat"), dict):
-            yield f"{pointer}/chat", row, row["chat"]
-        elif isinstance(row, dict) and (_is_chat(row) or isinstance(row.get("messages"), list)):
-            yield pointer, row, row
+def _chat_of(pointer: str, row: Any) -> tuple[str, dict[str, Any], dict[str, Any]] | None:
+    """(pointer of the chat object, the row or chat, the chat) of one entry of the export (or of the
+    whole file), None when it holds no chat."""
+    if isinstance(row, dict) and isinstance(row.get("chat"), dict):
+        return f"{pointer}/chat", row, row["chat"]
+    if isinstance(row, dict) and (_is_chat(row) or isinstance(row.get("messages"), list)):
+        return pointer, row, row
+    return None
 
 
 def _files(message: dict[str, Any]) -> list[str]:
@@ -115,6 +115,7 @@ class OpenWebUI(Grammar):
     name = "open-webui"
     version = "1"
     structured = True
+    conversations = ConversationList(wrappers=())
     description = "Open WebUI chat export (the Export chats list, a chat row or a chat's JSON; its current branch)"
     example = ('[{"id": "…", "title": "…", "chat": {"history": {"messages": {"m1": {"id": "m1", "parentId": null, '
                '"childrenIds": [], "role": "user", "content": "hi", "timestamp": 1714550400}}, "currentId": "m1"}}}]')
@@ -126,14 +127,19 @@ class OpenWebUI(Grammar):
             _is_chat(e) or _is_chat(e.get("chat"))))
 
     def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
-        data = load_json(source.text, source.name, self.name)
         found = False
-        for pointer, row, chat in _rows(data):
+        for session in super().parse(source, settings):
             found = True
-            yield self._chat(pointer, row, chat)
-        if not found:
+            yield session
+        if not found:  # a streamed read says so too (no session in the input: quarantined ``no_turns``)
             raise ParseError(Reason.PARSE_ERROR, "no Open WebUI chat in the file", path=source.name,
                              grammar=self.name)
+
+    def parse_conversation(self, pointer: str, value: Any, source: SourceText, settings: Settings
+                           ) -> Iterator[ParsedSession]:
+        found = _chat_of(pointer, value)
+        if found is not None:  # another entry of the list holds no chat: not read, as ever
+            yield self._chat(*found)
 
     def _chat(self, pointer: str, row: dict[str, Any], chat: dict[str, Any]) -> ParsedSession:
         # The chat object itself looks like a message to the source accounting (a timestamp and a

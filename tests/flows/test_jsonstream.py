@@ -26,12 +26,19 @@ from parsers import registry
 from tests.helpers import CONFORMANCE, GOLDEN, ROOT
 
 STREAMED = {"stream_json_bytes": 1, "stream_chunk_bytes": 1, "workers": 1}
-INPUTS = [
-    *sorted(p for g in ("chatgpt", "claude") for p in (GOLDEN / g).iterdir()
-            if p.is_dir() or (p.suffix == ".json" and not p.name.endswith(".expected.json"))),
-    ROOT / "sample_logs" / "chatgpt", ROOT / "sample_logs" / "claude",
-    *sorted(CONFORMANCE.glob("fixtures/chatgpt_*.json")), *sorted(CONFORMANCE.glob("fixtures/claude_*.json")),
-]
+LISTED = [g for g in registry.all_grammars() if g.conversations is not None]
+"""Every grammar that names its list of conversations: each one's inputs are streamed below."""
+
+
+def _inputs(name: str) -> list[Path]:
+    """A grammar's goldens, its sample folder and its conformance inputs."""
+    golden = [p for p in sorted((GOLDEN / name).iterdir()) if p.is_dir() or (
+        p.suffix == ".json" and not p.name.endswith(".expected.json"))] if (GOLDEN / name).is_dir() else []
+    samples = [ROOT / "sample_logs" / name] if (ROOT / "sample_logs" / name).is_dir() else []
+    return [*golden, *samples, *sorted(CONFORMANCE.glob(f"fixtures/{name.replace('-', '_')}_*.json"))]
+
+
+INPUTS = [(g.name, p) for g in LISTED for p in _inputs(g.name)]
 
 
 def _run(src, out, **values):
@@ -75,35 +82,45 @@ def _copy(path, tmp_path):
     return src
 
 
-@pytest.mark.parametrize("path", INPUTS, ids=lambda p: p.relative_to(p.parents[1]).as_posix())
-def test_streamed_entries_give_the_documents_of_the_whole_read(path, tmp_path, spy):
+def test_every_conversation_list_grammar_has_inputs_to_stream():
+    """The grammars converted to ``conversations`` (the JSON exports that are a list of conversations)
+    each have inputs below, so none is on the contract untested."""
+    assert {g.name for g in LISTED} == {"chatgpt", "claude", "deepseek", "grok", "hangouts", "open-webui"}
+    assert {name for name, _ in INPUTS} == {g.name for g in LISTED}
+
+
+@pytest.mark.parametrize("name, path", INPUTS, ids=lambda p: p.relative_to(p.parents[1]).as_posix()
+                         if isinstance(p, Path) else p)
+@pytest.mark.parametrize("workers", [1, 2])
+def test_streamed_entries_give_the_documents_of_the_whole_read(name, path, workers, tmp_path, spy):
+    shape = registry.get(name).conversations
     src = _copy(path, tmp_path)
     whole, streamed = tmp_path / "whole", tmp_path / "streamed"
     a = _run(src, whole)
     assert not spy
-    b = _run(src, streamed, **STREAMED)
-    lists = [p for p in src.rglob("*.json") if _is_list(p)]
+    b = _run(src, streamed, **{**STREAMED, "workers": workers})
+    lists = [p for p in src.rglob("*.json") if _is_list(p, shape)]
     assert len(spy) >= bool(lists)
     assert _written(whole) == _written(streamed)
     rows, noted = _unnoted(_rows(b))
     assert _rows(a) == rows
-    assert all(_is_one_conversation(src, name) for name in noted)  # read whole, and the row says why
+    assert all(_is_one_conversation(src, key, shape) for key in noted)  # read whole, and the row says why
     assert not list((streamed / ".spool").glob("*"))
 
 
-def _is_list(path: Path) -> bool:
-    """A list of conversations, at the top or in a wrapper object."""
+def _is_list(path: Path, shape) -> bool:
+    """A list of conversations as the grammar's ``shape`` locates it: at the top or in a wrapper object."""
     try:
         data = orjson.loads(path.read_bytes().lstrip(b"\xef\xbb\xbf"))
     except orjson.JSONDecodeError:
         return False
-    return isinstance(data, list) or (isinstance(data, dict) and isinstance(data.get("conversations"), list)
-                                      and not {"mapping", "chat_messages"} & data.keys())
+    return (isinstance(data, list) and shape.top_list) or (
+        isinstance(data, dict) and shape.own_key not in data and shape.wrapper_of(data) is not None)
 
 
-def _is_one_conversation(src: Path, key: str) -> bool:
+def _is_one_conversation(src: Path, key: str, shape) -> bool:
     (path,) = [p for p in src.rglob("*.json") if key.endswith(p.relative_to(src).as_posix())]
-    return isinstance(orjson.loads(path.read_bytes().lstrip(b"\xef\xbb\xbf")), dict) and not _is_list(path)
+    return isinstance(orjson.loads(path.read_bytes().lstrip(b"\xef\xbb\xbf")), dict) and not _is_list(path, shape)
 
 
 NOTE = "read whole, not streamed: "
@@ -195,6 +212,81 @@ def test_a_cut_file_keeps_the_conversations_before_the_cut_and_names_what_was_lo
     assert f"conversation #4 (/3, from byte {starts[3]})" in row.detail
     assert f"({cut - starts[3]} of {cut} bytes) were not read, the 3 before it were" in row.detail
 
+
+
+HANGOUTS = GOLDEN / "hangouts" / "Takeout" / "Hangouts" / "Hangouts.json"
+
+
+def hangouts_export(n: int, repeat: int = 1) -> dict:
+    """A Takeout ``Hangouts.json`` of ``n`` copies of the golden conversations, ids made distinct, each
+    one's events ``repeat`` times over (each copy a day later)."""
+    golden = orjson.loads(HANGOUTS.read_bytes())["conversations"]
+    out = []
+    for i in range(n):
+        for c in golden:
+            cid = {"id": f"{c['conversation']['conversation_id']['id']}-{i}"}
+            events = [_later(e, k) for k in range(repeat) for e in c["events"]]
+            out.append({**c, "conversation": {**c["conversation"], "conversation_id": cid}, "events": events})
+    return {"conversations": out}
+
+
+def _later(event, days: int):
+    """A copy of a Hangouts event ``days`` later, its id made distinct (an event or a time that is not one of
+    the format's, kept as it is)."""
+    if not isinstance(event, dict):
+        return event
+    stamp = event.get("timestamp")
+    later = str(int(stamp) + days * 86_400_000_000) if isinstance(stamp, str) and stamp.isdigit() else stamp
+    return {**event, "event_id": f"{event.get('event_id')}-{days}", "timestamp": later}
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_large_hangouts_export_streams_with_the_bytes_of_the_whole_read(tmp_path, spy, workers):
+    """A Hangouts export over ``stream_json_bytes`` is read conversation by conversation: its row no longer
+    says it is read whole for want of a streamed read, and its documents and rows are the whole read's."""
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "Hangouts.json").write_bytes(orjson.dumps(hangouts_export(12, 3), option=orjson.OPT_INDENT_2))
+    whole = _run(src, tmp_path / "whole")
+    streamed = _run(src, tmp_path / "streamed", **{**STREAMED, "stream_chunk_bytes": 3000, "workers": workers})
+    assert len(spy) == 1
+    assert _written(tmp_path / "whole") == _written(tmp_path / "streamed")
+    assert _rows(whole) == _rows(streamed)
+    (row,) = streamed.files
+    assert (row.status.value, row.detail, row.grammar) == ("ok", "", "hangouts")
+    assert len(streamed.sessions) == 24 and all(s.status.value == "ok" for s in streamed.sessions)
+
+
+def test_a_hangouts_list_without_its_wrapper_is_refused_by_both_reads(tmp_path, spy):
+    """Hangouts keeps its conversations under ``conversations`` only: a bare list is not read as one by
+    either read (the streamed read is refused up front, ``parsers/test_jsonsplit.py``: the whole read's error)."""
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "Hangouts.json").write_bytes(orjson.dumps(hangouts_export(1)["conversations"]))
+    whole = _run(src, tmp_path / "whole", format="hangouts")
+    streamed = _run(src, tmp_path / "streamed", **STREAMED, format="hangouts")
+    assert not spy
+    assert [(f.status.value, f.reasons) for f in whole.files] == [("quarantined", ["parse_error"])]
+    assert [(f.status.value, f.reasons) for f in streamed.files] == [("quarantined", ["parse_error"])]
+    assert "expected an object with a conversations list" in streamed.files[0].detail
+
+
+
+@pytest.mark.parametrize("grammar, name", [("telegram", "full-export.json"), ("telegram", "single-chat.json"),
+                                           ("skype", "messages.json")])
+def test_a_list_the_split_cannot_take_is_read_whole_and_its_row_says_why(tmp_path, spy, grammar, name):
+    """Telegram (two lists, nested, and the account's id from outside them; a single chat is one conversation)
+    and Skype (names learnt from the whole export) name no list (docs/json-stream.md): a large export is
+    read whole, and its row says so."""
+    src = _copy(GOLDEN / grammar / name, tmp_path)
+    whole = _run(src, tmp_path / "whole")
+    large = _run(src, tmp_path / "large", **STREAMED)
+    assert registry.get(grammar).conversations is None and not spy
+    assert _written(tmp_path / "whole") == _written(tmp_path / "large")
+    (row,) = large.files
+    assert row.grammar == grammar
+    assert row.detail == f"read whole, not streamed: the {grammar} grammar has no streamed read"
+    assert _rows(whole)[0] == _rows(large)[0]
 
 
 def _tables(out, monkeypatch=None):

@@ -113,10 +113,14 @@ def test_empty_conversations_are_explained_by_their_shape():
 SHAPE = ConversationList(own_key="mapping")
 
 
-def _pointers(blob: bytes) -> list[tuple[str, object]]:
+SHAPES = sorted({g.conversations for g in registry.all_grammars() if g.conversations is not None}, key=repr)
+"""The lists of every grammar that names one (DeepSeek and Open WebUI have no wrapper, Hangouts no top list)."""
+
+
+def _pointers(blob: bytes, shape: ConversationList = SHAPE) -> list[tuple[str, object]]:
     fp = io.BytesIO(blob)
-    at = jsonsplit.locate(fp, SHAPE)
-    return [(f"{at.pointer}/{e.index}", e.value) for e in jsonsplit.entries(fp, at=at, shape=SHAPE)]
+    at = jsonsplit.locate(fp, shape)
+    return [(f"{at.pointer}/{e.index}", e.value) for e in jsonsplit.entries(fp, at=at, shape=shape)]
 
 
 @pytest.mark.parametrize("doc", [
@@ -124,14 +128,16 @@ def _pointers(blob: bytes) -> list[tuple[str, object]]:
     {"account": {"uuid": "u", "deep": [[{"conversations": [1]}], "}],"]}, "conversations": [{"k": 1}, {"k": 2}]},
     {"conversations": [{"k": 1}], "exported_at": "2024", "meta": {"n": [1, 2]}},
     {"k": 1, "conversations": "not a list"}, {"mapping": {}, "conversations": []}, {"k": {"a": 1}}, {},
+    {"events": [], "conversations": [{"events": []}]}, [{"chat": {"history": {}}}],
 ])
-def test_a_streamed_read_takes_the_conversations_of_the_whole_read_or_refuses_up_front(doc):
-    """Every shape ``top_level`` reads: the same pointers and values, or ``NotStreamable`` before any
-    entry is read where the whole read takes the object as one conversation."""
-    whole = list(SHAPE.top_level(doc))
+@pytest.mark.parametrize("shape", [SHAPE, *SHAPES], ids=lambda s: repr(s))
+def test_a_streamed_read_takes_the_conversations_of_the_whole_read_or_refuses_up_front(doc, shape):
+    """Every shape ``top_level`` reads, for every grammar's list: the same pointers and values, or
+    ``NotStreamable`` before any entry is read where the whole read takes the input as one value."""
+    whole = list(shape.top_level(doc))
     for blob in (orjson.dumps(doc), orjson.dumps(doc, option=orjson.OPT_INDENT_2)):
         try:
-            streamed = _pointers(blob)
+            streamed = _pointers(blob, shape)
         except NotStreamable:
             assert [p for p, _ in whole] == [""], doc
             continue
