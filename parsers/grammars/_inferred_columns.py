@@ -102,7 +102,8 @@ def _turn_frames(table: LineTable, heads, first_line: int) -> list[tuple[pl.Data
     prefix = h["prefix"]
     keys = prefix.unique().to_list()
     read = [stamp_of(k) for k in keys]
-    which = prefix.replace_strict(keys, range(len(keys)), return_dtype=pl.UInt32)  # each row's distinct prefix
+    which = (prefix.replace_strict(keys, range(len(keys)), return_dtype=pl.UInt32) if keys  # each row's prefix
+             else pl.Series([], dtype=pl.UInt32))  # a text of no turn: a streamed log's preamble alone
     raw, when, bad, clock = (pl.Series([r[j] for r in read], dtype=dtype).gather(which) for j, dtype in
                              enumerate((pl.Utf8, pl.Datetime("us"), pl.Int64, pl.Int64)))
     speaker = h["name"].str.strip_chars(PY_SPACE)

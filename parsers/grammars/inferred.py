@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+import polars as pl
 import regex
 
 from models.records import Heuristic, ParsedSession, Region, RegionKind, SourceText
@@ -287,13 +288,14 @@ class HeaderSurvey(Survey):
     shape: str | None = None
     """The header shape of the piece's header-like lines (the first of them that has one)."""
     first_like: int | None = None
-    """The piece's first header-like line."""
+    """The piece's first header-like line of a header shape (``shape`` is its)."""
     stray: int | None = None
     """The first header-like line that ``shape`` would not start a turn at (a stream cut there would split one)."""
     count: int = 0
     """The lines ``shape`` starts (``count_turns``'s rule), in the pieces with a shape."""
-    loose: list[tuple[int, str]] = field(default_factory=list)
-    """Pieces without a header-like line: their lines that could start a turn of some learnt header."""
+    loose: list[tuple[int, str, bool]] = field(default_factory=list)
+    """Pieces without a header-like line of a header shape: their lines that could start a turn of some learnt
+    header (number, text, whether header-like: a stream is cut there, so it must start one)."""
     overflow: bool = False
     rust: str | None = None
     """The learnt header in Rust's syntax (``Inferred.sessions``)."""
@@ -327,17 +329,15 @@ class HeaderSurvey(Survey):
         lines = text.split("\n")
         series = split_lines(text)
         like = columns.header_like(series).arg_true().to_list()
-        if not like:
-            self.loose = [(self.first + k, ln) for k, ln in enumerate(lines) if _could_start(ln)]
+        shaped = next(((k, s) for k in like if (s := shape(lines[k])) is not None), None)
+        if shaped is None:  # no header-like line with a shape: its lines are matched once the header is learnt
+            marked = set(like)
+            self.loose = [(self.first + k, ln, k in marked) for k, ln in enumerate(lines) if _could_start(ln)]
             self.overflow = len(self.loose) > LOOSE_LINES
             if self.overflow:
                 self.loose.clear()
             return self
-        self.first_like = self.first + like[0]
-        self.shape = next((s for k in like if (s := shape(lines[k])) is not None), None)
-        if self.shape is None:
-            self.stray = self.first_like
-            return self
+        self.first_like, self.shape = self.first + shaped[0], shaped[1]
         try:
             starting = series.gather(like).str.contains(header_rust(self.shape)).fill_null(False)
         except Untranslatable:  # no turn can be cut out under it: the whole read says why
@@ -364,7 +364,7 @@ class HeaderSurvey(Survey):
         if found is None:
             return 0
         compiled = regex.compile(found[0])
-        return (self.count if self.shape == found[0] else 0) + sum(1 for _, ln in self.loose if compiled.match(ln))
+        return (self.count if self.shape == found[0] else 0) + sum(1 for _, ln, _ in self.loose if compiled.match(ln))
 
     @property
     def whole_only(self) -> str | None:
@@ -374,14 +374,31 @@ class HeaderSurvey(Survey):
         found = self.learnt
         if found is None:
             return "no header pattern is learnt from its first 2,000 lines"
-        if self.stray is not None or (self.shape is not None and self.shape != found[0]):
-            line = self.stray if self.stray is not None else self.first_like
+        line = self.stray
+        if self.shape is not None and self.shape != found[0]:
+            line = self.first_like if line is None else min(line, self.first_like)
+        elif line is None:
+            try:
+                line = _stray(self.loose, header_rust(found[0]))
+            except Untranslatable as exc:
+                return f"its learnt header cannot be run over lines: {exc}"
+        if line is not None:
             return (f"line {line} looks like a header but starts no turn under the learnt one"
                     " (a chunk cut there would split a turn)")
         if self.overflow:
             return (f"more than {LOOSE_LINES} lines without a header-like line around them could start a turn:"
                     " they are matched only in the whole text")
         return None
+
+
+def _stray(loose: list[tuple[int, str, bool]], rust: str) -> int | None:
+    """The first header-like line among ``loose`` that the learnt header (``rust``) does not start a turn at."""
+    like = [(number, line) for number, line, marked in loose if marked]
+    if not like:
+        return None
+    starting = pl.Series([line for _, line in like], dtype=pl.Utf8).str.contains(rust).fill_null(False)
+    missed = (~starting).arg_true()
+    return like[int(missed[0])][0] if len(missed) else None
 
 
 def _could_start(line: str) -> bool:

@@ -310,3 +310,46 @@ def test_a_discord_paste_a_chunk_cut_could_split_is_read_whole_and_says_why(tmp_
     (row,) = streamed.files
     assert f"read whole, not streamed: {NO_REPLY}" in row.detail, row.detail
     assert _documents(tmp_path / "w") == _documents(tmp_path / "s")
+
+
+def _inferred_log(n: int) -> str:
+    """An inferred log of ``n`` turns: an exporter's banner, a learnt header with a date and clock (one day that
+    is no date), names of one to six words (six are too many for a header's shape, but the learnt header
+    matches them), continuation lines, blank lines."""
+    out = ["ChatVault export of #helpdesk", ""]
+    for i in range(n):
+        day = "2024/02/30" if i == 7 else f"2024/03/{1 + i // 1440:02d}"
+        name = ["maria", "it-bot", "Jon Lee", "Mary Ann de la Cruz Lee"][i % 4]
+        out.append(f"<<{day} {i // 60 % 24:02d}:{i % 60:02d}>> {name} | turn {i}")
+        if i % 5 == 0:
+            out += ["still jammed, see the log", ""]
+    return "\n".join(out) + "\n"
+
+
+def _read_log(tmp_path, text: str):
+    src = tmp_path / "in"
+    src.mkdir(exist_ok=True)
+    (src / "helpdesk.log").write_text(text)
+    return _run(src, tmp_path / "w"), _run(src, tmp_path / "s", stream_text_bytes=1, stream_chunk_bytes=200)
+
+
+def test_a_large_inferred_log_is_streamed_with_the_documents_of_its_whole_read(tmp_path):
+    """The header learnt from the first 2,000 lines of a log of many chunks, its banner, a day that is no date, a
+    name of too many words for the header's shape: streamed (no "read whole" note), the bytes of the whole read."""
+    whole, streamed = _read_log(tmp_path, _inferred_log(2500))
+    (row,) = streamed.files
+    assert row.grammar == "inferred" and row.status is whole.files[0].status is FileStatus.PARTIAL
+    assert "not streamed" not in row.detail, row.detail
+    assert streamed.written == whole.written == 1 and streamed.sessions[0].interactions == 2500
+    assert _documents(tmp_path / "w") == _documents(tmp_path / "s")
+
+
+def test_an_inferred_log_a_chunk_cut_could_split_is_read_whole_and_says_why(tmp_path):
+    """A continuation line that looks like a header but is none under the learnt one (a numbered list item) is
+    where a cut would split a turn: the log is read whole, its ledger row says why, the same documents."""
+    text = _inferred_log(300).replace("turn 250\n", "turn 250\n1. First, restart the spooler\n")
+    _, streamed = _read_log(tmp_path, text)
+    (row,) = streamed.files
+    line = text[:text.index("1. First")].count("\n") + 1
+    assert f"read whole, not streamed: line {line} looks like a header but starts no turn" in row.detail, row.detail
+    assert _documents(tmp_path / "w") == _documents(tmp_path / "s")
