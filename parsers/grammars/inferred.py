@@ -210,12 +210,14 @@ class Inferred(LineGrammar):
         like JSON (a text that starts its input), its header-like lines and its line count; the checks a
         streamed read needs are taken when first asked (``HeaderSurvey.census``)."""
         cuts = table.split(self.starts(table.lines).arg_true())
+        translated: dict[str, str] = {}  # each learnt header translated once per table
         out = []
         for i in range(len(sources)):
             text = table.texts[i] if table.texts is not None else "\n".join(table.lines_of(i).to_list())
             first = first_lines[i]
             out.append(HeaderSurvey(first - 1 + table.bounds[i + 1] - table.bounds[i], cuts[i + 1] - cuts[i],
-                                    Head.of(text, first), _opening(text) if first == 1 else None, text, first))
+                                    Head.of(text, first), _opening(text) if first == 1 else None, text, first,
+                                    translated=translated))
         return out
 
     def sessions(self, source: SourceText, survey: HeaderSurvey) -> list[ParsedSession]:
@@ -224,7 +226,10 @@ class Inferred(LineGrammar):
         found = survey.learnt
         if found is None:
             return []
-        survey.rust = header_rust(found[0])
+        known = survey.translated
+        if found[0] not in known:
+            known[found[0]] = header_rust(found[0])
+        survey.rust = known[found[0]]
         session = _new_session(found[0], source.text)
         session.lines = (1, survey.lines)
         return [session]
@@ -279,6 +284,7 @@ class HeaderSurvey(Survey):
 
     lines: int
     turns: int
+    """The piece's header-like lines (``Inferred.starts``): where a stream is cut."""
     head: Head
     opening: tuple[bool, bool] | None
     """(starts like JSON, settled) of the piece that starts the input; None for a later piece."""
@@ -299,6 +305,8 @@ class HeaderSurvey(Survey):
     overflow: bool = False
     rust: str | None = None
     """The learnt header in Rust's syntax (``Inferred.sessions``)."""
+    translated: dict[str, str] = field(default_factory=dict)
+    """The headers translated to Rust's syntax so far, shared by the surveys of one table."""
     read_turns: int = 0
     clock_only: int = 0
     unreadable: int = 0
