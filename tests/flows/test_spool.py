@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import shutil
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -318,9 +319,9 @@ def _inferred_log(n: int) -> str:
     matches them), continuation lines, blank lines."""
     out = ["ChatVault export of #helpdesk", ""]
     for i in range(n):
-        day = "2024/02/30" if i == 7 else f"2024/03/{1 + i // 1440:02d}"
+        stamp = "2024/02/30 00:07" if i == 7 else f"{datetime(2024, 3, 1) + timedelta(minutes=i):%Y/%m/%d %H:%M}"
         name = ["maria", "it-bot", "Jon Lee", "Mary Ann de la Cruz Lee"][i % 4]
-        out.append(f"<<{day} {i // 60 % 24:02d}:{i % 60:02d}>> {name} | turn {i}")
+        out.append(f"<<{stamp}>> {name} | turn {i}")
         if i % 5 == 0:
             out += ["still jammed, see the log", ""]
     return "\n".join(out) + "\n"
