@@ -216,7 +216,8 @@ class Inferred(LineGrammar):
             text = table.texts[i] if table.texts is not None else "\n".join(table.lines_of(i).to_list())
             first = first_lines[i]
             out.append(HeaderSurvey(first - 1 + table.bounds[i + 1] - table.bounds[i], cuts[i + 1] - cuts[i],
-                                    Head.of(text, first), _opening(text) if first == 1 else None, text, first,
+                                    Head.of(text, first), _JSON_START.match(text) is not None if first == 1 else None,
+                                    text, first,
                                     translated=translated))
         return out
 
@@ -268,13 +269,6 @@ class Inferred(LineGrammar):
         return sum(1 for line in text.split("\n") if compiled.match(line))
 
 
-def _opening(text: str) -> tuple[bool, bool]:
-    """(whether the text starts like JSON, whether that is settled by the text alone: not when the text is
-    blank or the answer would change with what follows it)."""
-    json = _JSON_START.match(text) is not None
-    return json, bool(text.strip()) and json == (_JSON_START.match(text + "x") is not None)
-
-
 @dataclass(slots=True)
 class HeaderSurvey(Survey):
     """What an inferred log's pieces tell of it (``Inferred.survey``): its head, from which its header is
@@ -286,8 +280,8 @@ class HeaderSurvey(Survey):
     turns: int
     """The piece's header-like lines (``Inferred.starts``): where a stream is cut."""
     head: Head
-    opening: tuple[bool, bool] | None
-    """(starts like JSON, settled) of the piece that starts the input; None for a later piece."""
+    json: bool | None
+    """Whether the piece that starts the input starts like JSON; None for a later piece."""
     text: str | None
     """The piece's text, until its census is taken."""
     first: int
@@ -303,6 +297,9 @@ class HeaderSurvey(Survey):
     """Pieces without a header-like line of a header shape: their lines that could start a turn of some learnt
     header (number, text, whether header-like: a stream is cut there, so it must start one)."""
     overflow: bool = False
+    settled: bool = True
+    """Whether ``json`` is settled by the piece alone: not when it is blank or the answer would change with
+    what follows it (``census``)."""
     rust: str | None = None
     """The learnt header in Rust's syntax (``Inferred.sessions``)."""
     translated: dict[str, str] = field(default_factory=dict)
@@ -334,6 +331,8 @@ class HeaderSurvey(Survey):
         if self.text is None:
             return self
         text, self.text = self.text, None
+        if self.json is not None:  # what follows the piece could change the answer when it reaches its end
+            self.settled = text.strip() != "" and self.json == (_JSON_START.match(text + "x") is not None)
         lines = text.split("\n")
         series = split_lines(text)
         like = columns.header_like(series).arg_true().to_list()
@@ -361,7 +360,7 @@ class HeaderSurvey(Survey):
     @property
     def learnt(self) -> tuple[str, float, list[int]] | None:
         """The input's learnt header (``infer``'s answer): None when it starts like JSON or learns none."""
-        if self.opening is not None and self.opening[0]:
+        if self.json:
             return None
         return self.head.learnt()
 
@@ -377,7 +376,7 @@ class HeaderSurvey(Survey):
     @property
     def whole_only(self) -> str | None:
         self.census()
-        if self.opening is None or not self.opening[1]:
+        if self.json is None or not self.settled:
             return "its first block is blank or does not settle whether it starts like JSON"
         found = self.learnt
         if found is None:
