@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from concurrent.futures import as_completed
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -53,7 +54,7 @@ def core_pool(data: str, out: str) -> dict:
         def runner(shards, companions, ledger_path):
             futures = [executor.pool.submit(run_shard, s, Path(out), settings, companions=companions,
                                        ledger_path=Path(ledger_path)) for s in shards]
-            for f in futures:
+            for f in as_completed(futures):  # each recorded as soon as it is done, as the flow does
                 yield f.result()
 
         t0 = time.perf_counter()

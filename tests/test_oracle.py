@@ -50,7 +50,9 @@ def _streamable(path: Path) -> bool:
         grammar = registry.get(registry.detect(source.text[:65536], path.name, threshold=0.5).grammar)
     except ReconstructError:  # not decodable, or no grammar: nothing to stream
         return False
-    return bool(isinstance(grammar, LineGrammar) or grammar.conversations is not None)
+    if isinstance(grammar, LineGrammar):  # a part of a partitioned export is grouped by ingest, read whole
+        return grammar.group_of(path.name) is None
+    return grammar.conversations is not None
 
 
 STREAMED = [p for p in INPUTS if _streamable(p)]

@@ -562,7 +562,12 @@ def _noted(outcome: FileOutcome | FileRow, whole: ReadWhole | None) -> FileOutco
 def _group(ref, trail: ShardTrail, ctx, prior, inputs: ShardInputs, result: ShardResult,
            allow_shrink: bool, held: Held) -> None:
     """The files of one conversation (a Slack channel's day files) as one unit of work. Its sessions are
-    recorded under the group's key (its folder); the ledger still gets one row per file."""
+    recorded under the group's key (its folder); the ledger still gets one row per file. A group is read
+    whole: above the streaming threshold its rows say so, above the memory budget it is quarantined."""
+    size = sum(part.size for part in ref.parts)
+    if size * MEMORY_PER_INPUT_BYTE > memory_budget(ctx.settings):
+        held.later(functools.partial(result.files.extend, _too_large_group(ref, size, ctx.settings, inputs)))
+        return
     datas: list[bytes | None] = []
     for part in ref.parts:
         if part.problem:
@@ -589,8 +594,32 @@ def _group(ref, trail: ShardTrail, ctx, prior, inputs: ShardInputs, result: Shar
         for part in ref.parts:
             _one(part, trail, ctx, prior, inputs, result, allow_shrink, held)
         return
+    if size >= stream_limit(ref, ctx.settings):  # said in its rows: no silent hand-over to the whole read
+        _noted(outcome, ReadWhole(f"a conversation over {len(ref.parts)} files is read whole"))
     held.later(functools.partial(_group_rows, ref, outcome, shas, trail, result, ctx.settings, allow_shrink,
                                  context_sha))
+
+
+def _too_large_group(ref, size: int, settings: Settings, inputs: ShardInputs) -> list[FileRow]:
+    """Each file of a conversation too large to read whole, quarantined ``too_large`` (hashed as a stream,
+    never held)."""
+    budget = memory_budget(settings)
+    detail = (f"part of the conversation {ref.name} ({len(ref.parts)} files, {size} bytes), which would need about "
+              f"{size * MEMORY_PER_INPUT_BYTE} bytes of memory read whole, more than the budget of {budget} "
+              "(memory_budget_bytes)")
+    rows = []
+    for part in ref.parts:
+        try:
+            sha = inputs.stream_sha256(part)[0]
+        except IngestError as exc:
+            if exc.transient:
+                raise  # Prefect retries the shard
+            sha = None
+        except OSError:
+            sha = None  # its reason stays the size: it would not be read whole either way
+        rows.append(FileRow(part.key, part.recorded, sha, part.size, None, FileStatus.QUARANTINED,
+                            [Reason.TOO_LARGE.value], detail, 0, 0.0, None))
+    return rows
 
 
 def _group_rows(ref, outcome: FileOutcome, shas: list[str | None], trail: ShardTrail, result: ShardResult,

@@ -107,6 +107,7 @@ _CLOCK_PARTS = regex.compile(
 # The independent counter's own idea of a message start, line by line.
 _COUNT_AUTHOR = regex.compile(rf"^{_NOT_MARKDOWN}[^\n]+?{_SP}[—–]{_SP}(?:{_REL}|\d{{1,4}}[./-])")
 _COUNT_STAMP = regex.compile(r"^\[\d{1,2}:\d\d")
+_COUNT_REPLY = regex.compile(r"^[↪╭┌]")
 
 
 def _clock(text: str) -> timedelta | None:
@@ -219,7 +220,7 @@ class DiscordText(LineGrammar):
     def count_turns(self, raw: Any) -> int:
         """Author lines, and stamp lines with text of their own (on the line, or the next non-blank line
         when that is no author or stamp line)."""
-        return census(raw).count
+        return census(raw).total
 
 
 def _heads(table: LineTable):
@@ -232,32 +233,73 @@ def _heads(table: LineTable):
 @dataclass(frozen=True, slots=True)
 class Census:
     """The independent count of a piece of a paste (``count_turns``'s rule): its turns, whether its last
-    stamp line still waits for the next non-blank line, and what its first non-blank line is."""
+    stamp line still waits for the next non-blank line (``pending``) or for the line under a reply context
+    (``held``), what its first non-blank line is and whether its first line is an author line."""
 
     count: int = 0
     pending: bool = False
     lead: str | None = None
-    """"head" (an author or stamp line), "text", or None (blank throughout)."""
+    """"head" (an author or stamp line), "text", "reply" (a reply context right above an author line), "open"
+    (a reply context that is the piece's last line: the next line decides), or None (blank throughout)."""
+    held: bool = False
+    """A stamp waits, and the piece's last line is a reply context: an author line under it makes the context
+    that message's, and the stamp no turn; anything else makes the context the stamp's text."""
+    first_author: bool = False
+    some: bool = False
+    """The piece has a line."""
 
     def then(self, more: Census) -> Census:
-        waited = self.pending and more.lead == "text"
-        return Census(self.count + more.count + waited, more.pending if more.lead else self.pending,
-                      self.lead or more.lead)
+        if not more.some:
+            return self
+        count, pending, held = self.count + more.count, more.pending, more.held
+        if self.held:  # decided by the next piece's first line
+            count += not more.first_author
+        elif self.pending:
+            count += more.lead == "text"
+            if more.lead == "open":
+                pending, held = True, True
+            elif more.lead is None:
+                pending = True
+        lead = self.lead
+        if lead == "open":
+            lead = "reply" if more.first_author else "text"
+        return Census(count, pending, lead or more.lead, held, self.first_author if self.some else more.first_author,
+                      True)
+
+    @property
+    def total(self) -> int:
+        """The count of a whole paste: a reply context on its last line is the waiting stamp's text."""
+        return self.count + self.held
 
 
 def census(text: str) -> Census:
-    """``count_turns``'s rule over a piece of a paste."""
-    count, pending, lead = 0, False, None
-    for line in text.split("\n"):
+    """``count_turns``'s rule over a piece of a paste: author lines, and stamp lines with text of their own (on
+    the line, or the next non-blank line when that is no author or stamp line, nor a reply context right above
+    an author line)."""
+    lines = text.split("\n")
+    if text.endswith("\n") or not text:
+        lines.pop()
+    count, pending, held, lead = 0, False, False, None
+    authors = [bool(_COUNT_AUTHOR.match(line)) for line in lines]
+    for k, line in enumerate(lines):
+        if held:  # the reply context above: this author line's, else the stamp's text
+            count += not authors[k]
+            pending = held = False
         if not line.strip():
             continue
-        author = bool(_COUNT_AUTHOR.match(line))
+        author = authors[k]
         stamp = not author and bool(_COUNT_STAMP.match(line))
+        reply = not (author or stamp) and bool(_COUNT_REPLY.match(line))
+        if reply and lead is None:
+            lead = "open" if k + 1 == len(lines) else "reply" if authors[k + 1] else "text"
         lead = lead or ("head" if author or stamp else "text")
+        if reply and pending:
+            held = True
+            continue
         count += pending and not (author or stamp)
         pending = stamp and not line.partition("]")[2].strip()
         count += author or (stamp and not pending)
-    return Census(count, pending, lead)
+    return Census(count, pending or held, lead, held, bool(lines) and authors[0], bool(lines))
 
 
 @dataclass(slots=True)
@@ -308,7 +350,7 @@ class PasteSurvey(Survey):
 
     @property
     def counted(self) -> int:
-        return self.census().count.count
+        return self.census().count.total
 
     @property
     def whole_only(self) -> str | None:

@@ -41,26 +41,34 @@ Decisions:
   or 24 h clock (``1/2/2020 1:33 PM``, ``02.01.2020 13:33``), their day/month order decided from the
   whole file as for WhatsApp (the evidence is recorded); local time without a zone (``source_tz``).
 - The independent count is the postamble's ``Exported N message(s)``, else the header lines.
+- Read as a table of lines (``LineGrammar``), whole or streamed: what only the whole file decides (the
+  day/month order, where the closing lines start and their count) is its survey's; a partitioned
+  export (parts grouped by ingest) is read whole, each part a text of its own table
+  (docs/line-tables.md, "DiscordChatExporter plain text").
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import PurePosixPath
 from typing import Any
 
+import polars as pl
 import regex
 
-from models.records import ParsedSession, Region, RegionKind, SourceText, Turn
-from models.settings import Settings
-from parsers.base import Grammar
-from parsers.engine import split_blocks
+from models.records import ParsedSession, Region, RegionKind, SourceText
+from parsers.base import LineGrammar, Survey
+from parsers.columns import LineTable, first_line_of, line_test, per_distinct, rust_pattern, turns_of, unnamed
 from parsers.grammars._chatjson import compact, iso_time
-from parsers.grammars._lines import date_order, file_session, unreadable_times
+from parsers.grammars._lines import DateOrder, date_order, unreadable_times
 from parsers.grammars.csv_chat import dce_channel_id, dce_time
 from parsers.registry import register
+from parsers.sessions import file_name_id
 from parsers.timeparse import clock_24h, from_parts
+
+from . import _discord_txt_columns as columns
+from ._discord_columns import Chunk
 
 RULE = "=" * 62
 HEADER = regex.compile(r"^\[(?P<stamp>[^\[\]\n]*\d:\d\d[^\[\]\n]*)\] (?P<author>[^\n]+?)(?P<pinned> \(pinned\))?$",
@@ -74,14 +82,14 @@ NOTICES = regex.compile(
     r"Boosted the server!?|Started a thread\.?.*|Created a thread\.?.*)")
 _NUMERIC = regex.compile(r"(?P<a>\d{1,4})[./-](?P<b>\d{1,2})[./-](?P<c>\d{1,4})[, ]+(?P<h>\d{1,2}):(?P<mi>\d\d)"
                          r"(?::(?P<s>\d\d))?\s*(?P<ampm>[AaPp]\.?[Mm]\.?)?")
-
-
-def _body_end(text: str) -> int:
-    """Where the messages of one file end: at the postamble, or at the end."""
-    post = POSTAMBLE.search(text)
-    if post is None:
-        return len(text)
-    return post.start() + (1 if text[post.start()] == "\n" else 0)
+RUST = {"header": rust_pattern(HEADER),
+        "sections": "(?m)^(?:" + "|".join(regex.escape(k) for k in SECTIONS) + ")$",
+        # a superset of the notices (the Python pattern decides): any line of the text may match
+        "notice": rust_pattern(regex.compile(rf"^(?:{NOTICES.pattern})$", regex.MULTILINE))}
+PREAMBLE = "the exporter's preamble (guild, channel, topic, range)"
+CLOSING = "the exporter's closing lines with its message count"
+CLOSING_LINES = 3
+"""The postamble is the file's last three lines: a rule, ``Exported N message(s)``, a rule."""
 
 
 def _content(lines: list[str]) -> tuple[str, dict[str, Any]]:
@@ -107,13 +115,11 @@ def _content(lines: list[str]) -> tuple[str, dict[str, Any]]:
     return text, sections
 
 
-class _Clock:
-    """The turns' times: one day/month order for the whole file, decided from its numeric dates."""
+class Clock:
+    """The turns' times: one day/month order for the whole export (None: it has no numeric date)."""
 
-    def __init__(self, stamps: list[str]) -> None:
-        found = ((i, _NUMERIC.fullmatch(s.strip())) for i, s in enumerate(stamps))
-        runs = [(f"{m['a']}/{m['b']}/{m['c']}", i) for i, m in found if m]
-        self.order = date_order(runs) if runs else None
+    def __init__(self, order: DateOrder | None) -> None:
+        self.order = order
 
     def read(self, stamp: str) -> datetime | None:
         stamp = stamp.strip()
@@ -131,7 +137,8 @@ class _Clock:
         return from_parts(y + 2000 if y < 100 else y, mo, d, hour, int(m["mi"]), int(m["s"] or 0))
 
 
-def _turn(h: regex.Match, body: str, span: tuple[int, int], clock: _Clock) -> Turn:
+def message(author: str, pinned: bool, body: str) -> columns.Message:
+    """One message's turn fields but its time, from its header's author and pinned mark and its body."""
     text, sections = _content(body.split("\n")[1:] if body.startswith("\n") else body.split("\n"))
     marks = [*(f"[attachment: {u}]" for u in sections.pop("attachments", [])),
              *(f"[sticker: {u}]" for u in sections.get("stickers", []))]
@@ -139,13 +146,11 @@ def _turn(h: regex.Match, body: str, span: tuple[int, int], clock: _Clock) -> Tu
         marks = [f"[embed: {e.split(chr(10))[0]}]" for e in sections.get("embeds", [])]
     content = "\n".join(x for x in (text, *marks) if x)
     reactions = " ".join(sections.get("reactions", [])).strip()
-    extra = compact({"pinned": bool(h["pinned"]), "embeds": sections.get("embeds"),
-                     "stickers": sections.get("stickers"), "reactions": reactions})
-    author, stamp = h["author"], h["stamp"]
+    extra = compact({"pinned": pinned, "embeds": sections.get("embeds"), "stickers": sections.get("stickers"),
+                     "reactions": reactions})
     if NOTICES.fullmatch(text):
-        return Turn("System", "system", content, clock.read(stamp), stamp, None, "notice", lines=span,
-                    extra={**(extra or {}), "actor": author})
-    return Turn(author, "user", content, clock.read(stamp), stamp, None, "message", lines=span, extra=extra)
+        return columns.Message("System", "system", "notice", content, {**(extra or {}), "actor": author})
+    return columns.Message(author, "user", "message", content, extra)
 
 
 def explained_share(sample: str) -> float:
@@ -158,7 +163,7 @@ def explained_share(sample: str) -> float:
 
 
 @register
-class DiscordTxt(Grammar):
+class DiscordTxt(LineGrammar):
     name = "discord-txt"
     detect_needs = ("Guild: ",)  # the preamble its detector requires
     version = "1"
@@ -168,63 +173,71 @@ class DiscordTxt(Grammar):
     example = "[01-Jan-20 01:33 AM] Tyrrrz#5447\nHello world"
     group_files = r".+(?P<part> \[part \d+\])\.txt"
 
+    starts = staticmethod(line_test(unnamed(RUST["header"])))
+
     def detect(self, sample: str, name: str) -> float:
         return explained_share(sample)
 
-    def parse(self, source: SourceText, settings: Settings) -> Iterator[ParsedSession]:
-        pages = [(p.text, PurePosixPath(p.name).name) for p in source.parts] or [(source.text, None)]
-        session = file_session(source) if not source.parts else ParsedSession(None, "none", [],
-                                                                               raw=[t for t, _ in pages])
+    def survey(self, sources: list[SourceText], table: LineTable, first_lines: list[int]) -> list[ExportSurvey]:
+        """Each text's header count, runs of numeric dates and last lines; a partitioned export's, each part's
+        added up (its parts are read in a table of their own)."""
+        found = _surveys(table, first_lines, self.starts(table.lines))
+        for i, source in enumerate(sources):
+            if source.parts:
+                texts = LineTable.of([p.text for p in source.parts])
+                parts = _surveys(texts, [1] * len(source.parts), self.starts(texts.lines))
+                found[i] = ExportSurvey(0, pages=parts)
+                for part in parts:
+                    found[i].then(part)
+        return found
+
+    def sessions(self, source: SourceText, survey: ExportSurvey) -> list[ParsedSession]:
+        if source.parts:
+            session = ParsedSession(None, "none", [], raw=[p.text for p in source.parts])
+        else:
+            sid = file_name_id(source.name)
+            session = ParsedSession(sid, "file-name" if sid else "none", [], raw=source.text)
+            session.lines = (1, survey.lines)
         channel = dce_channel_id(PurePosixPath(source.parts[0].name).name if source.parts else source.name)
         if channel and session.session_id is None:
             session.session_id, session.id_source = channel, "source:channel id in the exporter's file name"
-        clock = _Clock([m["stamp"] for text, _ in pages for m in HEADER.finditer(text, 0, _body_end(text))])
-        if clock.order is not None and clock.order.basis not in ("year", "none"):
-            session.assumptions.append(f"numeric dates read {clock.order.order}: {clock.order.evidence}")
-        unread, unreadable = 0, [part for text, part in pages if not text]
-        for text, part in pages:
-            unread += self._page(session, text, part, clock)
+        order = survey.order
+        if order is not None and order.basis not in ("year", "none"):
+            session.assumptions.append(f"numeric dates read {order.order}: {order.evidence}")
+        return [session]
+
+    def frames(self, sources: list[SourceText], table: LineTable, surveys: list[ExportSurvey],
+               sessions: list[list[ParsedSession]], first_lines: list[int]) -> list[list[Chunk]]:
+        """Each text's turn frame (``_discord_txt_columns``) with its preamble and closing lines declared; a
+        partitioned export's turns as records naming their parts (its texts are its parts)."""
+        first = first_line_of(first_lines)
+        found = columns.pages(table, RUST, [s.post_line for s in surveys], first,
+                              [Clock(s.order).read for s in surveys], message)
+        out: list[list[Chunk]] = []
+        for source, survey, mine, page in zip(sources, surveys, sessions, found, strict=True):
+            if not mine:
+                out.append([])
+            elif source.parts:
+                out.append([_parts(source, survey, mine[0])])
+            else:
+                _declare(mine[0], page, survey.post_line, None)
+                out.append([Chunk(page.frame, bad=page.unread)])
+        return out
+
+    def conclude(self, sessions: list[ParsedSession], source: SourceText, survey: ExportSurvey, chunks: list) -> None:
+        (session,) = sessions
         if source.parts:
             session.meta["files"] = [{"name": PurePosixPath(p.name).name, "sha256": p.sha256, "sizeBytes": p.size}
                                      for p in source.parts]
-        if unreadable:
-            session.coverage_reason = f"parts of the export could not be read: {', '.join(unreadable)}"
+            unreadable = [PurePosixPath(p.name).name for p in source.parts if not p.text]
+            if unreadable:
+                session.coverage_reason = f"parts of the export could not be read: {', '.join(unreadable)}"
+        else:
+            session.regions.sort(key=lambda r: r.lines[0])  # the chunks of ranges read side by side
+            _exported(session, survey)
+        unread = sum(chunk.bad for chunk in chunks)
         if unread:
             session.warnings.append(unreadable_times(unread, "not a date shape the exporter writes"))
-        yield session
-
-    def _page(self, session: ParsedSession, text: str, part: str | None, clock: _Clock) -> int:
-        """One file of the export (a part of a partitioned one): its turns and regions; the turns whose
-        time could not be read."""
-        end = _body_end(text)
-        unread = 0
-        for block in split_blocks(text, HEADER, end=end):
-            span = (block.line_start, block.line_end)
-            if block.header is None:
-                self._preamble(session, block.body, span, part)
-                continue
-            turn = _turn(block.header, block.text, span, clock)
-            turn.part = part
-            unread += turn.time is None
-            session.turns.append(turn)
-        post = POSTAMBLE.search(text)
-        if post:
-            first = text.count("\n", 0, end) + 1
-            session.regions.append(Region(RegionKind.BOILERPLATE, "the exporter's closing lines with its message "
-                                          "count", lines=(first, first + 2), part=part))
-            count = regex.sub(r"\D", "", post["n"])
-            session.meta["exportedMessages"] = session.meta.get("exportedMessages", 0) + int(count or 0)
-        return unread
-
-    @staticmethod
-    def _preamble(session: ParsedSession, body: str, span: tuple[int, int], part: str | None) -> None:
-        fields = dict(ln.split(": ", 1) for ln in body.split("\n") if ": " in ln and not ln.startswith("="))
-        guild, channel = fields.get("Guild"), fields.get("Channel")
-        session.title = session.title or " / ".join(x for x in (guild, channel) if x) or None
-        session.meta.update({k.lower(): v for k, v in fields.items() if k in ("Guild", "Channel", "Topic", "After",
-                                                                              "Before")})
-        session.regions.append(Region(RegionKind.SESSION_HEADER, "the exporter's preamble (guild, channel, topic, "
-                                      "range)", lines=span, part=part))
 
     def count_turns(self, raw: Any) -> int:
         if isinstance(raw, list):  # the parts of a partitioned export
@@ -237,3 +250,149 @@ class DiscordTxt(Grammar):
             if digits:
                 return int(digits)
         return len(HEADER.findall(raw))
+
+
+def _parts(source: SourceText, survey: ExportSurvey, session: ParsedSession) -> Chunk:
+    """A partitioned export read whole: each part a text of one table, in part order, one clock for all;
+    its turns as records naming their part (the accounting is per part)."""
+    read = Clock(survey.order).read
+    found = columns.pages(LineTable.of([p.text for p in source.parts]), RUST, [p.post_line for p in survey.pages], 1,
+                          [read] * len(source.parts), message)
+    bad = 0
+    for part, page, own in zip(source.parts, found, survey.pages, strict=True):
+        name = PurePosixPath(part.name).name
+        _declare(session, page, own.post_line, name)
+        for turn in turns_of(page.frame):
+            turn.part = name
+            session.turns.append(turn)
+        _exported(session, own)
+        bad += page.unread
+    return Chunk(None, bad=bad)
+
+
+def _declare(session: ParsedSession, page: columns.Page, post_line: int | None, part: str | None) -> None:
+    """A page's preamble (the session's title and facts) and closing lines, as declared regions."""
+    if page.preamble is not None:
+        span = (page.first_line, page.first_line + len(page.preamble) - 1)
+        fields = dict(ln.split(": ", 1) for ln in page.preamble if ": " in ln and not ln.startswith("="))
+        guild, channel = fields.get("Guild"), fields.get("Channel")
+        session.title = session.title or " / ".join(x for x in (guild, channel) if x) or None
+        session.meta.update({k.lower(): v for k, v in fields.items() if k in ("Guild", "Channel", "Topic", "After",
+                                                                              "Before")})
+        session.regions.append(Region(RegionKind.SESSION_HEADER, PREAMBLE, lines=span, part=part))
+    if post_line is not None and page.first_line <= post_line < page.first_line + page.rows:
+        session.regions.append(Region(RegionKind.BOILERPLATE, CLOSING, lines=(post_line, post_line + 2), part=part))
+
+
+def _exported(session: ParsedSession, survey: ExportSurvey) -> None:
+    """The exporter's own count of a file's messages, added to the session's."""
+    post = survey.closing
+    if post is not None:
+        count = regex.sub(r"\D", "", post["n"])
+        session.meta["exportedMessages"] = session.meta.get("exportedMessages", 0) + int(count or 0)
+
+
+def _surveys(table: LineTable, first_lines: list[int], ok: pl.Series) -> list[ExportSurvey]:
+    """Each text's survey: its header lines (``ok``), the runs of their numeric dates, its last lines."""
+    stamps = table.lines.filter(ok).str.extract(RUST["header"], 1)
+    src = table.source.filter(ok)
+    dates = per_distinct(stamps, _numeric_date, pl.Utf8)
+    frame = pl.DataFrame({"date": dates, "src": src}).with_columns(i=pl.int_range(pl.len()).over("src")).filter(
+        pl.col("date").is_not_null())
+    run = ((pl.col("date") != pl.col("date").shift(1)) | (pl.col("src") != pl.col("src").shift(1))).fill_null(True)
+    runs: list[list[list]] = [[] for _ in range(len(table))]
+    for text, date, i, n in frame.group_by(run.cum_sum().alias("run"), maintain_order=True).agg(
+            pl.col("src").first(), pl.col("date").first(), pl.col("i").first(), pl.len()).drop("run").iter_rows():
+        runs[text].append([date, i, n])
+    turns = table.counts(ok)
+    bounds = table.bounds
+    return [ExportSurvey(first_lines[i] - 1 + bounds[i + 1] - bounds[i], turns[i], runs[i],
+                         table.lines.slice(max(bounds[i + 1] - CLOSING_LINES, bounds[i]),
+                                           min(CLOSING_LINES, bounds[i + 1] - bounds[i])).to_list(),
+                         text=table.texts[i] if table.texts is not None else None)
+            for i in range(len(table))]
+
+
+def _numeric_date(stamp: str) -> str | None:
+    """A numeric stamp's date (``a/b/c``: its order is the whole export's), else None."""
+    m = _NUMERIC.fullmatch(stamp.strip())
+    return f"{m['a']}/{m['b']}/{m['c']}" if m else None
+
+
+@dataclass(slots=True)
+class ExportSurvey(Survey):
+    """What an export's header lines and last lines tell of it as a whole (``DiscordTxt.survey``)."""
+
+    lines: int
+    turns: int = 0
+    runs: list[list] = field(default_factory=list)
+    """[date, index of its first stamp, its stamps] for each run of equal numeric dates of the header lines."""
+    tail: list[str] = field(default_factory=list)
+    """The piece's last lines (up to ``CLOSING_LINES``): whether they are the closing lines."""
+    text: str | None = None
+    """The piece's text, until its header lines are counted (``census``: only when asked)."""
+    headers: int | None = None
+    pages: list[ExportSurvey] | None = None
+    """A partitioned export's parts, each surveyed."""
+    decided: tuple[DateOrder | None] | None = None
+
+    def then(self, more: ExportSurvey) -> ExportSurvey:
+        """This survey, the next piece's added (in place)."""
+        self.headers = self.census().headers + more.census().headers
+        self.text = None
+        for date, i, n in more.runs:
+            if self.runs and self.runs[-1][0] == date:
+                self.runs[-1][2] += n  # the same run goes on across the pieces
+            else:
+                self.runs.append([date, i + self.turns, n])
+        self.turns += more.turns
+        self.lines = more.lines
+        self.tail = (self.tail + more.tail)[-CLOSING_LINES:]
+        self.decided = None
+        return self
+
+    def census(self) -> ExportSurvey:
+        if self.headers is None:  # counted now, on this thread
+            self.headers, self.text = len(HEADER.findall(self.text or "")), None
+        return self
+
+    @property
+    def counted(self) -> int:
+        """``count_turns``'s rule: the exporter's own count when the closing lines hold one, else the header lines."""
+        if self.pages is not None:
+            return sum(page.counted for page in self.pages)
+        post = self.closing
+        digits = regex.sub(r"\D", "", post["n"]) if post is not None else ""
+        return int(digits) if digits else self.census().headers
+
+    @property
+    def closing(self) -> regex.Match | None:
+        """The exporter's closing lines, when the input ends with them."""
+        return POSTAMBLE.search("\n".join(self.tail)) if len(self.tail) == CLOSING_LINES else None
+
+    @property
+    def post_line(self) -> int | None:
+        """The line the closing lines start at (None: the input has none)."""
+        return self.lines - CLOSING_LINES + 1 if self.pages is None and self.closing is not None else None
+
+    @property
+    def apart(self) -> bool:
+        return True  # a chunk needs only the whole input's order and closing line
+
+    @property
+    def order(self) -> DateOrder | None:
+        """The day/month order of the whole export, from its numeric dates (None: it has none)."""
+        if self.decided is None:
+            self.decided = (_order(self.runs),)
+        return self.decided[0]
+
+
+def _order(runs: list[list]) -> DateOrder | None:
+    """``date_order`` of every numeric date, from their runs: the runs decide as the dates do, but where two
+    locales contradict each other, the majority counts every date."""
+    if not runs:
+        return None
+    order = date_order([(d, i) for d, i, _ in runs])
+    if order.basis == "contradiction":
+        order = date_order([(d, i) for d, i, n in runs for _ in range(n)])
+    return order

@@ -11,6 +11,7 @@ from tests.flows.test_spool import _documents, _run
 
 REMOVED = ("streams_text", "plan", "stream_session", "stream_chunk", "stream_end", "scan_block", "is_header")
 """The second contract's flag and hooks."""
+RULE = "=" * 62
 CONTRACT = ("starts", "survey", "sessions", "frames", "conclude")
 LINE = [g for g in registry.all_grammars() if isinstance(g, LineGrammar)]
 INPUTS = {  # a file of 40 turns of each grammar, streamed in many chunks
@@ -27,6 +28,10 @@ INPUTS = {  # a file of 40 turns of each grammar, streamed in many chunks
     "inferred": ("helpdesk.log", ["ChatVault export", ""] + [f"#{i} [{'maria' if i % 2 else 'it-bot'}] turn {i}"
                                                             + ("\nstill jammed" if i % 3 == 0 else "")
                                                             for i in range(40)]),
+    "discord-txt": ("G - chan [123456789012345678].txt", [f"{RULE}\nGuild: G\nChannel: C / chan\n{RULE}\n",
+                    *(f"[{1 + i % 28}/3/2024 9:{i:02d} PM] {'ann' if i % 2 else 'bo (pinned)'}\nhi {i}\n\n"
+                      + ("{Reactions}\n👍 (2)\n\n" if i % 3 else "") for i in range(40)),
+                    f"{RULE}\nExported 40 message(s)\n{RULE}"]),
 }
 
 

@@ -244,7 +244,7 @@ def test_a_large_text_read_whole_says_why_in_its_ledger_row(tmp_path):
     assert _documents(tmp_path / "s") == _documents(tmp_path / "w")
 
 
-@pytest.mark.parametrize("folder, grammar", [("discord-txt", "discord-txt"), ("whatsapp-db", "whatsapp-db")])
+@pytest.mark.parametrize("folder, grammar", [("whatsapp-db", "whatsapp-db")])
 def test_a_large_input_of_a_grammar_with_no_streamed_read_says_so(tmp_path, folder, grammar):
     """No silent hand-over: an input above the streaming threshold whose grammar reads inputs only whole
     (or a database) is read whole, with the same documents, and its ledger row says why."""
@@ -295,8 +295,10 @@ def test_a_large_discord_paste_is_streamed_with_the_documents_of_its_whole_read(
     in the paste, over many chunks: streamed (no "read whole" note), the bytes of the whole read."""
     whole, streamed = _read_large(tmp_path, _paste(60))
     (row,) = streamed.files
-    assert row.status is whole.files[0].status is FileStatus.PARTIAL  # the relative day's turn has no time
-    assert "not streamed" not in row.detail, row.detail
+    # complete: the independent count finds the paste's 72 turns (its stamps with no text above a reply context
+    # are no turns to it either)
+    assert row.status is whole.files[0].status is FileStatus.OK
+    assert streamed.sessions[0].source_turns == 72 and "not streamed" not in row.detail, row.detail
     assert "not streamed" not in whole.files[0].detail  # a small file: read whole in its batch, as before
     assert streamed.written == whole.written == 1 and streamed.sessions[0].interactions == 72
     assert _documents(tmp_path / "w") == _documents(tmp_path / "s")
@@ -348,3 +350,82 @@ def test_an_inferred_log_a_chunk_cut_could_split_is_read_whole_and_says_why(tmp_
     line = text[:text.index("1. First")].count("\n") + 1
     assert f"read whole, not streamed: line {line} looks like a header but starts no turn" in row.detail, row.detail
     assert _documents(tmp_path / "w") == _documents(tmp_path / "s")
+RULE = "=" * 62
+
+
+def _export(n: int) -> str:
+    """A DiscordChatExporter plain-text export of ``n`` messages: its preamble, day/month dates (the order decided
+    by a day above 12 near the end), pinned messages, attachments, embeds, stickers, reactions, a notification,
+    a stamp nobody can read, text with blank lines and section words, the closing count."""
+    out = [RULE, "Guild: Archive Ops", "Channel: Engineering / releases", "Topic: Release coordination",
+           "After: 3/1/2024 12:00 AM", RULE, ""]
+    for i in range(n):
+        day = 1 + (i // 10) % 12 if i < n - 1 else 25
+        stamp = "Tuesday 10:00" if i == 4 else f"{day}/{1 + (i // 120) % 12}/2024 {1 + i % 12}:{i % 60:02d} PM"
+        who = ["ann.lee", "bo", "ReleaseBot#0042"][i % 3] + (" (pinned)" if i % 7 == 0 else "")
+        out.append(f"[{stamp}] {who}")
+        if i % 13 == 6:
+            out.append("Pinned a message.")
+        elif i % 11 != 5:
+            out += [f"message {i}", "", "see {Attachments} below" if i % 4 == 0 else f"more {i}"]
+        if i % 5 == 0:
+            out += ["", "{Attachments}", f"https://cdn.discordapp.com/attachments/1/{i}/a.png"]
+        if i % 11 == 5:
+            out += ["{Embed}", "GitHub", f"PR #{i}: a change", "2 files changed"]
+        if i % 17 == 0:
+            out += ["", "{Stickers}", f"https://media.discordapp.net/stickers/{i}.png"]
+        if i % 3 == 0:
+            out += ["", "{Reactions}", "👍 (2) 🎉"]
+        out += ["", ""]
+    return "\n".join([*out, RULE, f"Exported {n:,} message(s)", RULE]) + "\n"
+
+
+@pytest.mark.parametrize("values", [{"stream_chunk_bytes": 300}, {"stream_chunk_bytes": 300, "stream_range_bytes": 2000,
+                                                                   "workers": 2}], ids=["in-order", "ranges"])
+def test_a_large_discordchatexporter_export_is_streamed_with_the_documents_of_its_whole_read(tmp_path, values):
+    """Its preamble, sections, notifications, an unreadable stamp, the day/month order decided near the end and the
+    closing count, over many chunks (and ranges read side by side): streamed (no "read whole" note), the bytes of
+    the whole read."""
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "Archive Ops - releases [1187654321098765432].txt").write_text(_export(120))
+    whole, streamed = _run(src, tmp_path / "w"), _run(src, tmp_path / "s", stream_text_bytes=1, **values)
+    (row,) = streamed.files
+    assert row.status is whole.files[0].status is FileStatus.OK and "not streamed" not in row.detail, row.detail
+    assert streamed.written == whole.written == 1 and streamed.sessions[0].interactions == 120
+    documents = _documents(tmp_path / "s")
+    assert _documents(tmp_path / "w") == documents
+    assert b"1 turn time could not be read" in next(iter(documents.values()))
+
+
+def test_a_partitioned_discordchatexporter_export_is_read_whole_as_one_conversation(tmp_path):
+    """Its parts, above the streaming threshold, are grouped by ingest and read whole together (a group is never
+    streamed): one session, the documents of the default settings, a ledger row per part."""
+    from tests.helpers import GOLDEN
+
+    src = tmp_path / "in"
+    shutil.copytree(GOLDEN / "discord-txt" / "partitioned", src, ignore=shutil.ignore_patterns("*.expected.json"))
+    large, small = _run(src, tmp_path / "large", stream_text_bytes=1), _run(src, tmp_path / "small")
+    assert large.written == small.written == 1 and len(large.files) == 2
+    assert all(row.status is FileStatus.OK and "part of the conversation" in row.detail for row in large.files)
+    assert all("read whole, not streamed: a conversation over 2 files is read whole" in row.detail
+               for row in large.files)
+    assert not any("read whole" in row.detail for row in small.files)
+    assert _documents(tmp_path / "large") == _documents(tmp_path / "small")
+
+
+def test_a_conversation_over_several_files_too_large_to_read_whole_is_quarantined_file_by_file(tmp_path):
+    """Its files are never read into memory together: each is quarantined ``too_large``, hashed, naming the
+    conversation and the budget; nothing is written."""
+    from tests.helpers import GOLDEN
+
+    src = tmp_path / "in"
+    shutil.copytree(GOLDEN / "discord-txt" / "partitioned", src, ignore=shutil.ignore_patterns("*.expected.json"))
+    size = sum(p.stat().st_size for p in src.rglob("*") if p.is_file())
+    result = _run(src, tmp_path / "out", memory_budget_bytes=size)  # a whole read needs about 16 x its size
+    assert result.written == 0 and len(result.files) == 2
+    for row in result.files:
+        assert row.status is FileStatus.QUARANTINED and row.reasons == ["too_large"]
+        assert "part of the conversation" in row.detail and "memory_budget_bytes" in row.detail
+        assert row.sha256 and row.raw_sha256
+    assert not (tmp_path / "out" / "sessions").exists() or not any((tmp_path / "out" / "sessions").rglob("*.json"))

@@ -15,15 +15,15 @@ from normalizers.assemble import RunContext
 from normalizers.encode import encode_document
 from parsers import registry
 from parsers.turncols import TurnColumns
-from tests.oracle import discord_text, inferred, irc, markdown, transcript, whatsapp
+from tests.oracle import discord_text, discord_txt, inferred, irc, markdown, transcript, whatsapp
 from tests.oracle.records import assemble
 from validators import gate
 from validators.accounting import Accountant
 
 DETECT_SAMPLE = 65536
 LINE_PARSES = {"whatsapp": whatsapp.parse, "irc": irc.parse, "transcript": transcript.parse,
-               "discord-text": discord_text.parse, "inferred": inferred.parse,
-               "markdown": markdown.parse}
+               "discord-text": discord_text.parse, "discord-txt": discord_txt.parse,
+               "inferred": inferred.parse, "markdown": markdown.parse}
 """The line grammars' turn-by-turn parses: the product reads these grammars only as tables of lines."""
 
 

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from models.records import SourceText
 from models.settings import Settings
 from parsers import registry
+from parsers.grammars import _discord_columns as columns
 from parsers.grammars._discord_columns import NO_REPLY
 from parsers.text import decode
 from tests.helpers import read_one, session_snapshot
@@ -114,3 +115,19 @@ def test_a_stream_reads_what_the_whole_read_reads_or_says_why_not(lines, size):
     (whole,) = read_one(DT, SourceText(text, "paste.txt", "0" * 64, len(text), "utf-8"))
     whole.raw = ""
     assert got == session_snapshot(whole, DT.count_turns(text))
+
+
+@pytest.mark.parametrize("below, turns", [("Bob — 08/11/2023 1:35 PM\nhi", 2), ("not an author line", 2),
+                                          ("", 2), (None, 2)])
+def test_a_stamp_with_no_text_above_a_reply_context_is_no_turn(below, turns):
+    """A stamp whose message was not copied, then a reply context: the context opens the next author line's message
+    (the stamp is no turn), or, with no author line right under it, it is the stamp's text (a turn). The
+    independent count agrees with the parse, the whole text and its blocks of any size."""
+    text = "Ann — 08/11/2023 1:30 PM\nfirst\n[1:31 PM]\n\n↪ @Ann first" + (f"\n{below}" if below is not None else "")
+    s = parse(text + "\n")
+    assert len(s.turns) == turns and DT.count_turns(s.raw) == turns
+    assert [r.reason for r in s.regions if "no text under it" in r.reason] == \
+        ([columns.EMPTY_STAMP] if below and below.startswith("Bob") else [])
+    for size in (1, 5, 17, 40):
+        got = streamed(text + "\n", size, DT, "paste.txt")
+        assert isinstance(got, str) or got["counted_turns"] == turns
