@@ -19,9 +19,12 @@ Decisions:
 - A time is read only from a year-first date and clock in the header (``2024/03/01 10:00``); a
   clock time alone has no date, so its time stays None (raw kept, one warning). A header without
   a time keeps its text in ``extra.header``. Roles come from role words (``Assistant``), else user.
-- Read as columns (``read``: the inferred header translated to Rust's syntax with its prefix
-  captured): each log learns its header on its own, then a batch's logs of one learnt header are one
-  table of lines.
+- A line grammar (``LineGrammar``): each log learns its header from what its survey counts of its
+  first 2,000 lines (for a streamed log, its blocks' counts added up), then a batch's logs of one learnt
+  header are one table of lines (the header translated to Rust's syntax with its prefix captured). A
+  large log is streamed, cut at lines that look like a header (``_inferred_columns.HEADER_LIKE``) once its
+  survey has checked that each of them starts a turn under the learnt header; else it is read whole and
+  says why (``HeaderSurvey.whole_only``).
 - Lines before the first header are kept in meta as the preamble and declared as a preamble region.
 """
 
@@ -29,43 +32,28 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from datetime import datetime
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-import orjson
 import polars as pl
 import regex
 
 from models.records import Heuristic, ParsedSession, Region, RegionKind, SourceText
-from models.settings import Settings
-from parsers.base import Grammar
-from parsers.columns import (
-    PY_SPACE,
-    TURN_SCHEMA,
-    LineTable,
-    Untranslatable,
-    failed,
-    group_turns,
-    line_headers,
-    nonblank,
-    per_distinct,
-    rust_pattern,
-)
+from parsers.base import LineGrammar, Survey
+from parsers.columns import LineTable, Untranslatable, first_line_of, rust_pattern, split_lines
 from parsers.registry import register
-from parsers.speakers import role_of
-from parsers.timeparse import from_parts
 
+from . import _inferred_columns as columns
 from ._lines import line_count, unreadable_times
 
 _TOKEN = regex.compile(r"\d+|[^\W\d_]+|[ \t]+|.")
-_STAMP = regex.compile(
-    r"(?P<y>\d{4})[-/.](?P<m>\d{1,2})[-/.](?P<d>\d{1,2})[ T]+(?P<H>\d{1,2}):(?P<M>\d{2})(?::(?P<S>\d{2}))?"
-)
-_CLOCK = regex.compile(r"\b\d{1,2}:\d{2}(?::\d{2})?\b")
 _JSON_START = regex.compile(r'\A\s*(?:\{\s*(?:"|$)|\[\s*(?:[\[{"\]]|$))')  # '{"', '[{', '[[', '["', '[]'
 MIN_LINES, MIN_SHARE, SAMPLE_LINES = 3, 0.6, 2000
 GUESS = 0.6
+LOOSE_LINES = 64
+"""How many lines a streamed log's blocks without a header-like line may hold that could start a turn of some
+learnt header (kept to be matched once the header is learnt); more, and the log is read whole."""
 _MAX_NAME_WORDS = 4
 _escape = lru_cache(maxsize=1024)(regex.escape)  # single punctuation tokens, escaped for every line detection reads
 
@@ -108,21 +96,53 @@ def infer(text: str) -> tuple[str, float, list[int]] | None:
     shape in the first lines of ``text``, or None when no shape qualifies."""
     if _JSON_START.match(text):
         return None
-    numbered = [(i, ln) for i, ln in enumerate(text.split("\n", SAMPLE_LINES)[:SAMPLE_LINES], 1) if ln.strip()]
-    shapes: Counter[str] = Counter()
-    where: dict[str, list[int]] = {}
-    for number, line in numbered:
-        s = shape(line)
-        if s:
-            shapes[s] += 1
-            where.setdefault(s, []).append(number)
-    if not shapes:
-        return None
-    pattern, count = max(shapes.items(), key=lambda kv: (kv[1], kv[0]))
-    share = count / len(numbered)
-    if count < MIN_LINES or share < MIN_SHARE:
-        return None
-    return pattern, share, where[pattern][:5]
+    return Head.of(text, 1).learnt()
+
+
+@dataclass(slots=True)
+class Head:
+    """What the first ``SAMPLE_LINES`` lines of an input say of its header shapes: what ``infer`` learns
+    from. Pieces of an input, counted apart, add up to the whole input's (``then``)."""
+
+    nonblank: int = 0
+    shapes: Counter = field(default_factory=Counter)
+    where: dict[str, list[int]] = field(default_factory=dict)
+    """Each shape's first five line numbers."""
+
+    @classmethod
+    def of(cls, text: str, first_line: int) -> Head:
+        """The head of a piece of an input that starts at line ``first_line``."""
+        head = cls()
+        room = SAMPLE_LINES - first_line + 1
+        if room <= 0:
+            return head
+        for number, line in enumerate(text.split("\n", room)[:room], first_line):
+            if not line.strip():
+                continue
+            head.nonblank += 1
+            if s := shape(line):
+                head.shapes[s] += 1
+                seen = head.where.setdefault(s, [])
+                if len(seen) < 5:
+                    seen.append(number)
+        return head
+
+    def then(self, more: Head) -> None:
+        self.nonblank += more.nonblank
+        self.shapes.update(more.shapes)
+        for s, lines in more.where.items():
+            seen = self.where.setdefault(s, [])
+            seen.extend(lines[:5 - len(seen)])
+
+    def learnt(self) -> tuple[str, float, list[int]] | None:
+        """The dominant shape when it qualifies (``infer``'s rule)."""
+        if not self.shapes:
+            return None
+        pattern, count = max(self.shapes.items(), key=lambda kv: (kv[1], kv[0]))
+        share = count / self.nonblank
+        if count < MIN_LINES or share < MIN_SHARE:
+            return None
+        return pattern, share, self.where[pattern][:5]
 
 
 def decided(lines: list[str]) -> str | None:
@@ -153,8 +173,14 @@ def heuristic_id(pattern: str) -> str:
     return "H-INFER-" + hashlib.sha256(pattern.encode("utf-8")).hexdigest()[:8]
 
 
+def header_rust(pattern: str) -> str:
+    """A learnt header in Rust's syntax, its prefix captured (``Untranslatable`` when Rust cannot run it)."""
+    at = pattern.index("(?P<name>")
+    return rust_pattern(regex.compile(f"^(?P<prefix>{pattern[1:at]}){pattern[at:]}", regex.MULTILINE))
+
+
 @register
-class Inferred(Grammar):
+class Inferred(LineGrammar):
     name = "inferred"
     specificity = 0
     version = "2"
@@ -177,33 +203,63 @@ class Inferred(Grammar):
         first = next((i for i, ln in enumerate(lines) if header.match(ln)), len(lines))
         return GUESS * (len(lines) - first) / len(lines)
 
+    starts = staticmethod(columns.header_like)
 
-    def read(self, sources: list[SourceText], settings: Settings) -> list:
-        """The session of each source with its turns as a frame: each source's header learnt on its own
-        (``infer``), then the sources of each distinct learnt pattern read as one table of lines (the
-        pattern translated to Rust's syntax with its prefix captured). Every header ``infer`` can learn
-        translates (tests/parsers/test_inferred.py); should one not, its sources fail with the reason."""
-        out: list = [None] * len(sources)
-        learnt: dict[str, list[int]] = {}
-        found: list = [None] * len(sources)
-        for i, source in enumerate(sources):
-            try:
-                found[i] = infer(source.text)
-            except Exception as exc:  # this source's own failure, raised where its sessions are taken
-                out[i] = failed(exc)
-                continue
-            if found[i] is None:
-                out[i] = iter(())
-            else:
-                learnt.setdefault(found[i][0], []).append(i)
-        for pattern, members in learnt.items():
-            try:
-                read = _pattern_table(pattern, [sources[i] for i in members], [found[i] for i in members])
-            except Untranslatable as exc:  # the sources of this header fail with the reason; the others go on
-                read = [failed(exc) for _ in members]
-            for i, sessions in zip(members, read, strict=True):
-                out[i] = sessions
+    def survey(self, sources: list[SourceText], table: LineTable, first_lines: list[int]) -> list[HeaderSurvey]:
+        """Each text's head (the shapes of its lines among the input's first ``SAMPLE_LINES``), whether it starts
+        like JSON (a text that starts its input), its header-like lines and its line count; the checks a
+        streamed read needs are taken when first asked (``HeaderSurvey.census``)."""
+        cuts = table.split(self.starts(table.lines).arg_true())
+        translated: dict[str, str] = {}  # each learnt header translated once per table
+        out = []
+        for i in range(len(sources)):
+            text = table.texts[i] if table.texts is not None else "\n".join(table.lines_of(i).to_list())
+            first = first_lines[i]
+            out.append(HeaderSurvey(first - 1 + table.bounds[i + 1] - table.bounds[i], cuts[i + 1] - cuts[i],
+                                    Head.of(text, first), _JSON_START.match(text) is not None if first == 1 else None,
+                                    text, first,
+                                    translated=translated))
         return out
+
+    def sessions(self, source: SourceText, survey: HeaderSurvey) -> list[ParsedSession]:
+        """The input's one session under its learnt header, or none when it learns none; an input whose header
+        Rust cannot run fails alone (``Untranslatable``)."""
+        found = survey.learnt
+        if found is None:
+            return []
+        known = survey.translated
+        if found[0] not in known:
+            known[found[0]] = header_rust(found[0])
+        survey.rust = known[found[0]]
+        session = _new_session(found[0], source.text)
+        session.lines = (1, survey.lines)
+        return [session]
+
+    def frames(self, sources: list[SourceText], table: LineTable, surveys: list[HeaderSurvey],
+               sessions: list[list[ParsedSession]], first_lines: list[int]) -> list[list[columns.Chunk]]:
+        """Each text's turns, the texts of one learnt header read as one table; the preamble of a text that
+        starts its input into its session; the time notes added onto its survey."""
+        first = first_line_of(first_lines)
+        out: list[list[columns.Chunk]] = [[] for _ in sources]
+        by_header: dict[str, list[int]] = {}
+        for i, found in enumerate(sessions):
+            if found:
+                by_header.setdefault(surveys[i].rust, []).append(i)
+        for rust, members in by_header.items():
+            for i, got in zip(members, columns.read(table.subset(members), rust, first), strict=True):
+                survey = surveys[i]
+                survey.read_turns += got.frame.height
+                survey.clock_only += got.clock_only
+                survey.unreadable += got.unreadable
+                if got.preamble:
+                    _preamble(sessions[i][0], "\n".join(table.lines_of(i).head(got.preamble).to_list()),
+                              (1, got.preamble))
+                out[i] = [columns.Chunk(got.frame)]
+        return out
+
+    def conclude(self, sessions: list[ParsedSession], source: SourceText, survey: HeaderSurvey, chunks: list) -> None:
+        for session in sessions:
+            _conclude(session, survey.learnt, source.name, survey.read_turns, survey.clock_only, survey.unreadable)
 
     def count_turns(self, raw: Any) -> int:
         # The pattern travels with the raw text; its matches are counted line by line, without the
@@ -213,35 +269,150 @@ class Inferred(Grammar):
         return sum(1 for line in text.split("\n") if compiled.match(line))
 
 
-def _pattern_table(pattern: str, sources: list[SourceText], found: list) -> list:
-    """The sessions of sources that share a learnt header pattern, read as one table of lines
-    (``Untranslatable`` when Rust's regex cannot run the pattern)."""
-    at = pattern.index("(?P<name>")
-    rust = rust_pattern(regex.compile(f"^(?P<prefix>{pattern[1:at]}){pattern[at:]}", regex.MULTILINE))
-    table = LineTable.of([s.text for s in sources])
-    heads = line_headers(table.lines, rust)
-    out = []
-    for i, (source, (frame, clock_only, unreadable), preamble) in enumerate(zip(
-            sources, _turn_frames(table, heads), _preambles(table, heads), strict=True)):
-        session = _new_session(pattern, source.text)
-        if preamble:
-            _preamble(session, "\n".join(table.lines_of(i).head(preamble).to_list()), (1, preamble))
-        session.frame = frame
-        _conclude(session, found[i], source.name, frame.height, clock_only, unreadable)
-        out.append(iter([session]))
-    return out
+@dataclass(slots=True)
+class HeaderSurvey(Survey):
+    """What an inferred log's pieces tell of it (``Inferred.survey``): its head, from which its header is
+    learnt, and, for a streamed log, whether each line it is cut at starts a turn under that header and its
+    independent turn count (``census``, per piece: the header of a piece's header-like lines, the lines
+    that header starts, the first line it would not)."""
+
+    lines: int
+    turns: int
+    """The piece's header-like lines (``Inferred.starts``): where a stream is cut."""
+    head: Head
+    json: bool | None
+    """Whether the piece that starts the input starts like JSON; None for a later piece."""
+    text: str | None
+    """The piece's text, until its census is taken."""
+    first: int
+    shape: str | None = None
+    """The header shape of the piece's header-like lines (the first of them that has one)."""
+    first_like: int | None = None
+    """The piece's first header-like line of a header shape (``shape`` is its)."""
+    stray: int | None = None
+    """The first header-like line that ``shape`` would not start a turn at (a stream cut there would split one)."""
+    count: int = 0
+    """The lines ``shape`` starts (``count_turns``'s rule), in the pieces with a shape."""
+    loose: list[tuple[int, str, bool]] = field(default_factory=list)
+    """Pieces without a header-like line of a header shape: their lines that could start a turn of some learnt
+    header (number, text, whether header-like: a stream is cut there, so it must start one)."""
+    overflow: bool = False
+    settled: bool = True
+    """Whether ``json`` is settled by the piece alone: not when it is blank or the answer would change with
+    what follows it (``census``)."""
+    rust: str | None = None
+    """The learnt header in Rust's syntax (``Inferred.sessions``)."""
+    translated: dict[str, str] = field(default_factory=dict)
+    """The headers translated to Rust's syntax so far, shared by the surveys of one table."""
+    read_turns: int = 0
+    clock_only: int = 0
+    unreadable: int = 0
+
+    def then(self, more: HeaderSurvey) -> HeaderSurvey:
+        """This survey, the next piece's added (in place)."""
+        self.census()
+        more.census()
+        self.lines = more.lines
+        self.turns += more.turns
+        self.head.then(more.head)
+        self.stray = self.stray if self.stray is not None else more.stray
+        if more.shape is not None and self.shape is None:
+            self.shape, self.first_like = more.shape, more.first_like
+        elif more.shape is not None and more.shape != self.shape and self.stray is None:
+            self.stray = more.first_like  # another header shape: one of the two is not the learnt one
+        self.count += more.count
+        self.loose.extend(more.loose)
+        self.overflow = self.overflow or more.overflow or len(self.loose) > LOOSE_LINES
+        if self.overflow:
+            self.loose.clear()
+        return self
+
+    def census(self) -> HeaderSurvey:
+        if self.text is None:
+            return self
+        text, self.text = self.text, None
+        if self.json is not None:  # what follows the piece could change the answer when it reaches its end
+            self.settled = text.strip() != "" and self.json == (_JSON_START.match(text + "x") is not None)
+        lines = text.split("\n")
+        series = split_lines(text)
+        like = columns.header_like(series).arg_true().to_list()
+        shaped = next(((k, s) for k in like if (s := shape(lines[k])) is not None), None)
+        if shaped is None:  # no header-like line with a shape: its lines are matched once the header is learnt
+            marked = set(like)
+            self.loose = [(self.first + k, ln, k in marked) for k, ln in enumerate(lines) if _could_start(ln)]
+            self.overflow = len(self.loose) > LOOSE_LINES
+            if self.overflow:
+                self.loose.clear()
+            return self
+        self.first_like, self.shape = self.first + shaped[0], shaped[1]
+        try:
+            starting = series.gather(like).str.contains(header_rust(self.shape)).fill_null(False)
+        except Untranslatable:  # no turn can be cut out under it: the whole read says why
+            self.stray = self.first_like
+            return self
+        missed = (~starting).arg_true()
+        if len(missed):
+            self.stray = self.first + like[int(missed[0])]
+        compiled = regex.compile(self.shape)
+        self.count = sum(1 for line in lines if compiled.match(line))
+        return self
+
+    @property
+    def learnt(self) -> tuple[str, float, list[int]] | None:
+        """The input's learnt header (``infer``'s answer): None when it starts like JSON or learns none."""
+        if self.json:
+            return None
+        return self.head.learnt()
+
+    @property
+    def counted(self) -> int:
+        self.census()
+        found = self.learnt
+        if found is None:
+            return 0
+        compiled = regex.compile(found[0])
+        return (self.count if self.shape == found[0] else 0) + sum(1 for _, ln, _ in self.loose if compiled.match(ln))
+
+    @property
+    def whole_only(self) -> str | None:
+        self.census()
+        if self.json is None or not self.settled:
+            return "its first block is blank or does not settle whether it starts like JSON"
+        found = self.learnt
+        if found is None:
+            return "no header pattern is learnt from its first 2,000 lines"
+        line = self.stray
+        if self.shape is not None and self.shape != found[0]:
+            line = self.first_like if line is None else min(line, self.first_like)
+        elif line is None:
+            try:
+                line = _stray(self.loose, header_rust(found[0]))
+            except Untranslatable as exc:
+                return f"its learnt header cannot be run over lines: {exc}"
+        if line is not None:
+            return (f"line {line} looks like a header but starts no turn under the learnt one"
+                    " (a chunk cut there would split a turn)")
+        if self.overflow:
+            return (f"more than {LOOSE_LINES} lines without a header-like line around them could start a turn:"
+                    " they are matched only in the whole text")
+        return None
 
 
-def _preambles(table: LineTable, heads) -> list[int]:
-    """For each text, how many lines precede its first header when any of them is not blank, else 0."""
-    at = heads.ok.arg_true()
-    cuts = table.split(at)
-    n = len(table)
-    firsts = iter(at.gather([cuts[i] for i in range(n) if cuts[i] < cuts[i + 1]]).to_list())
-    stops = [next(firsts) if cuts[i] < cuts[i + 1] else table.bounds[i + 1] for i in range(n)]
-    filled = pl.concat([pl.Series([0], dtype=pl.Int64), nonblank(table.lines).cast(pl.Int64).cum_sum()])
-    counts = filled.gather([*table.bounds[:-1], *stops]).to_list()
-    return [stops[i] - table.bounds[i] if counts[n + i] > counts[i] else 0 for i in range(n)]
+def _stray(loose: list[tuple[int, str, bool]], rust: str) -> int | None:
+    """The first header-like line among ``loose`` that the learnt header (``rust``) does not start a turn at."""
+    like = [(number, line) for number, line, marked in loose if marked]
+    if not like:
+        return None
+    starting = pl.Series([line for _, line in like], dtype=pl.Utf8).str.contains(rust).fill_null(False)
+    missed = (~starting).arg_true()
+    return like[int(missed[0])][0] if len(missed) else None
+
+
+def _could_start(line: str) -> bool:
+    """Whether a line could start a turn under some learnt header: every one starts with digits, blanks or
+    punctuation, never with a word (``shape``'s tokens)."""
+    tok = _TOKEN.match(line)
+    return tok is not None and not tok.group().isalpha()
 
 
 def _new_session(pattern: str, text: str) -> ParsedSession:
@@ -260,16 +431,6 @@ def _preamble(session: ParsedSession, text: str, lines: tuple[int, int]) -> None
                                   " title or an exporter's banner)", lines=lines))
 
 
-def _stamp_of(prefix: str) -> tuple[str | None, datetime | None, int, int]:
-    """(raw time, time, 1 when not a calendar date or clock time, 1 for a clock alone) of a header's prefix."""
-    if m := _STAMP.search(prefix):
-        when = from_parts(int(m["y"]), int(m["m"]), int(m["d"]), int(m["H"]), int(m["M"]), int(m["S"] or 0))
-        return m.group(0), when, int(when is None), 0
-    if m := _CLOCK.search(prefix):
-        return m.group(0), None, 0, 1
-    return None, None, 0, 0
-
-
 def _conclude(session: ParsedSession, found: tuple[str, float, list[int]], name: str, turns: int, clock_only: int,
               unreadable: int) -> None:
     pattern, share, samples = found
@@ -281,32 +442,3 @@ def _conclude(session: ParsedSession, found: tuple[str, float, list[int]], name:
                                         " prefix", {"pattern": pattern, "linesMatched": turns,
                                                     "sampleShare": round(share, 3), "sampleLines": samples,
                                                     "source": name}))
-
-
-def _turn_frames(table: LineTable, heads) -> list[tuple[pl.DataFrame, int, int]]:
-    """Each text's turn frame, and its counts of clock-only and unreadable times."""
-    turns = group_turns(heads.pieces(table.lines), heads.ok, 1, table)
-    h = heads.groups.filter(heads.ok)
-    prefix = h["prefix"]
-    keys = prefix.unique().to_list()
-    read = [_stamp_of(k) for k in keys]
-    which = prefix.replace_strict(keys, range(len(keys)), return_dtype=pl.UInt32)  # each row's distinct prefix
-    raw, when, bad, clock = (pl.Series([r[j] for r in read], dtype=dtype).gather(which) for j, dtype in
-                             enumerate((pl.Utf8, pl.Datetime("us"), pl.Int64, pl.Int64)))
-    speaker = h["name"].str.strip_chars(PY_SPACE)
-    # A header without a time keeps its text (stripped) as extra.header, when it has a prefix at all.
-    plain = (raw.is_null() & (prefix.str.strip_chars(PY_SPACE).str.len_chars() > 0)).arg_true()
-    matched = heads.matched(table.lines).filter(heads.ok).gather(plain).to_list()
-    extra = pl.repeat(None, h.height, dtype=pl.Utf8, eager=True).scatter(
-        plain, pl.Series([orjson.dumps({"header": m.strip()}).decode() for m in matched], dtype=pl.Utf8))
-    frame = pl.DataFrame({
-        "speaker": speaker, "role": per_distinct(speaker, role_of, pl.Utf8), "content": turns["body"],
-        "time": when, "time_raw": raw, "line_start": turns["line_start"], "line_end": turns["line_end"],
-        "extra": extra,
-    }).with_columns(kind=pl.lit("message", pl.Utf8)).select(list(TURN_SCHEMA))
-    cuts = table.split(turns["at"])
-    zero = pl.Series([0], dtype=pl.Int64)
-    clocks = pl.concat([zero, clock.cum_sum()]).gather(cuts).to_list()
-    bads = pl.concat([zero, bad.cum_sum()]).gather(cuts).to_list()
-    return [(frame.slice(cuts[i], cuts[i + 1] - cuts[i]), clocks[i + 1] - clocks[i], bads[i + 1] - bads[i])
-            for i in range(len(table))]

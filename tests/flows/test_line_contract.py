@@ -25,6 +25,9 @@ INPUTS = {  # a file of 40 turns of each grammar, streamed in many chunks
                              "\n---" for i in range(40)]),
     "discord-text": ("paste.txt", [("↪ @Bob hi\n" if i % 5 == 1 else "") + f"{'Ann' if i % 2 else 'Bob'} — 24/12/2019"
                                    f" 11:{i:02d} PM\nhi {i}\n[12:0{i % 10} AM]\nlater {i}" for i in range(40)]),
+    "inferred": ("helpdesk.log", ["ChatVault export", ""] + [f"#{i} [{'maria' if i % 2 else 'it-bot'}] turn {i}"
+                                                            + ("\nstill jammed" if i % 3 == 0 else "")
+                                                            for i in range(40)]),
     "discord-txt": ("G - chan [123456789012345678].txt", [f"{RULE}\nGuild: G\nChannel: C / chan\n{RULE}\n",
                     *(f"[{1 + i % 28}/3/2024 9:{i:02d} PM] {'ann' if i % 2 else 'bo (pinned)'}\nhi {i}\n\n"
                       + ("{Reactions}\n👍 (2)\n\n" if i % 3 else "") for i in range(40)),

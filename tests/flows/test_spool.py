@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import shutil
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -281,17 +282,18 @@ def _paste(n: int, reply: str = "↪ @Ann Lee the earlier message") -> str:
     return "\n".join(out) + "\n"
 
 
-def _read_paste(tmp_path, text: str):
+def _read_large(tmp_path, text: str, name: str = "paste.txt"):
+    """The shard's results of one input read whole (``w``) and streamed in chunks of 200 bytes (``s``)."""
     src = tmp_path / "in"
     src.mkdir(exist_ok=True)
-    (src / "paste.txt").write_text(text)
+    (src / name).write_text(text)
     return _run(src, tmp_path / "w"), _run(src, tmp_path / "s", stream_text_bytes=1, stream_chunk_bytes=200)
 
 
 def test_a_large_discord_paste_is_streamed_with_the_documents_of_its_whole_read(tmp_path):
     """Reply contexts, continuation stamps past midnight, relative days and the day/month order decided late
     in the paste, over many chunks: streamed (no "read whole" note), the bytes of the whole read."""
-    whole, streamed = _read_paste(tmp_path, _paste(60))
+    whole, streamed = _read_large(tmp_path, _paste(60))
     (row,) = streamed.files
     # complete: the independent count finds the paste's 72 turns (its stamps with no text above a reply context
     # are no turns to it either)
@@ -308,12 +310,46 @@ def test_a_discord_paste_a_chunk_cut_could_split_is_read_whole_and_says_why(tmp_
     from parsers.grammars._discord_columns import NO_REPLY
 
     text = _paste(30).replace("message 12\n", "message 12\n↪ quoted, not a reply\n")
-    _, streamed = _read_paste(tmp_path, text)
+    _, streamed = _read_large(tmp_path, text)
     (row,) = streamed.files
     assert f"read whole, not streamed: {NO_REPLY}" in row.detail, row.detail
     assert _documents(tmp_path / "w") == _documents(tmp_path / "s")
 
 
+def _inferred_log(n: int) -> str:
+    """An inferred log of ``n`` turns: an exporter's banner, a learnt header with a date and clock (one day that
+    is no date), names of one to six words (six are too many for a header's shape, but the learnt header
+    matches them), continuation lines, blank lines."""
+    out = ["ChatVault export of #helpdesk", ""]
+    for i in range(n):
+        stamp = "2024/02/30 00:07" if i == 7 else f"{datetime(2024, 3, 1) + timedelta(minutes=i):%Y/%m/%d %H:%M}"
+        name = ["maria", "it-bot", "Jon Lee", "Mary Ann de la Cruz Lee"][i % 4]
+        out.append(f"<<{stamp}>> {name} | turn {i}")
+        if i % 5 == 0:
+            out += ["still jammed, see the log", ""]
+    return "\n".join(out) + "\n"
+
+
+def test_a_large_inferred_log_is_streamed_with_the_documents_of_its_whole_read(tmp_path):
+    """The header learnt from the first 2,000 lines of a log of many chunks, its banner, a day that is no date, a
+    name of too many words for the header's shape: streamed (no "read whole" note), the bytes of the whole read."""
+    whole, streamed = _read_large(tmp_path, _inferred_log(2500), "helpdesk.log")
+    (row,) = streamed.files
+    assert row.grammar == "inferred" and row.status is whole.files[0].status is FileStatus.PARTIAL
+    assert "not streamed" not in row.detail, row.detail
+    assert streamed.written == whole.written == 1 and streamed.sessions[0].interactions == 2500
+    assert _documents(tmp_path / "w") == _documents(tmp_path / "s")
+
+
+def test_an_inferred_log_a_chunk_cut_could_split_is_read_whole_and_says_why(tmp_path):
+    """A continuation line that looks like a header but is none under the learnt one (a numbered list item) is
+    where a cut would split a turn: the log is read whole, its ledger row says why, the same documents."""
+    text = _inferred_log(300).replace("turn 250\n", "turn 250\n1. First, restart the spooler\n")
+    _, streamed = _read_large(tmp_path, text, "helpdesk.log")
+    (row,) = streamed.files
+    line = text[:text.index("1. First")].count("\n") + 1
+    assert f"read whole, not streamed: line {line} looks like a header but starts no turn" in row.detail, row.detail
+    assert _documents(tmp_path / "w") == _documents(tmp_path / "s")
 RULE = "=" * 62
 
 

@@ -235,7 +235,7 @@ _I_BATCH = ["<<2024/03/01 10:00>> alice | a\n<<2024/03/01 10:01>> bob | b\n<<202
 
 @pytest.mark.parametrize(("grammar", "module", "step", "texts", "tables"), [
     ("transcript", "parsers.grammars._transcript_columns", "header_rows", _T_BATCH, 1),
-    ("inferred", "parsers.grammars.inferred", "line_headers", _I_BATCH, 2),  # two learnt headers
+    ("inferred", "parsers.grammars._inferred_columns", "line_headers", _I_BATCH, 2),  # two learnt headers
     ("markdown", "parsers.grammars._markdown_columns", "turn_frames", _M_BATCH, 1),
 ])
 def test_a_batch_is_one_table_per_step(grammar, module, step, texts, tables, monkeypatch):
@@ -253,14 +253,14 @@ def test_a_batch_is_one_table_per_step(grammar, module, step, texts, tables, mon
 def test_an_inferred_log_whose_own_learning_fails_fails_alone(monkeypatch):
     from parsers.grammars import inferred
 
-    learn = inferred.infer
+    learn = inferred.Head.learnt
 
-    def failing(text):
-        if text.startswith("#41"):
+    def failing(head):
+        if any(s.startswith("^\\#") for s in head.shapes):
             raise ValueError("cannot learn")
-        return learn(text)
+        return learn(head)
 
-    monkeypatch.setattr(inferred, "infer", failing)
+    monkeypatch.setattr(inferred.Head, "learnt", failing)
     sources = [_source(t, f"in-{i}.log") for i, t in enumerate(_I_BATCH)]
     read = registry.get("inferred").read(sources, Settings())
     with pytest.raises(ValueError, match="cannot learn"):

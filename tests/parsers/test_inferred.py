@@ -5,10 +5,16 @@ from __future__ import annotations
 import hashlib
 from datetime import datetime
 
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from models.records import SourceText
 from parsers import registry
-from parsers.grammars.inferred import GUESS, infer, shape
+from parsers.grammars.inferred import GUESS, LOOSE_LINES, infer, shape
 from parsers.text import decode
-from tests.helpers import read_one
+from tests.helpers import read_one, session_snapshot
+from tests.parsers.test_markdown import streamed
 
 INF = registry.get("inferred")
 
@@ -62,3 +68,56 @@ def test_detect_stays_below_real_grammars():
                             ("irc", "2012-10-18T09:30:30+0000  <a> hi\n2012-10-18T09:30:31+0000  <b> yo\n"
                                     "2012-10-18T09:30:32+0000  <a> ok\n")]:
         assert INF.detect(sample, "x.txt") < registry.get(grammar).detect(sample, "x.txt")
+
+
+_STAMPS = [("2024/03/01 10:00", "2024/02/30 10:00", "2024/03/01 23:59"), ("7 10:00", "12 23:59"), ("12", "7")]
+
+
+def _header(stamps: tuple[str, ...]):
+    return st.builds(lambda stamp, name, text: f"<<{stamp}>> {name} | {text}", st.sampled_from(stamps),
+                     st.sampled_from(["alice", "Assistant", "bob smith", "Bartholomew Maximilian Fitzgerald",
+                                      "a b c d e"]), st.text(alphabet="ab |:", max_size=6))
+
+
+_OTHER = st.sampled_from([
+    "#41 [maria] a", "", "  ", "continued", "more text: here", "- a note, then", "1. First, do x", "12 34 | x",
+    "<<not a header", "<<12>> bob | other stamp", "> quoted", "{", '{"a": 1}', "[",
+    "Title of the export", "(a) aside", "  indented text"])
+WHOLE_ONLY = ("its first block is blank or does not settle whether it starts like JSON",
+              "no header pattern is learnt from its first 2,000 lines", "line ",
+              f"more than {LOOSE_LINES} lines without a header-like line")
+
+
+@settings(max_examples=300, deadline=None)
+@example(["<<2024/03/01 10:00>> alice | a", "<<2024/03/01 10:01>> bob smith | b", "more", "12 34 | x",
+          "<<2024/03/01 10:02>> a b c d e | c", "Title of the export", "<<2024/03/01 10:03>> alice | d"], 5)
+@example(["Title of the export", "", "<<7 10:00>> alice | a", "<<12>> Assistant | b", "continued",
+          "<<7 10:00>> alice | c"], 1)
+@given(st.sampled_from(_STAMPS).flatmap(lambda stamps: st.lists(st.one_of(*[_header(stamps)] * 4, _OTHER),
+                                                                  min_size=3, max_size=30)), st.integers(1, 48))
+def test_a_stream_reads_what_the_whole_read_reads_or_says_why_not(lines, size):
+    """Headers (names of five words, a date that is no date, a clock alone, no time), continuation lines that
+    look like headers or could start one, a preamble, a JSON-like start, cut into blocks of any size: the
+    streamed read gives the whole read's session, or says why it reads the log whole."""
+    text = "\n".join(lines) + "\n"
+    got = streamed(text, size, INF, "x.log")
+    if isinstance(got, str):
+        assert got.startswith(WHOLE_ONLY), got
+        return
+    (whole,) = read_one(INF, SourceText(text, "x.log", "0" * 64, len(text), "utf-8"))
+    whole.raw = (whole.raw[0], "")
+    assert got == session_snapshot(whole, INF.count_turns((whole.raw[0], text)))
+
+
+@pytest.mark.parametrize("size", [1, 7, 64, 4096])
+def test_a_log_whose_header_like_lines_all_start_turns_is_streamed(size):
+    """A log with a preamble, continuation lines and a header whose name is too long for its shape is streamed
+    in blocks of any size, never read whole."""
+    lines = ["ChatVault export", ""]
+    for i in range(40):
+        name = "Bartholomew Maximilian Fitzgerald" if i % 7 == 3 else ["alice", "bob"][i % 2]
+        lines += [f"<<2024/03/01 10:{i:02d}>> {name} | turn {i}"] + (["more of it", ""] if i % 3 == 0 else [])
+    text = "\n".join(lines) + "\n"
+    got = streamed(text, size, INF, "x.log")
+    assert not isinstance(got, str), got
+    assert len(got["turns"]) == 40 and got["regions"][0]["lines"] == [1, 2]

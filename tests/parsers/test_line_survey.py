@@ -27,6 +27,8 @@ def _decided(grammar: str, survey) -> tuple:
         return survey.styles, survey.exchange
     if grammar == "discord-text":
         return survey.order, survey.runs, survey.speakers, survey.authors
+    if grammar == "inferred":
+        return survey.learnt, survey.head, survey.shape, survey.first_like
     if grammar == "discord-txt":
         return survey.order, survey.runs, survey.post_line, survey.closing and survey.closing.groupdict()
     return survey.reading.accepted, survey.labels.shapes, survey.first
