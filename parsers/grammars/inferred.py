@@ -15,7 +15,7 @@ Decisions:
 - Detection returns the share of lines the inferred header explains (headers and the lines after
   the first one) times 0.6 (a guess is less sure than a known grammar); its specificity is 0, so
   any real grammar within the margin wins.
-  Text that starts like JSON is never claimed.
+  Text that starts like JSON or like an HTML or XML document is never claimed.
 - A time is read only from a year-first date and clock in the header (``2024/03/01 10:00``); a
   clock time alone has no date, so its time stays None (raw kept, one warning). A header without
   a time keeps its text in ``extra.header``. Roles come from role words (``Assistant``), else user.
@@ -48,7 +48,10 @@ from . import _inferred_columns as columns
 from ._lines import line_count, unreadable_times
 
 _TOKEN = regex.compile(r"\d+|[^\W\d_]+|[ \t]+|.")
-_JSON_START = regex.compile(r'\A\s*(?:\{\s*(?:"|$)|\[\s*(?:[\[{"\]]|$))')  # '{"', '[{', '[[', '["', '[]'
+_NOT_A_LOG = regex.compile(r'\A\s*(?:\{\s*(?:"|$)|\[\s*(?:[\[{"\]]|$)'  # JSON: '{"', '[{', '[[', '["', '[]'
+                         r'|<(?:!--|(?:!doctype|\?xml|html|head|body|div|table|meta)\b))', regex.IGNORECASE)  # markup
+"""Text that starts like JSON or like an HTML or XML document: data another grammar reads, or none; never a
+log whose header could be learnt (an unknown HTML page read so gives speakers such as ``div class``)."""
 MIN_LINES, MIN_SHARE, SAMPLE_LINES = 3, 0.6, 2000
 GUESS = 0.6
 LOOSE_LINES = 64
@@ -94,7 +97,7 @@ def shape(line: str) -> str | None:
 def infer(text: str) -> tuple[str, float, list[int]] | None:
     """(pattern, share of non-blank lines it starts, its first line numbers) of the dominant header
     shape in the first lines of ``text``, or None when no shape qualifies."""
-    if _JSON_START.match(text):
+    if _NOT_A_LOG.match(text):
         return None
     return Head.of(text, 1).learnt()
 
@@ -193,7 +196,7 @@ class Inferred(LineGrammar):
         after the first of them), discounted by ``GUESS``: a guessed header explains a line less
         surely than a known grammar's, so the inferred grammar wins only where no grammar explains
         about half of the lines (and its specificity, 0, loses every close call)."""
-        if _JSON_START.match(sample):
+        if _NOT_A_LOG.match(sample):
             return 0.0
         lines = [ln for ln in sample.split("\n", SAMPLE_LINES)[:SAMPLE_LINES] if ln.strip()]
         pattern = decided(lines)
@@ -216,7 +219,7 @@ class Inferred(LineGrammar):
             text = table.texts[i] if table.texts is not None else "\n".join(table.lines_of(i).to_list())
             first = first_lines[i]
             out.append(HeaderSurvey(first - 1 + table.bounds[i + 1] - table.bounds[i], cuts[i + 1] - cuts[i],
-                                    Head.of(text, first), _JSON_START.match(text) is not None if first == 1 else None,
+                                    Head.of(text, first), _NOT_A_LOG.match(text) is not None if first == 1 else None,
                                     text, first,
                                     translated=translated))
         return out
@@ -332,7 +335,7 @@ class HeaderSurvey(Survey):
             return self
         text, self.text = self.text, None
         if self.json is not None:  # what follows the piece could change the answer when it reaches its end
-            self.settled = text.strip() != "" and self.json == (_JSON_START.match(text + "x") is not None)
+            self.settled = text.strip() != "" and self.json == (_NOT_A_LOG.match(text + "x") is not None)
         lines = text.split("\n")
         series = split_lines(text)
         like = columns.header_like(series).arg_true().to_list()

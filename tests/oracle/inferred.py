@@ -11,7 +11,7 @@ from models.settings import Settings
 from parsers.engine import split_blocks
 from parsers.grammars._inferred_columns import stamp_of as _stamp_of
 from parsers.grammars.inferred import (
-    _JSON_START,
+    _NOT_A_LOG,
     MIN_LINES,
     MIN_SHARE,
     SAMPLE_LINES,
@@ -26,7 +26,7 @@ from parsers.speakers import role_of
 def infer(text: str) -> tuple[str, float, list[int]] | None:
     """The learnt header of a whole text as the grammar learnt it before its surveys: the dominant shape of
     its first ``SAMPLE_LINES`` lines, with its share and first line numbers."""
-    if _JSON_START.match(text):
+    if _NOT_A_LOG.match(text):
         return None
     numbered = [(i, ln) for i, ln in enumerate(text.split("\n", SAMPLE_LINES)[:SAMPLE_LINES], 1) if ln.strip()]
     shapes: Counter[str] = Counter()

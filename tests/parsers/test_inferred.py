@@ -61,6 +61,21 @@ def test_thresholds():
     assert infer('{"a": 1}\n{"a": 2}\n{"a": 3}\n') is None  # JSON is never claimed
 
 
+_PAGE = ['<span class="msg">Alice: see you at eight</span>', '<span class="msg">Bob: fine</span>',
+         '<span class="msg">Alice: bring the tickets</span>', '<span class="msg">Bob: done</span>']
+
+
+@pytest.mark.parametrize("start", ["<!DOCTYPE html>", "<html><body>", "<?xml version='1.0'?>", "<!-- saved page -->",
+                                   '<div class="page">'])
+def test_a_markup_document_is_never_read_as_a_log(start):
+    """An HTML or XML page no grammar knows is no log whose header could be learnt (its tags would be read
+    as speakers, ``div class``): it scores 0 and learns nothing, so it is quarantined with no grammar."""
+    page = "\n".join([start, *_PAGE]) + "\n"
+    assert infer("\n".join(_PAGE)) is not None  # the same lines without the document's start: a learnt header
+    assert infer(page) is None
+    assert INF.detect(page, "page.html") == 0.0
+
+
 def test_detect_stays_below_real_grammars():
     assert 0 < INF.detect("#1 [a] x\n#2 [b] y\n#3 [a] z\nfree\n", "x.log") <= GUESS
     for grammar, sample in [("whatsapp", "12/24/19, 11:23 - John: hi\n12/24/19, 11:24 - Ann: yo\n"
