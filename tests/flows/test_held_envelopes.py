@@ -15,25 +15,14 @@ from flows.core.shard import run_shard
 from flows.pipeline import reconstruct
 from models.settings import Settings
 from tests.flows.test_memory_bound import chats
-from tests.flows.test_snapshots import _chatgpt_conversation
-
-EARLY = [("m1", "user", "What is polars?", 1700000000), ("m2", "assistant", "A DataFrame library.", 1700000010)]
-LATER = [*EARLY, ("m3", "user", "And lazy frames?", 1702600000), ("m4", "assistant", "Deferred plans.", 1702600010)]
+from tests.flows.test_snapshots import chatgpt_exports
 
 
 @pytest.fixture()
 def inputs(tmp_path: Path) -> list[Path]:
     """Five small chats, and a ChatGPT conversation in two exports a month apart (one key, two sources: it is
     deferred to the merge) beside another conversation."""
-    exports = []
-    for month, conversations in (("2023-11", [_chatgpt_conversation("c1", EARLY)]),
-                                 ("2023-12", [_chatgpt_conversation("c1", LATER),
-                                              _chatgpt_conversation("c2", [("n1", "user", "hi", 1702600100)])])):
-        folder = tmp_path / "chatgpt" / month
-        folder.mkdir(parents=True)
-        (folder / "conversations.json").write_bytes(orjson.dumps(conversations))
-        exports.append(folder)
-    return [chats(tmp_path, 5), *exports]
+    return [chats(tmp_path, 5), *chatgpt_exports(tmp_path)]
 
 
 def _tree(out: Path) -> dict[str, bytes]:
