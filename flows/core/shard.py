@@ -288,20 +288,25 @@ class RowSpill:
 class HeldSpill:
     """The staged sessions' bytes and dataset rows, written out a batch at a time until the shard's keys
     are claimed (they are claimed all at once, when every input is read): each session keeps only its
-    envelope (``snapshots.key_of``) and its counts, and gets its bytes and rows back, a batch at a
-    time, as the shard settles them (``restored``). A session whose rows are not columns (the record
-    route's) is left as it is."""
+    counts, and the shard keeps its key and source sha256 (what the claim reads of it); it gets its bytes,
+    rows and envelope back, a batch at a time, as the shard settles them (``restored``). A session whose
+    rows are not columns (the record route's) is left as it is."""
 
     def __init__(self, out_root: Path, part: str) -> None:
         self.path = out_root / spool.SPOOL_DIR / f".{part}.{os.getpid()}.held.tmp"
         self.batches: list[tuple[int, int, Path, list]] = []  # (first, end) in the pending list, piece, places
         self.done = self.counted = 0  # the pending sessions written out (or left) and counted so far
         self.turns = 0
-        self.keys: dict[int, str | None] = {}  # the written-out sessions' keys, by place in the pending list
+        # the written-out sessions' (key, source sha256), by place in the pending list: their envelopes go
+        self.keys: dict[int, tuple[str | None, str]] = {}
 
     def key(self, i: int, s) -> str | None:
         """The key of the ``i``-th pending session (``snapshots.key_of``), written out or not."""
-        return self.keys[i] if i in self.keys else snapshots.key_of(s)
+        return self.keys[i][0] if i in self.keys else snapshots.key_of(s)
+
+    def source(self, i: int, s) -> str:
+        """The source sha256 of the ``i``-th pending session (``snapshots.source_sha``), written out or not."""
+        return self.keys[i][1] if i in self.keys else snapshots.source_sha(s)
 
     def hold(self, pending: list) -> None:
         """Write out the sessions staged since the last batch once they make a batch."""
@@ -318,7 +323,7 @@ class HeldSpill:
         if not held:
             return
         for i, s in held:
-            self.keys[i] = snapshots.key_of(s)  # its envelope is kept too: the shard's keys are claimed from it
+            self.keys[i] = (snapshots.key_of(s), snapshots.source_sha(s))  # its envelope is read again when restored
         self.path.parent.mkdir(parents=True, exist_ok=True)
         piece = self.path.with_name(f"{self.path.name[:-4]}.{len(self.batches):05d}.arrow.tmp")
         places = []
@@ -328,7 +333,7 @@ class HeldSpill:
                 fh.write(s.encoded)
         pl.concat([s.rows.turns for _, s in held], how="diagonal_relaxed").write_ipc(piece)
         for _, s in held:
-            s.encoded = s.rows = None
+            s.encoded = s.rows = s.document = None
         self.batches.append((first, self.done, piece, places))
 
     def restored(self, pending: list):
@@ -351,6 +356,7 @@ class HeldSpill:
                 s = pending[i][1]
                 fh.seek(offset)
                 s.encoded = fh.read(size)
+                s.document = snapshots.envelope(s.encoded)
                 s.rows = DocumentRows(session, turns.slice(at, height).select(columns))
                 at += height
 
@@ -774,10 +780,10 @@ def _settle(trail: ShardTrail, result: ShardResult, settings: Settings, allow_sh
     keys = [keep.key(i, s) if keep is not None else snapshots.key_of(s) for i, (_, s) in enumerate(pending)]
     resolved = snapshots.aliases(ledger_path, {k for k in keys if snapshots.is_scoped(k)})
     keys = [resolved.get(k, k) for k in keys]
-    keyed: dict[str, list] = {}
-    for key, item in zip(keys, pending, strict=True):
+    keyed: dict[str, list[str]] = {}  # each key's sessions, as their source sha256 (what the claim reads)
+    for i, (key, (_, s)) in enumerate(zip(keys, pending, strict=True)):
         if key is not None:
-            keyed.setdefault(key, []).append(item)
+            keyed.setdefault(key, []).append(keep.source(i, s) if keep is not None else snapshots.source_sha(s))
     settled = 0
     try:
         plan = snapshots.plan(keyed, ledger_path, run_id, result.part)

@@ -88,11 +88,10 @@ class Plan:
     defer: set[str]
 
 
-def plan(keyed: dict[str, list[tuple[Any, Any]]], ledger_path: Path | None, run_id: str | None,
-         shard: str) -> Plan:
-    """Claim the shard's keys and read their known snapshots, in one transaction and one query per
-    500 keys; a key is written here when this shard holds it, met it once, and no other source of
-    it is known."""
+def plan(keyed: dict[str, list[str]], ledger_path: Path | None, run_id: str | None, shard: str) -> Plan:
+    """Claim the shard's keys (``keyed``: each key's sessions, as their source sha256) and read their
+    known snapshots, in one transaction and one query per 500 keys; a key is written here when this
+    shard holds it, met it once, and no other source of it is known."""
     owners: dict[str, str] = {}
     known: dict[str, set[str]] = {}
     linked: set[str]
@@ -109,11 +108,10 @@ def plan(keyed: dict[str, list[tuple[Any, Any]]], ledger_path: Path | None, run_
     else:
         linked = set()
     write, defer = set(), set()
-    for key, sessions in keyed.items():
+    for key, sources in keyed.items():
         mine = owners.get(key, shard) == shard
         # a key with a possible link is written by the merge, which records the link in its document
-        alone = (len(sessions) == 1 and known.get(key, set()) <= {source_sha(sessions[0][1])}
-                 and key not in linked)
+        alone = len(sources) == 1 and known.get(key, set()) <= {sources[0]} and key not in linked
         (write if mine and alone else defer).add(key)
     return Plan(write, defer)
 

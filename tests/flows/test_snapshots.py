@@ -228,17 +228,26 @@ def _chatgpt_conversation(cid: str, messages: list[tuple[str, str, str, int]]) -
             "mapping": mapping, "current_node": ids[-1]}
 
 
-def test_two_chatgpt_exports_a_month_apart_are_one_document_per_conversation(tmp_path):
-    early = [("m1", "user", "What is polars?", 1700000000), ("m2", "assistant", "A DataFrame library.", 1700000010)]
-    later = [*early, ("m3", "user", "And lazy frames?", 1702600000), ("m4", "assistant", "Deferred plans.", 1702600010)]
+EARLY = [("m1", "user", "What is polars?", 1700000000), ("m2", "assistant", "A DataFrame library.", 1700000010)]
+LATER = [*EARLY, ("m3", "user", "And lazy frames?", 1702600000), ("m4", "assistant", "Deferred plans.", 1702600010)]
+
+
+def chatgpt_exports(root: Path) -> list[Path]:
+    """Two ChatGPT exports a month apart under ``root/chatgpt``: the conversation c1 in both (the later one
+    longer), c2 in the later one only."""
     exports = []
-    for month, conversations in (("2023-11", [_chatgpt_conversation("c1", early)]),
-                                 ("2023-12", [_chatgpt_conversation("c1", later),
+    for month, conversations in (("2023-11", [_chatgpt_conversation("c1", EARLY)]),
+                                 ("2023-12", [_chatgpt_conversation("c1", LATER),
                                               _chatgpt_conversation("c2", [("n1", "user", "hi", 1702600100)])])):
-        folder = tmp_path / "chatgpt" / month
+        folder = root / "chatgpt" / month
         folder.mkdir(parents=True)
         (folder / "conversations.json").write_bytes(orjson.dumps(conversations))
         exports.append(folder)
+    return exports
+
+
+def test_two_chatgpt_exports_a_month_apart_are_one_document_per_conversation(tmp_path):
+    exports = chatgpt_exports(tmp_path)
     forward, backward, together = tmp_path / "forward", tmp_path / "backward", tmp_path / "together"
     for export in exports:
         _run([export], forward)
@@ -249,7 +258,7 @@ def test_two_chatgpt_exports_a_month_apart_are_one_document_per_conversation(tmp
     docs = _documents(forward)
     assert sorted(docs) == ["sessions/chatgpt/c1/c1.json", "sessions/chatgpt/c2/c2.json"]
     turns = orjson.loads(docs["sessions/chatgpt/c1/c1.json"])["artifacts"]["Chatthistorik"]["interactions"]
-    assert [t["content"] for t in turns] == [m[2] for m in later]
+    assert [t["content"] for t in turns] == [m[2] for m in LATER]
     assert datasets.tables(forward)[1].height == 5  # each message once
     _check(forward)
 
