@@ -28,6 +28,7 @@ from multiprocessing import forkserver
 from pathlib import Path
 
 from models.settings import Settings
+from parsers import registry
 
 from .core import lifeline
 from .core.shard import ShardResult, run_shard, worker_died
@@ -45,7 +46,8 @@ class LocalPool:
 
     def _new(self) -> ProcessPoolExecutor:
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["flows.core.shard"])
+        # imported once in the forkserver, not in each worker it forks (a worker runs one shard)
+        context.set_forkserver_preload(["flows.core.shard", *registry.grammar_modules()])
         _start_forkserver(worker_environment(self.workers))
         return ProcessPoolExecutor(max_workers=self.workers, mp_context=context, initializer=lifeline.worker_start,
                                    initargs=(lifeline.owner(),), max_tasks_per_child=self.tasks_per_worker)
@@ -78,8 +80,8 @@ TASKS_PER_WORKER = 1
 forked afresh from the forkserver: what a shard leaves in its process (the pages Python's and glibc's
 heaps keep after it, polars' compiled patterns and thread pool) is not carried into the next shard, so
 a worker's peak is one shard's, not the most any of its shards reached on top of the others' leftovers
-(docs/memory.md, "10,000 small files"). Its cost: each shard imports the grammars and compiles its
-patterns again (about 0.4 s of CPU). One, not more: with more than one task per worker, Python's pool
+(docs/memory.md, "10,000 small files"). Its cost: each shard compiles polars' patterns again (the grammar
+modules are imported once, in the forkserver's preload). One, not more: with more than one task per worker, Python's pool
 can stop starting workers for a queued backlog (CPython gh-115634)."""
 
 

@@ -46,14 +46,21 @@ def register(cls: type[Grammar]) -> type[Grammar]:
     return cls
 
 
+def grammar_modules() -> list[str]:
+    """The modules of the grammars (one per grammar, and their shared helpers), in name order: what
+    ``all_grammars`` imports, and what a process that forks workers can import once for all of them."""
+    from . import grammars
+
+    return [f"{grammars.__name__}.{info.name}"
+            for info in sorted(pkgutil.iter_modules(grammars.__path__), key=lambda i: i.name)]
+
+
 def _load() -> None:
     global _LOADED
     if _LOADED:
         return
-    from . import grammars
-
-    for info in sorted(pkgutil.iter_modules(grammars.__path__), key=lambda i: i.name):
-        importlib.import_module(f"{grammars.__name__}.{info.name}")
+    for module in grammar_modules():
+        importlib.import_module(module)
     _LOADED = True
 
 
