@@ -81,8 +81,8 @@ forked afresh from the forkserver: what a shard leaves in its process (the pages
 heaps keep after it, polars' compiled patterns and thread pool) is not carried into the next shard, so
 a worker's peak is one shard's, not the most any of its shards reached on top of the others' leftovers
 (docs/memory.md, "10,000 small files"). Its cost: each shard compiles polars' patterns again (the grammar
-modules are imported once, in the forkserver's preload). One, not more: with more than one task per worker, Python's pool
-can stop starting workers for a queued backlog (CPython gh-115634)."""
+modules are imported once, in the forkserver's preload). One, not more: with more than one task per
+worker, Python's pool can stop starting workers for a queued backlog (CPython gh-115634)."""
 
 
 WORKER_ALLOCATOR = ("_RJEM_MALLOC_CONF", "dirty_decay_ms:0,muzzy_decay_ms:0")
