@@ -41,25 +41,21 @@ class LocalPool:
         self.workers = workers
         self._lock = threading.Lock()
         self.closed = False
-        self.tasks_per_worker: int | None = TASKS_PER_WORKER
         self.pool = self._new()
 
     def _new(self) -> ProcessPoolExecutor:
         context = multiprocessing.get_context("forkserver")
-        # imported once in the forkserver, not in each worker it forks (a worker runs one shard)
+        # imported once in the forkserver, not in each worker it forks
         context.set_forkserver_preload(["flows.core.shard", *registry.grammar_modules()])
         _start_forkserver(worker_environment(self.workers))
         return ProcessPoolExecutor(max_workers=self.workers, mp_context=context, initializer=lifeline.worker_start,
-                                   initargs=(lifeline.owner(),), max_tasks_per_child=self.tasks_per_worker)
+                                   initargs=(lifeline.owner(),))
 
     def replace(self, broken: ProcessPoolExecutor) -> None:
-        """A fresh pool instead of ``broken`` (once, however many threads saw it break). Its workers are
-        kept from task to task: a shard runs again there one input per task (``_one_by_one``), and a
-        fresh worker per input would import the grammars and build polars' patterns once per input."""
+        """A fresh pool instead of ``broken`` (once, however many threads saw it break)."""
         with self._lock:
             if self.pool is broken and not self.closed:
                 broken.shutdown(wait=False, cancel_futures=True)
-                self.tasks_per_worker = None
                 self.pool = self._new()
 
     def shutdown(self, *, kill: bool = False) -> None:
@@ -73,16 +69,6 @@ class LocalPool:
             for proc in list((getattr(pool, "_processes", None) or {}).values()):
                 proc.join(5)
         pool.shutdown(wait=True, cancel_futures=True)
-
-
-TASKS_PER_WORKER = 1
-"""A worker runs one pool task (a shard, a merge group), then exits, and the next task gets a worker
-forked afresh from the forkserver: what a shard leaves in its process (the pages Python's and glibc's
-heaps keep after it, polars' compiled patterns and thread pool) is not carried into the next shard, so
-a worker's peak is one shard's, not the most any of its shards reached on top of the others' leftovers
-(docs/memory.md, "10,000 small files"). Its cost: each shard compiles polars' patterns again (the grammar
-modules are imported once, in the forkserver's preload). One, not more: with more than one task per
-worker, Python's pool can stop starting workers for a queued backlog (CPython gh-115634)."""
 
 
 WORKER_ALLOCATOR = ("_RJEM_MALLOC_CONF", "dirty_decay_ms:0,muzzy_decay_ms:0")
