@@ -175,8 +175,10 @@ def ext4_disk(tmp_path):
 def _break_into_read_only(image: Path, mount: Path) -> None:
     """Corrupt the trap folder's block on the device and read it: ext4 remounts itself read-only."""
     # the image itself, not the loop device findmnt names: the folder was written before the remount, so
-    # its block is on the image, and no second mount or busy device can hide it
-    blocks = subprocess.run(["debugfs", "-R", "blocks /trap", str(image)], capture_output=True, text=True)
+    # its block is on the image, and no second mount or busy device can hide it; -c (catastrophic mode) does
+    # not read the block bitmaps, which the mounted file system may be writing at this moment (their checksum
+    # then does not match, and debugfs without -c refuses to open the image)
+    blocks = subprocess.run(["debugfs", "-c", "-R", "blocks /trap", str(image)], capture_output=True, text=True)
     assert blocks.stdout.split(), f"debugfs found no block of /trap: {blocks.stderr.strip()}"
     block = int(blocks.stdout.split()[0])
     with image.open("r+b") as fh:

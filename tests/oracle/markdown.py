@@ -45,6 +45,8 @@ def _session(text: str, all_lines: list[str], seg) -> ParsedSession:
     default_model = parse_model_spec(front["model"]) if front.get("model") else None
     first, last = seg.first_line, seg.span[1]
     lines = all_lines[first - 1:last]
+    if lines and seg.start and text[seg.start - 1] != "\n":  # the body starts on the front matter's closing line
+        lines[0] = text[seg.start:].split("\n", 1)[0]  # (its "---" has no line end): only what follows it
     if lines and seg.session_id is not None and seg.id_source == "source:session-line":
         lines[0] = ""  # the Session line itself is declared by the segment
     session = ParsedSession(seg.session_id, seg.id_source, [], raw=text[seg.start:seg.end],

@@ -217,6 +217,7 @@ _MARKDOWN = st.tuples(_M_FRONT, st.lists(_M_LINE, max_size=16), st.booleans()).m
 @example(["---\ntimezone: Europe/Stockholm\n---\n## User — 2025-01-01 10:00:00\na\n## Assistant\nb\n",
           "---\ntimezone: Mars/Olympus\n---\n## User\na\n", "", "# T\nModel: gpt-4o\n**User:** a\n**Assistant:**\nb\n",
           "## User\na\nSession: s2\n### chat-1\n> q\nanswer\n"])
+@example(["---\n---"])  # front matter whose closing line has no line end: no body, no rule line after it
 def test_any_mix_of_markdown_transcripts_in_one_table(texts):
     """Markdown transcripts with and without front matter (a zone, a model, a zone that fails), sessions,
     fences, exchanges, other heading styles: one table, each source its own sessions or failure."""
